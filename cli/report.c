@@ -1,0 +1,278 @@
+#include "report.h"
+
+#include "error.h"
+#include "units.h"
+
+#include <math.h>
+#include <string.h>
+
+gboolean
+cli_report_parse_format(const char *text, CliFormat *format, GError **error)
+{
+  static const char *names[] = { "table", "csv", "json" };
+  for (guint i = 0; i < G_N_ELEMENTS(names); i++) {
+    if (g_strcmp0(text, names[i]) == 0) {
+      *format = (CliFormat)i;
+      return TRUE;
+    }
+  }
+  g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "--format: expected table, csv or json, got '%s'", text);
+  return FALSE;
+}
+
+/* ---- JSON --------------------------------------------------------------- */
+
+static void
+add_int(JsonBuilder *b, const char *name, gint64 v)
+{
+  json_builder_set_member_name(b, name);
+  json_builder_add_int_value(b, v);
+}
+
+static void
+add_double(JsonBuilder *b, const char *name, double v)
+{
+  json_builder_set_member_name(b, name);
+  json_builder_add_double_value(b, v);
+}
+
+static void
+add_string(JsonBuilder *b, const char *name, const char *v)
+{
+  json_builder_set_member_name(b, name);
+  json_builder_add_string_value(b, v);
+}
+
+JsonNode *
+cli_report_result_json(const SimResult *r)
+{
+  g_autoptr(JsonBuilder) b = json_builder_new();
+  json_builder_begin_object(b);
+  add_string(b, "scenario", r->scenario);
+  add_string(b, "policy", r->policy);
+  add_double(b, "step_ms", r->step_ms);
+  add_double(b, "compute_ms", r->compute_ms);
+  add_double(b, "recompute_ms", r->recompute_ms);
+  add_double(b, "exposed_transfer_ms", r->exposed_transfer_ms);
+  add_int(b, "saved_bytes", (gint64)r->saved_bytes);
+  add_int(b, "peak_device_bytes", r->peak_device.bytes);
+  add_int(b, "peak_host_bytes", r->peak_host.bytes);
+  add_int(b, "d2h_bytes", (gint64)r->d2h_bytes);
+  add_int(b, "h2d_bytes", (gint64)r->h2d_bytes);
+  add_int(b, "d2h_copies", r->d2h_copies);
+  add_int(b, "h2d_copies", r->h2d_copies);
+  json_builder_set_member_name(b, "fits");
+  json_builder_add_boolean_value(b, r->fits);
+  /* Extras. */
+  add_int(b, "capacity_bytes", (gint64)r->capacity_bytes);
+  add_double(b, "peak_device_ms", r->peak_device.time_ms);
+  add_string(b, "peak_device_phase", r->peak_device.phase);
+  json_builder_set_member_name(b, "peak_device_layer");
+  if (r->peak_device.layer == SIM_NO_LAYER)
+    json_builder_add_null_value(b);
+  else
+    json_builder_add_int_value(b, r->peak_device.layer);
+  add_string(b, "peak_device_live", r->peak_device.live);
+  add_double(b, "peak_host_ms", r->peak_host.time_ms);
+  add_string(b, "peak_host_live", r->peak_host.live);
+  json_builder_end_object(b);
+  return json_builder_get_root(b);
+}
+
+/* Strings go through json-glib's own escaper (one string node at a time);
+ * numbers through %.15g, which prints every value a user typed exactly. */
+static void
+write_node(GString *out, JsonNode *node, guint indent)
+{
+  switch (json_node_get_node_type(node)) {
+  case JSON_NODE_OBJECT: {
+    JsonObject *object = json_node_get_object(node);
+    g_autoptr(GList) members = json_object_get_members(object);
+    g_string_append(out, "{");
+    for (GList *m = members; m; m = m->next) {
+      g_autoptr(JsonNode) key = json_node_init_string(json_node_alloc(), m->data);
+      g_autofree char *quoted = json_to_string(key, FALSE);
+      g_string_append_printf(out, "\n%*s%s: ", (int)(indent + 2), "", quoted);
+      write_node(out, json_object_get_member(object, m->data), indent + 2);
+      if (m->next)
+        g_string_append_c(out, ',');
+    }
+    g_string_append_printf(out, "\n%*s}", (int)indent, "");
+    break;
+  }
+  case JSON_NODE_ARRAY: {
+    JsonArray *array = json_node_get_array(node);
+    guint n = json_array_get_length(array);
+    g_string_append(out, "[");
+    for (guint i = 0; i < n; i++) {
+      g_string_append_printf(out, "\n%*s", (int)(indent + 2), "");
+      write_node(out, json_array_get_element(array, i), indent + 2);
+      if (i + 1 < n)
+        g_string_append_c(out, ',');
+    }
+    g_string_append_printf(out, "\n%*s]", (int)indent, "");
+    break;
+  }
+  case JSON_NODE_VALUE:
+    if (json_node_get_value_type(node) == G_TYPE_DOUBLE) {
+      double v = json_node_get_double(node);
+      char buf[G_ASCII_DTOSTR_BUF_SIZE];
+      g_ascii_formatd(buf, sizeof buf, "%.15g", v == 0 ? 0.0 : v); /* no "-0" */
+      g_string_append(out, isfinite(v) ? buf : "null");
+    } else {
+      g_autofree char *text = json_to_string(node, FALSE);
+      g_string_append(out, text);
+    }
+    break;
+  case JSON_NODE_NULL:
+    g_string_append(out, "null");
+    break;
+  }
+}
+
+char *
+cli_report_json_to_string(JsonNode *node)
+{
+  GString *out = g_string_new(NULL);
+  write_node(out, node, 0);
+  g_string_append_c(out, '\n');
+  return g_string_free(out, FALSE);
+}
+
+static char *
+format_json(const SimScenario *s, GPtrArray *results, gboolean single)
+{
+  if (single) {
+    g_autoptr(JsonNode) node = cli_report_result_json(g_ptr_array_index(results, 0));
+    return cli_report_json_to_string(node);
+  }
+  g_autoptr(JsonBuilder) b = json_builder_new();
+  json_builder_begin_object(b);
+  add_string(b, "scenario", s->name);
+  json_builder_set_member_name(b, "results");
+  json_builder_begin_array(b);
+  for (guint i = 0; i < results->len; i++)
+    json_builder_add_value(b, cli_report_result_json(g_ptr_array_index(results, i)));
+  json_builder_end_array(b);
+  json_builder_end_object(b);
+  g_autoptr(JsonNode) root = json_builder_get_root(b);
+  return cli_report_json_to_string(root);
+}
+
+/* ---- CSV ---------------------------------------------------------------- */
+
+/* RFC 4180: quote a field holding a comma, a quote or a line break. */
+static void
+csv_field(GString *out, const char *text)
+{
+  if (strpbrk(text, ",\"\r\n") == NULL) {
+    g_string_append(out, text);
+    return;
+  }
+  g_string_append_c(out, '"');
+  for (const char *p = text; *p; p++) {
+    if (*p == '"')
+      g_string_append_c(out, '"');
+    g_string_append_c(out, *p);
+  }
+  g_string_append_c(out, '"');
+}
+
+/* CSV columns are the JSON members, in order, so the two cannot drift. */
+static char *
+format_csv(GPtrArray *results)
+{
+  GString *out = g_string_new(NULL);
+  for (guint i = 0; i < results->len; i++) {
+    g_autoptr(JsonNode) node = cli_report_result_json(g_ptr_array_index(results, i));
+    JsonObject *object = json_node_get_object(node);
+    g_autoptr(GList) members = json_object_get_members(object);
+    if (i == 0) {
+      for (GList *m = members; m; m = m->next) {
+        csv_field(out, m->data);
+        g_string_append_c(out, m->next ? ',' : '\n');
+      }
+    }
+    for (GList *m = members; m; m = m->next) {
+      JsonNode *v = json_object_get_member(object, m->data);
+      if (json_node_get_value_type(v) == G_TYPE_STRING) {
+        csv_field(out, json_node_get_string(v));
+      } else if (JSON_NODE_HOLDS_NULL(v)) {
+        /* an empty field */
+      } else if (json_node_get_value_type(v) == G_TYPE_BOOLEAN) {
+        g_string_append(out, json_node_get_boolean(v) ? "true" : "false");
+      } else {
+        g_autofree char *text = cli_report_json_to_string(v);
+        g_string_append_len(out, text, (gssize)strlen(text) - 1);
+      }
+      g_string_append_c(out, m->next ? ',' : '\n');
+    }
+  }
+  return g_string_free(out, FALSE);
+}
+
+/* ---- table -------------------------------------------------------------- */
+
+static char *
+format_table(const SimScenario *s, GPtrArray *results)
+{
+  GString *out = g_string_new(NULL);
+  const SimLink *link = &s->machine.link;
+  g_autofree char *saved = sim_units_format_size(sim_workload_saved_bytes(s->workload));
+  g_autofree char *stat = sim_units_format_size(s->workload->static_bytes);
+  g_autofree char *mem = sim_units_format_size(s->machine.device.memory);
+  g_autofree char *h2d = sim_units_format_rate(link->h2d_bandwidth);
+  g_autofree char *d2h = sim_units_format_rate(link->d2h_bandwidth);
+  g_autofree char *bidir = sim_units_format_rate(link->bidir_bandwidth);
+  const SimResult *first = g_ptr_array_index(results, 0);
+  g_autofree char *cap = sim_units_format_size(first->capacity_bytes);
+
+  g_string_append_printf(out, "%s\n", s->name);
+  g_string_append_printf(out, "%u layers, %s saved for backward, %s static; %s device, fits within %s\n",
+                         sim_workload_n_layers(s->workload), saved, stat, mem, cap);
+  g_string_append_printf(out, "link: H2D %s, D2H %s, both %s, %.3g us per copy, compute -%.3g%% during copies\n\n",
+                         h2d, d2h, bidir, link->latency * 1e6, link->compute_slowdown * 100);
+
+  int w = 14;
+  for (guint i = 0; i < results->len; i++)
+    w = MAX(w, (int)g_utf8_strlen(((SimResult *)g_ptr_array_index(results, i))->policy, -1));
+  g_string_append_printf(out, "%-*s %9s %8s %8s %8s %11s %10s %9s %9s %4s\n", w, "policy", "step ms", "compute",
+                         "recomp", "exposed", "peak dev", "peak host", "D2H", "H2D", "fits");
+  for (guint i = 0; i < results->len; i++) {
+    const SimResult *r = g_ptr_array_index(results, i);
+    g_autofree char *pd = sim_units_format_size((guint64)r->peak_device.bytes);
+    g_autofree char *ph = sim_units_format_size((guint64)r->peak_host.bytes);
+    g_autofree char *d = sim_units_format_size(r->d2h_bytes);
+    g_autofree char *h = sim_units_format_size(r->h2d_bytes);
+    /* Pad by characters, not bytes, so UTF-8 names keep the columns straight. */
+    int pad = w - (int)g_utf8_strlen(r->policy, -1);
+    g_string_append_printf(out, "%s%*s %9.2f %8.2f %8.2f %8.2f %11s %10s %9s %9s %4s\n", r->policy, pad, "",
+                           r->step_ms, r->compute_ms, r->recompute_ms, r->exposed_transfer_ms, pd, ph, d, h,
+                           r->fits ? "yes" : "NO");
+  }
+  g_string_append(out, "\npeak device memory, when and what was live:\n");
+  for (guint i = 0; i < results->len; i++) {
+    const SimResult *r = g_ptr_array_index(results, i);
+    g_autofree char *pd = sim_units_format_size((guint64)r->peak_device.bytes);
+    g_autofree char *layer = r->peak_device.layer == SIM_NO_LAYER ? g_strdup("")
+                                                                  : g_strdup_printf(" L%d", r->peak_device.layer);
+    g_string_append_printf(out, "  %s: %s at %.2f ms (%s%s)\n      %s\n", r->policy, pd, r->peak_device.time_ms,
+                           r->peak_device.phase, layer, r->peak_device.live);
+  }
+  return g_string_free(out, FALSE);
+}
+
+char *
+cli_report_format(const SimScenario *s, GPtrArray *results, CliFormat format, gboolean single)
+{
+  g_return_val_if_fail(results->len > 0, NULL);
+  switch (format) {
+  case CLI_FORMAT_JSON:
+    return format_json(s, results, single);
+  case CLI_FORMAT_CSV:
+    return format_csv(results);
+  case CLI_FORMAT_TABLE:
+  default:
+    return format_table(s, results);
+  }
+}

@@ -1,0 +1,37 @@
+/* cli/report.h — results as a table for people, CSV and JSON for programs.
+ *
+ * The JSON object of one result has exactly the fields of DESIGN.md section
+ * 6, in that order, followed by extras (capacity and where each peak was);
+ * CSV has the same columns.  Numbers are written with up to 15 significant
+ * digits so that 9.36 prints as 9.36, not 9.3599999999999994: the output is
+ * the same bytes on every run and every machine.
+ */
+#pragma once
+
+#include "result.h"
+#include "scenario.h"
+
+#include <json-glib/json-glib.h>
+
+G_BEGIN_DECLS
+
+typedef enum {
+  CLI_FORMAT_TABLE,
+  CLI_FORMAT_CSV,
+  CLI_FORMAT_JSON,
+} CliFormat;
+
+/* Parses "table", "csv" or "json". */
+gboolean cli_report_parse_format(const char *text, CliFormat *format, GError **error);
+
+/* `results` holds SimResult*.  `single` prints `run`'s shape: one JSON object
+ * instead of {"scenario", "results"}. */
+char *cli_report_format(const SimScenario *scenario, GPtrArray *results, CliFormat format, gboolean single);
+
+/* One result as a JSON object node (the fields above). */
+JsonNode *cli_report_result_json(const SimResult *result);
+
+/* Serialises a JSON tree, pretty-printed, with our number formatting. */
+char *cli_report_json_to_string(JsonNode *node);
+
+G_END_DECLS

@@ -1,0 +1,26 @@
+#include "evaluate.h"
+
+#include "lower.h"
+
+SimResult *
+planner_evaluate(const SimScenario *s, const SimPolicy *policy, SimEngine *engine,
+                 const PlannerEvalOptions *options, GError **error)
+{
+  g_autoptr(SimEngine) own = engine ? NULL : sim_engine_new();
+  gboolean detail = options && options->detail;
+  guint64 capacity = options && options->budget ? options->budget : s->machine.device.memory;
+  SimEngineOptions engine_options = { .record_ops = detail, .record_curve = detail };
+
+  g_autoptr(SimProgram) program = planner_lower(s->workload, policy, &s->machine.link);
+  g_autoptr(SimRun) run = sim_engine_run(engine ? engine : own, program, &s->machine.link, &engine_options, error);
+  if (run == NULL) {
+    g_prefix_error(error, "policy '%s': ", policy->name);
+    return NULL;
+  }
+  if (!detail)
+    return sim_result_new(s->name, policy->name, s->workload, program, run, capacity, FALSE);
+  SimResult *r = sim_result_new(s->name, policy->name, s->workload, program, run, capacity, TRUE);
+  g_steal_pointer(&program);
+  g_steal_pointer(&run);
+  return r;
+}

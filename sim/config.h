@@ -1,0 +1,55 @@
+/* sim/config.h — scenario files merged across includes, each value with the
+ * file it came from.
+ *
+ * GKeyFile parses one file; a scenario is a chain of them.  `include` in a
+ * file's [scenario] group names other files (comma-separated, relative to the
+ * including file), which are loaded first, so the including file's keys win;
+ * among several includes, later ones win.  Includes nest up to
+ * SIM_CONFIG_MAX_DEPTH, and a file that includes itself, directly or not, is
+ * an error naming the chain.
+ *
+ * Every value remembers its file so that an error about it can name the file
+ * the user must edit, not the top-level one.  Groups and keys keep the order
+ * in which they first appeared (policies run in that order).
+ *
+ * Ownership: SimConfig owns everything; lookups return borrowed pointers.
+ */
+#pragma once
+
+#include <glib.h>
+
+G_BEGIN_DECLS
+
+#define SIM_CONFIG_MAX_DEPTH 64
+
+typedef struct {
+  char *key;
+  char *value;
+  const char *file; /* interned in the config */
+} SimConfigEntry;
+
+typedef struct {
+  char *name;
+  const char *file; /* where the group first appeared */
+  GPtrArray *entries; /* SimConfigEntry*, in first-seen order */
+  GHashTable *by_key;
+} SimConfigGroup;
+
+typedef struct {
+  GPtrArray *groups; /* SimConfigGroup*, in first-seen order */
+  GHashTable *by_name;
+  GHashTable *files; /* interned file names */
+  char *top;         /* the file (or origin) the scenario was loaded from */
+} SimConfig;
+
+SimConfig *sim_config_load_file(const char *path, GError **error);
+/* `origin` names the data in messages; includes resolve against `base_dir`
+ * (NULL: the current directory). */
+SimConfig *sim_config_load_data(const char *data, const char *origin, const char *base_dir, GError **error);
+void sim_config_free(SimConfig *config);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(SimConfig, sim_config_free)
+
+SimConfigGroup *sim_config_group(const SimConfig *config, const char *name);
+SimConfigEntry *sim_config_lookup(const SimConfigGroup *group, const char *key);
+
+G_END_DECLS

@@ -1,0 +1,530 @@
+#include "engine.h"
+
+#include "error.h"
+#include "heap.h"
+
+#include <math.h>
+
+#define NONE G_MAXUINT32
+
+typedef struct {
+  guint32 pos;         /* index of the head op in the stream's list */
+  guint32 next_waiter; /* next stream blocked on the same event, or NONE */
+} StreamState;
+
+typedef struct {
+  gboolean recorded;
+  guint32 first_waiter; /* stream index, or NONE */
+} EventState;
+
+/* One copy engine per direction.  `queue` holds ready copies keyed on the
+ * time they became ready, ties by issue index. */
+typedef struct {
+  SimHeap queue;
+  guint32 active; /* op, or NONE */
+  gboolean in_latency;
+  double latency_left; /* seconds */
+  double bytes_left;
+  double peak_rate;    /* bandwidth this copy could use alone */
+  double rate;         /* bandwidth it gets now */
+} CopyEngine;
+
+struct SimEngine {
+  GArray *streams; /* StreamState */
+  GArray *events;  /* EventState */
+  SimHeap ready;   /* streams whose head op may start, keyed on that op's index */
+  SimHeap compute; /* running compute ops, keyed on virtual finish */
+  SimHeap timers;  /* running host_alloc ops, keyed on real finish */
+  CopyEngine copy[2];
+  GArray *done;    /* ops completing at the current instant */
+};
+
+/* Everything a single run mutates, so helpers take one pointer. */
+typedef struct {
+  SimEngine *e;
+  const SimProgram *p;
+  const SimLink *link;
+  SimRun *run;
+  double now;
+  double vclock;       /* work done by each running compute op since time 0 */
+  double compute_rate; /* per running compute op */
+  guint completed;
+  gint64 level[2];
+  GError **error;
+  gboolean failed;
+} Run;
+
+SimEngine *
+sim_engine_new(void)
+{
+  SimEngine *e = g_new0(SimEngine, 1);
+  e->streams = g_array_new(FALSE, FALSE, sizeof(StreamState));
+  e->events = g_array_new(FALSE, FALSE, sizeof(EventState));
+  e->done = g_array_new(FALSE, FALSE, sizeof(guint32));
+  sim_heap_init(&e->ready);
+  sim_heap_init(&e->compute);
+  sim_heap_init(&e->timers);
+  for (int d = 0; d < 2; d++)
+    sim_heap_init(&e->copy[d].queue);
+  return e;
+}
+
+void
+sim_engine_free(SimEngine *e)
+{
+  if (e == NULL)
+    return;
+  g_array_unref(e->streams);
+  g_array_unref(e->events);
+  g_array_unref(e->done);
+  sim_heap_free(&e->ready);
+  sim_heap_free(&e->compute);
+  sim_heap_free(&e->timers);
+  for (int d = 0; d < 2; d++)
+    sim_heap_free(&e->copy[d].queue);
+  g_free(e);
+}
+
+void
+sim_run_free(SimRun *run)
+{
+  if (run == NULL)
+    return;
+  if (run->op_start)
+    g_array_unref(run->op_start);
+  if (run->op_end)
+    g_array_unref(run->op_end);
+  if (run->curve)
+    g_array_unref(run->curve);
+  g_array_unref(run->applied);
+  g_free(run);
+}
+
+static inline StreamState *
+stream_state(Run *r, guint32 s)
+{
+  return &g_array_index(r->e->streams, StreamState, s);
+}
+
+static inline const SimStream *
+stream_of(Run *r, guint32 s)
+{
+  return g_ptr_array_index(r->p->streams, s);
+}
+
+static inline guint32
+stream_head(Run *r, guint32 s)
+{
+  const SimStream *stream = stream_of(r, s);
+  guint32 pos = stream_state(r, s)->pos;
+  return pos < stream->ops->len ? g_array_index(stream->ops, guint32, pos) : NONE;
+}
+
+static void
+push_ready(Run *r, guint32 s)
+{
+  guint32 head = stream_head(r, s);
+  if (head != NONE)
+    sim_heap_push(&r->e->ready, 0.0, head, s);
+}
+
+static void
+apply_memory(Run *r, guint32 op_index, SimWhen when)
+{
+  const SimOp *op = sim_program_op(r->p, op_index);
+  for (guint32 m = op->mem_first; m < op->mem_first + op->mem_count; m++) {
+    const SimMemAction *a = &g_array_index(r->p->mem, SimMemAction, m);
+    if (a->when != when)
+      continue;
+    r->level[a->pool] += a->delta;
+    g_array_append_val(r->run->applied, m);
+    if (r->level[a->pool] < 0 && !r->failed) {
+      g_autofree char *what = sim_program_describe_op(r->p, op_index);
+      g_set_error(r->error, SIM_ERROR, SIM_ERROR_INTERNAL,
+                  "%s memory went negative (%" G_GINT64_FORMAT " B) at %s: a lowering frees what it never allocated",
+                  a->pool == SIM_POOL_DEVICE ? "device" : "host", r->level[a->pool], what);
+      r->failed = TRUE;
+    }
+    SimPeak *peak = &r->run->peak[a->pool];
+    if (r->level[a->pool] > peak->bytes) {
+      *peak = (SimPeak){ .bytes = r->level[a->pool], .time = r->now, .op = op_index,
+                         .phase = op->phase, .layer = op->layer, .applied = r->run->applied->len };
+    }
+    if (r->run->curve) {
+      SimMemPoint point = { r->now, r->level[SIM_POOL_DEVICE], r->level[SIM_POOL_HOST] };
+      g_array_append_val(r->run->curve, point);
+    }
+  }
+}
+
+static void
+mark_start(Run *r, guint32 op)
+{
+  if (r->run->op_start)
+    g_array_index(r->run->op_start, double, op) = r->now;
+  apply_memory(r, op, SIM_AT_START);
+}
+
+/* An op finished: free what it frees, advance its stream. */
+static void
+finish_op(Run *r, guint32 op_index)
+{
+  const SimOp *op = sim_program_op(r->p, op_index);
+  if (r->run->op_end)
+    g_array_index(r->run->op_end, double, op_index) = r->now;
+  apply_memory(r, op_index, SIM_AT_END);
+  r->completed++;
+  stream_state(r, op->stream)->pos++;
+  push_ready(r, op->stream);
+}
+
+static void
+record_event(Run *r, guint32 event)
+{
+  EventState *ev = &g_array_index(r->e->events, EventState, event);
+  ev->recorded = TRUE;
+  for (guint32 s = ev->first_waiter; s != NONE;) {
+    guint32 next = stream_state(r, s)->next_waiter;
+    stream_state(r, s)->next_waiter = NONE;
+    push_ready(r, s);
+    s = next;
+  }
+  ev->first_waiter = NONE;
+}
+
+/* Starts every op that can start now, lowest issue index first.  Record and
+ * wait complete on the spot and may make other streams ready. */
+static void
+start_ready(Run *r)
+{
+  SimEngine *e = r->e;
+  while (e->ready.len > 0) {
+    SimHeapItem item = sim_heap_pop(&e->ready);
+    guint32 s = item.value, op_index = item.seq;
+    const SimOp *op = sim_program_op(r->p, op_index);
+    switch ((SimOpKind)op->kind) {
+    case SIM_OP_WAIT: {
+      EventState *ev = &g_array_index(e->events, EventState, op->event);
+      if (!ev->recorded) {
+        stream_state(r, s)->next_waiter = ev->first_waiter;
+        ev->first_waiter = s;
+        break;
+      }
+      mark_start(r, op_index);
+      finish_op(r, op_index);
+      break;
+    }
+    case SIM_OP_RECORD:
+      mark_start(r, op_index);
+      record_event(r, op->event);
+      finish_op(r, op_index);
+      break;
+    case SIM_OP_COMPUTE:
+      mark_start(r, op_index);
+      sim_heap_push(&e->compute, r->vclock + op->work, op_index, op_index);
+      break;
+    case SIM_OP_HOST_ALLOC:
+      mark_start(r, op_index);
+      sim_heap_push(&e->timers, r->now + op->work, op_index, op_index);
+      break;
+    case SIM_OP_COPY:
+      /* Started for its stream; the engine takes it when it is free. */
+      sim_heap_push(&e->copy[op->dir].queue, r->now, op_index, op_index);
+      break;
+    }
+  }
+}
+
+static void
+start_copies(Run *r)
+{
+  for (int d = 0; d < 2; d++) {
+    CopyEngine *c = &r->e->copy[d];
+    if (c->active != NONE || c->queue.len == 0)
+      continue;
+    guint32 op_index = sim_heap_pop(&c->queue).value;
+    const SimOp *op = sim_program_op(r->p, op_index);
+    double bw = d == SIM_DIR_D2H ? r->link->d2h_bandwidth : r->link->h2d_bandwidth;
+    c->active = op_index;
+    c->in_latency = TRUE;
+    c->latency_left = r->link->latency;
+    c->bytes_left = (double)op->bytes;
+    c->peak_rate = op->pageable ? bw * r->link->pageable_factor : bw;
+    r->run->copy_bytes[d] += op->bytes;
+    r->run->copies[d]++;
+    mark_start(r, op_index);
+  }
+}
+
+/* Rates for the interval that starts now. */
+static void
+update_rates(Run *r)
+{
+  CopyEngine *c = r->e->copy;
+  gboolean in_flight = c[0].active != NONE || c[1].active != NONE;
+  guint k = r->e->compute.len;
+  double base = in_flight ? 1.0 - r->link->compute_slowdown : 1.0;
+  r->compute_rate = k ? base / k : 0.0;
+
+  gboolean moving[2];
+  for (int d = 0; d < 2; d++) {
+    moving[d] = c[d].active != NONE && !c[d].in_latency;
+    c[d].rate = c[d].peak_rate;
+  }
+  double cap = r->link->bidir_bandwidth;
+  if (moving[0] && moving[1] && c[0].peak_rate + c[1].peak_rate > cap) {
+    /* Max-min fair: each gets half the cap unless it needs less. */
+    int small = c[0].peak_rate <= c[1].peak_rate ? 0 : 1;
+    c[small].rate = MIN(c[small].peak_rate, cap / 2);
+    c[1 - small].rate = cap - c[small].rate;
+  }
+}
+
+/* Time when a copy engine next changes state (end of latency or of bytes). */
+static double
+copy_deadline(Run *r, const CopyEngine *c)
+{
+  if (c->active == NONE)
+    return INFINITY;
+  if (c->in_latency)
+    return r->now + c->latency_left;
+  return r->now + c->bytes_left / c->rate;
+}
+
+static void
+blocked_report(Run *r)
+{
+  g_autoptr(GString) msg = g_string_new("stuck schedule: no op can start; blocked:");
+  g_autofree guint32 *recorder = g_new(guint32, MAX(1u, sim_program_n_events(r->p)));
+  for (guint e = 0; e < sim_program_n_events(r->p); e++)
+    recorder[e] = NONE;
+  for (guint32 i = 0; i < sim_program_n_ops(r->p); i++) {
+    const SimOp *op = sim_program_op(r->p, i);
+    if (op->kind == SIM_OP_RECORD)
+      recorder[op->event] = i;
+  }
+  for (guint32 s = 0; s < r->p->streams->len; s++) {
+    guint32 head = stream_head(r, s);
+    if (head == NONE)
+      continue;
+    const SimOp *op = sim_program_op(r->p, head);
+    g_autofree char *what = sim_program_describe_op(r->p, head);
+    g_string_append_printf(msg, " %s", what);
+    if (op->kind == SIM_OP_WAIT) {
+      if (recorder[op->event] == NONE) {
+        g_string_append(msg, " (the event is never recorded);");
+      } else {
+        g_autofree char *by = sim_program_describe_op(r->p, recorder[op->event]);
+        g_string_append_printf(msg, " (recorded only by %s, which cannot run);", by);
+      }
+    } else {
+      g_string_append(msg, ";");
+    }
+  }
+  g_set_error_literal(r->error, SIM_ERROR, SIM_ERROR_INTERNAL, msg->str);
+}
+
+static void
+reset_engine(SimEngine *e, const SimProgram *p)
+{
+  g_array_set_size(e->streams, p->streams->len);
+  for (guint s = 0; s < p->streams->len; s++)
+    g_array_index(e->streams, StreamState, s) = (StreamState){ 0, NONE };
+  g_array_set_size(e->events, sim_program_n_events(p));
+  for (guint ev = 0; ev < sim_program_n_events(p); ev++)
+    g_array_index(e->events, EventState, ev) = (EventState){ FALSE, NONE };
+  sim_heap_clear(&e->ready);
+  sim_heap_clear(&e->compute);
+  sim_heap_clear(&e->timers);
+  for (int d = 0; d < 2; d++) {
+    sim_heap_clear(&e->copy[d].queue);
+    e->copy[d].active = NONE;
+  }
+}
+
+static guint64
+heap_ops(const SimEngine *e)
+{
+  return e->ready.ops + e->compute.ops + e->timers.ops + e->copy[0].queue.ops + e->copy[1].queue.ops;
+}
+
+static int
+compare_u32(gconstpointer a, gconstpointer b)
+{
+  guint32 x = *(const guint32 *)a, y = *(const guint32 *)b;
+  return x < y ? -1 : x > y;
+}
+
+SimRun *
+sim_engine_run(SimEngine *e, const SimProgram *p, const SimLink *link, const SimEngineOptions *options,
+               GError **error)
+{
+  g_return_val_if_fail(e != NULL && p != NULL && link != NULL, NULL);
+  g_return_val_if_fail(link->compute_slowdown >= 0 && link->compute_slowdown < 1, NULL);
+  g_return_val_if_fail(link->h2d_bandwidth > 0 && link->d2h_bandwidth > 0 && link->bidir_bandwidth > 0, NULL);
+
+  if (!sim_program_validate(p, error))
+    return NULL;
+
+  guint n_ops = sim_program_n_ops(p);
+  g_autoptr(SimRun) run = g_new0(SimRun, 1);
+  run->applied = g_array_sized_new(FALSE, FALSE, sizeof(guint32), p->mem->len);
+  if (options && options->record_ops) {
+    run->op_start = g_array_sized_new(FALSE, TRUE, sizeof(double), n_ops);
+    run->op_end = g_array_sized_new(FALSE, TRUE, sizeof(double), n_ops);
+    g_array_set_size(run->op_start, n_ops);
+    g_array_set_size(run->op_end, n_ops);
+  }
+  if (options && options->record_curve)
+    run->curve = g_array_sized_new(FALSE, FALSE, sizeof(SimMemPoint), p->mem->len + 1);
+
+  for (guint32 i = 0; i < n_ops; i++) {
+    const SimOp *op = sim_program_op(p, i);
+    if (op->kind == SIM_OP_COMPUTE) {
+      if (op->phase == SIM_PHASE_RECOMPUTE)
+        run->recompute_work += op->work;
+      else
+        run->compute_work += op->work;
+    }
+  }
+
+  reset_engine(e, p);
+  guint64 heap_ops_before = heap_ops(e);
+  Run r = { .e = e, .p = p, .link = link, .run = run, .error = error };
+  for (int pool = 0; pool < 2; pool++) {
+    r.level[pool] = (gint64)p->baseline[pool];
+    run->peak[pool] = (SimPeak){ .bytes = r.level[pool], .op = NONE, .phase = SIM_PHASE_SYNC,
+                                 .layer = SIM_NO_LAYER };
+  }
+  if (run->curve) {
+    SimMemPoint point = { 0.0, r.level[0], r.level[1] };
+    g_array_append_val(run->curve, point);
+  }
+  for (guint32 s = 0; s < p->streams->len; s++)
+    push_ready(&r, s);
+
+  for (;;) {
+    start_ready(&r);
+    start_copies(&r);
+    if (r.failed)
+      return NULL;
+    CopyEngine *c = e->copy;
+    if (e->compute.len == 0 && e->timers.len == 0 && c[0].active == NONE && c[1].active == NONE) {
+      if (r.completed == n_ops)
+        break;
+      blocked_report(&r);
+      return NULL;
+    }
+    update_rates(&r);
+
+    /* The next instant anything changes, and what changes then. */
+    double t_compute = e->compute.len ? r.now + (sim_heap_peek(&e->compute)->key - r.vclock) / r.compute_rate
+                                      : INFINITY;
+    double t_timer = e->timers.len ? sim_heap_peek(&e->timers)->key : INFINITY;
+    double t_copy[2] = { copy_deadline(&r, &c[0]), copy_deadline(&r, &c[1]) };
+    double next = MIN(MIN(t_compute, t_timer), MIN(t_copy[0], t_copy[1]));
+    g_assert(isfinite(next) && next >= r.now);
+    double dt = next - r.now;
+
+    /* Advance the fluid, snapping whatever finishes at `next` exactly. */
+    g_array_set_size(e->done, 0);
+    if (e->compute.len) {
+      if (t_compute == next)
+        r.vclock = sim_heap_peek(&e->compute)->key;
+      else
+        r.vclock += r.compute_rate * dt;
+      while (e->compute.len && sim_heap_peek(&e->compute)->key <= r.vclock) {
+        guint32 op = sim_heap_pop(&e->compute).value;
+        g_array_append_val(e->done, op);
+      }
+    }
+    while (e->timers.len && sim_heap_peek(&e->timers)->key <= next) {
+      guint32 op = sim_heap_pop(&e->timers).value;
+      g_array_append_val(e->done, op);
+    }
+    for (int d = 0; d < 2; d++) {
+      if (c[d].active == NONE)
+        continue;
+      if (c[d].in_latency) {
+        c[d].latency_left = t_copy[d] == next ? 0.0 : c[d].latency_left - dt;
+        if (c[d].latency_left <= 0.0) {
+          c[d].in_latency = FALSE;
+          run->events++;
+        }
+      } else {
+        c[d].bytes_left = t_copy[d] == next ? 0.0 : c[d].bytes_left - c[d].rate * dt;
+        if (c[d].bytes_left <= 0.0) {
+          g_array_append_val(e->done, c[d].active);
+          c[d].active = NONE;
+        }
+      }
+    }
+    r.now = next;
+    if (e->done->len > 1)
+      g_array_sort(e->done, compare_u32);
+    for (guint i = 0; i < e->done->len; i++)
+      finish_op(&r, g_array_index(e->done, guint32, i));
+    run->events += e->done->len;
+  }
+
+  run->step = r.now;
+  run->heap_ops = heap_ops(e) - heap_ops_before;
+  for (int pool = 0; pool < 2; pool++) {
+    if (r.level[pool] != (gint64)p->baseline[pool]) {
+      g_set_error(error, SIM_ERROR, SIM_ERROR_INTERNAL,
+                  "%s memory ends at %" G_GINT64_FORMAT " B, not at its baseline %" G_GUINT64_FORMAT
+                  " B: a lowering leaks or double-frees",
+                  pool == SIM_POOL_DEVICE ? "device" : "host", r.level[pool], p->baseline[pool]);
+      return NULL;
+    }
+  }
+  return g_steal_pointer(&run);
+}
+
+static int
+compare_live(gconstpointer a, gconstpointer b)
+{
+  const SimLive *x = a, *y = b;
+  if (x->bytes != y->bytes)
+    return x->bytes > y->bytes ? -1 : 1;
+  if (x->tag != y->tag)
+    return x->tag < y->tag ? -1 : 1;
+  return x->layer < y->layer ? -1 : x->layer > y->layer;
+}
+
+GArray *
+sim_run_live_at_peak(const SimRun *run, const SimProgram *p, SimPool pool)
+{
+  g_autoptr(GHashTable) index = g_hash_table_new(g_int64_hash, g_int64_equal);
+  GArray *live = g_array_new(FALSE, FALSE, sizeof(SimLive));
+
+  if (p->baseline[pool] > 0) {
+    SimLive base = { p->baseline_tag, SIM_NO_LAYER, (gint64)p->baseline[pool] };
+    g_array_append_val(live, base);
+  }
+  /* The table maps (tag, layer), packed in a gint64 that `packed` keeps
+   * alive, to the entry's index in `live`. */
+  g_autofree gint64 *packed = g_new(gint64, run->peak[pool].applied + 1);
+  for (guint i = 0; i < run->peak[pool].applied; i++) {
+    const SimMemAction *a = &g_array_index(p->mem, SimMemAction, g_array_index(run->applied, guint32, i));
+    if (a->pool != pool)
+      continue;
+    packed[i] = ((gint64)a->tag << 32) | (guint32)a->layer;
+    gpointer slot;
+    if (g_hash_table_lookup_extended(index, &packed[i], NULL, &slot)) {
+      g_array_index(live, SimLive, GPOINTER_TO_UINT(slot)).bytes += a->delta;
+    } else {
+      SimLive entry = { a->tag, a->layer, a->delta };
+      g_hash_table_insert(index, &packed[i], GUINT_TO_POINTER(live->len));
+      g_array_append_val(live, entry);
+    }
+  }
+  /* Drop what was freed again before the peak. */
+  guint kept = 0;
+  for (guint i = 0; i < live->len; i++)
+    if (g_array_index(live, SimLive, i).bytes > 0)
+      g_array_index(live, SimLive, kept++) = g_array_index(live, SimLive, i);
+  g_array_set_size(live, kept);
+  g_array_sort(live, compare_live);
+  return live;
+}

@@ -1,0 +1,92 @@
+#include "policy.h"
+
+SimPolicy *
+sim_policy_new(const char *name, SimPolicyKind kind)
+{
+  SimPolicy *p = g_new0(SimPolicy, 1);
+  p->name = g_strdup(name);
+  p->kind = kind;
+  p->async = TRUE;
+  p->prefetch = 1;
+  p->inflight = 2;
+  p->keep_last = 1;
+  p->min_tensor = 0;
+  p->pinned = SIM_PINNED_POOLED;
+  p->every = 1;
+  return p;
+}
+
+void
+sim_policy_free(SimPolicy *p)
+{
+  if (p == NULL)
+    return;
+  g_free(p->name);
+  if (p->selected)
+    g_array_unref(p->selected);
+  if (p->actions)
+    g_array_unref(p->actions);
+  g_free(p);
+}
+
+static gboolean
+selected(const SimPolicy *p, guint layer)
+{
+  return p->selected == NULL || (layer < p->selected->len && g_array_index(p->selected, gboolean, layer));
+}
+
+GArray *
+sim_policy_actions(const SimPolicy *p, guint n_layers)
+{
+  GArray *actions = g_array_sized_new(FALSE, TRUE, sizeof(SimAction), n_layers);
+  g_array_set_size(actions, n_layers);
+  for (guint i = 0; i < n_layers; i++) {
+    SimAction a = SIM_ACTION_KEEP;
+    switch (p->kind) {
+    case SIM_POLICY_RESIDENT:
+      break;
+    case SIM_POLICY_OFFLOAD:
+      if (selected(p, i) && i + p->keep_last < n_layers)
+        a = SIM_ACTION_OFFLOAD;
+      break;
+    case SIM_POLICY_CHECKPOINT:
+      if (selected(p, i) && i % p->every == 0)
+        a = SIM_ACTION_RECOMPUTE;
+      break;
+    case SIM_POLICY_PLAN:
+      g_assert(p->actions != NULL && p->actions->len == n_layers);
+      a = g_array_index(p->actions, SimAction, i);
+      break;
+    }
+    g_array_index(actions, SimAction, i) = a;
+  }
+  return actions;
+}
+
+GPtrArray *
+sim_policy_default_set(void)
+{
+  GPtrArray *set = g_ptr_array_new_with_free_func((GDestroyNotify)sim_policy_free);
+  g_ptr_array_add(set, sim_policy_new("resident", SIM_POLICY_RESIDENT));
+  SimPolicy *sync = sim_policy_new("offload-sync", SIM_POLICY_OFFLOAD);
+  sync->async = FALSE;
+  sync->keep_last = 0;
+  g_ptr_array_add(set, sync);
+  g_ptr_array_add(set, sim_policy_new("offload-async", SIM_POLICY_OFFLOAD));
+  g_ptr_array_add(set, sim_policy_new("checkpoint-full", SIM_POLICY_CHECKPOINT));
+  return set;
+}
+
+const char *
+sim_policy_kind_name(SimPolicyKind kind)
+{
+  static const char *names[] = { "resident", "offload", "checkpoint", "plan" };
+  return names[kind];
+}
+
+const char *
+sim_action_name(SimAction action)
+{
+  static const char *names[] = { "keep", "offload", "recompute" };
+  return names[action];
+}

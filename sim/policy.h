@@ -1,0 +1,72 @@
+/* sim/policy.h — what a [policy.NAME] group asks for.
+ *
+ * A policy is a spec, not a schedule: planner_lower() turns it and a workload
+ * into a program.  Every kind reduces to one action per layer (keep, offload
+ * or recompute) plus the options that say how offloaded layers are copied:
+ *
+ *   resident    every layer keeps its tensors.
+ *   offload     layers selected by `layers`, except the last `keep_last`,
+ *               offload their tensors of at least `min_tensor` bytes;
+ *               `mode` sync copies on the compute stream (PyTorch
+ *               save_on_cpu), async copies on side streams (verl's double
+ *               buffer) with `prefetch` and `inflight`.
+ *   checkpoint  layers selected by `layers` whose index is a multiple of
+ *               `every` keep only their input and recompute their forward.
+ *   plan        one action per layer from `actions`.
+ *
+ * Ownership: a SimPolicy owns its name and its action array.
+ */
+#pragma once
+
+#include <glib.h>
+
+G_BEGIN_DECLS
+
+typedef enum {
+  SIM_POLICY_RESIDENT,
+  SIM_POLICY_OFFLOAD,
+  SIM_POLICY_CHECKPOINT,
+  SIM_POLICY_PLAN,
+} SimPolicyKind;
+
+typedef enum {
+  SIM_ACTION_KEEP,
+  SIM_ACTION_OFFLOAD,
+  SIM_ACTION_RECOMPUTE,
+} SimAction;
+
+typedef enum {
+  SIM_PINNED_POOLED,     /* pinned buffers allocated once, outside the step */
+  SIM_PINNED_PER_TENSOR, /* each offloaded tensor pays host_alloc */
+  SIM_PINNED_NONE,       /* pageable host memory: copies at pageable_factor */
+} SimPinned;
+
+typedef struct {
+  char *name;
+  SimPolicyKind kind;
+  gboolean async;     /* offload mode */
+  guint prefetch;     /* backward prefetch depth, in layers */
+  guint inflight;     /* offload groups allowed on the device at once, >= 1 */
+  GArray *selected;   /* gboolean per layer, from `layers`; NULL = all */
+  guint keep_last;    /* last N layers never offloaded */
+  guint64 min_tensor; /* smaller tensors stay on the device */
+  SimPinned pinned;
+  guint every;        /* checkpoint every k-th layer */
+  GArray *actions;    /* SimAction per layer (kind = plan), else NULL */
+} SimPolicy;
+
+/* A policy of `kind` with every option at its documented default. */
+SimPolicy *sim_policy_new(const char *name, SimPolicyKind kind);
+void sim_policy_free(SimPolicy *policy);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(SimPolicy, sim_policy_free)
+
+/* The action of each layer, for a model of n_layers; SimAction array. */
+GArray *sim_policy_actions(const SimPolicy *policy, guint n_layers);
+
+/* The default set: resident, offload-sync, offload-async, checkpoint-full. */
+GPtrArray *sim_policy_default_set(void);
+
+const char *sim_policy_kind_name(SimPolicyKind kind);
+const char *sim_action_name(SimAction action);
+
+G_END_DECLS

@@ -1,0 +1,241 @@
+#include "program.h"
+
+#include "error.h"
+
+static void
+stream_free(gpointer data)
+{
+  SimStream *stream = data;
+  g_free(stream->name);
+  g_array_unref(stream->ops);
+  g_free(stream);
+}
+
+SimProgram *
+sim_program_new(void)
+{
+  SimProgram *p = g_new0(SimProgram, 1);
+  p->ops = g_array_new(FALSE, FALSE, sizeof(SimOp));
+  p->mem = g_array_new(FALSE, FALSE, sizeof(SimMemAction));
+  p->streams = g_ptr_array_new_with_free_func(stream_free);
+  p->labels = g_ptr_array_new_with_free_func(g_free);
+  p->label_ids = g_hash_table_new(g_str_hash, g_str_equal);
+  p->events = g_array_new(FALSE, FALSE, sizeof(SimEvent));
+  p->baseline_tag = sim_program_intern(p, "static");
+  return p;
+}
+
+void
+sim_program_free(SimProgram *p)
+{
+  if (p == NULL)
+    return;
+  g_array_unref(p->ops);
+  g_array_unref(p->mem);
+  g_array_unref(p->events);
+  g_ptr_array_unref(p->streams);
+  g_hash_table_unref(p->label_ids);
+  g_ptr_array_unref(p->labels);
+  g_free(p);
+}
+
+void
+sim_program_reset(SimProgram *p)
+{
+  g_array_set_size(p->ops, 0);
+  g_array_set_size(p->mem, 0);
+  g_ptr_array_set_size(p->streams, 0);
+  g_array_set_size(p->events, 0);
+  p->baseline[0] = p->baseline[1] = 0;
+  /* Labels stay interned: a planner reuses the same names on every lowering. */
+}
+
+guint32
+sim_program_intern(SimProgram *p, const char *label)
+{
+  gpointer id;
+  if (g_hash_table_lookup_extended(p->label_ids, label, NULL, &id))
+    return GPOINTER_TO_UINT(id);
+  char *copy = g_strdup(label);
+  guint32 index = p->labels->len;
+  g_ptr_array_add(p->labels, copy);
+  g_hash_table_insert(p->label_ids, copy, GUINT_TO_POINTER(index));
+  return index;
+}
+
+guint32
+sim_program_add_stream(SimProgram *p, const char *name)
+{
+  SimStream *stream = g_new0(SimStream, 1);
+  stream->name = g_strdup(name);
+  stream->ops = g_array_new(FALSE, FALSE, sizeof(guint32));
+  g_ptr_array_add(p->streams, stream);
+  return p->streams->len - 1;
+}
+
+guint32
+sim_program_add_event(SimProgram *p, guint32 label, gint32 layer)
+{
+  SimEvent event = { label, layer };
+  g_array_append_val(p->events, event);
+  return p->events->len - 1;
+}
+
+void
+sim_program_set_baseline(SimProgram *p, SimPool pool, guint64 bytes, const char *tag)
+{
+  p->baseline[pool] = bytes;
+  p->baseline_tag = sim_program_intern(p, tag);
+}
+
+static guint32
+add_op(SimProgram *p, const SimOp *op)
+{
+  g_return_val_if_fail(op->stream < p->streams->len, 0);
+  guint32 index = p->ops->len;
+  SimOp copy = *op;
+  copy.mem_first = p->mem->len;
+  copy.mem_count = 0;
+  g_array_append_val(p->ops, copy);
+  SimStream *stream = g_ptr_array_index(p->streams, op->stream);
+  g_array_append_val(stream->ops, index);
+  return index;
+}
+
+guint32
+sim_program_compute(SimProgram *p, guint32 stream, double seconds, SimPhase phase, gint32 layer,
+                    guint32 label)
+{
+  g_return_val_if_fail(seconds >= 0, 0);
+  SimOp op = { .kind = SIM_OP_COMPUTE, .phase = phase, .stream = stream, .layer = layer,
+               .label = label, .work = seconds };
+  return add_op(p, &op);
+}
+
+guint32
+sim_program_copy(SimProgram *p, guint32 stream, SimDir dir, guint64 bytes, gboolean pageable,
+                 gint32 layer, guint32 label)
+{
+  SimOp op = { .kind = SIM_OP_COPY,
+               .phase = dir == SIM_DIR_D2H ? SIM_PHASE_OFFLOAD : SIM_PHASE_RELOAD,
+               .dir = dir, .pageable = pageable ? 1 : 0, .stream = stream, .layer = layer,
+               .label = label, .bytes = bytes };
+  return add_op(p, &op);
+}
+
+static guint32
+add_sync(SimProgram *p, SimOpKind kind, guint32 stream, guint32 event)
+{
+  g_return_val_if_fail(event < p->events->len, 0);
+  SimOp op = { .kind = kind, .phase = SIM_PHASE_SYNC, .stream = stream, .layer = SIM_NO_LAYER,
+               .label = sim_program_intern(p, kind == SIM_OP_RECORD ? "record" : "wait"),
+               .event = event };
+  return add_op(p, &op);
+}
+
+guint32
+sim_program_record(SimProgram *p, guint32 stream, guint32 event)
+{
+  return add_sync(p, SIM_OP_RECORD, stream, event);
+}
+
+guint32
+sim_program_wait(SimProgram *p, guint32 stream, guint32 event)
+{
+  return add_sync(p, SIM_OP_WAIT, stream, event);
+}
+
+guint32
+sim_program_host_alloc(SimProgram *p, guint32 stream, double seconds, gint32 layer, guint32 label)
+{
+  g_return_val_if_fail(seconds >= 0, 0);
+  SimOp op = { .kind = SIM_OP_HOST_ALLOC, .phase = SIM_PHASE_ALLOC, .stream = stream,
+               .layer = layer, .label = label, .work = seconds };
+  return add_op(p, &op);
+}
+
+void
+sim_program_mem(SimProgram *p, guint32 op, SimWhen when, SimPool pool, gint64 delta, guint32 tag,
+                gint32 layer)
+{
+  g_return_if_fail(op + 1 == p->ops->len);
+  SimMemAction action = { .op = op, .pool = pool, .when = when, .tag = tag, .layer = layer,
+                          .delta = delta };
+  g_array_append_val(p->mem, action);
+  g_array_index(p->ops, SimOp, op).mem_count++;
+}
+
+gboolean
+sim_program_validate(const SimProgram *p, GError **error)
+{
+  g_autofree guint32 *recorded_by = g_new(guint32, p->events->len ? p->events->len : 1);
+  for (guint e = 0; e < p->events->len; e++)
+    recorded_by[e] = G_MAXUINT32;
+
+  for (guint32 i = 0; i < p->ops->len; i++) {
+    const SimOp *op = sim_program_op(p, i);
+    if (op->stream >= p->streams->len || op->label >= p->labels->len) {
+      g_set_error(error, SIM_ERROR, SIM_ERROR_INTERNAL, "op %u: stream or label out of range", i);
+      return FALSE;
+    }
+    if (op->kind == SIM_OP_RECORD || op->kind == SIM_OP_WAIT) {
+      if (op->event >= p->events->len) {
+        g_set_error(error, SIM_ERROR, SIM_ERROR_INTERNAL, "op %u: event %u out of range", i, op->event);
+        return FALSE;
+      }
+    }
+    if (op->kind == SIM_OP_RECORD) {
+      if (recorded_by[op->event] != G_MAXUINT32) {
+        g_autofree char *first = sim_program_describe_op(p, recorded_by[op->event]);
+        g_autofree char *second = sim_program_describe_op(p, i);
+        g_set_error(error, SIM_ERROR, SIM_ERROR_INTERNAL, "event %u is recorded twice: by %s and by %s",
+                    op->event, first, second);
+        return FALSE;
+      }
+      recorded_by[op->event] = i;
+    }
+    for (guint32 m = op->mem_first; m < op->mem_first + op->mem_count; m++) {
+      const SimMemAction *a = &g_array_index(p->mem, SimMemAction, m);
+      if (a->op != i || a->tag >= p->labels->len) {
+        g_set_error(error, SIM_ERROR, SIM_ERROR_INTERNAL, "memory action %u does not belong to op %u", m, i);
+        return FALSE;
+      }
+    }
+  }
+  return TRUE;
+}
+
+const char *
+sim_phase_name(SimPhase phase)
+{
+  static const char *names[SIM_PHASE_COUNT] = {
+    [SIM_PHASE_FORWARD] = "forward", [SIM_PHASE_BACKWARD] = "backward",
+    [SIM_PHASE_RECOMPUTE] = "recompute", [SIM_PHASE_OFFLOAD] = "offload",
+    [SIM_PHASE_RELOAD] = "reload", [SIM_PHASE_ALLOC] = "host-alloc", [SIM_PHASE_SYNC] = "sync",
+  };
+  return phase < SIM_PHASE_COUNT ? names[phase] : "?";
+}
+
+char *
+sim_program_describe_op(const SimProgram *p, guint32 index)
+{
+  const SimOp *op = sim_program_op(p, index);
+  const SimStream *stream = g_ptr_array_index(p->streams, op->stream);
+  g_autofree char *layer = op->layer == SIM_NO_LAYER ? g_strdup("") : g_strdup_printf(" L%d", op->layer);
+  if (op->kind == SIM_OP_RECORD || op->kind == SIM_OP_WAIT) {
+    g_autofree char *event = sim_program_describe_event(p, op->event);
+    return g_strdup_printf("op %u '%s %s' on stream '%s'", index, sim_program_label(p, op->label),
+                           event, stream->name);
+  }
+  return g_strdup_printf("op %u '%s %s%s' on stream '%s'", index, sim_phase_name(op->phase),
+                         sim_program_label(p, op->label), layer, stream->name);
+}
+
+char *
+sim_program_describe_event(const SimProgram *p, guint32 index)
+{
+  const SimEvent *event = &g_array_index(p->events, SimEvent, index);
+  if (event->layer == SIM_NO_LAYER)
+    return g_strdup_printf("event '%s'", sim_program_label(p, event->label));
+  return g_strdup_printf("event '%s' L%d", sim_program_label(p, event->label), event->layer);
+}

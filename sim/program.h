@@ -1,0 +1,179 @@
+/* sim/program.h — what the engine runs: ops on in-order streams, events
+ * between streams, and the memory each op allocates and frees.
+ *
+ * A program is built once by a policy lowering (planner/) and may be run many
+ * times.  Ops live in one contiguous array in *issue order*, the order a host
+ * thread would enqueue them; the engine breaks every tie by that index, which
+ * is what makes two runs byte-identical.  Each stream is the in-order list of
+ * its ops' indices, like a CUDA stream.
+ *
+ * Op kinds:
+ *   compute     `work` seconds at full rate; slowed while copies are in flight.
+ *   copy        `bytes` in one direction; pinned or pageable host memory.
+ *   record      marks an event as happened (instant).
+ *   wait        blocks its stream until the event is recorded (instant after).
+ *   host_alloc  `work` seconds of host-side pinned allocation; uses no device
+ *               resource, but holds its stream.
+ *
+ * Memory actions belong to an op and apply when it starts or when it ends; a
+ * free on a record op is a free "when a later event fires".  Each action
+ * carries a tag (an interned name) and a layer so that the engine can say
+ * what is live at the peak.  Actions of one op are contiguous: add them right
+ * after the op.
+ *
+ * Every event must be recorded at most once (sim_program_validate checks it);
+ * a wait on an event that is never recorded is not a build error, it is a
+ * stuck schedule the engine reports.
+ */
+#pragma once
+
+#include <glib.h>
+
+G_BEGIN_DECLS
+
+typedef enum {
+  SIM_OP_COMPUTE,
+  SIM_OP_COPY,
+  SIM_OP_RECORD,
+  SIM_OP_WAIT,
+  SIM_OP_HOST_ALLOC,
+} SimOpKind;
+
+typedef enum {
+  SIM_DIR_D2H = 0,
+  SIM_DIR_H2D = 1,
+} SimDir;
+
+/* What an op is for, in reports and plots. */
+typedef enum {
+  SIM_PHASE_FORWARD,
+  SIM_PHASE_BACKWARD,
+  SIM_PHASE_RECOMPUTE,
+  SIM_PHASE_OFFLOAD, /* device to host */
+  SIM_PHASE_RELOAD,  /* host to device */
+  SIM_PHASE_ALLOC,   /* pinned host allocation */
+  SIM_PHASE_SYNC,    /* record and wait */
+  SIM_PHASE_COUNT,
+} SimPhase;
+
+typedef enum {
+  SIM_POOL_DEVICE = 0,
+  SIM_POOL_HOST = 1,
+} SimPool;
+
+typedef enum {
+  SIM_AT_START = 0,
+  SIM_AT_END = 1,
+} SimWhen;
+
+#define SIM_NO_LAYER (-1)
+
+typedef struct {
+  guint8 kind;     /* SimOpKind */
+  guint8 phase;    /* SimPhase */
+  guint8 dir;      /* SimDir, copies only */
+  guint8 pageable; /* copies only */
+  guint32 stream;
+  gint32 layer;    /* SIM_NO_LAYER when none */
+  guint32 label;   /* interned name */
+  guint32 event;   /* record and wait only */
+  guint32 mem_first, mem_count;
+  double work;     /* seconds: compute, host_alloc */
+  guint64 bytes;   /* copy */
+} SimOp;
+
+typedef struct {
+  guint32 op;
+  guint8 pool;   /* SimPool */
+  guint8 when;   /* SimWhen */
+  guint32 tag;   /* interned name */
+  gint32 layer;
+  gint64 delta;  /* bytes: > 0 allocates, < 0 frees */
+} SimMemAction;
+
+typedef struct {
+  char *name;
+  GArray *ops; /* guint32 op indices, in stream order */
+} SimStream;
+
+typedef struct {
+  guint32 label; /* interned name, for stuck-schedule reports */
+  gint32 layer;
+} SimEvent;
+
+typedef struct SimProgram SimProgram;
+struct SimProgram {
+  GArray *ops;         /* SimOp, issue order */
+  GArray *mem;         /* SimMemAction, grouped by op */
+  GPtrArray *streams;  /* SimStream* */
+  GPtrArray *labels;   /* char*, index = interned id */
+  GHashTable *label_ids;
+  GArray *events;      /* SimEvent, index = event id */
+  guint64 baseline[2]; /* memory in use before the first op (static), per pool */
+  guint32 baseline_tag;
+};
+
+SimProgram *sim_program_new(void);
+void sim_program_free(SimProgram *program);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(SimProgram, sim_program_free)
+
+/* Drops every op, stream, event and baseline but keeps the storage, so a
+ * planner that lowers thousands of candidates does not allocate per op. */
+void sim_program_reset(SimProgram *program);
+
+guint32 sim_program_intern(SimProgram *program, const char *label);
+guint32 sim_program_add_stream(SimProgram *program, const char *name);
+guint32 sim_program_add_event(SimProgram *program, guint32 label, gint32 layer);
+void sim_program_set_baseline(SimProgram *program, SimPool pool, guint64 bytes, const char *tag);
+
+/* Each returns the new op's index. */
+guint32 sim_program_compute(SimProgram *program, guint32 stream, double seconds, SimPhase phase,
+                            gint32 layer, guint32 label);
+guint32 sim_program_copy(SimProgram *program, guint32 stream, SimDir dir, guint64 bytes,
+                         gboolean pageable, gint32 layer, guint32 label);
+guint32 sim_program_record(SimProgram *program, guint32 stream, guint32 event);
+guint32 sim_program_wait(SimProgram *program, guint32 stream, guint32 event);
+guint32 sim_program_host_alloc(SimProgram *program, guint32 stream, double seconds, gint32 layer,
+                               guint32 label);
+
+/* Adds a memory action to `op`, which must be the newest op. */
+void sim_program_mem(SimProgram *program, guint32 op, SimWhen when, SimPool pool, gint64 delta,
+                     guint32 tag, gint32 layer);
+
+static inline const SimOp *
+sim_program_op(const SimProgram *program, guint32 index)
+{
+  return &g_array_index(program->ops, SimOp, index);
+}
+
+static inline const char *
+sim_program_label(const SimProgram *program, guint32 label)
+{
+  return g_ptr_array_index(program->labels, label);
+}
+
+static inline guint
+sim_program_n_events(const SimProgram *program)
+{
+  return program->events->len;
+}
+
+static inline guint
+sim_program_n_ops(const SimProgram *program)
+{
+  return program->ops->len;
+}
+
+/* Checks the build contract: every event recorded at most once, every event
+ * and stream index in range, every memory action on an existing op.  A
+ * failure is a bug in the lowering: SIM_ERROR_INTERNAL naming the op. */
+gboolean sim_program_validate(const SimProgram *program, GError **error);
+
+/* "op 12 'backward mlp L3' on stream 'compute'": one op named for messages. */
+char *sim_program_describe_op(const SimProgram *program, guint32 op);
+/* "event 'd2h-done' L3" */
+char *sim_program_describe_event(const SimProgram *program, guint32 event);
+
+const char *sim_phase_name(SimPhase phase);
+
+G_END_DECLS

@@ -1,0 +1,141 @@
+#include "result.h"
+
+#include "units.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* The buckets a reader cares about at a peak.  Any tag that is not one of
+ * the named ones is a saved tensor. */
+typedef struct {
+  const char *name;
+  gint64 bytes;
+  gint32 first, last; /* layer range, SIM_NO_LAYER when none */
+  guint layers;
+} Bucket;
+
+static void
+bucket_add(Bucket *b, const SimLive *live)
+{
+  b->bytes += live->bytes;
+  if (live->layer == SIM_NO_LAYER)
+    return;
+  if (b->first == SIM_NO_LAYER || live->layer < b->first)
+    b->first = live->layer;
+  if (live->layer > b->last)
+    b->last = live->layer;
+}
+
+static int
+compare_bucket(gconstpointer a, gconstpointer b)
+{
+  const Bucket *x = a, *y = b;
+  if (x->bytes != y->bytes)
+    return x->bytes > y->bytes ? -1 : 1;
+  return strcmp(x->name, y->name);
+}
+
+char *
+sim_result_describe_live(const SimRun *run, const SimProgram *program, SimPool pool)
+{
+  static const char *names[] = { "static", "saved", "input", "workspace" };
+  Bucket buckets[4];
+  g_autoptr(GArray) live = sim_run_live_at_peak(run, program, pool);
+  /* Layers are counted once per bucket even when several tensors share one. */
+  GHashTable *seen[4];
+
+  for (int b = 0; b < 4; b++) {
+    buckets[b] = (Bucket){ names[b], 0, SIM_NO_LAYER, SIM_NO_LAYER, 0 };
+    seen[b] = g_hash_table_new(g_direct_hash, g_direct_equal);
+  }
+  for (guint i = 0; i < live->len; i++) {
+    const SimLive *l = &g_array_index(live, SimLive, i);
+    const char *tag = sim_program_label(program, l->tag);
+    int b = 1;
+    if (l->tag == program->baseline_tag)
+      b = 0;
+    else if (strcmp(tag, "input") == 0)
+      b = 2;
+    else if (strcmp(tag, "workspace") == 0)
+      b = 3;
+    bucket_add(&buckets[b], l);
+    if (l->layer != SIM_NO_LAYER && g_hash_table_add(seen[b], GINT_TO_POINTER(l->layer + 1)))
+      buckets[b].layers++;
+  }
+  for (int b = 0; b < 4; b++)
+    g_hash_table_unref(seen[b]);
+  qsort(buckets, 4, sizeof(Bucket), compare_bucket);
+
+  g_autoptr(GString) out = g_string_new(NULL);
+  for (int b = 0; b < 4; b++) {
+    if (buckets[b].bytes <= 0)
+      continue;
+    g_autofree char *size = sim_units_format_size((guint64)buckets[b].bytes);
+    g_string_append_printf(out, "%s%s", out->len ? " + " : "", buckets[b].name);
+    if (buckets[b].first == buckets[b].last && buckets[b].first != SIM_NO_LAYER)
+      g_string_append_printf(out, " L%d", buckets[b].first);
+    else if (buckets[b].first != SIM_NO_LAYER)
+      g_string_append_printf(out, " %u layers in L%d-L%d", buckets[b].layers, buckets[b].first, buckets[b].last);
+    g_string_append_printf(out, " %s", size);
+  }
+  if (out->len == 0)
+    g_string_append(out, "nothing");
+  return g_string_free(g_steal_pointer(&out), FALSE);
+}
+
+static void
+fill_peak(SimResultPeak *out, const SimRun *run, const SimProgram *program, SimPool pool)
+{
+  const SimPeak *peak = &run->peak[pool];
+  out->bytes = peak->bytes;
+  out->time_ms = peak->time * 1e3;
+  out->phase = peak->op == G_MAXUINT32 ? "static" : sim_phase_name(peak->phase);
+  out->layer = peak->layer;
+  out->live = sim_result_describe_live(run, program, pool);
+}
+
+SimResult *
+sim_result_new(const char *scenario, const char *policy, const SimWorkload *workload, SimProgram *program,
+               SimRun *run, guint64 capacity, gboolean keep)
+{
+  SimResult *r = g_new0(SimResult, 1);
+  r->scenario = g_strdup(scenario);
+  r->policy = g_strdup(policy);
+  r->step_ms = run->step * 1e3;
+  r->compute_ms = run->compute_work * 1e3;
+  r->recompute_ms = run->recompute_work * 1e3;
+  r->exposed_transfer_ms = r->step_ms - r->compute_ms - r->recompute_ms;
+  /* The engine guarantees step >= compute + recompute; what rounding leaves
+   * below a femtosecond per millisecond is noise, not a negative cost. */
+  if (fabs(r->exposed_transfer_ms) < 1e-12 * MAX(r->step_ms, 1.0))
+    r->exposed_transfer_ms = 0;
+  r->saved_bytes = sim_workload_saved_bytes(workload);
+  r->d2h_bytes = run->copy_bytes[SIM_DIR_D2H];
+  r->h2d_bytes = run->copy_bytes[SIM_DIR_H2D];
+  r->d2h_copies = run->copies[SIM_DIR_D2H];
+  r->h2d_copies = run->copies[SIM_DIR_H2D];
+  fill_peak(&r->peak_device, run, program, SIM_POOL_DEVICE);
+  fill_peak(&r->peak_host, run, program, SIM_POOL_HOST);
+  r->capacity_bytes = capacity;
+  r->fits = (guint64)r->peak_device.bytes <= capacity;
+  if (keep) {
+    r->program = program;
+    r->run = run;
+  }
+  return r;
+}
+
+void
+sim_result_free(SimResult *r)
+{
+  if (r == NULL)
+    return;
+  g_free(r->scenario);
+  g_free(r->policy);
+  g_free(r->peak_device.live);
+  g_free(r->peak_host.live);
+  sim_program_free(r->program);
+  sim_run_free(r->run);
+  g_free(r);
+}

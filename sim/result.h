@@ -1,0 +1,58 @@
+/* sim/result.h — the figures of one policy on one scenario.
+ *
+ * A SimResult is what `offsim run` prints and what the planner compares:
+ * the JSON fields of DESIGN.md section 6 plus where each peak happened and
+ * what was live then.  It may keep the program and run it came from (for
+ * plots and traces); it owns them if so.
+ *
+ * Definitions:
+ *   compute_ms   nominal forward + backward work (at full rate);
+ *   recompute_ms nominal recompute work;
+ *   exposed_transfer_ms = step - compute - recompute: everything the compute
+ *                stream lost to copies, waiting and slowdown;
+ *   saved_bytes  the distinct tensors saved for backward (what resident
+ *                keeps), whatever the policy does with them;
+ *   fits         peak device bytes <= capacity (device memory or --budget).
+ */
+#pragma once
+
+#include "engine.h"
+#include "workload.h"
+
+G_BEGIN_DECLS
+
+typedef struct {
+  gint64 bytes;
+  double time_ms;
+  const char *phase; /* static string */
+  gint32 layer;      /* SIM_NO_LAYER when none */
+  char *live;        /* "static 7.36 GiB + saved L0-L23 1.19 GiB + workspace L23 20.0 MiB" */
+} SimResultPeak;
+
+typedef struct {
+  char *scenario;
+  char *policy;
+  double step_ms, compute_ms, recompute_ms, exposed_transfer_ms;
+  guint64 saved_bytes;
+  guint64 d2h_bytes, h2d_bytes;
+  guint d2h_copies, h2d_copies;
+  SimResultPeak peak_device, peak_host;
+  guint64 capacity_bytes;
+  gboolean fits;
+  SimProgram *program; /* owned, may be NULL */
+  SimRun *run;         /* owned, may be NULL */
+} SimResult;
+
+/* Computes the figures from a finished run.  Takes ownership of `program`
+ * and `run` when `keep` is TRUE; otherwise borrows them for the call. */
+SimResult *sim_result_new(const char *scenario, const char *policy, const SimWorkload *workload,
+                          SimProgram *program, SimRun *run, guint64 capacity, gboolean keep);
+void sim_result_free(SimResult *result);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(SimResult, sim_result_free)
+
+/* "static 7.36 GiB + saved L0-L23 1.19 GiB + workspace L23 20.0 MiB":
+ * what is live at the pool's peak, grouped into static, saved tensors,
+ * checkpointed inputs and workspace, largest first. */
+char *sim_result_describe_live(const SimRun *run, const SimProgram *program, SimPool pool);
+
+G_END_DECLS

@@ -1,0 +1,46 @@
+/* sim/scenario.h — a scenario file turned into a machine, a workload and
+ * the policies to run on it.
+ *
+ * The loader is strict: every group and key must be known, every value must
+ * parse, and a failure is one SIM_ERROR_INPUT line naming the file, the
+ * group, the key and what was expected.  Optional keys get their documented
+ * defaults here and nowhere else (README lists them).  Without [policy.*]
+ * groups the default set runs: resident, offload-sync, offload-async,
+ * checkpoint-full.
+ *
+ * Ownership: a SimScenario owns its workload and policies.
+ */
+#pragma once
+
+#include "machine.h"
+#include "policy.h"
+#include "workload.h"
+
+G_BEGIN_DECLS
+
+/* Sanity bound on layer counts: far above any real model, low enough that a
+ * typo like `layers = 1000000000` is an error instead of an out-of-memory. */
+#define SIM_SCENARIO_MAX_LAYERS 1000000
+
+typedef struct {
+  char *name;
+  char *origin;         /* the top-level file, or "(embedded default)" */
+  SimMachine machine;
+  SimWorkload *workload;
+  GPtrArray *policies;  /* SimPolicy*, in file order */
+} SimScenario;
+
+SimScenario *sim_scenario_load_file(const char *path, GError **error);
+/* Includes in `data` resolve against the current directory. */
+SimScenario *sim_scenario_load_data(const char *data, const char *origin, GError **error);
+/* The embedded default scenario (scenarios/default.ini, compiled in). */
+SimScenario *sim_scenario_load_default(GError **error);
+const char *sim_scenario_default_text(void);
+
+void sim_scenario_free(SimScenario *scenario);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(SimScenario, sim_scenario_free)
+
+/* The policy called `name`, or NULL. */
+const SimPolicy *sim_scenario_policy(const SimScenario *scenario, const char *name);
+
+G_END_DECLS

@@ -1,0 +1,210 @@
+#include "units.h"
+
+#include "error.h"
+
+#include <math.h>
+#include <string.h>
+
+typedef struct {
+  const char *name;
+  double scale;
+} Unit;
+
+static const Unit size_units[] = {
+  { "B", 1.0 },
+  { "KB", 1e3 },     { "MB", 1e6 },         { "GB", 1e9 },         { "TB", 1e12 },
+  { "KiB", 1024.0 }, { "MiB", 1048576.0 }, { "GiB", 1073741824.0 }, { "TiB", 1099511627776.0 },
+  { NULL, 0 },
+};
+
+static const Unit time_units[] = {
+  { "s", 1.0 }, { "ms", 1e-3 }, { "us", 1e-6 }, { "\xc2\xb5s", 1e-6 }, { "ns", 1e-9 }, { NULL, 0 },
+};
+
+/* The number part: digits, optionally a fraction.  No sign, no exponent, no
+ * "inf" or "nan": strtod alone would take all of those.  On success *end
+ * points past the number and *int_part holds the digits before the point
+ * (G_MAXUINT64 when they do not fit). */
+static gboolean
+scan_number(const char *text, const char **end, guint64 *int_part, double *value, GError **error)
+{
+  const char *p = text;
+  guint64 whole = 0;
+  gboolean overflow = FALSE;
+
+  while (g_ascii_isspace(*p))
+    p++;
+  if (*p == '-') {
+    g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "expected a non-negative value, got '%s'", text);
+    return FALSE;
+  }
+  if (*p == '+')
+    p++;
+  if (!g_ascii_isdigit(*p) && !(*p == '.' && g_ascii_isdigit(p[1]))) {
+    g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "expected a number with a unit, got '%s'", text);
+    return FALSE;
+  }
+  const char *start = p;
+  for (; g_ascii_isdigit(*p); p++) {
+    guint digit = (guint)(*p - '0');
+    if (whole > (G_MAXUINT64 - digit) / 10)
+      overflow = TRUE;
+    else
+      whole = whole * 10 + digit;
+  }
+  if (*p == '.') {
+    p++;
+    if (!g_ascii_isdigit(*p)) {
+      g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "expected digits after the point in '%s'", text);
+      return FALSE;
+    }
+    while (g_ascii_isdigit(*p))
+      p++;
+  }
+  /* The scan above already proved the text is a plain decimal. */
+  g_autofree char *digits = g_strndup(start, (gsize)(p - start));
+  *value = g_ascii_strtod(digits, NULL);
+  *int_part = overflow ? G_MAXUINT64 : whole;
+  *end = p;
+  return TRUE;
+}
+
+/* Matches the unit after the number: the rest of the text, spaces trimmed.
+ * `suffix` is "/s" for rates.  Returns NULL when it is not one of `units`. */
+static const Unit *
+match_unit(const Unit *units, const char *rest, const char *suffix)
+{
+  g_autofree char *unit = g_strstrip(g_strdup(rest));
+  gsize n = strlen(unit), s = strlen(suffix);
+
+  if (n < s || strcmp(unit + n - s, suffix) != 0)
+    return NULL;
+  unit[n - s] = '\0';
+  for (const Unit *u = units; u->name; u++)
+    if (strcmp(u->name, unit) == 0)
+      return u;
+  return NULL;
+}
+
+static gboolean
+is_bare_zero(const char *rest, double value)
+{
+  while (g_ascii_isspace(*rest))
+    rest++;
+  return *rest == '\0' && value == 0.0;
+}
+
+gboolean
+sim_units_parse_size(const char *text, guint64 *bytes, GError **error)
+{
+  const char *rest;
+  guint64 whole;
+  double value;
+
+  g_return_val_if_fail(text != NULL && bytes != NULL, FALSE);
+  if (!scan_number(text, &rest, &whole, &value, error))
+    return FALSE;
+  if (is_bare_zero(rest, value)) {
+    *bytes = 0;
+    return TRUE;
+  }
+  const Unit *unit = match_unit(size_units, rest, "");
+  if (unit == NULL) {
+    g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT,
+                "expected a size with a unit (B, KB, MB, GB, TB, KiB, MiB, GiB, TiB), got '%s'", text);
+    return FALSE;
+  }
+  /* Whole part exactly in integers; the fraction rounds to the nearest byte. */
+  guint64 scale = (guint64)unit->scale;
+  if (whole == G_MAXUINT64 || whole > SIM_UNITS_MAX_BYTES / scale || value * unit->scale > (double)SIM_UNITS_MAX_BYTES) {
+    g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "size '%s' is too large (at most 4 EiB)", text);
+    return FALSE;
+  }
+  double fraction = (value - (double)whole) * unit->scale;
+  *bytes = whole * scale + (guint64)llround(fraction > 0 ? fraction : 0);
+  return TRUE;
+}
+
+gboolean
+sim_units_parse_rate(const char *text, double *bytes_per_s, GError **error)
+{
+  const char *rest;
+  guint64 whole;
+  double value;
+
+  g_return_val_if_fail(text != NULL && bytes_per_s != NULL, FALSE);
+  if (!scan_number(text, &rest, &whole, &value, error))
+    return FALSE;
+  const Unit *unit = match_unit(size_units, rest, "/s");
+  if (unit == NULL) {
+    g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT,
+                "expected a rate with a unit such as GB/s or GiB/s, got '%s'", text);
+    return FALSE;
+  }
+  double rate = value * unit->scale;
+  if (!(rate > 0) || !isfinite(rate)) {
+    g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "expected a positive, finite rate, got '%s'", text);
+    return FALSE;
+  }
+  *bytes_per_s = rate;
+  return TRUE;
+}
+
+gboolean
+sim_units_parse_time(const char *text, double *seconds, GError **error)
+{
+  const char *rest;
+  guint64 whole;
+  double value;
+
+  g_return_val_if_fail(text != NULL && seconds != NULL, FALSE);
+  if (!scan_number(text, &rest, &whole, &value, error))
+    return FALSE;
+  if (is_bare_zero(rest, value)) {
+    *seconds = 0;
+    return TRUE;
+  }
+  const Unit *unit = match_unit(time_units, rest, "");
+  if (unit == NULL) {
+    g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "expected a time with a unit (s, ms, us, ns), got '%s'", text);
+    return FALSE;
+  }
+  double t = value * unit->scale;
+  /* A year of simulated time is far beyond any training step. */
+  if (!isfinite(t) || t > 3.2e7) {
+    g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "time '%s' is too large (at most a year)", text);
+    return FALSE;
+  }
+  *seconds = t;
+  return TRUE;
+}
+
+char *
+sim_units_format_size(guint64 bytes)
+{
+  static const char *names[] = { "B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB" };
+  double v = (double)bytes;
+  guint i = 0;
+
+  if (bytes < 1024)
+    return g_strdup_printf("%" G_GUINT64_FORMAT " B", bytes);
+  while (v >= 1024.0 && i + 1 < G_N_ELEMENTS(names)) {
+    v /= 1024.0;
+    i++;
+  }
+  return g_strdup_printf(v >= 100 ? "%.0f %s" : v >= 10 ? "%.1f %s" : "%.2f %s", v, names[i]);
+}
+
+char *
+sim_units_format_rate(double bytes_per_s)
+{
+  static const char *names[] = { "B/s", "KB/s", "MB/s", "GB/s", "TB/s" };
+  double v = bytes_per_s;
+  guint i = 0;
+
+  while (v >= 1000.0 && i + 1 < G_N_ELEMENTS(names)) {
+    v /= 1000.0;
+    i++;
+  }
+  return g_strdup_printf(v >= 100 ? "%.0f %s" : "%.1f %s", v, names[i]);
+}

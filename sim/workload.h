@@ -1,0 +1,68 @@
+/* sim/workload.h — what one training step does, layer by layer.
+ *
+ * A workload is a list of layers, each with forward and backward time, the
+ * tensors it saves for backward, the input that full checkpointing keeps,
+ * and the transient workspace it needs while it computes; plus the static
+ * memory (parameters, gradients, optimizer state) that is live all step.
+ * The scenario loader builds it from [model] and [layer.N]; later generators
+ * ([transformer], [trace]) build the same structure, so policies and the
+ * engine never care where it came from.
+ *
+ * Ownership: a SimWorkload owns its layers and their tensors (names too).
+ */
+#pragma once
+
+#include <glib.h>
+
+G_BEGIN_DECLS
+
+typedef struct {
+  char *name;
+  guint64 bytes;
+  gboolean offloadable; /* FALSE: a policy must keep it on the device */
+} SimTensor;
+
+typedef struct {
+  double forward;           /* seconds */
+  double backward;          /* seconds */
+  guint64 input_bytes;      /* what full checkpointing keeps */
+  guint64 workspace_bytes;  /* transient, while the layer computes */
+  GArray *tensors;          /* SimTensor, saved for backward */
+} SimLayer;
+
+typedef struct {
+  char *name;
+  GArray *layers;           /* SimLayer */
+  guint64 static_bytes;
+} SimWorkload;
+
+SimWorkload *sim_workload_new(const char *name, guint n_layers);
+void sim_workload_free(SimWorkload *workload);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(SimWorkload, sim_workload_free)
+
+static inline guint
+sim_workload_n_layers(const SimWorkload *w)
+{
+  return w->layers->len;
+}
+
+static inline SimLayer *
+sim_workload_layer(const SimWorkload *w, guint i)
+{
+  return &g_array_index(w->layers, SimLayer, i);
+}
+
+/* Replaces a layer's tensor list with a copy of `tensors` (SimTensor). */
+void sim_layer_set_tensors(SimLayer *layer, const GArray *tensors);
+
+/* Bytes a layer saves for backward: the sum of its tensors. */
+guint64 sim_layer_saved_bytes(const SimLayer *layer);
+
+/* The total size of the distinct tensors saved in the step: what a resident
+ * run keeps, whatever a policy does with them (JSON `saved_bytes`). */
+guint64 sim_workload_saved_bytes(const SimWorkload *workload);
+
+/* Frees the name of a SimTensor (for GArray clear functions). */
+void sim_tensor_clear(gpointer tensor);
+
+G_END_DECLS

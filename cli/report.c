@@ -256,7 +256,7 @@ format_table(const SimScenario *s, GPtrArray *results)
     g_autofree char *pd = sim_units_format_size((guint64)r->peak_device.bytes);
     g_autofree char *layer = r->peak_device.layer == SIM_NO_LAYER ? g_strdup("")
                                                                   : g_strdup_printf(" L%d", r->peak_device.layer);
-    g_string_append_printf(out, "  %s: %s at %.2f ms (%s%s)\n      %s\n", r->policy, pd, r->peak_device.time_ms,
+    g_string_append_printf(out, "  %s: %s at %.2f ms (%s%s)\n    %s\n", r->policy, pd, r->peak_device.time_ms,
                            r->peak_device.phase, layer, r->peak_device.live);
   }
   return g_string_free(out, FALSE);

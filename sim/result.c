@@ -75,8 +75,10 @@ sim_result_describe_live(const SimRun *run, const SimProgram *program, SimPool p
     g_string_append_printf(out, "%s%s", out->len ? " + " : "", buckets[b].name);
     if (buckets[b].first == buckets[b].last && buckets[b].first != SIM_NO_LAYER)
       g_string_append_printf(out, " L%d", buckets[b].first);
+    else if (buckets[b].first != SIM_NO_LAYER && (gint32)buckets[b].layers == buckets[b].last - buckets[b].first + 1)
+      g_string_append_printf(out, " L%d-L%d", buckets[b].first, buckets[b].last);
     else if (buckets[b].first != SIM_NO_LAYER)
-      g_string_append_printf(out, " %u layers in L%d-L%d", buckets[b].layers, buckets[b].first, buckets[b].last);
+      g_string_append_printf(out, " %u of L%d-L%d", buckets[b].layers, buckets[b].first, buckets[b].last);
     g_string_append_printf(out, " %s", size);
   }
   if (out->len == 0)

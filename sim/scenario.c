@@ -299,6 +299,8 @@ get_layer_set(const SimConfigGroup *g, const char *key, guint n_layers, GArray *
   g_autofree char *value = g_strstrip(g_strdup(e->value));
   guint64 a, b;
 
+  if (*value == '\0')
+    return fail(error, g, e, "expected %s, got nothing", find_spec(policy_keys, "layers")->expect);
   if (strcmp(value, "all") == 0 || strcmp(value, "none") == 0) {
     for (guint i = 0; i < n_layers; i++)
       g_array_index(set, gboolean, i) = value[0] == 'a';
@@ -420,26 +422,10 @@ get_layer_keys(const SimConfigGroup *g, LayerKeys *k, GError **error)
   return TRUE;
 }
 
-static gboolean
-load_workload(const SimConfig *c, const char *name, SimWorkload **out, GError **error)
+/* The [layer.N] group of each layer, or NULL; range-checked. */
+static GPtrArray *
+layer_overrides(const SimConfig *c, guint n_layers, GError **error)
 {
-  const SimConfigGroup *model = sim_config_group(c, "model");
-  guint n_layers = 0;
-  guint64 static_bytes = 0;
-  LayerKeys defaults = { 0 };
-  gboolean ok = FALSE;
-
-  if (!require(c->top, "model", model, model_keys, "layers", error) ||
-      !require(c->top, "model", model, model_keys, "forward", error) ||
-      !require(c->top, "model", model, model_keys, "input", error) ||
-      !require(c->top, "model", model, model_keys, "tensors", error) ||
-      !get_uint(model, "layers", 1, SIM_SCENARIO_MAX_LAYERS, &n_layers, error) ||
-      !get_size(model, "static", &static_bytes, error) || !get_layer_keys(model, &defaults, error))
-    goto out;
-
-  g_autoptr(SimWorkload) w = sim_workload_new(name, n_layers);
-  w->static_bytes = static_bytes;
-  /* [layer.N] groups, checked for range before anything is applied. */
   g_autoptr(GPtrArray) overrides = g_ptr_array_new();
   g_ptr_array_set_size(overrides, (gint)n_layers);
   for (guint i = 0; i < c->groups->len; i++) {
@@ -447,52 +433,78 @@ load_workload(const SimConfig *c, const char *name, SimWorkload **out, GError **
     if (!g_str_has_prefix(g->name, "layer."))
       continue;
     guint64 index;
-    if (!parse_uint(g->name + 6, 0, G_MAXUINT32, &index) || strchr(g->name + 6, ' ') || g->name[6] == '+') {
-      g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "%s: [%s]: expected [layer.N] with N a layer index from 0",
-                  g->file, g->name);
-      goto out;
+    g_autofree char *canonical = NULL;
+    if (parse_uint(g->name + 6, 0, G_MAXUINT32, &index))
+      canonical = g_strdup_printf("%" G_GUINT64_FORMAT, index);
+    /* Only the plain spelling: [layer.03] beside [layer.3] would silently clash. */
+    if (canonical == NULL || strcmp(canonical, g->name + 6) != 0) {
+      g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT,
+                  "%s: [%s]: expected [layer.N] with N a layer index such as 0 or 17", g->file, g->name);
+      return NULL;
     }
     if (index >= n_layers) {
       g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT,
                   "%s: [%s]: layer %" G_GUINT64_FORMAT " is out of range (the model has %u layers, 0-%u)", g->file,
                   g->name, index, n_layers, n_layers - 1);
-      goto out;
+      return NULL;
     }
     if (!check_keys(g, layer_keys, error))
-      goto out;
+      return NULL;
     g_ptr_array_index(overrides, index) = (gpointer)g;
   }
+  return g_steal_pointer(&overrides);
+}
 
+static gboolean
+load_workload(const SimConfig *c, const char *name, SimWorkload **out, GError **error)
+{
+  const SimConfigGroup *model = sim_config_group(c, "model");
+  guint n_layers = 0;
+  guint64 static_bytes = 0;
+  LayerKeys defaults = { 0 };
+
+  if (!require(c->top, "model", model, model_keys, "layers", error) ||
+      !require(c->top, "model", model, model_keys, "forward", error) ||
+      !require(c->top, "model", model, model_keys, "input", error) ||
+      !require(c->top, "model", model, model_keys, "tensors", error) ||
+      !get_uint(model, "layers", 1, SIM_SCENARIO_MAX_LAYERS, &n_layers, error) ||
+      !get_size(model, "static", &static_bytes, error))
+    return FALSE;
+  gboolean ok = get_layer_keys(model, &defaults, error);
+  g_autoptr(GArray) default_tensors = defaults.tensors; /* owns it from here on */
+  if (!ok)
+    return FALSE;
+  g_autoptr(GPtrArray) overrides = layer_overrides(c, n_layers, error);
+  if (overrides == NULL)
+    return FALSE;
+
+  g_autoptr(SimWorkload) w = sim_workload_new(name, n_layers);
+  w->static_bytes = static_bytes;
   guint64 total = static_bytes;
   for (guint i = 0; i < n_layers; i++) {
     LayerKeys k = defaults;
-    k.tensors = g_array_ref(defaults.tensors);
+    k.tensors = g_array_ref(default_tensors);
     const SimConfigGroup *g = g_ptr_array_index(overrides, i);
-    if (g && !get_layer_keys(g, &k, error)) {
-      g_array_unref(k.tensors);
-      goto out;
-    }
+    ok = g == NULL || get_layer_keys(g, &k, error);
+    g_autoptr(GArray) tensors = k.tensors;
+    if (!ok)
+      return FALSE;
     SimLayer *layer = sim_workload_layer(w, i);
     layer->forward = k.forward;
     layer->backward = k.has_backward ? k.backward : 2 * k.forward;
     layer->input_bytes = k.input;
     layer->workspace_bytes = k.workspace;
-    sim_layer_set_tensors(layer, k.tensors);
-    g_array_unref(k.tensors);
+    sim_layer_set_tensors(layer, tensors);
     guint64 layer_bytes = sim_layer_saved_bytes(layer) + layer->input_bytes + layer->workspace_bytes;
     if (layer_bytes > SIM_UNITS_MAX_BYTES - total) {
-      g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "%s: [model] tensors: the model's memory adds up to more than 4 EiB",
-                  model->file);
-      goto out;
+      g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT,
+                  "%s: [model] tensors: the model's memory adds up to more than 4 EiB", model->file);
+      return FALSE;
     }
     total += layer_bytes;
   }
   *out = g_steal_pointer(&w);
-  ok = TRUE;
-out:
-  if (defaults.tensors)
-    g_array_unref(defaults.tensors);
-  return ok;
+  return TRUE;
 }
 
 static gboolean

@@ -26,7 +26,8 @@ static const Unit time_units[] = {
  * points past the number and *int_part holds the digits before the point
  * (G_MAXUINT64 when they do not fit). */
 static gboolean
-scan_number(const char *text, const char **end, guint64 *int_part, double *value, GError **error)
+scan_number(const char *text, const char **end, guint64 *int_part, double *fraction, double *value,
+            GError **error)
 {
   const char *p = text;
   guint64 whole = 0;
@@ -52,14 +53,19 @@ scan_number(const char *text, const char **end, guint64 *int_part, double *value
     else
       whole = whole * 10 + digit;
   }
+  *fraction = 0;
   if (*p == '.') {
-    p++;
+    const char *point = p++;
     if (!g_ascii_isdigit(*p)) {
       g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "expected digits after the point in '%s'", text);
       return FALSE;
     }
     while (g_ascii_isdigit(*p))
       p++;
+    /* The fraction alone, so that it keeps its precision whatever the whole part. */
+    g_autofree char *after = g_strndup(point, (gsize)(p - point));
+    g_autofree char *frac = g_strconcat("0", after, NULL);
+    *fraction = g_ascii_strtod(frac, NULL);
   }
   /* The scan above already proved the text is a plain decimal. */
   g_autofree char *digits = g_strndup(start, (gsize)(p - start));
@@ -99,10 +105,10 @@ sim_units_parse_size(const char *text, guint64 *bytes, GError **error)
 {
   const char *rest;
   guint64 whole;
-  double value;
+  double value, fraction;
 
   g_return_val_if_fail(text != NULL && bytes != NULL, FALSE);
-  if (!scan_number(text, &rest, &whole, &value, error))
+  if (!scan_number(text, &rest, &whole, &fraction, &value, error))
     return FALSE;
   if (is_bare_zero(rest, value)) {
     *bytes = 0;
@@ -120,8 +126,7 @@ sim_units_parse_size(const char *text, guint64 *bytes, GError **error)
     g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "size '%s' is too large (at most 4 EiB)", text);
     return FALSE;
   }
-  double fraction = (value - (double)whole) * unit->scale;
-  *bytes = whole * scale + (guint64)llround(fraction > 0 ? fraction : 0);
+  *bytes = whole * scale + (guint64)llround(fraction * unit->scale);
   return TRUE;
 }
 
@@ -130,10 +135,10 @@ sim_units_parse_rate(const char *text, double *bytes_per_s, GError **error)
 {
   const char *rest;
   guint64 whole;
-  double value;
+  double value, fraction;
 
   g_return_val_if_fail(text != NULL && bytes_per_s != NULL, FALSE);
-  if (!scan_number(text, &rest, &whole, &value, error))
+  if (!scan_number(text, &rest, &whole, &fraction, &value, error))
     return FALSE;
   const Unit *unit = match_unit(size_units, rest, "/s");
   if (unit == NULL) {
@@ -155,10 +160,10 @@ sim_units_parse_time(const char *text, double *seconds, GError **error)
 {
   const char *rest;
   guint64 whole;
-  double value;
+  double value, fraction;
 
   g_return_val_if_fail(text != NULL && seconds != NULL, FALSE);
-  if (!scan_number(text, &rest, &whole, &value, error))
+  if (!scan_number(text, &rest, &whole, &fraction, &value, error))
     return FALSE;
   if (is_bare_zero(rest, value)) {
     *seconds = 0;
@@ -179,32 +184,37 @@ sim_units_parse_time(const char *text, double *seconds, GError **error)
   return TRUE;
 }
 
+/* Up to three significant digits (at most `max_decimals` after the point),
+ * choosing the unit after rounding so that 1048575 B prints as "1.00 MiB",
+ * not "1024 KiB". */
+static char *
+format_scaled(double v, double step, int max_decimals, const char *const *names, guint n_names)
+{
+  guint i = 0;
+  for (;;) {
+    int decimals = MIN(max_decimals, v >= 99.95 ? 0 : v >= 9.995 ? 1 : 2);
+    double rounded = round(v * pow(10, decimals)) / pow(10, decimals);
+    if (rounded >= step && i + 1 < n_names) {
+      v /= step;
+      i++;
+      continue;
+    }
+    return g_strdup_printf("%.*f %s", decimals, v, names[i]);
+  }
+}
+
 char *
 sim_units_format_size(guint64 bytes)
 {
-  static const char *names[] = { "B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB" };
-  double v = (double)bytes;
-  guint i = 0;
-
+  static const char *const names[] = { "B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB" };
   if (bytes < 1024)
     return g_strdup_printf("%" G_GUINT64_FORMAT " B", bytes);
-  while (v >= 1024.0 && i + 1 < G_N_ELEMENTS(names)) {
-    v /= 1024.0;
-    i++;
-  }
-  return g_strdup_printf(v >= 100 ? "%.0f %s" : v >= 10 ? "%.1f %s" : "%.2f %s", v, names[i]);
+  return format_scaled((double)bytes / 1024.0, 1024.0, 2, names + 1, G_N_ELEMENTS(names) - 1);
 }
 
 char *
 sim_units_format_rate(double bytes_per_s)
 {
-  static const char *names[] = { "B/s", "KB/s", "MB/s", "GB/s", "TB/s" };
-  double v = bytes_per_s;
-  guint i = 0;
-
-  while (v >= 1000.0 && i + 1 < G_N_ELEMENTS(names)) {
-    v /= 1000.0;
-    i++;
-  }
-  return g_strdup_printf(v >= 100 ? "%.0f %s" : "%.1f %s", v, names[i]);
+  static const char *const names[] = { "B/s", "KB/s", "MB/s", "GB/s", "TB/s" };
+  return format_scaled(bytes_per_s, 1000.0, 1, names, G_N_ELEMENTS(names));
 }

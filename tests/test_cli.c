@@ -1,0 +1,239 @@
+/* The `offsim` command line, run as a user would: exit codes, the JSON
+ * contract, determinism, and every bundled scenario. */
+#include "testutil.h"
+
+#include <json-glib/json-glib.h>
+#include <string.h>
+#include <sys/wait.h>
+
+typedef struct {
+  int status;
+  char *out;
+  char *err;
+} Result;
+
+static void
+result_clear(Result *r)
+{
+  g_free(r->out);
+  g_free(r->err);
+}
+G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(Result, result_clear)
+
+/* Runs offsim with the NULL-terminated arguments. */
+static Result
+offsim(const char *first, ...)
+{
+  g_autoptr(GPtrArray) argv = g_ptr_array_new();
+  g_autoptr(GError) error = NULL;
+  va_list ap;
+  Result r = { 0 };
+  int wait_status = 0;
+
+  g_ptr_array_add(argv, (char *)OFFSIM_BINARY);
+  va_start(ap, first);
+  for (const char *a = first; a; a = va_arg(ap, const char *))
+    g_ptr_array_add(argv, (char *)a);
+  va_end(ap);
+  g_ptr_array_add(argv, NULL);
+  gboolean ok = g_spawn_sync(NULL, (char **)argv->pdata, NULL, G_SPAWN_DEFAULT, NULL, NULL, &r.out, &r.err,
+                             &wait_status, &error);
+  ck_assert_msg(ok, "cannot run offsim: %s", error ? error->message : "?");
+  ck_assert_msg(WIFEXITED(wait_status), "offsim did not exit normally (signal?): %s", r.err);
+  r.status = WEXITSTATUS(wait_status);
+  return r;
+}
+
+static char *
+write_temp(const char *name, const char *text)
+{
+  g_autoptr(GError) error = NULL;
+  g_autofree char *dir = g_dir_make_tmp("offsim-cli-XXXXXX", &error);
+  ck_assert_ptr_nonnull(dir);
+  char *path = g_build_filename(dir, name, NULL);
+  ck_assert(g_file_set_contents(path, text, -1, &error));
+  return path;
+}
+
+START_TEST(compare_default_prints_every_default_policy)
+{
+  g_auto(Result) r = offsim("compare", NULL);
+  ck_assert_int_eq(r.status, 0);
+  ck_assert_str_eq(r.err, "");
+  const char *names[] = { "resident", "offload-sync", "offload-async", "checkpoint-full" };
+  for (guint i = 0; i < G_N_ELEMENTS(names); i++)
+    ck_assert_msg(strstr(r.out, names[i]) != NULL, "no %s in:\n%s", names[i], r.out);
+  ck_assert_ptr_nonnull(strstr(r.out, "qwen2.5-0.5b-like"));
+  /* Readable at 100 columns. */
+  g_auto(GStrv) lines = g_strsplit(r.out, "\n", -1);
+  for (char **line = lines; *line; line++)
+    ck_assert_msg(g_utf8_strlen(*line, -1) <= 100, "line longer than 100 columns: %s", *line);
+}
+END_TEST
+
+START_TEST(json_has_the_contract_fields_in_order)
+{
+  static const char *fields[] = { "scenario", "policy", "step_ms", "compute_ms", "recompute_ms",
+                                  "exposed_transfer_ms", "saved_bytes", "peak_device_bytes", "peak_host_bytes",
+                                  "d2h_bytes", "h2d_bytes", "d2h_copies", "h2d_copies", "fits" };
+  g_auto(Result) r = offsim("compare", "--format", "json", NULL);
+  ck_assert_int_eq(r.status, 0);
+  g_autoptr(JsonParser) parser = json_parser_new();
+  g_autoptr(GError) error = NULL;
+  ck_assert_msg(json_parser_load_from_data(parser, r.out, -1, &error), "invalid JSON: %s",
+                error ? error->message : "");
+  JsonObject *root = json_node_get_object(json_parser_get_root(parser));
+  ck_assert_str_eq(json_object_get_string_member(root, "scenario"),
+                   "qwen2.5-0.5b-like, batch 2x512 bf16, H100 PCIe Gen5");
+  JsonArray *results = json_object_get_array_member(root, "results");
+  ck_assert_uint_eq(json_array_get_length(results), 4);
+  for (guint i = 0; i < 4; i++) {
+    JsonObject *o = json_array_get_object_element(results, i);
+    g_autoptr(GList) members = json_object_get_members(o);
+    GList *m = members;
+    for (guint f = 0; f < G_N_ELEMENTS(fields); f++, m = m->next) {
+      ck_assert_ptr_nonnull(m);
+      ck_assert_str_eq(m->data, fields[f]);
+    }
+    /* Bytes are integers, times numbers. */
+    ck_assert(json_node_get_value_type(json_object_get_member(o, "saved_bytes")) == G_TYPE_INT64);
+    ck_assert(JSON_NODE_HOLDS_VALUE(json_object_get_member(o, "step_ms")));
+    ck_assert(json_object_get_int_member(o, "d2h_bytes") == json_object_get_int_member(o, "h2d_bytes"));
+  }
+  /* resident: no copies; the offloads do copy. */
+  JsonObject *resident = json_array_get_object_element(results, 0);
+  ck_assert_int_eq(json_object_get_int_member(resident, "d2h_copies"), 0);
+  JsonObject *sync = json_array_get_object_element(results, 1);
+  ck_assert(json_object_get_int_member(sync, "d2h_copies") > 0);
+}
+END_TEST
+
+START_TEST(run_prints_one_object)
+{
+  g_auto(Result) r = offsim("run", "--policy", "offload-async", "--format", "json", NULL);
+  ck_assert_int_eq(r.status, 0);
+  g_autoptr(JsonParser) parser = json_parser_new();
+  ck_assert(json_parser_load_from_data(parser, r.out, -1, NULL));
+  JsonObject *o = json_node_get_object(json_parser_get_root(parser));
+  ck_assert_str_eq(json_object_get_string_member(o, "policy"), "offload-async");
+  ck_assert(json_object_get_double_member(o, "step_ms") > json_object_get_double_member(o, "compute_ms"));
+}
+END_TEST
+
+START_TEST(csv_has_a_header_and_a_row_per_policy)
+{
+  g_auto(Result) r = offsim("compare", "--format", "csv", NULL);
+  ck_assert_int_eq(r.status, 0);
+  g_auto(GStrv) lines = g_strsplit(r.out, "\n", -1);
+  ck_assert_uint_eq(g_strv_length(lines), 1 + 4 + 1); /* header, rows, trailing empty */
+  ck_assert(g_str_has_prefix(lines[0], "scenario,policy,step_ms,compute_ms,recompute_ms,exposed_transfer_ms,"));
+  /* The scenario name holds commas: it is quoted. */
+  ck_assert(g_str_has_prefix(lines[1], "\"qwen2.5-0.5b-like, batch 2x512 bf16, H100 PCIe Gen5\",resident,"));
+}
+END_TEST
+
+START_TEST(output_is_byte_identical_across_runs)
+{
+  const char *formats[] = { "table", "csv", "json" };
+  for (guint i = 0; i < G_N_ELEMENTS(formats); i++) {
+    g_auto(Result) a = offsim("compare", "--format", formats[i], NULL);
+    g_auto(Result) b = offsim("compare", "--format", formats[i], NULL);
+    ck_assert_str_eq(a.out, b.out);
+  }
+}
+END_TEST
+
+START_TEST(budget_changes_fits)
+{
+  g_auto(Result) r = offsim("compare", "--budget", "7.45GiB", "--format", "csv", NULL);
+  ck_assert_int_eq(r.status, 0);
+  /* resident (8.5 GiB) does not fit in 7.45 GiB; offload-sync (7.42 GiB) does. */
+  ck_assert_ptr_nonnull(strstr(r.out, ",resident,"));
+  g_auto(GStrv) lines = g_strsplit(r.out, "\n", -1);
+  ck_assert_ptr_nonnull(strstr(lines[1], ",false,"));
+  ck_assert_ptr_nonnull(strstr(lines[2], ",true,"));
+}
+END_TEST
+
+START_TEST(bad_input_exits_2_with_one_line)
+{
+  g_autofree char *bad = write_temp("bad.ini", "[device]\nmemory = 80GiB\n[link]\nh2d_bandwidth = 0GB/s\nd2h_bandwidth = 1GB/s\n");
+  g_auto(Result) r = offsim("compare", bad, NULL);
+  ck_assert_int_eq(r.status, 2);
+  ck_assert_str_eq(r.out, "");
+  ck_assert_ptr_nonnull(strstr(r.err, "bad.ini: [link] h2d_bandwidth: expected a positive, finite rate"));
+  g_auto(GStrv) err_lines = g_strsplit(r.err, "\n", -1);
+  ck_assert_uint_eq(g_strv_length(err_lines), 2); /* one line and the empty tail */
+
+  g_auto(Result) missing = offsim("run", "/nonexistent/scenario.ini", NULL);
+  ck_assert_int_eq(missing.status, 2);
+  ck_assert_ptr_nonnull(strstr(missing.err, "/nonexistent/scenario.ini"));
+
+  g_auto(Result) option = offsim("compare", "--frobnicate", NULL);
+  ck_assert_int_eq(option.status, 2);
+  g_auto(Result) format = offsim("compare", "--format", "xml", NULL);
+  ck_assert_int_eq(format.status, 2);
+  ck_assert_ptr_nonnull(strstr(format.err, "expected table, csv or json"));
+  g_auto(Result) budget = offsim("compare", "--budget", "-3GiB", NULL);
+  ck_assert_int_eq(budget.status, 2);
+  g_auto(Result) policy = offsim("run", "--policy", "nope", NULL);
+  ck_assert_int_eq(policy.status, 2);
+  ck_assert_ptr_nonnull(strstr(policy.err, "resident, offload-sync, offload-async, checkpoint-full"));
+  g_auto(Result) command = offsim("frobnicate", NULL);
+  ck_assert_int_eq(command.status, 2);
+  g_auto(Result) two = offsim("run", "a.ini", "b.ini", NULL);
+  ck_assert_int_eq(two.status, 2);
+}
+END_TEST
+
+START_TEST(every_bundled_scenario_runs)
+{
+  g_autoptr(GError) error = NULL;
+  g_autoptr(GDir) dir = g_dir_open(OFFSIM_SCENARIOS, 0, &error);
+  ck_assert_ptr_nonnull(dir);
+  guint n = 0;
+  for (const char *name = g_dir_read_name(dir); name; name = g_dir_read_name(dir)) {
+    if (!g_str_has_suffix(name, ".ini"))
+      continue;
+    g_autofree char *path = g_build_filename(OFFSIM_SCENARIOS, name, NULL);
+    g_auto(Result) r = offsim("compare", path, "--format", "json", NULL);
+    ck_assert_msg(r.status == 0, "%s: exit %d: %s", name, r.status, r.err);
+    n++;
+  }
+  ck_assert_uint_ge(n, 2);
+}
+END_TEST
+
+START_TEST(embedded_default_equals_the_bundled_file)
+{
+  g_autofree char *path = g_build_filename(OFFSIM_SCENARIOS, "default.ini", NULL);
+  g_auto(Result) a = offsim("compare", "--format", "json", NULL);
+  g_auto(Result) b = offsim("compare", path, "--format", "json", NULL);
+  ck_assert_str_eq(a.out, b.out);
+}
+END_TEST
+
+static Suite *
+cli_suite(void)
+{
+  Suite *s = suite_create("cli");
+  TCase *tc = tcase_create("offsim");
+  tcase_set_timeout(tc, 120);
+  tcase_add_test(tc, compare_default_prints_every_default_policy);
+  tcase_add_test(tc, json_has_the_contract_fields_in_order);
+  tcase_add_test(tc, run_prints_one_object);
+  tcase_add_test(tc, csv_has_a_header_and_a_row_per_policy);
+  tcase_add_test(tc, output_is_byte_identical_across_runs);
+  tcase_add_test(tc, budget_changes_fits);
+  tcase_add_test(tc, bad_input_exits_2_with_one_line);
+  tcase_add_test(tc, every_bundled_scenario_runs);
+  tcase_add_test(tc, embedded_default_equals_the_bundled_file);
+  suite_add_tcase(s, tc);
+  return s;
+}
+
+int
+main(void)
+{
+  return test_run_suite(cli_suite());
+}

@@ -1,0 +1,443 @@
+/* Engine semantics against hand computations (DESIGN.md section 3). */
+#include "testutil.h"
+
+#include "error.h"
+
+#include <math.h>
+#include <string.h>
+
+#define TOL 1e-12
+
+static SimLink
+link_of(double h2d, double d2h, double bidir, double latency)
+{
+  return (SimLink){ .h2d_bandwidth = h2d, .d2h_bandwidth = d2h, .bidir_bandwidth = bidir, .latency = latency,
+                    .pageable_factor = 0.5, .compute_slowdown = 0, .host_alloc = 3e-3 };
+}
+
+static SimRun *
+run_ok(const SimProgram *p, const SimLink *link)
+{
+  g_autoptr(GError) error = NULL;
+  g_autoptr(SimEngine) engine = sim_engine_new();
+  SimEngineOptions options = { .record_ops = TRUE, .record_curve = TRUE };
+  SimRun *run = sim_engine_run(engine, p, link, &options, &error);
+  ck_assert_msg(run != NULL, "run failed: %s", error ? error->message : "?");
+  return run;
+}
+
+static double
+start_of(const SimRun *run, guint32 op)
+{
+  return g_array_index(run->op_start, double, op);
+}
+
+static double
+end_of(const SimRun *run, guint32 op)
+{
+  return g_array_index(run->op_end, double, op);
+}
+
+START_TEST(lone_copy_takes_latency_plus_bytes_over_bandwidth)
+{
+  g_autoptr(SimProgram) p = sim_program_new();
+  guint32 s = sim_program_add_stream(p, "d2h");
+  guint32 op = sim_program_copy(p, s, SIM_DIR_D2H, 100000000, FALSE, 0, sim_program_intern(p, "t"));
+  SimLink link = link_of(20e9, 50e9, 70e9, 10e-6);
+  g_autoptr(SimRun) run = run_ok(p, &link);
+  /* 10 us + 1e8 B / 5e10 B/s = 2.01 ms */
+  ck_assert_close(run->step, 10e-6 + 100000000 / 50e9, TOL);
+  ck_assert_close(end_of(run, op), 2.01e-3, TOL);
+  ck_assert_uint_eq(run->copy_bytes[SIM_DIR_D2H], 100000000);
+  ck_assert_uint_eq(run->copies[SIM_DIR_D2H], 1);
+  ck_assert_uint_eq(run->copies[SIM_DIR_H2D], 0);
+}
+END_TEST
+
+START_TEST(pageable_copy_runs_at_pageable_factor)
+{
+  g_autoptr(SimProgram) p = sim_program_new();
+  guint32 s = sim_program_add_stream(p, "h2d");
+  sim_program_copy(p, s, SIM_DIR_H2D, 100000000, TRUE, 0, sim_program_intern(p, "t"));
+  SimLink link = link_of(20e9, 50e9, 70e9, 0);
+  link.pageable_factor = 0.25;
+  g_autoptr(SimRun) run = run_ok(p, &link);
+  ck_assert_close(run->step, 1e8 / (20e9 * 0.25), TOL); /* 20 ms */
+}
+END_TEST
+
+START_TEST(same_direction_copies_on_two_streams_run_back_to_back)
+{
+  g_autoptr(SimProgram) p = sim_program_new();
+  guint32 a = sim_program_add_stream(p, "a"), b = sim_program_add_stream(p, "b");
+  guint32 t = sim_program_intern(p, "t");
+  guint32 first = sim_program_copy(p, a, SIM_DIR_D2H, 50000000, FALSE, 0, t);
+  guint32 second = sim_program_copy(p, b, SIM_DIR_D2H, 30000000, FALSE, 1, t);
+  SimLink link = link_of(10e9, 10e9, 20e9, 5e-6);
+  g_autoptr(SimRun) run = run_ok(p, &link);
+  /* Issue order decides: first takes 5 us + 5 ms, then second 5 us + 3 ms. */
+  ck_assert_close(start_of(run, first), 0, TOL);
+  ck_assert_close(end_of(run, first), 5e-6 + 5e-3, TOL);
+  ck_assert_close(start_of(run, second), end_of(run, first), TOL);
+  ck_assert_close(run->step, 2 * 5e-6 + 8e-3, TOL);
+}
+END_TEST
+
+START_TEST(opposite_directions_share_the_bidirectional_cap)
+{
+  g_autoptr(SimProgram) p = sim_program_new();
+  guint32 a = sim_program_add_stream(p, "d2h"), b = sim_program_add_stream(p, "h2d");
+  guint32 t = sim_program_intern(p, "t");
+  guint32 out = sim_program_copy(p, a, SIM_DIR_D2H, 300000000, FALSE, 0, t);
+  guint32 in = sim_program_copy(p, b, SIM_DIR_H2D, 300000000, FALSE, 0, t);
+  /* Each direction alone 50 GB/s; together capped at 60: 30 each, 10 ms. */
+  SimLink link = link_of(50e9, 50e9, 60e9, 0);
+  g_autoptr(SimRun) run = run_ok(p, &link);
+  ck_assert_close(end_of(run, out), 3e8 / 30e9, TOL);
+  ck_assert_close(end_of(run, in), 3e8 / 30e9, TOL);
+
+  /* Uneven: H2D can only use 20, so D2H gets the other 40 of the cap.
+   * H2D: 2e8 B at 20 GB/s = 10 ms.  D2H: 4e8 B at 40 for 10 ms, then done. */
+  g_autoptr(SimProgram) q = sim_program_new();
+  a = sim_program_add_stream(q, "d2h");
+  b = sim_program_add_stream(q, "h2d");
+  t = sim_program_intern(q, "t");
+  out = sim_program_copy(q, a, SIM_DIR_D2H, 400000000, FALSE, 0, t);
+  in = sim_program_copy(q, b, SIM_DIR_H2D, 200000000, FALSE, 0, t);
+  SimLink uneven = link_of(20e9, 50e9, 60e9, 0);
+  g_autoptr(SimRun) run2 = run_ok(q, &uneven);
+  ck_assert_close(end_of(run2, in), 10e-3, TOL);
+  ck_assert_close(end_of(run2, out), 10e-3, TOL);
+
+  /* A generous cap does not slow either: they overlap fully. */
+  SimLink wide = link_of(50e9, 50e9, 100e9, 0);
+  g_autoptr(SimRun) run3 = run_ok(p, &wide);
+  ck_assert_close(run3->step, 3e8 / 50e9, TOL);
+}
+END_TEST
+
+START_TEST(rates_change_when_the_other_direction_finishes)
+{
+  /* D2H 5e8 B and H2D 1e8 B at 50 GB/s each, cap 60.  Together 30 each until
+   * H2D ends at 1e8/30e9 = 3.333 ms; D2H has moved 1e8 and moves the last 4e8
+   * at 50 GB/s: 8 ms more. */
+  g_autoptr(SimProgram) p = sim_program_new();
+  guint32 a = sim_program_add_stream(p, "d2h"), b = sim_program_add_stream(p, "h2d");
+  guint32 t = sim_program_intern(p, "t");
+  guint32 out = sim_program_copy(p, a, SIM_DIR_D2H, 500000000, FALSE, 0, t);
+  sim_program_copy(p, b, SIM_DIR_H2D, 100000000, FALSE, 0, t);
+  SimLink link = link_of(50e9, 50e9, 60e9, 0);
+  g_autoptr(SimRun) run = run_ok(p, &link);
+  ck_assert_close(end_of(run, out), 1e8 / 30e9 + 4e8 / 50e9, 1e-15);
+}
+END_TEST
+
+START_TEST(event_waits_order_work_across_streams)
+{
+  g_autoptr(SimProgram) p = sim_program_new();
+  guint32 c = sim_program_add_stream(p, "compute"), d = sim_program_add_stream(p, "d2h");
+  guint32 ev = sim_program_add_event(p, sim_program_intern(p, "done"), 0);
+  /* The d2h stream's ops are issued first but must wait for the compute. */
+  sim_program_wait(p, d, ev);
+  guint32 copy = sim_program_copy(p, d, SIM_DIR_D2H, 1000000, FALSE, 0, sim_program_intern(p, "t"));
+  guint32 fwd = sim_program_compute(p, c, 2e-3, SIM_PHASE_FORWARD, 0, sim_program_intern(p, "forward"));
+  sim_program_record(p, c, ev);
+  SimLink link = link_of(1e9, 1e9, 2e9, 0);
+  g_autoptr(SimRun) run = run_ok(p, &link);
+  ck_assert_close(end_of(run, fwd), 2e-3, TOL);
+  ck_assert_close(start_of(run, copy), 2e-3, TOL);
+  ck_assert_close(run->step, 3e-3, TOL);
+}
+END_TEST
+
+START_TEST(compute_is_slowed_while_a_copy_runs)
+{
+  /* 10 ms of compute beside a copy of 1 us latency + 5 ms of bytes, slowdown
+   * 20 %: for 5.001 ms compute advances at 0.8 (4.0008 ms of work), then the
+   * remaining 5.9992 ms at full rate: it ends at 11.0002 ms. */
+  g_autoptr(SimProgram) p = sim_program_new();
+  guint32 c = sim_program_add_stream(p, "compute"), d = sim_program_add_stream(p, "d2h");
+  guint32 fwd = sim_program_compute(p, c, 10e-3, SIM_PHASE_FORWARD, 0, sim_program_intern(p, "forward"));
+  guint32 copy = sim_program_copy(p, d, SIM_DIR_D2H, 5000000, FALSE, 0, sim_program_intern(p, "t"));
+  SimLink link = link_of(1e9, 1e9, 2e9, 1e-6);
+  link.compute_slowdown = 0.2;
+  g_autoptr(SimRun) run = run_ok(p, &link);
+  ck_assert_close(end_of(run, copy), 5.001e-3, TOL);
+  ck_assert_close(end_of(run, fwd), 5.001e-3 + (10e-3 - 0.8 * 5.001e-3), TOL);
+}
+END_TEST
+
+START_TEST(two_compute_streams_share_the_device_fairly)
+{
+  /* 2 ms and 6 ms of work: both at half rate until the short one ends at 4 ms,
+   * then the long one finishes its last 4 ms alone: 8 ms, the sum. */
+  g_autoptr(SimProgram) p = sim_program_new();
+  guint32 a = sim_program_add_stream(p, "a"), b = sim_program_add_stream(p, "b");
+  guint32 label = sim_program_intern(p, "forward");
+  guint32 shorter = sim_program_compute(p, a, 2e-3, SIM_PHASE_FORWARD, 0, label);
+  guint32 longer = sim_program_compute(p, b, 6e-3, SIM_PHASE_FORWARD, 1, label);
+  SimLink link = link_of(1e9, 1e9, 2e9, 0);
+  g_autoptr(SimRun) run = run_ok(p, &link);
+  ck_assert_close(end_of(run, shorter), 4e-3, TOL);
+  ck_assert_close(end_of(run, longer), 8e-3, TOL);
+}
+END_TEST
+
+START_TEST(host_alloc_holds_its_stream_only)
+{
+  g_autoptr(SimProgram) p = sim_program_new();
+  guint32 c = sim_program_add_stream(p, "compute"), h = sim_program_add_stream(p, "host");
+  guint32 alloc = sim_program_host_alloc(p, h, 3e-3, 0, sim_program_intern(p, "cudaHostAlloc"));
+  guint32 after = sim_program_compute(p, h, 1e-3, SIM_PHASE_FORWARD, 0, sim_program_intern(p, "forward"));
+  guint32 beside = sim_program_compute(p, c, 1e-3, SIM_PHASE_FORWARD, 1, sim_program_intern(p, "forward"));
+  SimLink link = link_of(1e9, 1e9, 2e9, 0);
+  g_autoptr(SimRun) run = run_ok(p, &link);
+  ck_assert_close(end_of(run, alloc), 3e-3, TOL);
+  ck_assert_close(end_of(run, beside), 1e-3, TOL); /* not delayed by the allocation */
+  ck_assert_close(start_of(run, after), 3e-3, TOL);
+  ck_assert_close(run->step, 4e-3, TOL);
+}
+END_TEST
+
+START_TEST(stuck_schedule_names_the_blocked_ops)
+{
+  g_autoptr(SimProgram) p = sim_program_new();
+  guint32 c = sim_program_add_stream(p, "compute");
+  guint32 never = sim_program_add_event(p, sim_program_intern(p, "never"), 3);
+  sim_program_compute(p, c, 1e-3, SIM_PHASE_FORWARD, 0, sim_program_intern(p, "forward"));
+  sim_program_wait(p, c, never);
+  SimLink link = link_of(1e9, 1e9, 2e9, 0);
+  g_autoptr(SimEngine) engine = sim_engine_new();
+  g_autoptr(GError) error = NULL;
+  g_autoptr(SimRun) run = sim_engine_run(engine, p, &link, NULL, &error);
+  ck_assert_ptr_null(run);
+  ck_assert(g_error_matches(error, SIM_ERROR, SIM_ERROR_INTERNAL));
+  ck_assert_ptr_nonnull(strstr(error->message, "stuck schedule"));
+  ck_assert_ptr_nonnull(strstr(error->message, "event 'never' L3"));
+  ck_assert_ptr_nonnull(strstr(error->message, "never recorded"));
+  ck_assert_ptr_nonnull(strstr(error->message, "stream 'compute'"));
+
+  /* A cycle: each stream waits for what the other records afterwards. */
+  g_autoptr(SimProgram) q = sim_program_new();
+  guint32 a = sim_program_add_stream(q, "a"), b = sim_program_add_stream(q, "b");
+  guint32 e1 = sim_program_add_event(q, sim_program_intern(q, "e1"), SIM_NO_LAYER);
+  guint32 e2 = sim_program_add_event(q, sim_program_intern(q, "e2"), SIM_NO_LAYER);
+  sim_program_wait(q, a, e2);
+  sim_program_record(q, a, e1);
+  sim_program_wait(q, b, e1);
+  sim_program_record(q, b, e2);
+  g_clear_error(&error);
+  g_autoptr(SimRun) run2 = sim_engine_run(engine, q, &link, NULL, &error);
+  ck_assert_ptr_null(run2);
+  ck_assert_ptr_nonnull(strstr(error->message, "stream 'a'"));
+  ck_assert_ptr_nonnull(strstr(error->message, "stream 'b'"));
+  ck_assert_ptr_nonnull(strstr(error->message, "which cannot run"));
+}
+END_TEST
+
+START_TEST(peak_of_three_ops_matches_hand_computation)
+{
+  /* static 100; op A (1 ms) allocates 50 at start, frees 20 at end;
+   * copy B (d2h) allocates 30 host at start, frees 30 device at end;
+   * op C (1 ms) allocates 40 at start, frees 40 + 0 at end.
+   * Device: 100 -> 150 (A start) -> 130 (A end) -> 100 (B end, 1 ms later)
+   *         -> 140 (C start) -> 100 (C end).  Peak 150 at 0, phase forward L0.
+   * Host:   0 -> 30 (B start, t = 1 ms).  Peak 30 at 1 ms. */
+  g_autoptr(SimProgram) p = sim_program_new();
+  guint32 s = sim_program_add_stream(p, "compute");
+  sim_program_set_baseline(p, SIM_POOL_DEVICE, 100, "static");
+  guint32 t = sim_program_intern(p, "act");
+  guint32 a = sim_program_compute(p, s, 1e-3, SIM_PHASE_FORWARD, 0, sim_program_intern(p, "forward"));
+  sim_program_mem(p, a, SIM_AT_START, SIM_POOL_DEVICE, 50, t, 0);
+  sim_program_mem(p, a, SIM_AT_END, SIM_POOL_DEVICE, -20, t, 0);
+  guint32 b = sim_program_copy(p, s, SIM_DIR_D2H, 1000000, FALSE, 0, t);
+  sim_program_mem(p, b, SIM_AT_START, SIM_POOL_HOST, 30, t, 0);
+  sim_program_mem(p, b, SIM_AT_END, SIM_POOL_DEVICE, -30, t, 0);
+  guint32 c = sim_program_compute(p, s, 1e-3, SIM_PHASE_BACKWARD, 0, sim_program_intern(p, "backward"));
+  sim_program_mem(p, c, SIM_AT_START, SIM_POOL_DEVICE, 40, sim_program_intern(p, "workspace"), 0);
+  sim_program_mem(p, c, SIM_AT_END, SIM_POOL_DEVICE, -40, sim_program_intern(p, "workspace"), 0);
+  sim_program_mem(p, c, SIM_AT_END, SIM_POOL_HOST, -30, t, 0);
+  SimLink link = link_of(1e9, 1e9, 2e9, 0);
+  g_autoptr(SimRun) run = run_ok(p, &link);
+
+  ck_assert_int_eq(run->peak[SIM_POOL_DEVICE].bytes, 150);
+  ck_assert_close(run->peak[SIM_POOL_DEVICE].time, 0, TOL);
+  ck_assert_uint_eq(run->peak[SIM_POOL_DEVICE].op, a);
+  ck_assert_int_eq(run->peak[SIM_POOL_DEVICE].phase, SIM_PHASE_FORWARD);
+  ck_assert_int_eq(run->peak[SIM_POOL_HOST].bytes, 30);
+  ck_assert_close(run->peak[SIM_POOL_HOST].time, 1e-3, TOL);
+
+  /* The curve has one point per change plus the start. */
+  ck_assert_uint_eq(run->curve->len, 1 + 7);
+  gint64 expect_dev[] = { 100, 150, 130, 130, 100, 140, 100, 100 };
+  for (guint i = 0; i < run->curve->len; i++)
+    ck_assert_int_eq(g_array_index(run->curve, SimMemPoint, i).device, expect_dev[i]);
+
+  /* What was live at the device peak: static 100 and act L0 50. */
+  g_autoptr(GArray) live = sim_run_live_at_peak(run, p, SIM_POOL_DEVICE);
+  ck_assert_uint_eq(live->len, 2);
+  ck_assert_str_eq(sim_program_label(p, g_array_index(live, SimLive, 0).tag), "static");
+  ck_assert_int_eq(g_array_index(live, SimLive, 0).bytes, 100);
+  ck_assert_str_eq(sim_program_label(p, g_array_index(live, SimLive, 1).tag), "act");
+  ck_assert_int_eq(g_array_index(live, SimLive, 1).bytes, 50);
+}
+END_TEST
+
+START_TEST(negative_memory_is_reported_as_a_lowering_bug)
+{
+  g_autoptr(SimProgram) p = sim_program_new();
+  guint32 s = sim_program_add_stream(p, "compute");
+  guint32 a = sim_program_compute(p, s, 1e-3, SIM_PHASE_FORWARD, 2, sim_program_intern(p, "forward"));
+  sim_program_mem(p, a, SIM_AT_END, SIM_POOL_DEVICE, -1, sim_program_intern(p, "x"), 2);
+  SimLink link = link_of(1e9, 1e9, 2e9, 0);
+  g_autoptr(SimEngine) engine = sim_engine_new();
+  g_autoptr(GError) error = NULL;
+  g_autoptr(SimRun) run = sim_engine_run(engine, p, &link, NULL, &error);
+  ck_assert_ptr_null(run);
+  ck_assert_ptr_nonnull(strstr(error->message, "went negative"));
+  ck_assert_ptr_nonnull(strstr(error->message, "forward forward L2"));
+}
+END_TEST
+
+START_TEST(an_event_recorded_twice_is_rejected)
+{
+  g_autoptr(SimProgram) p = sim_program_new();
+  guint32 s = sim_program_add_stream(p, "compute");
+  guint32 ev = sim_program_add_event(p, sim_program_intern(p, "e"), SIM_NO_LAYER);
+  sim_program_record(p, s, ev);
+  sim_program_record(p, s, ev);
+  SimLink link = link_of(1e9, 1e9, 2e9, 0);
+  g_autoptr(SimEngine) engine = sim_engine_new();
+  g_autoptr(GError) error = NULL;
+  g_autoptr(SimRun) run = sim_engine_run(engine, p, &link, NULL, &error);
+  ck_assert_ptr_null(run);
+  ck_assert_ptr_nonnull(strstr(error->message, "recorded twice"));
+}
+END_TEST
+
+/* A program with every kind of op and tie, for determinism. */
+static SimProgram *
+busy_program(void)
+{
+  SimProgram *p = sim_program_new();
+  guint32 c = sim_program_add_stream(p, "compute"), d = sim_program_add_stream(p, "d2h"),
+          h = sim_program_add_stream(p, "h2d");
+  guint32 t = sim_program_intern(p, "t");
+  for (guint i = 0; i < 50; i++) {
+    guint32 ev = sim_program_add_event(p, t, (gint32)i);
+    guint32 f = sim_program_compute(p, c, 1e-3 * (1 + i % 3), SIM_PHASE_FORWARD, (gint32)i, t);
+    sim_program_mem(p, f, SIM_AT_START, SIM_POOL_DEVICE, 1000 + i, t, (gint32)i);
+    sim_program_record(p, c, ev);
+    sim_program_wait(p, d, ev);
+    guint32 out = sim_program_copy(p, d, SIM_DIR_D2H, 1000000 * (1 + i % 5), FALSE, (gint32)i, t);
+    sim_program_mem(p, out, SIM_AT_START, SIM_POOL_HOST, 1000 + i, t, (gint32)i);
+    sim_program_mem(p, out, SIM_AT_END, SIM_POOL_DEVICE, -(gint64)(1000 + i), t, (gint32)i);
+    guint32 on_host = sim_program_add_event(p, t, (gint32)i);
+    sim_program_record(p, d, on_host);
+    sim_program_wait(p, h, on_host);
+    guint32 in = sim_program_copy(p, h, SIM_DIR_H2D, 1000000 * (1 + i % 4), i % 2, (gint32)i, t);
+    sim_program_mem(p, in, SIM_AT_START, SIM_POOL_DEVICE, 7, t, (gint32)i);
+    sim_program_mem(p, in, SIM_AT_END, SIM_POOL_DEVICE, -7, t, (gint32)i);
+    sim_program_mem(p, in, SIM_AT_END, SIM_POOL_HOST, -(gint64)(1000 + i), t, (gint32)i);
+  }
+  return p;
+}
+
+START_TEST(two_runs_give_identical_bytes)
+{
+  g_autoptr(SimProgram) p = busy_program();
+  SimLink link = link_of(1e9, 2e9, 2.5e9, 3e-6);
+  link.compute_slowdown = 0.1;
+  g_autoptr(SimRun) a = run_ok(p, &link);
+  g_autoptr(SimRun) b = run_ok(p, &link);
+  ck_assert(a->step == b->step);
+  ck_assert_uint_eq(a->op_start->len, b->op_start->len);
+  ck_assert(memcmp(a->op_start->data, b->op_start->data, a->op_start->len * sizeof(double)) == 0);
+  ck_assert(memcmp(a->op_end->data, b->op_end->data, a->op_end->len * sizeof(double)) == 0);
+  ck_assert_uint_eq(a->curve->len, b->curve->len);
+  ck_assert(memcmp(a->curve->data, b->curve->data, a->curve->len * sizeof(SimMemPoint)) == 0);
+  ck_assert_uint_eq(a->events, b->events);
+}
+END_TEST
+
+START_TEST(every_op_runs_once_and_streams_stay_in_order)
+{
+  g_autoptr(SimProgram) p = busy_program();
+  SimLink link = link_of(1e9, 2e9, 2.5e9, 3e-6);
+  g_autoptr(SimRun) run = run_ok(p, &link);
+  for (guint s = 0; s < p->streams->len; s++) {
+    const SimStream *stream = g_ptr_array_index(p->streams, s);
+    double last_end = 0;
+    for (guint k = 0; k < stream->ops->len; k++) {
+      guint32 op = g_array_index(stream->ops, guint32, k);
+      ck_assert(start_of(run, op) >= last_end);
+      ck_assert(end_of(run, op) >= start_of(run, op));
+      last_end = end_of(run, op);
+    }
+  }
+  /* Same-direction copies never overlap: one engine per direction. */
+  for (int dir = 0; dir < 2; dir++) {
+    double busy_until = 0;
+    for (guint32 i = 0; i < sim_program_n_ops(p); i++) {
+      const SimOp *op = sim_program_op(p, i);
+      if (op->kind != SIM_OP_COPY || op->dir != dir)
+        continue;
+      ck_assert(start_of(run, i) >= busy_until - 1e-15);
+      busy_until = end_of(run, i);
+    }
+  }
+  /* Work counters: one event per timed op completion and one per copy's end
+   * of latency; records and waits complete inline.  50 computes, 100 copies. */
+  ck_assert_uint_eq(run->events, 50 + 100 + 100);
+}
+END_TEST
+
+START_TEST(an_engine_is_reusable_across_programs)
+{
+  g_autoptr(SimEngine) engine = sim_engine_new();
+  g_autoptr(SimProgram) big = busy_program();
+  g_autoptr(SimProgram) small = sim_program_new();
+  guint32 s = sim_program_add_stream(small, "compute");
+  sim_program_compute(small, s, 1e-3, SIM_PHASE_FORWARD, 0, sim_program_intern(small, "forward"));
+  SimLink link = link_of(1e9, 2e9, 2.5e9, 3e-6);
+  g_autoptr(GError) error = NULL;
+  g_autoptr(SimRun) r1 = sim_engine_run(engine, big, &link, NULL, &error);
+  g_autoptr(SimRun) r2 = sim_engine_run(engine, small, &link, NULL, &error);
+  g_autoptr(SimRun) r3 = sim_engine_run(engine, big, &link, NULL, &error);
+  ck_assert_ptr_nonnull(r1);
+  ck_assert_ptr_nonnull(r3);
+  ck_assert_close(r2->step, 1e-3, TOL);
+  ck_assert(r1->step == r3->step);
+}
+END_TEST
+
+static Suite *
+engine_suite(void)
+{
+  Suite *s = suite_create("engine");
+  TCase *tc = tcase_create("semantics");
+  tcase_add_test(tc, lone_copy_takes_latency_plus_bytes_over_bandwidth);
+  tcase_add_test(tc, pageable_copy_runs_at_pageable_factor);
+  tcase_add_test(tc, same_direction_copies_on_two_streams_run_back_to_back);
+  tcase_add_test(tc, opposite_directions_share_the_bidirectional_cap);
+  tcase_add_test(tc, rates_change_when_the_other_direction_finishes);
+  tcase_add_test(tc, event_waits_order_work_across_streams);
+  tcase_add_test(tc, compute_is_slowed_while_a_copy_runs);
+  tcase_add_test(tc, two_compute_streams_share_the_device_fairly);
+  tcase_add_test(tc, host_alloc_holds_its_stream_only);
+  tcase_add_test(tc, stuck_schedule_names_the_blocked_ops);
+  tcase_add_test(tc, peak_of_three_ops_matches_hand_computation);
+  tcase_add_test(tc, negative_memory_is_reported_as_a_lowering_bug);
+  tcase_add_test(tc, an_event_recorded_twice_is_rejected);
+  tcase_add_test(tc, two_runs_give_identical_bytes);
+  tcase_add_test(tc, every_op_runs_once_and_streams_stay_in_order);
+  tcase_add_test(tc, an_engine_is_reusable_across_programs);
+  suite_add_tcase(s, tc);
+  return s;
+}
+
+int
+main(void)
+{
+  return test_run_suite(engine_suite());
+}

@@ -1,0 +1,28 @@
+/* tests/testutil.h — helpers shared by the Check suites. */
+#pragma once
+
+#include <check.h>
+#include <glib.h>
+
+#include "engine.h"
+#include "result.h"
+#include "scenario.h"
+
+/* Runs a suite and returns the process exit status. */
+int test_run_suite(Suite *suite);
+
+/* Loads a scenario from text; the test fails with the error if it does not load. */
+SimScenario *test_scenario_from_text(const char *text);
+
+/* Loads from text and returns the error message (the test fails if it loads). */
+char *test_scenario_error(const char *text);
+
+/* Evaluates a named policy of a scenario with detail kept. */
+SimResult *test_evaluate(const SimScenario *scenario, const char *policy);
+
+/* Asserts |a - b| <= tol with both values in the message. */
+#define ck_assert_close(a, b, tol)                                                                         \
+  do {                                                                                                     \
+    double _a = (a), _b = (b), _t = (tol);                                                                 \
+    ck_assert_msg(fabs(_a - _b) <= _t, "%s = %.12g, expected %s = %.12g (tolerance %g)", #a, _a, #b, _b, _t); \
+  } while (0)

@@ -97,6 +97,7 @@ run_common(int argc, char **argv, gboolean compare)
   };
   /* compare takes the same options but --policy. */
   const GOptionEntry *entries = compare ? run_entries + 1 : run_entries;
+  g_set_prgname(compare ? "offsim compare" : "offsim run");
   g_autoptr(GOptionContext) ctx = g_option_context_new(compare ? "[SCENARIO]  - compare every policy"
                                                                : "[SCENARIO]  - simulate one policy");
   g_option_context_add_main_entries(ctx, entries, NULL);

@@ -26,6 +26,18 @@ run_ok(const SimProgram *p, const SimLink *link)
   return run;
 }
 
+/* Runs a program that must fail; returns the error (SIM_ERROR_INTERNAL). */
+static GError *
+run_error(const SimProgram *p, const SimLink *link)
+{
+  GError *error = NULL;
+  g_autoptr(SimEngine) engine = sim_engine_new();
+  g_autoptr(SimRun) run = sim_engine_run(engine, p, link, NULL, &error);
+  ck_assert_msg(run == NULL, "the run should have failed");
+  ck_assert(g_error_matches(error, SIM_ERROR, SIM_ERROR_INTERNAL));
+  return error;
+}
+
 static double
 start_of(const SimRun *run, guint32 op)
 {
@@ -207,11 +219,7 @@ START_TEST(stuck_schedule_names_the_blocked_ops)
   sim_program_compute(p, c, 1e-3, SIM_PHASE_FORWARD, 0, sim_program_intern(p, "forward"));
   sim_program_wait(p, c, never);
   SimLink link = link_of(1e9, 1e9, 2e9, 0);
-  g_autoptr(SimEngine) engine = sim_engine_new();
-  g_autoptr(GError) error = NULL;
-  g_autoptr(SimRun) run = sim_engine_run(engine, p, &link, NULL, &error);
-  ck_assert_ptr_null(run);
-  ck_assert(g_error_matches(error, SIM_ERROR, SIM_ERROR_INTERNAL));
+  g_autoptr(GError) error = run_error(p, &link);
   ck_assert_ptr_nonnull(strstr(error->message, "stuck schedule"));
   ck_assert_ptr_nonnull(strstr(error->message, "event 'never' L3"));
   ck_assert_ptr_nonnull(strstr(error->message, "never recorded"));
@@ -226,12 +234,10 @@ START_TEST(stuck_schedule_names_the_blocked_ops)
   sim_program_record(q, a, e1);
   sim_program_wait(q, b, e1);
   sim_program_record(q, b, e2);
-  g_clear_error(&error);
-  g_autoptr(SimRun) run2 = sim_engine_run(engine, q, &link, NULL, &error);
-  ck_assert_ptr_null(run2);
-  ck_assert_ptr_nonnull(strstr(error->message, "stream 'a'"));
-  ck_assert_ptr_nonnull(strstr(error->message, "stream 'b'"));
-  ck_assert_ptr_nonnull(strstr(error->message, "which cannot run"));
+  g_autoptr(GError) cycle = run_error(q, &link);
+  ck_assert_ptr_nonnull(strstr(cycle->message, "stream 'a'"));
+  ck_assert_ptr_nonnull(strstr(cycle->message, "stream 'b'"));
+  ck_assert_ptr_nonnull(strstr(cycle->message, "which cannot run"));
 }
 END_TEST
 
@@ -290,10 +296,7 @@ START_TEST(negative_memory_is_reported_as_a_lowering_bug)
   guint32 a = sim_program_compute(p, s, 1e-3, SIM_PHASE_FORWARD, 2, sim_program_intern(p, "forward"));
   sim_program_mem(p, a, SIM_AT_END, SIM_POOL_DEVICE, -1, sim_program_intern(p, "x"), 2);
   SimLink link = link_of(1e9, 1e9, 2e9, 0);
-  g_autoptr(SimEngine) engine = sim_engine_new();
-  g_autoptr(GError) error = NULL;
-  g_autoptr(SimRun) run = sim_engine_run(engine, p, &link, NULL, &error);
-  ck_assert_ptr_null(run);
+  g_autoptr(GError) error = run_error(p, &link);
   ck_assert_ptr_nonnull(strstr(error->message, "went negative"));
   ck_assert_ptr_nonnull(strstr(error->message, "forward forward L2"));
 }
@@ -307,10 +310,7 @@ START_TEST(an_event_recorded_twice_is_rejected)
   sim_program_record(p, s, ev);
   sim_program_record(p, s, ev);
   SimLink link = link_of(1e9, 1e9, 2e9, 0);
-  g_autoptr(SimEngine) engine = sim_engine_new();
-  g_autoptr(GError) error = NULL;
-  g_autoptr(SimRun) run = sim_engine_run(engine, p, &link, NULL, &error);
-  ck_assert_ptr_null(run);
+  g_autoptr(GError) error = run_error(p, &link);
   ck_assert_ptr_nonnull(strstr(error->message, "recorded twice"));
 }
 END_TEST

@@ -2,14 +2,22 @@
 
 #define NONE G_MAXUINT32
 
+/* What happens to one saved tensor of a layer. */
+typedef enum {
+  FATE_KEEP,    /* stays on the device from forward to backward */
+  FATE_OFFLOAD, /* goes to the host and comes back */
+  FATE_DROP,    /* freed after the forward, recomputed before the backward (selective) */
+  FATE_FULL,    /* never kept: the whole forward is recomputed (full checkpointing) */
+} Fate;
+
 typedef struct {
   SimProgram *p;
   const SimWorkload *w;
   const SimPolicy *policy;
   const SimLink *link;
-  GArray *actions;    /* SimAction per layer, after dropping offloads with nothing to move */
-  guint32 *ev_d2h;    /* per layer: its group is on the host (async), or NONE */
-  guint32 *ev_h2d;    /* per layer: its group is back on the device (async), or NONE */
+  GArray *actions; /* SimAction per layer, after dropping offloads with nothing to move */
+  guint32 *ev_d2h; /* per layer: its group is on the host (async), or NONE */
+  guint32 *ev_h2d; /* per layer: its group is back on the device (async), or NONE */
   guint32 label_fwd, label_bwd, label_recompute, label_input, label_workspace, label_pin;
 } Lower;
 
@@ -26,15 +34,53 @@ action_at(const Lower *l, guint i)
 }
 
 static inline gboolean
+offloads(SimAction a)
+{
+  return a == SIM_ACTION_OFFLOAD || a == SIM_ACTION_SELECTIVE_OFFLOAD;
+}
+
+static inline gboolean
 moves(const Lower *l, const SimTensor *t)
 {
   return t->offloadable && t->bytes >= l->policy->min_tensor;
 }
 
-static gboolean
-layer_moves_anything(const Lower *l, guint i)
+static Fate
+fate_of(const Lower *l, SimAction a, const SimTensor *t)
 {
-  const SimLayer *layer = layer_at(l, i);
+  switch (a) {
+  case SIM_ACTION_RECOMPUTE:
+    return FATE_FULL;
+  case SIM_ACTION_SELECTIVE:
+    return t->selective ? FATE_DROP : FATE_KEEP;
+  case SIM_ACTION_SELECTIVE_OFFLOAD:
+    if (t->selective)
+      return FATE_DROP;
+    return moves(l, t) ? FATE_OFFLOAD : FATE_KEEP;
+  case SIM_ACTION_OFFLOAD:
+    return moves(l, t) ? FATE_OFFLOAD : FATE_KEEP;
+  case SIM_ACTION_KEEP:
+  default:
+    return FATE_KEEP;
+  }
+}
+
+static inline Fate
+tensor_fate(const Lower *l, guint i, const SimTensor *t)
+{
+  return fate_of(l, action_at(l, i), t);
+}
+
+/* An offloaded tensor is copied once, or once per saved reference. */
+static inline guint
+copies_of(const Lower *l, const SimTensor *t)
+{
+  return l->policy->dedup ? 1 : MAX(t->refs, 1u);
+}
+
+static gboolean
+layer_moves_anything(const Lower *l, const SimLayer *layer)
+{
   for (guint k = 0; k < layer->tensors->len; k++)
     if (moves(l, &g_array_index(layer->tensors, SimTensor, k)))
       return TRUE;
@@ -44,7 +90,7 @@ layer_moves_anything(const Lower *l, guint i)
 static inline gboolean
 is_async_offload(const Lower *l, guint i)
 {
-  return l->policy->async && action_at(l, i) == SIM_ACTION_OFFLOAD;
+  return l->policy->async && offloads(action_at(l, i));
 }
 
 static guint32
@@ -54,40 +100,39 @@ tensor_label(const Lower *l, const SimTensor *t)
 }
 
 static void
-alloc_tensors(const Lower *l, guint32 op, guint i, SimWhen when, gint sign)
+workspace(const Lower *l, guint32 op, const SimLayer *layer, gint32 i)
 {
-  const SimLayer *layer = layer_at(l, i);
-  for (guint k = 0; k < layer->tensors->len; k++) {
-    const SimTensor *t = &g_array_index(layer->tensors, SimTensor, k);
-    sim_program_mem(l->p, op, when, SIM_POOL_DEVICE, sign * (gint64)t->bytes, tensor_label(l, t), (gint32)i);
-  }
+  gint64 bytes = (gint64)layer->workspace_bytes;
+  sim_program_mem(l->p, op, SIM_AT_START, SIM_POOL_DEVICE, bytes, l->label_workspace, i);
+  sim_program_mem(l->p, op, SIM_AT_END, SIM_POOL_DEVICE, -bytes, l->label_workspace, i);
 }
 
-static void
-workspace(const Lower *l, guint32 op, guint i)
-{
-  gint64 bytes = (gint64)layer_at(l, i)->workspace_bytes;
-  sim_program_mem(l->p, op, SIM_AT_START, SIM_POOL_DEVICE, bytes, l->label_workspace, (gint32)i);
-  sim_program_mem(l->p, op, SIM_AT_END, SIM_POOL_DEVICE, -bytes, l->label_workspace, (gint32)i);
-}
-
-/* The copies of layer i's moved tensors, one direction, on `stream`.  A copy
- * allocates its destination when it starts and frees its source when it
- * ends. */
+/* The copies of layer i's offloaded tensors, one direction, on `stream`.
+ * A copy allocates its destination when it starts; the source is freed when
+ * the tensor's last copy ends (out) or when each copy ends (in: each reload
+ * of a reference is its own device tensor, freed by the backward). */
 static void
 emit_copies(const Lower *l, guint i, SimDir dir, guint32 stream)
 {
   const SimLayer *layer = layer_at(l, i);
   gboolean pageable = l->policy->pinned == SIM_PINNED_NONE;
-  SimPool to = dir == SIM_DIR_D2H ? SIM_POOL_HOST : SIM_POOL_DEVICE;
   for (guint k = 0; k < layer->tensors->len; k++) {
     const SimTensor *t = &g_array_index(layer->tensors, SimTensor, k);
-    if (!moves(l, t))
+    if (tensor_fate(l, i, t) != FATE_OFFLOAD)
       continue;
     guint32 label = tensor_label(l, t);
-    guint32 op = sim_program_copy(l->p, stream, dir, t->bytes, pageable, (gint32)i, label);
-    sim_program_mem(l->p, op, SIM_AT_START, to, (gint64)t->bytes, label, (gint32)i);
-    sim_program_mem(l->p, op, SIM_AT_END, (SimPool)(1 - to), -(gint64)t->bytes, label, (gint32)i);
+    guint n = copies_of(l, t);
+    for (guint c = 0; c < n; c++) {
+      guint32 op = sim_program_copy(l->p, stream, dir, t->bytes, pageable, (gint32)i, label);
+      if (dir == SIM_DIR_D2H) {
+        sim_program_mem(l->p, op, SIM_AT_START, SIM_POOL_HOST, (gint64)t->bytes, label, (gint32)i);
+        if (c + 1 == n)
+          sim_program_mem(l->p, op, SIM_AT_END, SIM_POOL_DEVICE, -(gint64)t->bytes, label, (gint32)i);
+      } else {
+        sim_program_mem(l->p, op, SIM_AT_START, SIM_POOL_DEVICE, (gint64)t->bytes, label, (gint32)i);
+        sim_program_mem(l->p, op, SIM_AT_END, SIM_POOL_HOST, -(gint64)t->bytes, label, (gint32)i);
+      }
+    }
   }
 }
 
@@ -97,9 +142,13 @@ emit_pinning(const Lower *l, guint i)
   if (l->policy->pinned != SIM_PINNED_PER_TENSOR)
     return;
   const SimLayer *layer = layer_at(l, i);
-  for (guint k = 0; k < layer->tensors->len; k++)
-    if (moves(l, &g_array_index(layer->tensors, SimTensor, k)))
+  for (guint k = 0; k < layer->tensors->len; k++) {
+    const SimTensor *t = &g_array_index(layer->tensors, SimTensor, k);
+    if (tensor_fate(l, i, t) != FATE_OFFLOAD)
+      continue;
+    for (guint c = 0; c < copies_of(l, t); c++)
       sim_program_host_alloc(l->p, PLANNER_STREAM_COMPUTE, l->link->host_alloc, (gint32)i, l->label_pin);
+  }
 }
 
 /* Async reload of layer j, started by `trigger` and never before j's own
@@ -114,25 +163,52 @@ emit_reload(Lower *l, guint j, guint32 trigger)
   sim_program_record(l->p, PLANNER_STREAM_H2D, l->ev_h2d[j]);
 }
 
+/* The embedding or the loss head: it keeps its tensors. */
+static void
+emit_stage(Lower *l, const SimLayer *stage, const char *name, SimPhase phase)
+{
+  if (stage == NULL)
+    return;
+  guint32 label = sim_program_intern(l->p, name);
+  gboolean forward = phase == SIM_PHASE_FORWARD;
+  guint32 op = sim_program_compute(l->p, PLANNER_STREAM_COMPUTE, forward ? stage->forward : stage->backward, phase,
+                                   SIM_NO_LAYER, label);
+  workspace(l, op, stage, SIM_NO_LAYER);
+  for (guint k = 0; k < stage->tensors->len; k++) {
+    const SimTensor *t = &g_array_index(stage->tensors, SimTensor, k);
+    sim_program_mem(l->p, op, forward ? SIM_AT_START : SIM_AT_END, SIM_POOL_DEVICE,
+                    forward ? (gint64)t->bytes : -(gint64)t->bytes, tensor_label(l, t), SIM_NO_LAYER);
+  }
+}
+
 static void
 emit_forward(Lower *l, guint i)
 {
   const SimLayer *layer = layer_at(l, i);
   SimProgram *p = l->p;
   guint inflight = l->policy->inflight;
+  SimAction a = action_at(l, i);
 
   if (l->policy->async && i >= inflight && l->ev_d2h[i - inflight] != NONE)
     sim_program_wait(p, PLANNER_STREAM_COMPUTE, l->ev_d2h[i - inflight]);
 
   guint32 op = sim_program_compute(p, PLANNER_STREAM_COMPUTE, layer->forward, SIM_PHASE_FORWARD, (gint32)i,
                                    l->label_fwd);
-  if (action_at(l, i) == SIM_ACTION_RECOMPUTE)
+  if (a == SIM_ACTION_RECOMPUTE)
     sim_program_mem(p, op, SIM_AT_START, SIM_POOL_DEVICE, (gint64)layer->input_bytes, l->label_input, (gint32)i);
-  else
-    alloc_tensors(l, op, i, SIM_AT_START, +1);
-  workspace(l, op, i);
+  for (guint k = 0; k < layer->tensors->len; k++) {
+    const SimTensor *t = &g_array_index(layer->tensors, SimTensor, k);
+    Fate fate = tensor_fate(l, i, t);
+    if (fate == FATE_FULL)
+      continue;
+    /* Every tensor exists while the forward runs; dropped ones go at its end. */
+    sim_program_mem(p, op, SIM_AT_START, SIM_POOL_DEVICE, (gint64)t->bytes, tensor_label(l, t), (gint32)i);
+    if (fate == FATE_DROP)
+      sim_program_mem(p, op, SIM_AT_END, SIM_POOL_DEVICE, -(gint64)t->bytes, tensor_label(l, t), (gint32)i);
+  }
+  workspace(l, op, layer, (gint32)i);
 
-  if (action_at(l, i) != SIM_ACTION_OFFLOAD)
+  if (!offloads(a))
     return;
   emit_pinning(l, i);
   if (!l->policy->async) {
@@ -153,6 +229,7 @@ emit_backward(Lower *l, guint i)
   const SimLayer *layer = layer_at(l, i);
   SimProgram *p = l->p;
   guint prefetch = l->policy->prefetch;
+  SimAction a = action_at(l, i);
 
   /* Without prefetch a layer asks for its own group when its backward is due. */
   if (prefetch == 0 && is_async_offload(l, i)) {
@@ -167,19 +244,34 @@ emit_backward(Lower *l, guint i)
     sim_program_record(p, PLANNER_STREAM_COMPUTE, started);
     emit_reload(l, i - prefetch, started);
   }
-  if (action_at(l, i) == SIM_ACTION_OFFLOAD && !l->policy->async)
+  if (offloads(a) && !l->policy->async)
     emit_copies(l, i, SIM_DIR_H2D, PLANNER_STREAM_COMPUTE);
-  if (action_at(l, i) == SIM_ACTION_RECOMPUTE) {
-    guint32 op = sim_program_compute(p, PLANNER_STREAM_COMPUTE, layer->forward, SIM_PHASE_RECOMPUTE, (gint32)i,
+
+  /* Full recompute reruns the forward and rebuilds every tensor; selective
+   * recompute rebuilds only the dropped ones, at their own cost. */
+  gboolean full = a == SIM_ACTION_RECOMPUTE;
+  double redo = full ? layer->forward : sim_layer_selective_recompute(layer);
+  if (full || a == SIM_ACTION_SELECTIVE || a == SIM_ACTION_SELECTIVE_OFFLOAD) {
+    guint32 op = sim_program_compute(p, PLANNER_STREAM_COMPUTE, redo, SIM_PHASE_RECOMPUTE, (gint32)i,
                                      l->label_recompute);
-    alloc_tensors(l, op, i, SIM_AT_START, +1);
-    workspace(l, op, i);
+    for (guint k = 0; k < layer->tensors->len; k++) {
+      const SimTensor *t = &g_array_index(layer->tensors, SimTensor, k);
+      Fate fate = tensor_fate(l, i, t);
+      if (fate == FATE_FULL || fate == FATE_DROP)
+        sim_program_mem(p, op, SIM_AT_START, SIM_POOL_DEVICE, (gint64)t->bytes, tensor_label(l, t), (gint32)i);
+    }
+    workspace(l, op, layer, (gint32)i);
   }
+
   guint32 op = sim_program_compute(p, PLANNER_STREAM_COMPUTE, layer->backward, SIM_PHASE_BACKWARD, (gint32)i,
                                    l->label_bwd);
-  workspace(l, op, i);
-  alloc_tensors(l, op, i, SIM_AT_END, -1);
-  if (action_at(l, i) == SIM_ACTION_RECOMPUTE)
+  workspace(l, op, layer, (gint32)i);
+  for (guint k = 0; k < layer->tensors->len; k++) {
+    const SimTensor *t = &g_array_index(layer->tensors, SimTensor, k);
+    guint n = tensor_fate(l, i, t) == FATE_OFFLOAD ? copies_of(l, t) : 1;
+    sim_program_mem(p, op, SIM_AT_END, SIM_POOL_DEVICE, -(gint64)(t->bytes * n), tensor_label(l, t), (gint32)i);
+  }
+  if (full)
     sim_program_mem(p, op, SIM_AT_END, SIM_POOL_DEVICE, -(gint64)layer->input_bytes, l->label_input, (gint32)i);
 }
 
@@ -201,17 +293,22 @@ planner_lower_into(SimProgram *p, const SimWorkload *w, const SimPolicy *policy,
   l.label_workspace = sim_program_intern(p, "workspace");
   l.label_pin = sim_program_intern(p, "cudaHostAlloc");
 
+  /* An offload with nothing to move is no offload: no events, no waits. */
   l.actions = sim_policy_actions(policy, n);
-  for (guint i = 0; i < n; i++)
-    if (action_at(&l, i) == SIM_ACTION_OFFLOAD && !layer_moves_anything(&l, i))
-      g_array_index(l.actions, SimAction, i) = SIM_ACTION_KEEP;
+  for (guint i = 0; i < n; i++) {
+    SimAction *a = &g_array_index(l.actions, SimAction, i);
+    if (offloads(*a) && !layer_moves_anything(&l, layer_at(&l, i)))
+      *a = *a == SIM_ACTION_OFFLOAD ? SIM_ACTION_KEEP : SIM_ACTION_SELECTIVE;
+  }
   l.ev_d2h = g_new(guint32, n);
   l.ev_h2d = g_new(guint32, n);
   for (guint i = 0; i < n; i++)
     l.ev_d2h[i] = l.ev_h2d[i] = NONE;
 
+  emit_stage(&l, w->embed, "embed", SIM_PHASE_FORWARD);
   for (guint i = 0; i < n; i++)
     emit_forward(&l, i);
+  emit_stage(&l, w->head, "head", SIM_PHASE_FORWARD);
 
   /* The top `prefetch` layers reload as soon as the forward pass is over. */
   if (policy->async && policy->prefetch > 0) {
@@ -226,8 +323,10 @@ planner_lower_into(SimProgram *p, const SimWorkload *w, const SimPolicy *policy,
       emit_reload(&l, j, boundary);
     }
   }
+  emit_stage(&l, w->head, "head", SIM_PHASE_BACKWARD);
   for (guint i = n; i-- > 0;)
     emit_backward(&l, i);
+  emit_stage(&l, w->embed, "embed", SIM_PHASE_BACKWARD);
 
   g_array_unref(l.actions);
   g_free(l.ev_d2h);

@@ -4,7 +4,7 @@ void
 sim_machine_defaults(SimMachine *m)
 {
   *m = (SimMachine){
-    .device = { .memory = 0, .matmul_flops = 0, .hbm_bandwidth = 0 },
+    .device = { .memory = 0, .matmul_flops = 0, .efficiency = 0.5, .hbm_bandwidth = 0 },
     .link = {
       .h2d_bandwidth = 0,
       .d2h_bandwidth = 0,

@@ -13,6 +13,7 @@ G_BEGIN_DECLS
 typedef struct {
   guint64 memory;       /* device capacity: `fits` is peak <= memory */
   double matmul_flops;  /* FLOP/s for generated workloads (0 = not given) */
+  double efficiency;    /* fraction of matmul_flops that matmuls reach, (0, 1] */
   double hbm_bandwidth; /* B/s for memory-bound ops of generated workloads (0 = not given) */
 } SimDevice;
 

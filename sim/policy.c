@@ -13,6 +13,8 @@ sim_policy_new(const char *name, SimPolicyKind kind)
   p->min_tensor = 0;
   p->pinned = SIM_PINNED_POOLED;
   p->every = 1;
+  p->selective = FALSE;
+  p->dedup = TRUE;
   return p;
 }
 
@@ -51,7 +53,7 @@ sim_policy_actions(const SimPolicy *p, guint n_layers)
       break;
     case SIM_POLICY_CHECKPOINT:
       if (selected(p, i) && i % p->every == 0)
-        a = SIM_ACTION_RECOMPUTE;
+        a = p->selective ? SIM_ACTION_SELECTIVE : SIM_ACTION_RECOMPUTE;
       break;
     case SIM_POLICY_PLAN:
       g_assert(p->actions != NULL && p->actions->len == n_layers);
@@ -71,6 +73,7 @@ sim_policy_default_set(void)
   SimPolicy *sync = sim_policy_new("offload-sync", SIM_POLICY_OFFLOAD);
   sync->async = FALSE;
   sync->keep_last = 0;
+  sync->dedup = FALSE;
   g_ptr_array_add(set, sync);
   g_ptr_array_add(set, sim_policy_new("offload-async", SIM_POLICY_OFFLOAD));
   g_ptr_array_add(set, sim_policy_new("checkpoint-full", SIM_POLICY_CHECKPOINT));
@@ -87,6 +90,6 @@ sim_policy_kind_name(SimPolicyKind kind)
 const char *
 sim_action_name(SimAction action)
 {
-  static const char *names[] = { "keep", "offload", "recompute" };
+  static const char *names[] = { "keep", "offload", "recompute", "selective", "selective+offload" };
   return names[action];
 }

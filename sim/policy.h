@@ -11,8 +11,13 @@
  *               save_on_cpu), async copies on side streams (verl's double
  *               buffer) with `prefetch` and `inflight`.
  *   checkpoint  layers selected by `layers` whose index is a multiple of
- *               `every` keep only their input and recompute their forward.
+ *               `every` keep only their input and recompute their forward
+ *               (`mode` full), or drop and recompute only their selective
+ *               tensors, the attention core (`mode` selective).
  *   plan        one action per layer from `actions`.
+ *
+ * `dedup`: an offload copies each saved storage once (verl keys on storage),
+ * or once per saved reference (PyTorch save_on_cpu packs every reference).
  *
  * Ownership: a SimPolicy owns its name and its action array.
  */
@@ -32,7 +37,10 @@ typedef enum {
 typedef enum {
   SIM_ACTION_KEEP,
   SIM_ACTION_OFFLOAD,
-  SIM_ACTION_RECOMPUTE,
+  SIM_ACTION_RECOMPUTE,         /* full: keep the input, recompute the forward */
+  SIM_ACTION_SELECTIVE,         /* drop the selective tensors, recompute them */
+  SIM_ACTION_SELECTIVE_OFFLOAD, /* selective recompute, offload the rest */
+  SIM_ACTION_COUNT,
 } SimAction;
 
 typedef enum {
@@ -52,6 +60,8 @@ typedef struct {
   guint64 min_tensor; /* smaller tensors stay on the device */
   SimPinned pinned;
   guint every;        /* checkpoint every k-th layer */
+  gboolean selective; /* checkpoint mode */
+  gboolean dedup;     /* offload each storage once, not once per reference */
   GArray *actions;    /* SimAction per layer (kind = plan), else NULL */
 } SimPolicy;
 

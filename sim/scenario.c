@@ -2,6 +2,8 @@
 
 #include "config.h"
 #include "error.h"
+#include "hf_config.h"
+#include "transformer.h"
 #include "units.h"
 
 #include <math.h>
@@ -23,6 +25,7 @@ static const KeySpec scenario_keys[] = {
 static const KeySpec device_keys[] = {
   { "memory", "a size such as 80GiB" },
   { "matmul_tflops", "a positive number of TFLOP/s such as 790" },
+  { "efficiency", "a number in (0, 1]" },
   { "hbm_bandwidth", "a rate such as 3.35TB/s" },
   { NULL, NULL },
 };
@@ -43,9 +46,36 @@ static const KeySpec model_keys[] = {
   { "forward", "a time such as 2ms" },
   { "backward", "a time such as 4ms" },
   { "input", "a size such as 8MiB" },
-  { "tensors", "a list such as attn:24MiB, mlp:32MiB" },
+  { "tensors", "a list such as attn:24MiB, mlp:32MiB, mask:1MiB:keep" },
   { "static", "a size such as 1GiB" },
   { "workspace", "a size such as 64MiB" },
+  { NULL, NULL },
+};
+
+static const KeySpec transformer_keys[] = {
+  { "hf_config", "the path of a HuggingFace config.json" },
+  { "hidden", "a whole number such as 896" },
+  { "layers", "a layer count such as 24" },
+  { "heads", "a whole number such as 14" },
+  { "kv_heads", "a whole number dividing heads" },
+  { "head_dim", "a whole number such as 64" },
+  { "ffn", "a whole number such as 4864" },
+  { "vocab", "a whole number such as 151936" },
+  { "positions", "a whole number (learned position embeddings)" },
+  { "batch", "a whole number such as 2" },
+  { "seq", "a whole number such as 512" },
+  { "dtype", "fp32, bf16 or fp16" },
+  { "norm", "rmsnorm or layernorm" },
+  { "mlp", "swiglu or gelu" },
+  { "attention", "eager or flash" },
+  { "dropout", "a probability in [0, 1)" },
+  { "tied_embeddings", "true or false" },
+  { "qkv_bias", "true or false" },
+  { "linear_bias", "true or false" },
+  { "tp", "a tensor-parallel degree such as 8" },
+  { "sp", "true or false" },
+  { "optimizer", "adamw or none" },
+  { "master_weights", "true or false" },
   { NULL, NULL },
 };
 
@@ -54,14 +84,14 @@ static const KeySpec layer_keys[] = {
   { "forward", "a time such as 2ms" },
   { "backward", "a time such as 4ms" },
   { "input", "a size such as 8MiB" },
-  { "tensors", "a list such as attn:24MiB, mlp:32MiB" },
+  { "tensors", "a list such as attn:24MiB, mlp:32MiB, mask:1MiB:keep" },
   { "workspace", "a size such as 64MiB" },
   { NULL, NULL },
 };
 
 static const KeySpec policy_keys[] = {
   { "kind", "resident, offload, checkpoint or plan" },
-  { "mode", "sync or async" },
+  { "mode", "sync or async (offload, plan); full or selective (checkpoint)" },
   { "prefetch", "a layer count such as 1" },
   { "inflight", "a group count of at least 1" },
   { "layers", "all, none, first:N, last:N or indices such as 0-21 or 0,2,5" },
@@ -69,16 +99,18 @@ static const KeySpec policy_keys[] = {
   { "min_tensor", "a size such as 1MiB" },
   { "pinned", "pooled, per-tensor or none" },
   { "every", "a layer stride of at least 1" },
-  { "actions", "one of keep, offload, recompute per layer" },
+  { "actions", "one of keep, offload, recompute, selective, selective+offload per layer" },
+  { "dedup", "true or false" },
   { NULL, NULL },
 };
 
 /* Which policy keys each kind takes. */
-static const char *const policy_kind_keys[][9] = {
+static const char *const policy_kind_keys[][10] = {
   [SIM_POLICY_RESIDENT] = { NULL },
-  [SIM_POLICY_OFFLOAD] = { "mode", "prefetch", "inflight", "layers", "keep_last", "min_tensor", "pinned", NULL },
-  [SIM_POLICY_CHECKPOINT] = { "layers", "every", NULL },
-  [SIM_POLICY_PLAN] = { "actions", "mode", "prefetch", "inflight", "min_tensor", "pinned", NULL },
+  [SIM_POLICY_OFFLOAD] = { "mode", "prefetch", "inflight", "layers", "keep_last", "min_tensor", "pinned", "dedup",
+                           NULL },
+  [SIM_POLICY_CHECKPOINT] = { "mode", "layers", "every", NULL },
+  [SIM_POLICY_PLAN] = { "actions", "mode", "prefetch", "inflight", "min_tensor", "pinned", "dedup", NULL },
 };
 
 /* ---- errors that name the place ---------------------------------------- */
@@ -233,7 +265,31 @@ get_enum(const SimConfigGroup *g, const char *key, const char *const *names, gui
   return fail(error, g, e, "expected one of %s, got '%s'", choices->str, e->value);
 }
 
-/* "attn:24MiB, mlp:32MiB, mask:1MiB:keep" */
+/* One flag after a tensor's size: keep, recompute=TIME or refs=N. */
+static gboolean
+parse_tensor_flag(SimTensor *t, const char *flag, GError **error)
+{
+  guint64 refs;
+  if (strcmp(flag, "keep") == 0) {
+    t->offloadable = FALSE;
+    return TRUE;
+  }
+  if (g_str_has_prefix(flag, "recompute=")) {
+    if (!sim_units_parse_time(flag + strlen("recompute="), &t->recompute, error))
+      return FALSE;
+    t->selective = TRUE;
+    return TRUE;
+  }
+  if (g_str_has_prefix(flag, "refs=") && parse_uint(flag + strlen("refs="), 1, 1000, &refs)) {
+    t->refs = (guint)refs;
+    return TRUE;
+  }
+  g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "expected a flag keep, recompute=TIME or refs=N (1-1000), got '%s'",
+              flag);
+  return FALSE;
+}
+
+/* "attn:24MiB, mlp:32MiB, mask:1MiB:keep, scores:40MiB:recompute=0.2ms" */
 static gboolean
 get_tensors(const SimConfigGroup *g, const char *key, GArray **out, GError **error)
 {
@@ -255,27 +311,22 @@ get_tensors(const SimConfigGroup *g, const char *key, GArray **out, GError **err
                   e->value);
     }
     g_auto(GStrv) parts = g_strsplit(*item, ":", -1);
-    guint n = g_strv_length(parts);
-    if (n < 2 || n > 3)
-      return fail(error, g, e, "expected name:size or name:size:keep, got '%s'", *item);
+    if (g_strv_length(parts) < 2)
+      return fail(error, g, e, "expected name:size[:flag...], got '%s'", *item);
     g_strstrip(parts[0]);
     if (*parts[0] == '\0')
       return fail(error, g, e, "a tensor needs a name, got '%s'", *item);
-    GError *cause = NULL;
-    SimTensor t = { .name = g_strdup(parts[0]), .offloadable = TRUE };
+    SimTensor t = { .name = g_strdup(parts[0]), .offloadable = TRUE, .refs = 1 };
     g_array_append_val(tensors, t);
     SimTensor *added = &g_array_index(tensors, SimTensor, tensors->len - 1);
-    if (!sim_units_parse_size(parts[1], &added->bytes, &cause)) {
+    GError *cause = NULL;
+    gboolean ok = sim_units_parse_size(parts[1], &added->bytes, &cause);
+    for (char **flag = parts + 2; ok && *flag; flag++)
+      ok = parse_tensor_flag(added, g_strstrip(*flag), &cause);
+    if (!ok) {
       g_autofree char *msg = g_strdup_printf("tensor '%s': %s", parts[0], cause->message);
       g_error_free(cause);
       return fail(error, g, e, "%s", msg);
-    }
-    if (n == 3) {
-      g_strstrip(parts[2]);
-      if (strcmp(parts[2], "keep") != 0)
-        return fail(error, g, e, "tensor '%s': expected the flag 'keep' after the size, got '%s'", parts[0],
-                    parts[2]);
-      added->offloadable = FALSE;
     }
     if (!g_hash_table_add(seen, added->name))
       return fail(error, g, e, "tensor '%s' is listed twice", parts[0]);
@@ -341,7 +392,7 @@ get_layer_set(const SimConfigGroup *g, const char *key, guint n_layers, GArray *
 static gboolean
 get_actions(const SimConfigGroup *g, const char *key, guint n_layers, GArray **out, GError **error)
 {
-  static const char *const names[] = { "keep", "offload", "recompute", NULL };
+  static const char *const names[] = { "keep", "offload", "recompute", "selective", "selective+offload", NULL };
   SimConfigEntry *e = sim_config_lookup(g, key);
   if (e == NULL)
     return TRUE;
@@ -356,7 +407,8 @@ get_actions(const SimConfigGroup *g, const char *key, guint n_layers, GArray **o
     for (a = 0; names[a] && strcmp(names[a], items[i]) != 0; a++)
       ;
     if (names[a] == NULL)
-      return fail(error, g, e, "layer %u: expected keep, offload or recompute, got '%s'", i, items[i]);
+      return fail(error, g, e, "layer %u: expected keep, offload, recompute, selective or selective+offload, got '%s'",
+                  i, items[i]);
     SimAction action = (SimAction)a;
     g_array_append_val(actions, action);
   }
@@ -376,6 +428,7 @@ load_machine(const SimConfig *c, SimMachine *m, GError **error)
   sim_machine_defaults(m);
   if (!require(c->top, "device", dev, device_keys, "memory", error) || !get_size(dev, "memory", &m->device.memory, error) ||
       !get_number(dev, "matmul_tflops", 0, TRUE, 1e9, FALSE, &tflops, error) ||
+      !get_number(dev, "efficiency", 0, TRUE, 1, FALSE, &m->device.efficiency, error) ||
       !get_rate(dev, "hbm_bandwidth", &m->device.hbm_bandwidth, error))
     return FALSE;
   m->device.matmul_flops = tflops * 1e12;
@@ -456,6 +509,95 @@ layer_overrides(const SimConfig *c, guint n_layers, GError **error)
 }
 
 static gboolean
+get_bool(const SimConfigGroup *g, const char *key, gboolean *out, GError **error)
+{
+  static const char *const names[] = { "false", "true", NULL };
+  guint v = *out ? 1 : 0;
+  if (!get_enum(g, key, names, &v, error))
+    return FALSE;
+  *out = v == 1;
+  return TRUE;
+}
+
+/* [transformer]: hf_config first, then the keys, which override it. */
+static gboolean
+load_transformer(const SimConfig *c, const SimMachine *m, const char *name, SimWorkload **out, GError **error)
+{
+  static const char *const dtypes[] = { "fp32", "bf16", "fp16", NULL };
+  static const guint dtype_bytes[] = { 4, 2, 2 };
+  static const char *const norms[] = { "rmsnorm", "layernorm", NULL };
+  static const char *const mlps[] = { "swiglu", "gelu", NULL };
+  static const char *const attentions[] = { "eager", "flash", NULL };
+  static const char *const optimizers[] = { "none", "adamw", NULL };
+  const SimConfigGroup *g = sim_config_group(c, "transformer");
+  SimTransformer t;
+  sim_transformer_defaults(&t);
+
+  SimConfigEntry *hf = sim_config_lookup(g, "hf_config");
+  if (hf) {
+    g_autofree char *dir = g_path_get_dirname(hf->file);
+    g_autofree char *path = g_path_is_absolute(hf->value) ? g_strdup(hf->value)
+                                                          : g_build_filename(dir, hf->value, NULL);
+    GError *cause = NULL;
+    if (!sim_hf_config_load(path, &t, &cause))
+      return fail_at(error, g, hf, cause);
+  } else {
+    const char *shape[] = { "hidden", "layers", "heads", "ffn", "vocab" };
+    for (guint i = 0; i < G_N_ELEMENTS(shape); i++)
+      if (!require(c->top, "transformer", g, transformer_keys, shape[i], error))
+        return FALSE;
+  }
+  if (!require(c->top, "transformer", g, transformer_keys, "batch", error) ||
+      !require(c->top, "transformer", g, transformer_keys, "seq", error))
+    return FALSE;
+
+  guint dtype = 1, norm = t.layernorm, mlp = t.gelu, attention = t.flash, optimizer = 1, vocab = (guint)t.vocab;
+  if (!get_uint(g, "hidden", 1, 1 << 20, &t.hidden, error) ||
+      !get_uint(g, "layers", 1, SIM_SCENARIO_MAX_LAYERS, &t.layers, error) ||
+      !get_uint(g, "heads", 1, 1 << 16, &t.heads, error) || !get_uint(g, "ffn", 1, 1 << 24, &t.ffn, error) ||
+      !get_uint(g, "vocab", 1, 1 << 30, &vocab, error) || !get_uint(g, "positions", 0, 1 << 24, &t.max_positions, error) ||
+      !get_uint(g, "batch", 1, 1 << 20, &t.batch, error) || !get_uint(g, "seq", 1, 1 << 24, &t.seq, error) ||
+      !get_uint(g, "tp", 1, 1 << 16, &t.tp, error) || !get_enum(g, "dtype", dtypes, &dtype, error) ||
+      !get_enum(g, "norm", norms, &norm, error) || !get_enum(g, "mlp", mlps, &mlp, error) ||
+      !get_enum(g, "attention", attentions, &attention, error) ||
+      !get_enum(g, "optimizer", optimizers, &optimizer, error) ||
+      !get_number(g, "dropout", 0, FALSE, 1, TRUE, &t.dropout, error) ||
+      !get_bool(g, "tied_embeddings", &t.tied_embeddings, error) || !get_bool(g, "qkv_bias", &t.qkv_bias, error) ||
+      !get_bool(g, "linear_bias", &t.linear_bias, error) || !get_bool(g, "sp", &t.sp, error) ||
+      !get_bool(g, "master_weights", &t.master_weights, error))
+    return FALSE;
+  t.vocab = vocab;
+  /* kv_heads and head_dim follow heads and hidden unless given. */
+  if (!hf || sim_config_lookup(g, "heads"))
+    t.kv_heads = t.heads;
+  if (!hf || sim_config_lookup(g, "hidden") || sim_config_lookup(g, "heads"))
+    t.head_dim = t.hidden % t.heads == 0 ? t.hidden / t.heads : 0;
+  if (!get_uint(g, "kv_heads", 1, 1 << 16, &t.kv_heads, error) ||
+      !get_uint(g, "head_dim", 1, 1 << 16, &t.head_dim, error))
+    return FALSE;
+  if (t.head_dim == 0) {
+    g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT,
+                "%s: [transformer] head_dim: heads (%u) does not divide hidden (%u); give head_dim", g->file, t.heads,
+                t.hidden);
+    return FALSE;
+  }
+  t.dtype = dtypes[dtype];
+  t.dtype_bytes = dtype_bytes[dtype];
+  t.layernorm = norm == 1;
+  t.gelu = mlp == 1;
+  t.flash = attention == 1;
+  t.adamw = optimizer == 1;
+
+  g_autoptr(GError) cause = NULL;
+  *out = sim_transformer_build(&t, &m->device, name, &cause);
+  if (*out == NULL) {
+    g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "%s: [transformer] %s", g->file, cause->message);
+    return FALSE;
+  }
+  return TRUE;
+}
+
+static gboolean
 load_workload(const SimConfig *c, const char *name, SimWorkload **out, GError **error)
 {
   const SimConfigGroup *model = sim_config_group(c, "model");
@@ -512,9 +654,11 @@ load_policy(const SimConfigGroup *g, guint n_layers, SimPolicy **out, GError **e
 {
   static const char *const kinds[] = { "resident", "offload", "checkpoint", "plan", NULL };
   static const char *const modes[] = { "sync", "async", NULL };
+  static const char *const checkpoint_modes[] = { "full", "selective", NULL };
+  static const char *const booleans[] = { "false", "true", NULL };
   static const char *const pinned[] = { "pooled", "per-tensor", "none", NULL };
   const char *name = g->name + strlen("policy.");
-  guint kind = 0, mode = 1, pin = SIM_PINNED_POOLED;
+  guint kind = 0, mode = 1, pin = SIM_PINNED_POOLED, checkpoint_mode = 0, dedup = 2;
 
   if (*name == '\0') {
     g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "%s: [%s]: expected [policy.NAME] with a name", g->file, g->name);
@@ -536,7 +680,13 @@ load_policy(const SimConfigGroup *g, guint n_layers, SimPolicy **out, GError **e
     return FALSE;
 
   g_autoptr(SimPolicy) p = sim_policy_new(name, (SimPolicyKind)kind);
-  if (!get_enum(g, "mode", modes, &mode, error) || !get_enum(g, "pinned", pinned, &pin, error) ||
+  if (kind == SIM_POLICY_CHECKPOINT) {
+    if (!get_enum(g, "mode", checkpoint_modes, &checkpoint_mode, error))
+      return FALSE;
+  } else if (!get_enum(g, "mode", modes, &mode, error)) {
+    return FALSE;
+  }
+  if (!get_enum(g, "pinned", pinned, &pin, error) || !get_enum(g, "dedup", booleans, &dedup, error) ||
       !get_uint(g, "prefetch", 0, G_MAXUINT32, &p->prefetch, error) ||
       !get_uint(g, "inflight", 1, G_MAXUINT32, &p->inflight, error) ||
       !get_uint(g, "every", 1, G_MAXUINT32, &p->every, error) ||
@@ -545,9 +695,12 @@ load_policy(const SimConfigGroup *g, guint n_layers, SimPolicy **out, GError **e
       !get_actions(g, "actions", n_layers, &p->actions, error))
     return FALSE;
   p->async = mode == 1;
+  p->selective = checkpoint_mode == 1;
   p->pinned = (SimPinned)pin;
-  /* PyTorch's save_on_cpu offloads every layer; verl never offloads the last. */
+  /* PyTorch's save_on_cpu offloads every layer and packs every reference;
+   * verl never offloads the last layer and copies each storage once. */
   p->keep_last = p->async ? 1 : 0;
+  p->dedup = dedup == 2 ? p->async : dedup == 1;
   if (!get_uint(g, "keep_last", 0, G_MAXUINT32, &p->keep_last, error))
     return FALSE;
   *out = g_steal_pointer(&p);
@@ -568,11 +721,13 @@ check_groups(const SimConfig *c, GError **error)
       specs = link_keys;
     else if (strcmp(g->name, "model") == 0)
       specs = model_keys;
+    else if (strcmp(g->name, "transformer") == 0)
+      specs = transformer_keys;
     else if (g_str_has_prefix(g->name, "layer.") || g_str_has_prefix(g->name, "policy."))
       continue; /* checked where they are loaded */
     else {
       g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT,
-                  "%s: [%s]: unknown group (expected scenario, device, link, model, layer.N or policy.NAME)",
+                  "%s: [%s]: unknown group (expected scenario, device, link, model, transformer, layer.N or policy.NAME)",
                   g->file, g->name);
       return FALSE;
     }
@@ -601,7 +756,17 @@ scenario_from_config(const SimConfig *c, GError **error)
       *dot = '\0';
     s->name = g_steal_pointer(&base);
   }
-  if (!load_machine(c, &s->machine, error) || !load_workload(c, s->name, &s->workload, error))
+  if (!load_machine(c, &s->machine, error))
+    return NULL;
+  const SimConfigGroup *transformer = sim_config_group(c, "transformer");
+  const SimConfigGroup *model = sim_config_group(c, "model");
+  if (transformer && model) {
+    g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "%s: [transformer]: a scenario has [model] or [transformer], not both",
+                transformer->file);
+    return NULL;
+  }
+  if (transformer ? !load_transformer(c, &s->machine, s->name, &s->workload, error)
+                  : !load_workload(c, s->name, &s->workload, error))
     return NULL;
   for (guint i = 0; i < c->groups->len; i++) {
     const SimConfigGroup *g = g_ptr_array_index(c->groups, i);

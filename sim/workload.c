@@ -14,6 +14,25 @@ layer_clear(gpointer data)
   g_clear_pointer(&layer->tensors, g_array_unref);
 }
 
+static GArray *tensor_array_new(void);
+
+static SimLayer *
+stage_new(void)
+{
+  SimLayer *stage = g_new0(SimLayer, 1);
+  stage->tensors = tensor_array_new();
+  return stage;
+}
+
+static void
+stage_free(SimLayer *stage)
+{
+  if (stage == NULL)
+    return;
+  layer_clear(stage);
+  g_free(stage);
+}
+
 static GArray *
 tensor_array_new(void)
 {
@@ -42,6 +61,8 @@ sim_workload_free(SimWorkload *w)
     return;
   g_free(w->name);
   g_array_unref(w->layers);
+  stage_free(w->embed);
+  stage_free(w->head);
   g_free(w);
 }
 
@@ -54,6 +75,42 @@ sim_layer_set_tensors(SimLayer *layer, const GArray *tensors)
     t.name = g_strdup(t.name);
     g_array_append_val(layer->tensors, t);
   }
+}
+
+SimTensor *
+sim_layer_add_tensor(SimLayer *layer, const char *name, guint64 bytes)
+{
+  SimTensor t = { .name = g_strdup(name), .bytes = bytes, .offloadable = TRUE, .refs = 1 };
+  g_array_append_val(layer->tensors, t);
+  return &g_array_index(layer->tensors, SimTensor, layer->tensors->len - 1);
+}
+
+SimLayer *
+sim_workload_add_embed(SimWorkload *w)
+{
+  g_return_val_if_fail(w->embed == NULL, w->embed);
+  w->embed = stage_new();
+  return w->embed;
+}
+
+SimLayer *
+sim_workload_add_head(SimWorkload *w)
+{
+  g_return_val_if_fail(w->head == NULL, w->head);
+  w->head = stage_new();
+  return w->head;
+}
+
+double
+sim_layer_selective_recompute(const SimLayer *layer)
+{
+  double sum = 0;
+  for (guint i = 0; i < layer->tensors->len; i++) {
+    const SimTensor *t = &g_array_index(layer->tensors, SimTensor, i);
+    if (t->selective)
+      sum += t->recompute;
+  }
+  return sum;
 }
 
 guint64
@@ -71,5 +128,22 @@ sim_workload_saved_bytes(const SimWorkload *w)
   guint64 sum = 0;
   for (guint i = 0; i < sim_workload_n_layers(w); i++)
     sum += sim_layer_saved_bytes(sim_workload_layer(w, i));
+  if (w->embed)
+    sum += sim_layer_saved_bytes(w->embed);
+  if (w->head)
+    sum += sim_layer_saved_bytes(w->head);
   return sum;
+}
+
+guint
+sim_workload_saved_tensors(const SimWorkload *w)
+{
+  guint n = 0;
+  for (guint i = 0; i < sim_workload_n_layers(w); i++)
+    n += sim_workload_layer(w, i)->tensors->len;
+  if (w->embed)
+    n += w->embed->tensors->len;
+  if (w->head)
+    n += w->head->tensors->len;
+  return n;
 }

@@ -20,6 +20,9 @@ typedef struct {
   char *name;
   guint64 bytes;
   gboolean offloadable; /* FALSE: a policy must keep it on the device */
+  gboolean selective;   /* dropped and recomputed by selective checkpointing */
+  double recompute;     /* seconds to recompute it, when selective */
+  guint refs;           /* saved references to this storage (autograd packs), >= 1 */
 } SimTensor;
 
 typedef struct {
@@ -30,9 +33,15 @@ typedef struct {
   GArray *tensors;          /* SimTensor, saved for backward */
 } SimLayer;
 
+/* The layers policies act on are `layers`.  A generated transformer also
+ * has an embedding before them and a loss head after them: they run and
+ * hold memory like layers but always keep their tensors (the head is needed
+ * first in backward; the embedding saves only token ids). */
 typedef struct {
   char *name;
   GArray *layers;           /* SimLayer */
+  SimLayer *embed;          /* NULL when not modelled */
+  SimLayer *head;           /* NULL when not modelled */
   guint64 static_bytes;
 } SimWorkload;
 
@@ -55,11 +64,25 @@ sim_workload_layer(const SimWorkload *w, guint i)
 /* Replaces a layer's tensor list with a copy of `tensors` (SimTensor). */
 void sim_layer_set_tensors(SimLayer *layer, const GArray *tensors);
 
+/* Appends a tensor (the name is copied); returns it for further fields. */
+SimTensor *sim_layer_add_tensor(SimLayer *layer, const char *name, guint64 bytes);
+
+/* Adds an embedding or head stage (owned by the workload) and returns it. */
+SimLayer *sim_workload_add_embed(SimWorkload *workload);
+SimLayer *sim_workload_add_head(SimWorkload *workload);
+
+/* Seconds of recompute for the layer's selective tensors. */
+double sim_layer_selective_recompute(const SimLayer *layer);
+
+/* Distinct tensors saved in the step, embedding and head included. */
+guint sim_workload_saved_tensors(const SimWorkload *workload);
+
 /* Bytes a layer saves for backward: the sum of its tensors. */
 guint64 sim_layer_saved_bytes(const SimLayer *layer);
 
-/* The total size of the distinct tensors saved in the step: what a resident
- * run keeps, whatever a policy does with them (JSON `saved_bytes`). */
+/* The total size of the distinct tensors saved in the step, embedding and
+ * head included: what a resident run keeps, whatever a policy does with
+ * them (JSON `saved_bytes`). */
 guint64 sim_workload_saved_bytes(const SimWorkload *workload);
 
 /* Frees the name of a SimTensor (for GArray clear functions). */

@@ -753,8 +753,12 @@ START_TEST(test_malformed_tensors)
   assert_has(nosize, "test.ini: [model] tensors: ");
   assert_has(nosize, "name:size");
   g_autofree char *flag = text_error(MINIMAL "[model]\ntensors = a:1MiB:pin\n");
-  assert_has(flag, "'keep'");
+  assert_has(flag, "keep, recompute=TIME or refs=N");
   assert_has(flag, "'pin'");
+  g_autofree char *refs = text_error(MINIMAL "[model]\ntensors = a:1MiB:refs=0\n");
+  assert_has(refs, "'refs=0'");
+  g_autofree char *cost = text_error(MINIMAL "[model]\ntensors = a:1MiB:recompute=fast\n");
+  assert_has(cost, "tensor 'a': expected a number with a unit, got 'fast'");
   g_autofree char *noname = text_error(MINIMAL "[model]\ntensors = :1MiB\n");
   assert_has(noname, "needs a name");
   g_autofree char *empty = text_error(MINIMAL "[model]\ntensors = a:1MiB,,b:1MiB\n");

@@ -1,0 +1,181 @@
+#include "hf_config.h"
+
+#include "error.h"
+
+#include <json-glib/json-glib.h>
+#include <string.h>
+
+typedef struct {
+  const char *origin;
+  JsonObject *root;
+  GError **error;
+} Reader;
+
+/* An integer field in [1, max]; absent fields fall back to `fallback` when
+ * it is not 0, and are an error otherwise. */
+static gboolean
+read_uint(Reader *r, const char *field, guint64 max, guint64 fallback, guint64 *out)
+{
+  JsonNode *node = json_object_get_member(r->root, field);
+  if (node == NULL || JSON_NODE_HOLDS_NULL(node)) {
+    if (fallback) {
+      *out = fallback;
+      return TRUE;
+    }
+    g_set_error(r->error, SIM_ERROR, SIM_ERROR_INPUT, "%s: missing field '%s' (expected a positive integer)",
+                r->origin, field);
+    return FALSE;
+  }
+  if (!JSON_NODE_HOLDS_VALUE(node) || json_node_get_value_type(node) != G_TYPE_INT64 ||
+      json_node_get_int(node) < 1 || (guint64)json_node_get_int(node) > max) {
+    g_set_error(r->error, SIM_ERROR, SIM_ERROR_INPUT,
+                "%s: field '%s': expected an integer from 1 to %" G_GUINT64_FORMAT, r->origin, field, max);
+    return FALSE;
+  }
+  *out = (guint64)json_node_get_int(node);
+  return TRUE;
+}
+
+static gboolean
+read_bool(Reader *r, const char *field, gboolean fallback, gboolean *out)
+{
+  JsonNode *node = json_object_get_member(r->root, field);
+  if (node == NULL || JSON_NODE_HOLDS_NULL(node)) {
+    *out = fallback;
+    return TRUE;
+  }
+  if (!JSON_NODE_HOLDS_VALUE(node) || json_node_get_value_type(node) != G_TYPE_BOOLEAN) {
+    g_set_error(r->error, SIM_ERROR, SIM_ERROR_INPUT, "%s: field '%s': expected true or false", r->origin, field);
+    return FALSE;
+  }
+  *out = json_node_get_boolean(node);
+  return TRUE;
+}
+
+static gboolean
+read_probability(Reader *r, const char *field, double fallback, double *out)
+{
+  JsonNode *node = json_object_get_member(r->root, field);
+  if (node == NULL || JSON_NODE_HOLDS_NULL(node)) {
+    *out = fallback;
+    return TRUE;
+  }
+  GType type = JSON_NODE_HOLDS_VALUE(node) ? json_node_get_value_type(node) : G_TYPE_INVALID;
+  double v = type == G_TYPE_DOUBLE ? json_node_get_double(node) : type == G_TYPE_INT64 ? (double)json_node_get_int(node) : -1;
+  if (!(v >= 0 && v < 1)) {
+    g_set_error(r->error, SIM_ERROR, SIM_ERROR_INPUT, "%s: field '%s': expected a probability in [0, 1)", r->origin,
+                field);
+    return FALSE;
+  }
+  *out = v;
+  return TRUE;
+}
+
+/* llama, qwen2 and mistral share one layout: RMSNorm, SwiGLU, RoPE, GQA. */
+static gboolean
+load_llama_like(Reader *r, const char *type, SimTransformer *c)
+{
+  guint64 hidden, layers, heads, kv, head_dim, ffn, vocab;
+  gboolean tied, bias = FALSE;
+  if (!read_uint(r, "hidden_size", 1 << 20, 0, &hidden) || !read_uint(r, "num_hidden_layers", 1000000, 0, &layers) ||
+      !read_uint(r, "num_attention_heads", 1 << 16, 0, &heads) ||
+      !read_uint(r, "num_key_value_heads", 1 << 16, heads, &kv) ||
+      !read_uint(r, "head_dim", 1 << 16, hidden / heads ? hidden / heads : 1, &head_dim) ||
+      !read_uint(r, "intermediate_size", 1 << 24, 0, &ffn) || !read_uint(r, "vocab_size", 1 << 30, 0, &vocab) ||
+      !read_bool(r, "tie_word_embeddings", FALSE, &tied))
+    return FALSE;
+  /* Qwen2 always has q, k and v biases; llama says so in attention_bias. */
+  if (strcmp(type, "qwen2") == 0)
+    bias = TRUE;
+  else if (!read_bool(r, "attention_bias", FALSE, &bias))
+    return FALSE;
+  double dropout;
+  if (!read_probability(r, "attention_dropout", 0, &dropout))
+    return FALSE;
+  c->hidden = (guint)hidden;
+  c->layers = (guint)layers;
+  c->heads = (guint)heads;
+  c->kv_heads = (guint)kv;
+  c->head_dim = (guint)head_dim;
+  c->ffn = (guint)ffn;
+  c->vocab = vocab;
+  c->tied_embeddings = tied;
+  c->qkv_bias = bias;
+  c->linear_bias = FALSE;
+  c->max_positions = 0;
+  c->layernorm = FALSE;
+  c->gelu = FALSE;
+  c->dropout = dropout;
+  return TRUE;
+}
+
+static gboolean
+load_gpt2(Reader *r, SimTransformer *c)
+{
+  guint64 hidden, layers, heads, vocab, positions, inner;
+  double dropout;
+  if (!read_uint(r, "n_embd", 1 << 20, 0, &hidden) || !read_uint(r, "n_layer", 1000000, 0, &layers) ||
+      !read_uint(r, "n_head", 1 << 16, 0, &heads) || !read_uint(r, "vocab_size", 1 << 30, 0, &vocab) ||
+      !read_uint(r, "n_positions", 1 << 24, 0, &positions) || !read_uint(r, "n_inner", 1 << 24, 4 * hidden, &inner) ||
+      !read_probability(r, "resid_pdrop", 0.1, &dropout))
+    return FALSE;
+  c->hidden = (guint)hidden;
+  c->layers = (guint)layers;
+  c->heads = c->kv_heads = (guint)heads;
+  c->head_dim = (guint)(hidden / heads);
+  c->ffn = (guint)inner;
+  c->vocab = vocab;
+  c->max_positions = (guint)positions;
+  c->tied_embeddings = TRUE;
+  c->qkv_bias = TRUE;
+  c->linear_bias = TRUE;
+  c->layernorm = TRUE;
+  c->gelu = TRUE;
+  c->dropout = dropout;
+  return TRUE;
+}
+
+gboolean
+sim_hf_config_load_data(const char *data, gssize length, const char *origin, SimTransformer *c, GError **error)
+{
+  g_autoptr(JsonParser) parser = json_parser_new();
+  g_autoptr(GError) local = NULL;
+  if (!json_parser_load_from_data(parser, data, length, &local)) {
+    g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "%s: not valid JSON: %s", origin, local->message);
+    return FALSE;
+  }
+  JsonNode *root = json_parser_get_root(parser);
+  if (root == NULL || !JSON_NODE_HOLDS_OBJECT(root)) {
+    g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "%s: expected a JSON object", origin);
+    return FALSE;
+  }
+  Reader r = { origin, json_node_get_object(root), error };
+  JsonNode *type_node = json_object_get_member(r.root, "model_type");
+  const char *type = type_node && JSON_NODE_HOLDS_VALUE(type_node) && json_node_get_value_type(type_node) == G_TYPE_STRING
+                       ? json_node_get_string(type_node)
+                       : NULL;
+  if (type == NULL) {
+    g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "%s: missing field 'model_type' (expected a string)", origin);
+    return FALSE;
+  }
+  if (strcmp(type, "llama") == 0 || strcmp(type, "qwen2") == 0 || strcmp(type, "mistral") == 0)
+    return load_llama_like(&r, type, c);
+  if (strcmp(type, "gpt2") == 0)
+    return load_gpt2(&r, c);
+  g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT,
+              "%s: field 'model_type': '%s' is not supported (expected llama, qwen2, mistral or gpt2)", origin, type);
+  return FALSE;
+}
+
+gboolean
+sim_hf_config_load(const char *path, SimTransformer *c, GError **error)
+{
+  g_autofree char *data = NULL;
+  gsize len = 0;
+  g_autoptr(GError) local = NULL;
+  if (!g_file_get_contents(path, &data, &len, &local)) {
+    g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "%s: cannot read: %s", path, local->message);
+    return FALSE;
+  }
+  return sim_hf_config_load_data(data, (gssize)len, path, c, error);
+}

@@ -1,0 +1,275 @@
+#include "transformer.h"
+
+#include "error.h"
+#include "units.h"
+
+#include <math.h>
+
+void
+sim_transformer_defaults(SimTransformer *c)
+{
+  *c = (SimTransformer){
+    .dtype_bytes = 2,
+    .dtype = "bf16",
+    .layernorm = FALSE,
+    .gelu = FALSE,
+    .flash = TRUE,
+    .dropout = 0,
+    .tied_embeddings = FALSE,
+    .tp = 1,
+    .sp = FALSE,
+    .adamw = TRUE,
+    .master_weights = TRUE,
+  };
+}
+
+/* Products of user sizes, with overflow folded into one flag so the build
+ * can check once. */
+typedef struct {
+  gboolean overflow;
+} Checked;
+
+static guint64
+mul(Checked *c, guint64 a, guint64 b)
+{
+  if (b != 0 && a > SIM_UNITS_MAX_BYTES / b) {
+    c->overflow = TRUE;
+    return 0;
+  }
+  return a * b;
+}
+
+static guint64
+mul3(Checked *c, guint64 a, guint64 b, guint64 d)
+{
+  return mul(c, mul(c, a, b), d);
+}
+
+gboolean
+sim_transformer_validate(const SimTransformer *c, GError **error)
+{
+  struct {
+    const char *name;
+    guint64 value;
+  } required[] = {
+    { "hidden", c->hidden }, { "layers", c->layers }, { "heads", c->heads },   { "kv_heads", c->kv_heads },
+    { "head_dim", c->head_dim }, { "ffn", c->ffn },   { "vocab", c->vocab },   { "batch", c->batch },
+    { "seq", c->seq },       { "tp", c->tp },
+  };
+  for (guint i = 0; i < G_N_ELEMENTS(required); i++) {
+    if (required[i].value == 0) {
+      g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "%s: expected a positive whole number", required[i].name);
+      return FALSE;
+    }
+  }
+  if (c->heads % c->kv_heads != 0) {
+    g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "kv_heads: %u does not divide heads (%u)", c->kv_heads, c->heads);
+    return FALSE;
+  }
+  if (c->heads % c->tp != 0 || c->kv_heads % c->tp != 0 || c->ffn % c->tp != 0) {
+    g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "tp: %u must divide heads (%u), kv_heads (%u) and ffn (%u)", c->tp,
+                c->heads, c->kv_heads, c->ffn);
+    return FALSE;
+  }
+  if (c->sp && c->seq % c->tp != 0) {
+    g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "sp: sequence parallelism needs tp (%u) to divide seq (%u)", c->tp,
+                c->seq);
+    return FALSE;
+  }
+  if (!(c->dropout >= 0 && c->dropout < 1)) {
+    g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "dropout: expected a probability in [0, 1)");
+    return FALSE;
+  }
+  return TRUE;
+}
+
+guint64
+sim_transformer_parameters(const SimTransformer *c)
+{
+  guint64 h = c->hidden, q = (guint64)c->heads * c->head_dim, kv = (guint64)c->kv_heads * c->head_dim, f = c->ffn,
+          t = c->tp;
+  guint64 norm = c->layernorm ? 2 * h : h;
+  guint64 attn = h * (q + 2 * kv) + q * h;
+  if (c->qkv_bias || c->linear_bias)
+    attn += q + 2 * kv;
+  if (c->linear_bias)
+    attn += h;
+  guint64 mlp = (c->gelu ? 2 : 3) * h * f;
+  if (c->linear_bias)
+    mlp += (c->gelu ? f : 2 * f) + h;
+  guint64 layer = (attn + mlp) / t + 2 * norm;
+  guint64 embed = c->vocab * h / t + (guint64)c->max_positions * h;
+  guint64 head = (c->tied_embeddings ? 0 : c->vocab * h / t) + norm;
+  return layer * c->layers + embed + head;
+}
+
+/* The per-layer geometry, shared by the tensor list and the times. */
+typedef struct {
+  guint64 rows;     /* N = batch x seq */
+  guint64 e;        /* dtype bytes */
+  guint64 h, qd, kvd, f, t, sr; /* sr: divisor of the sequence-parallel region */
+  guint64 scores;   /* elements of one score matrix set: batch x heads x seq^2 / t */
+} Geometry;
+
+static SimTensor *
+add(SimLayer *layer, const char *name, guint64 bytes, guint refs)
+{
+  SimTensor *t = sim_layer_add_tensor(layer, name, bytes);
+  t->refs = refs;
+  return t;
+}
+
+static void
+add_norm(SimLayer *layer, const SimTransformer *c, const Geometry *g, Checked *k, const char *in, const char *stats)
+{
+  add(layer, in, mul3(k, g->rows, g->h, g->e) / g->sr, 1);
+  add(layer, stats, mul(k, g->rows, c->layernorm ? 8 : 4) / g->sr, 1);
+}
+
+static void
+build_layer(SimLayer *layer, const SimTransformer *c, const Geometry *g, const SimDevice *dev, Checked *k)
+{
+  guint64 row_h = mul3(k, g->rows, g->h, g->e) / g->sr;
+  guint64 row_f = mul3(k, g->rows, g->f, g->e) / g->t;
+  guint64 scores = mul(k, g->scores, g->e);
+  gboolean drop = c->dropout > 0;
+  double mm = dev->matmul_flops * dev->efficiency, hbm = dev->hbm_bandwidth;
+
+  /* Attention. */
+  add_norm(layer, c, g, k, "attn_norm_in", "attn_norm_stats");
+  add(layer, "qkv_in", row_h, 3);
+  add(layer, "q", mul3(k, g->rows, g->qd, g->e) / g->t, 1);
+  add(layer, "k", mul3(k, g->rows, g->kvd, g->e) / g->t, 1);
+  add(layer, "v", mul3(k, g->rows, g->kvd, g->e) / g->t, 1);
+  double score_flops = 2.0 * (double)g->scores * (double)(g->qd / c->heads);
+  if (c->flash) {
+    add(layer, "softmax_lse", mul3(k, g->rows, c->heads, 4) / g->t, 1);
+  } else {
+    /* Without dropout the PV matmul reads the softmax output itself. */
+    SimTensor *sm = add(layer, "scores_softmax", scores, drop ? 1 : 2);
+    double core_bytes = 2.0 * (double)scores + (drop ? (double)scores + (double)g->scores * (double)(2 * g->e + 1) : 0);
+    sm->selective = TRUE;
+    sm->recompute = score_flops / mm + core_bytes / hbm;
+    if (drop) {
+      add(layer, "attn_dropout_mask", g->scores, 1)->selective = TRUE;
+      add(layer, "attn_probs_dropped", scores, 1)->selective = TRUE;
+    }
+  }
+  add(layer, "attn_out", mul3(k, g->rows, g->qd, g->e) / g->t, c->flash ? 2 : 1);
+  if (drop)
+    add(layer, "attn_resid_mask", mul(k, g->rows, g->h) / g->sr, 1);
+
+  /* MLP. */
+  add_norm(layer, c, g, k, "mlp_norm_in", "mlp_norm_stats");
+  add(layer, "mlp_in", row_h, c->gelu ? 1 : 2);
+  if (c->gelu) {
+    add(layer, "fc1_out", row_f, 1);
+    add(layer, "fc2_in", row_f, 1);
+  } else {
+    add(layer, "gate", row_f, 1);
+    add(layer, "up", row_f, 1);
+    add(layer, "silu_out", row_f, 1);
+    add(layer, "down_in", row_f, 1);
+  }
+  if (drop)
+    add(layer, "mlp_resid_mask", mul(k, g->rows, g->h) / g->sr, 1);
+
+  /* Times: matmuls at the reachable rate, elementwise work at HBM speed. */
+  double rows = (double)g->rows, h = (double)g->h, t = (double)g->t, e = (double)g->e;
+  double flops = 2 * rows * h * (double)(g->qd + 2 * g->kvd) / t /* q, k, v */
+                 + 2 * rows * (double)g->qd * h / t             /* output projection */
+                 + (c->gelu ? 4 : 6) * rows * h * (double)g->f / t /* MLP */
+                 + 2 * score_flops * (c->flash ? 0.5 : 1.0);      /* QK^T and PV; causal flash skips half */
+  double bytes = 2 * 2 * (double)row_h                            /* two norms: read and write */
+                 + 2 * 3 * (double)row_h                          /* two residual adds */
+                 + (c->gelu ? 2 : 5) * (double)row_f;             /* GeLU, or SiLU and the product */
+  if (!c->flash)
+    bytes += 2.0 * (double)scores + (drop ? (double)g->scores * (2 * e + 1) : 0);
+  if (drop)
+    bytes += 2 * rows * h / (double)g->sr * (2 * e + 1);
+  layer->forward = flops / mm + bytes / hbm;
+  layer->backward = 2 * layer->forward;
+  /* The checkpointed input is the residual stream entering the layer. */
+  layer->input_bytes = row_h;
+  /* Backward holds the gradients of the widest activations at once. */
+  guint64 grads = MAX(2 * row_f, c->flash ? 0 : 2 * scores);
+  layer->workspace_bytes = grads + 2 * row_h;
+}
+
+static void
+build_embed(SimLayer *stage, const SimTransformer *c, const Geometry *g, const SimDevice *dev, Checked *k)
+{
+  add(stage, "token_ids", mul(k, g->rows, 8), 1)->offloadable = FALSE;
+  /* A gather: read and write one row of h per token. */
+  stage->forward = 2.0 * (double)g->rows * (double)g->h * (double)g->e / dev->hbm_bandwidth;
+  stage->backward = 2 * stage->forward;
+  (void)c;
+}
+
+static void
+build_head(SimLayer *stage, const SimTransformer *c, const Geometry *g, const SimDevice *dev, Checked *k)
+{
+  guint64 logits = mul(k, g->rows, c->vocab) / g->t;
+  guint64 upcast = g->e == 4 ? 0 : mul(k, logits, 4); /* .float() is a no-op in fp32 */
+  add_norm(stage, c, g, k, "final_norm_in", "final_norm_stats");
+  add(stage, "lm_head_in", mul3(k, g->rows, g->h, g->e), 1);
+  /* log_softmax saves its output and nll_loss reads it again. */
+  add(stage, "log_softmax", mul(k, logits, 4), 2);
+  /* Transient: the logits and their fp32 copy exist together while the loss
+   * is computed, and their gradients in backward: the step's sharpest peak. */
+  stage->workspace_bytes = mul(k, logits, g->e) + upcast;
+  double flops = 2.0 * (double)g->rows * (double)g->h * (double)c->vocab / (double)g->t;
+  double bytes = 4.0 * (double)g->rows * (double)g->h * (double)g->e /* norm */
+                 + (double)logits * (double)g->e                     /* logits written */
+                 + (double)upcast * 1.5                              /* read bf16, write fp32 */
+                 + 2.0 * (double)mul(k, logits, 4);                  /* log_softmax */
+  stage->forward = flops / (dev->matmul_flops * dev->efficiency) + bytes / dev->hbm_bandwidth;
+  stage->backward = 2 * stage->forward;
+}
+
+SimWorkload *
+sim_transformer_build(const SimTransformer *c, const SimDevice *dev, const char *name, GError **error)
+{
+  if (!sim_transformer_validate(c, error))
+    return NULL;
+  if (!(dev->matmul_flops > 0) || !(dev->hbm_bandwidth > 0)) {
+    g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT,
+                "[device] matmul_tflops and hbm_bandwidth: both are needed to time a generated transformer");
+    return NULL;
+  }
+  Checked k = { FALSE };
+  Geometry g = {
+    .rows = mul(&k, c->batch, c->seq),
+    .e = c->dtype_bytes,
+    .h = c->hidden,
+    .qd = (guint64)c->heads * c->head_dim,
+    .kvd = (guint64)c->kv_heads * c->head_dim,
+    .f = c->ffn,
+    .t = c->tp,
+    .sr = c->sp ? c->tp : 1,
+  };
+  g.scores = mul(&k, mul3(&k, c->batch, c->heads, c->seq), c->seq) / c->tp;
+
+  g_autoptr(SimWorkload) w = sim_workload_new(name, c->layers);
+  for (guint i = 0; i < c->layers; i++)
+    build_layer(sim_workload_layer(w, i), c, &g, dev, &k);
+  build_embed(sim_workload_add_embed(w), c, &g, dev, &k);
+  build_head(sim_workload_add_head(w), c, &g, dev, &k);
+
+  guint64 p = sim_transformer_parameters(c);
+  guint64 per_param = 2 * c->dtype_bytes + (c->adamw ? 8 : 0) + (c->master_weights && c->dtype_bytes != 4 ? 4 : 0);
+  w->static_bytes = mul(&k, p, per_param);
+  guint64 total = w->static_bytes;
+  for (guint i = 0; i < c->layers && !k.overflow; i++) {
+    guint64 bytes = sim_layer_saved_bytes(sim_workload_layer(w, i));
+    if (bytes > SIM_UNITS_MAX_BYTES - total)
+      k.overflow = TRUE;
+    else
+      total += bytes;
+  }
+  if (k.overflow) {
+    g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "the model's memory adds up to more than 4 EiB");
+    return NULL;
+  }
+  return g_steal_pointer(&w);
+}

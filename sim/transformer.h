@@ -1,0 +1,79 @@
+/* sim/transformer.h — a decoder-only transformer turned into a workload.
+ *
+ * Users know their model config, not their activation sizes.  This module
+ * expands a config into one tensor per storage that autograd saves in each
+ * layer, plus the embedding and the loss head and the static memory, with
+ * forward and backward times from FLOPs and bytes.
+ *
+ * What a layer saves (N = batch x seq rows, e = dtype bytes, a heads of
+ * head_dim d, g key/value heads, f = ffn, t = tensor parallel; tensors in
+ * the sequence-parallel region are divided by t only with sp):
+ *
+ *   attn_norm_in      N.h.e      the layer input, saved by the first norm
+ *   attn_norm_stats   N.4 (rmsnorm) or N.8 (layernorm, mean and rstd)
+ *   qkv_in            N.h.e      the norm output, read by q, k and v (3 refs)
+ *   q, k, v           N.a.d.e/t, N.g.d.e/t, N.g.d.e/t
+ *   eager:  scores_softmax   a.s^2.b.e/t   (2 refs without dropout)
+ *           attn_dropout_mask, attn_probs_dropped  a.s^2.b/t, a.s^2.b.e/t
+ *   flash:  softmax_lse      N.a.4/t
+ *   attn_out          N.a.d.e/t  the output projection's input
+ *   attn_resid_mask   N.h        with dropout
+ *   mlp_norm_in, mlp_norm_stats, mlp_in   as for attention
+ *   gelu:   fc1_out (GeLU input), fc2_in (GeLU output)     N.f.e/t each
+ *   swiglu: gate (SiLU input), up, silu_out, down_in       N.f.e/t each
+ *   mlp_resid_mask    N.h        with dropout
+ *
+ * With Megatron's GPT settings (layernorm, gelu, f = 4h, eager, dropout)
+ * everything but the two *_stats entries sums to Korthikanti et al.'s
+ * s.b.h.(34 + 5.a.s/h) and its tensor- and sequence-parallel forms, to the
+ * byte; the paper leaves the per-row norm statistics out.  Selective
+ * checkpointing drops the eager attention core (scores, mask, dropped probs)
+ * and recomputes it at the cost of QK^T plus the softmax and dropout traffic.
+ *
+ * Times: forward matmul FLOPs / ([device] matmul_flops x efficiency) plus
+ * memory-bound bytes / hbm_bandwidth; backward is twice the forward.  Causal
+ * flash attention does half the score FLOPs of eager.
+ */
+#pragma once
+
+#include "machine.h"
+#include "workload.h"
+
+G_BEGIN_DECLS
+
+typedef struct {
+  guint hidden, layers, heads, kv_heads, head_dim, ffn;
+  guint64 vocab;
+  guint max_positions;     /* learned position embeddings (gpt2); 0 = none */
+  guint batch, seq;
+  guint dtype_bytes;       /* 4 fp32, 2 bf16 or fp16 */
+  const char *dtype;       /* static string: "fp32", "bf16", "fp16" */
+  gboolean layernorm;      /* FALSE: rmsnorm */
+  gboolean gelu;           /* FALSE: swiglu */
+  gboolean flash;          /* FALSE: eager */
+  double dropout;          /* probability; 0 = no masks */
+  gboolean tied_embeddings;
+  gboolean qkv_bias;
+  gboolean linear_bias;    /* biases on every linear (gpt2) */
+  guint tp;
+  gboolean sp;
+  gboolean adamw;
+  gboolean master_weights;
+} SimTransformer;
+
+/* Every field at its documented default; shape fields zero (required). */
+void sim_transformer_defaults(SimTransformer *config);
+
+/* Checks the shape: positive sizes, heads divisible by kv_heads and by tp,
+ * and products that fit.  SIM_ERROR_INPUT naming the field. */
+gboolean sim_transformer_validate(const SimTransformer *config, GError **error);
+
+/* Builds the workload.  `device` gives matmul_flops, efficiency and
+ * hbm_bandwidth, which must be set (> 0). */
+SimWorkload *sim_transformer_build(const SimTransformer *config, const SimDevice *device, const char *name,
+                                   GError **error);
+
+/* Parameters per GPU (tensor-parallel shard), for static memory. */
+guint64 sim_transformer_parameters(const SimTransformer *config);
+
+G_END_DECLS

@@ -1,0 +1,329 @@
+/* Generated transformer workloads against Korthikanti et al. (2022), to the
+ * byte, and the behaviour of selective checkpointing and reference packing. */
+#include "testutil.h"
+
+#include "error.h"
+#include "hf_config.h"
+#include "lower.h"
+
+#include <math.h>
+#include <string.h>
+
+/* Megatron's GPT settings: layernorm, gelu, ffn = 4h, eager attention,
+ * dropout (1-byte masks), 16-bit activations. */
+static SimScenario *
+gpt(guint h, guint a, guint s, guint b, guint layers, guint t, gboolean sp, const char *extra)
+{
+  g_autofree char *text = g_strdup_printf(
+    "[device]\nmemory = 80GiB\nmatmul_tflops = 312\nhbm_bandwidth = 2TB/s\n"
+    "[link]\nh2d_bandwidth = 25GB/s\nd2h_bandwidth = 25GB/s\n"
+    "[transformer]\nhidden = %u\nlayers = %u\nheads = %u\nffn = %u\nvocab = 51200\nbatch = %u\nseq = %u\n"
+    "dtype = fp16\nnorm = layernorm\nmlp = gelu\nattention = eager\ndropout = 0.1\ntp = %u\nsp = %s\n%s",
+    h, layers, a, 4 * h, b, s, t, sp ? "true" : "false", extra ? extra : "");
+  return test_scenario_from_text(text);
+}
+
+/* Per-row norm statistics are real saved tensors that the paper leaves out. */
+static gboolean
+is_stats(const SimTensor *t)
+{
+  return g_str_has_suffix(t->name, "_stats") || strcmp(t->name, "softmax_lse") == 0;
+}
+
+static guint64
+layer_bytes(const SimLayer *layer, gboolean only_kept_by_selective)
+{
+  guint64 sum = 0;
+  for (guint i = 0; i < layer->tensors->len; i++) {
+    const SimTensor *t = &g_array_index(layer->tensors, SimTensor, i);
+    if (is_stats(t) || (only_kept_by_selective && t->selective))
+      continue;
+    sum += t->bytes;
+  }
+  return sum;
+}
+
+typedef struct {
+  guint h, a, s, b;
+} Shape;
+
+static const Shape shapes[] = {
+  { 1024, 16, 2048, 1 },   /* GPT-2 medium-like */
+  { 4096, 32, 4096, 2 },   /* 7B-like */
+  { 12288, 96, 2048, 1 },  /* GPT-3 175B */
+  { 2560, 20, 1024, 4 },
+};
+
+START_TEST(no_parallelism_matches_34_plus_5as_over_h)
+{
+  for (guint i = 0; i < G_N_ELEMENTS(shapes); i++) {
+    const Shape *x = &shapes[i];
+    g_autoptr(SimScenario) sc = gpt(x->h, x->a, x->s, x->b, 2, 1, FALSE, NULL);
+    guint64 sbh = (guint64)x->s * x->b * x->h;
+    guint64 expect = 34 * sbh + 5 * (guint64)x->a * x->s * x->s * x->b;
+    ck_assert_uint_eq(layer_bytes(sim_workload_layer(sc->workload, 0), FALSE), expect);
+    /* LayerNorm statistics: mean and rstd in fp32, two norms. */
+    guint64 stats = 0;
+    const SimLayer *layer = sim_workload_layer(sc->workload, 0);
+    for (guint k = 0; k < layer->tensors->len; k++)
+      if (is_stats(&g_array_index(layer->tensors, SimTensor, k)))
+        stats += g_array_index(layer->tensors, SimTensor, k).bytes;
+    ck_assert_uint_eq(stats, 2 * 8 * (guint64)x->s * x->b);
+  }
+}
+END_TEST
+
+START_TEST(tensor_parallel_matches_10_plus_24_over_t)
+{
+  guint tps[] = { 2, 4, 8 };
+  for (guint i = 0; i < G_N_ELEMENTS(shapes); i++) {
+    for (guint j = 0; j < G_N_ELEMENTS(tps); j++) {
+      const Shape *x = &shapes[i];
+      guint64 t = tps[j];
+      if (x->a % t)
+        continue;
+      g_autoptr(SimScenario) sc = gpt(x->h, x->a, x->s, x->b, 2, (guint)t, FALSE, NULL);
+      guint64 sbh = (guint64)x->s * x->b * x->h;
+      guint64 expect = 10 * sbh + 24 * sbh / t + 5 * (guint64)x->a * x->s * x->s * x->b / t;
+      ck_assert_uint_eq(layer_bytes(sim_workload_layer(sc->workload, 0), FALSE), expect);
+    }
+  }
+}
+END_TEST
+
+START_TEST(sequence_parallel_divides_everything_by_t)
+{
+  guint tps[] = { 2, 4, 8 };
+  for (guint i = 0; i < G_N_ELEMENTS(shapes); i++) {
+    for (guint j = 0; j < G_N_ELEMENTS(tps); j++) {
+      const Shape *x = &shapes[i];
+      guint64 t = tps[j];
+      if (x->a % t)
+        continue;
+      g_autoptr(SimScenario) sc = gpt(x->h, x->a, x->s, x->b, 2, (guint)t, TRUE, NULL);
+      guint64 sbh = (guint64)x->s * x->b * x->h;
+      guint64 full = 34 * sbh + 5 * (guint64)x->a * x->s * x->s * x->b;
+      const SimLayer *layer = sim_workload_layer(sc->workload, 0);
+      ck_assert_uint_eq(layer_bytes(layer, FALSE), full / t);
+      /* Selective recompute keeps 34 s.b.h / t. */
+      ck_assert_uint_eq(layer_bytes(layer, TRUE), 34 * sbh / t);
+      /* Full recompute keeps the layer input, sharded by sequence parallelism. */
+      ck_assert_uint_eq(layer->input_bytes, 2 * sbh / t);
+    }
+  }
+}
+END_TEST
+
+START_TEST(full_recompute_keeps_2sbh)
+{
+  for (guint i = 0; i < G_N_ELEMENTS(shapes); i++) {
+    const Shape *x = &shapes[i];
+    g_autoptr(SimScenario) sc = gpt(x->h, x->a, x->s, x->b, 3, 1, FALSE,
+                                    "[policy.full]\nkind = checkpoint\nmode = full\n"
+                                    "[policy.resident]\nkind = resident\n");
+    ck_assert_uint_eq(sim_workload_layer(sc->workload, 0)->input_bytes, 2 * (guint64)x->s * x->b * x->h);
+    /* Through the engine: at the end of the forward pass full checkpointing
+     * holds exactly L inputs beyond static and the embedding and head. */
+    g_autoptr(SimResult) full = test_evaluate(sc, "full");
+    g_autoptr(SimResult) resident = test_evaluate(sc, "resident");
+    ck_assert(full->peak_device.bytes < resident->peak_device.bytes);
+  }
+}
+END_TEST
+
+START_TEST(saved_bytes_grow_by_one_layer_per_layer)
+{
+  g_autoptr(SimScenario) a = gpt(1024, 16, 2048, 1, 4, 1, FALSE, NULL);
+  g_autoptr(SimScenario) b = gpt(1024, 16, 2048, 1, 5, 1, FALSE, NULL);
+  g_autoptr(SimResult) ra = test_evaluate(a, "resident");
+  g_autoptr(SimResult) rb = test_evaluate(b, "resident");
+  ck_assert_uint_eq(rb->saved_bytes - ra->saved_bytes, sim_layer_saved_bytes(sim_workload_layer(a->workload, 0)));
+  /* The whole step: layers, embedding and head. */
+  ck_assert_uint_eq(ra->saved_bytes, 4 * sim_layer_saved_bytes(sim_workload_layer(a->workload, 0)) +
+                                       sim_layer_saved_bytes(a->workload->embed) +
+                                       sim_layer_saved_bytes(a->workload->head));
+}
+END_TEST
+
+START_TEST(selective_checkpoint_recomputes_only_the_attention_core)
+{
+  g_autoptr(SimScenario) sc = gpt(1024, 16, 2048, 1, 4, 1, FALSE,
+                                  "[policy.selective]\nkind = checkpoint\nmode = selective\n"
+                                  "[policy.full]\nkind = checkpoint\n[policy.resident]\nkind = resident\n");
+  g_autoptr(SimResult) sel = test_evaluate(sc, "selective");
+  g_autoptr(SimResult) full = test_evaluate(sc, "full");
+  g_autoptr(SimResult) res = test_evaluate(sc, "resident");
+  const SimLayer *layer = sim_workload_layer(sc->workload, 0);
+  double core = sim_layer_selective_recompute(layer);
+  ck_assert(core > 0 && core < layer->forward);
+  ck_assert_close(sel->recompute_ms, 4 * core * 1e3, 1e-9);
+  ck_assert_close(full->recompute_ms, 4 * layer->forward * 1e3, 1e-9);
+  ck_assert(res->peak_device.bytes > sel->peak_device.bytes);
+  ck_assert(sel->peak_device.bytes > full->peak_device.bytes);
+  /* Dropped: scores, mask and dropped probabilities, 5.a.s^2.b per layer. */
+  guint64 dropped = 5ULL * 16 * 2048 * 2048;
+  ck_assert_uint_eq(sim_layer_saved_bytes(layer) - layer_bytes(layer, TRUE) -
+                      (sim_layer_saved_bytes(layer) - layer_bytes(layer, FALSE)),
+                    dropped);
+}
+END_TEST
+
+START_TEST(save_on_cpu_copies_every_reference_verl_every_storage)
+{
+  g_autoptr(SimScenario) sc = gpt(1024, 16, 512, 1, 4, 1, FALSE,
+                                  "[policy.sync]\nkind = offload\nmode = sync\n"
+                                  "[policy.sync-dedup]\nkind = offload\nmode = sync\ndedup = true\n");
+  g_autoptr(SimResult) sync = test_evaluate(sc, "sync");
+  g_autoptr(SimResult) dedup = test_evaluate(sc, "sync-dedup");
+  guint refs = 0, tensors = 0;
+  guint64 ref_bytes = 0, bytes = 0;
+  for (guint i = 0; i < 4; i++) {
+    const SimLayer *layer = sim_workload_layer(sc->workload, i);
+    for (guint k = 0; k < layer->tensors->len; k++) {
+      const SimTensor *t = &g_array_index(layer->tensors, SimTensor, k);
+      refs += t->refs;
+      tensors++;
+      ref_bytes += t->refs * t->bytes;
+      bytes += t->bytes;
+    }
+  }
+  ck_assert_uint_eq(sync->d2h_copies, refs);
+  ck_assert_uint_eq(sync->d2h_bytes, ref_bytes);
+  ck_assert_uint_eq(dedup->d2h_copies, tensors);
+  ck_assert_uint_eq(dedup->d2h_bytes, bytes);
+  ck_assert(refs > tensors); /* qkv_in is read by q, k and v */
+  ck_assert_uint_eq(sync->h2d_bytes, sync->d2h_bytes);
+  ck_assert_uint_eq(sync->saved_bytes, dedup->saved_bytes);
+}
+END_TEST
+
+START_TEST(static_memory_follows_the_optimizer)
+{
+  const char *base = "[device]\nmemory = 80GiB\nmatmul_tflops = 312\nhbm_bandwidth = 2TB/s\n"
+                     "[link]\nh2d_bandwidth = 25GB/s\nd2h_bandwidth = 25GB/s\n"
+                     "[transformer]\nhidden = 1024\nlayers = 2\nheads = 16\nffn = 4096\nvocab = 1000\n"
+                     "batch = 1\nseq = 128\n";
+  g_autofree char *adam = g_strconcat(base, "optimizer = adamw\nmaster_weights = true\n", NULL);
+  g_autofree char *none = g_strconcat(base, "optimizer = none\nmaster_weights = false\n", NULL);
+  g_autoptr(SimScenario) a = test_scenario_from_text(adam);
+  g_autoptr(SimScenario) n = test_scenario_from_text(none);
+  /* Parameters by hand: per layer 4h^2 (attention) + 3.h.ffn (SwiGLU) + 2h
+   * (two RMSNorms); embedding and untied head V.h each; final norm h. */
+  guint64 h = 1024, layer = 4 * h * h + 3 * h * 4096 + 2 * h, p = 2 * layer + 2 * 1000 * h + h;
+  ck_assert_uint_eq(a->workload->static_bytes, p * (2 + 2 + 8 + 4));
+  ck_assert_uint_eq(n->workload->static_bytes, p * (2 + 2));
+}
+END_TEST
+
+START_TEST(times_follow_flops_and_bytes)
+{
+  /* Forward FLOPs of a Megatron GPT layer: 24.b.s.h^2 + 4.b.s^2.h. */
+  g_autoptr(SimScenario) sc = gpt(1024, 16, 2048, 1, 2, 1, FALSE, NULL);
+  const SimLayer *layer = sim_workload_layer(sc->workload, 0);
+  double h = 1024, s = 2048, b = 1;
+  double flops = 24 * b * s * h * h + 4 * b * s * s * h;
+  double mm = 312e12 * 0.5;
+  /* The matmul part alone is a lower bound; the elementwise part is bounded
+   * by a few dozen passes over the activations at 2 TB/s. */
+  ck_assert(layer->forward > flops / mm);
+  ck_assert(layer->forward < flops / mm + 64 * (34 * s * b * h + 5 * 16 * s * s * b) / 2e12);
+  ck_assert_close(layer->backward, 2 * layer->forward, 1e-15);
+}
+END_TEST
+
+START_TEST(hf_config_reads_qwen2_llama_mistral_gpt2)
+{
+  SimTransformer t;
+  sim_transformer_defaults(&t);
+  g_autoptr(GError) error = NULL;
+  const char *qwen = "{\"model_type\": \"qwen2\", \"hidden_size\": 896, \"num_hidden_layers\": 24,"
+                     "\"num_attention_heads\": 14, \"num_key_value_heads\": 2, \"intermediate_size\": 4864,"
+                     "\"vocab_size\": 151936, \"tie_word_embeddings\": true}";
+  ck_assert(sim_hf_config_load_data(qwen, -1, "qwen.json", &t, &error));
+  ck_assert_uint_eq(t.hidden, 896);
+  ck_assert_uint_eq(t.kv_heads, 2);
+  ck_assert_uint_eq(t.head_dim, 64);
+  ck_assert(t.tied_embeddings && t.qkv_bias && !t.layernorm && !t.gelu);
+  const char *gpt2 = "{\"model_type\": \"gpt2\", \"n_embd\": 768, \"n_layer\": 12, \"n_head\": 12,"
+                     "\"vocab_size\": 50257, \"n_positions\": 1024, \"n_inner\": null}";
+  ck_assert(sim_hf_config_load_data(gpt2, -1, "gpt2.json", &t, &error));
+  ck_assert_uint_eq(t.ffn, 3072);
+  ck_assert(t.layernorm && t.gelu && t.tied_embeddings && t.linear_bias);
+  ck_assert_uint_eq(t.max_positions, 1024);
+
+  const char *missing = "{\"model_type\": \"llama\", \"num_hidden_layers\": 2}";
+  ck_assert(!sim_hf_config_load_data(missing, -1, "m.json", &t, &error));
+  ck_assert_ptr_nonnull(strstr(error->message, "m.json: missing field 'hidden_size'"));
+  g_clear_error(&error);
+  const char *unknown = "{\"model_type\": \"bert\"}";
+  ck_assert(!sim_hf_config_load_data(unknown, -1, "b.json", &t, &error));
+  ck_assert_ptr_nonnull(strstr(error->message, "'bert' is not supported"));
+  g_clear_error(&error);
+  const char *typed = "{\"model_type\": \"mistral\", \"hidden_size\": \"4096\"}";
+  ck_assert(!sim_hf_config_load_data(typed, -1, "t.json", &t, &error));
+  ck_assert_ptr_nonnull(strstr(error->message, "field 'hidden_size': expected an integer"));
+  g_clear_error(&error);
+  ck_assert(!sim_hf_config_load_data("{", -1, "x.json", &t, &error));
+  ck_assert_ptr_nonnull(strstr(error->message, "x.json: not valid JSON"));
+}
+END_TEST
+
+START_TEST(transformer_bad_input_is_named)
+{
+  const char *base = "[device]\nmemory = 80GiB\nmatmul_tflops = 312\nhbm_bandwidth = 2TB/s\n"
+                     "[link]\nh2d_bandwidth = 25GB/s\nd2h_bandwidth = 25GB/s\n";
+  struct {
+    const char *group;
+    const char *piece;
+  } cases[] = {
+    { "[transformer]\nhidden = 64\nlayers = 2\nheads = 4\nffn = 256\nvocab = 10\nbatch = 1\n", "[transformer] seq: missing" },
+    { "[transformer]\nhidden = 64\nlayers = 2\nheads = 4\nffn = 256\nvocab = 10\nbatch = 1\nseq = 8\nkv_heads = 3\n",
+      "kv_heads: 3 does not divide heads" },
+    { "[transformer]\nhidden = 64\nlayers = 2\nheads = 4\nffn = 256\nvocab = 10\nbatch = 1\nseq = 8\ntp = 3\n", "tp: 3 must divide" },
+    { "[transformer]\nhidden = 64\nlayers = 2\nheads = 4\nffn = 256\nvocab = 10\nbatch = 1\nseq = 8\ndtype = fp8\n",
+      "[transformer] dtype: expected one of fp32, bf16, fp16" },
+    { "[transformer]\nhidden = 66\nlayers = 2\nheads = 4\nffn = 256\nvocab = 10\nbatch = 1\nseq = 8\n",
+      "head_dim: heads (4) does not divide hidden (66)" },
+    { "[transformer]\nhf_config = nope.json\nbatch = 1\nseq = 8\n", "[transformer] hf_config: ./nope.json: cannot read" },
+    { "[transformer]\nhidden = 64\nlayers = 2\nheads = 4\nffn = 256\nvocab = 10\nbatch = 1\nseq = 8\n"
+      "[model]\nlayers = 1\nforward = 1ms\ninput = 0\ntensors =\n",
+      "[model] or [transformer], not both" },
+  };
+  for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
+    g_autofree char *text = g_strconcat(base, cases[i].group, NULL);
+    g_autofree char *msg = test_scenario_error(text);
+    ck_assert_msg(strstr(msg, cases[i].piece) != NULL, "expected '%s' in: %s", cases[i].piece, msg);
+  }
+  /* Generated workloads need the device's throughput. */
+  g_autofree char *msg = test_scenario_error(
+    "[device]\nmemory = 80GiB\n[link]\nh2d_bandwidth = 25GB/s\nd2h_bandwidth = 25GB/s\n"
+    "[transformer]\nhidden = 64\nlayers = 2\nheads = 4\nffn = 256\nvocab = 10\nbatch = 1\nseq = 8\n");
+  ck_assert_ptr_nonnull(strstr(msg, "matmul_tflops and hbm_bandwidth"));
+}
+END_TEST
+
+static Suite *
+transformer_suite(void)
+{
+  Suite *s = suite_create("transformer");
+  TCase *tc = tcase_create("korthikanti");
+  tcase_add_test(tc, no_parallelism_matches_34_plus_5as_over_h);
+  tcase_add_test(tc, tensor_parallel_matches_10_plus_24_over_t);
+  tcase_add_test(tc, sequence_parallel_divides_everything_by_t);
+  tcase_add_test(tc, full_recompute_keeps_2sbh);
+  tcase_add_test(tc, saved_bytes_grow_by_one_layer_per_layer);
+  tcase_add_test(tc, selective_checkpoint_recomputes_only_the_attention_core);
+  tcase_add_test(tc, save_on_cpu_copies_every_reference_verl_every_storage);
+  tcase_add_test(tc, static_memory_follows_the_optimizer);
+  tcase_add_test(tc, times_follow_flops_and_bytes);
+  tcase_add_test(tc, hf_config_reads_qwen2_llama_mistral_gpt2);
+  tcase_add_test(tc, transformer_bad_input_is_named);
+  suite_add_tcase(s, tc);
+  return s;
+}
+
+int
+main(void)
+{
+  return test_run_suite(transformer_suite());
+}

@@ -8,10 +8,20 @@
 
 #include <glib.h>
 
+#include "plan.h"
+
 G_BEGIN_DECLS
 
 int cli_run_main(int argc, char **argv);     /* offsim run */
 int cli_compare_main(int argc, char **argv); /* offsim compare */
+int cli_budget_main(int argc, char **argv);  /* offsim budget */
+int cli_model_main(int argc, char **argv);   /* offsim model */
+int cli_plan_main(int argc, char **argv);    /* offsim plan */
+int cli_bench_main(int argc, char **argv);   /* offsim bench */
+
+/* The per-layer table of a plan: action, bytes saved, exposed time if the
+ * layer were offloaded, recompute time (for `plan` and `compare --budget`). */
+void cli_plan_format_layers(GString *out, const PlannerPlan *plan);
 
 /* Prints the error and returns its exit status. */
 int cli_fail(GError *error);

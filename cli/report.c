@@ -72,6 +72,7 @@ cli_report_result_json(const SimResult *r)
     json_builder_add_null_value(b);
   else
     json_builder_add_int_value(b, r->peak_device.layer);
+  add_string(b, "peak_device_where", r->peak_device.where);
   add_string(b, "peak_device_live", r->peak_device.live);
   add_double(b, "peak_host_ms", r->peak_host.time_ms);
   add_string(b, "peak_host_live", r->peak_host.live);
@@ -254,10 +255,9 @@ format_table(const SimScenario *s, GPtrArray *results)
   for (guint i = 0; i < results->len; i++) {
     const SimResult *r = g_ptr_array_index(results, i);
     g_autofree char *pd = sim_units_format_size((guint64)r->peak_device.bytes);
-    g_autofree char *layer = r->peak_device.layer == SIM_NO_LAYER ? g_strdup("")
-                                                                  : g_strdup_printf(" L%d", r->peak_device.layer);
-    g_string_append_printf(out, "  %s: %s at %.2f ms (%s%s)\n    %s\n", r->policy, pd, r->peak_device.time_ms,
-                           r->peak_device.phase, layer, r->peak_device.live);
+    const char *where = r->peak_device.where;
+    g_string_append_printf(out, "  %s: %s at %.2f ms (%s%s%s)\n    %s\n", r->policy, pd, r->peak_device.time_ms,
+                           r->peak_device.phase, *where ? " " : "", where, r->peak_device.live);
   }
   return g_string_free(out, FALSE);
 }

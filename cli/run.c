@@ -1,11 +1,17 @@
 /* cli/run.c — `offsim run` and `offsim compare`: load a scenario, evaluate
- * policies, print them.  The two differ only in which policies they take and
- * in the JSON shape, so they share one body. */
+ * policies, print them, and write the pictures and exports asked for.  The
+ * two differ only in which policies they take, in the JSON shape and in the
+ * exports of one run (--trace, --timeline, --memory), so they share one body.
+ * What goes to files is announced on stderr, so stdout stays the report. */
 #include "cli.h"
 
+#include "chrome_trace.h"
 #include "error.h"
 #include "evaluate.h"
+#include "figures.h"
+#include "memory.h"
 #include "report.h"
+#include "timeline.h"
 #include "units.h"
 
 #include <stdio.h>
@@ -14,6 +20,12 @@ typedef struct {
   char *policy;
   char *format;
   char *budget;
+  char *plot;        /* --plot DIR */
+  char *plot_script; /* --plot-script FILE */
+  char *plot_format; /* --plot-format png|svg|both */
+  char *trace;       /* run only: --trace FILE.json */
+  char *timeline;    /* run only: --timeline FILE.csv */
+  char *memory;      /* run only: --memory FILE.csv */
 } RunOptions;
 
 static void
@@ -22,6 +34,49 @@ run_options_clear(RunOptions *o)
   g_free(o->policy);
   g_free(o->format);
   g_free(o->budget);
+  g_free(o->plot);
+  g_free(o->plot_script);
+  g_free(o->plot_format);
+  g_free(o->trace);
+  g_free(o->timeline);
+  g_free(o->memory);
+}
+
+static gboolean
+wants_detail(const RunOptions *o)
+{
+  return o->plot || o->plot_script || o->trace || o->timeline || o->memory;
+}
+
+/* The files of one run, then the pictures: a missing gnuplot (exit 3) must
+ * not cost the user the exports that need none. */
+static gboolean
+write_outputs(const SimScenario *scenario, GPtrArray *results, const RunOptions *o, guint formats, GError **error)
+{
+  const SimResult *first = g_ptr_array_index(results, 0);
+  if (o->trace && !plots_chrome_trace_write(first, o->trace, error))
+    return FALSE;
+  if (o->timeline && !plots_timeline_write(first, o->timeline, error))
+    return FALSE;
+  if (o->memory && !plots_memory_write(first, o->memory, error))
+    return FALSE;
+  if (!o->plot && !o->plot_script)
+    return TRUE;
+
+  PlotsFiguresOptions figures = { .dir = o->plot, .script = o->plot_script, .formats = formats,
+                                  .device_memory = scenario->machine.device.memory };
+  g_autofree char *summary = NULL;
+  gboolean ok = plots_figures_write(results, &figures, &summary, error);
+  /* The script goes first; only drawing it can lack gnuplot. */
+  if (o->plot_script && (ok || g_error_matches(*error, SIM_ERROR, SIM_ERROR_TOOL)))
+    g_printerr("plot script written to %s (render it with gnuplot)\n", o->plot_script);
+  if (!ok)
+    return FALSE;
+  if (o->plot) {
+    const char *ext = formats == PLOTS_FORMAT_PNG ? ".png" : formats == PLOTS_FORMAT_SVG ? ".svg" : ".png and .svg";
+    g_printerr("plots written to %s%s: %s (%s)\n", o->plot, g_str_has_suffix(o->plot, "/") ? "" : "/", summary, ext);
+  }
+  return TRUE;
 }
 
 /* Everything after option parsing; errors come back in `error`. */
@@ -31,8 +86,16 @@ run_scenario(const char *path, const RunOptions *o, gboolean compare, GError **e
   CliFormat format = CLI_FORMAT_TABLE;
   guint64 budget = 0;
 
+  guint formats = PLOTS_FORMAT_ALL;
+
   if (o->format && !cli_report_parse_format(o->format, &format, error))
     return FALSE;
+  if (o->plot_format && !plots_gnuplot_parse_formats(o->plot_format, &formats, error))
+    return FALSE;
+  if (o->plot_format && !o->plot && !o->plot_script) {
+    g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "--plot-format: give --plot DIR or --plot-script FILE too");
+    return FALSE;
+  }
   if (o->budget) {
     if (!sim_units_parse_size(o->budget, &budget, error)) {
       g_prefix_error(error, "--budget: ");
@@ -68,7 +131,7 @@ run_scenario(const char *path, const RunOptions *o, gboolean compare, GError **e
 
   g_autoptr(SimEngine) engine = sim_engine_new();
   g_autoptr(GPtrArray) results = g_ptr_array_new_with_free_func((GDestroyNotify)sim_result_free);
-  PlannerEvalOptions eval = { .budget = budget };
+  PlannerEvalOptions eval = { .budget = budget, .detail = wants_detail(o) };
   for (guint i = 0; i < chosen->len; i++) {
     SimResult *r = planner_evaluate(scenario, g_ptr_array_index(chosen, i), engine, &eval, error);
     if (r == NULL)
@@ -81,7 +144,7 @@ run_scenario(const char *path, const RunOptions *o, gboolean compare, GError **e
     g_set_error(error, SIM_ERROR, SIM_ERROR_INTERNAL, "cannot write the output");
     return FALSE;
   }
-  return TRUE;
+  return write_outputs(scenario, results, o, formats, error);
 }
 
 static int
@@ -89,18 +152,29 @@ run_common(int argc, char **argv, gboolean compare)
 {
   RunOptions o = { 0 };
   GError *error = NULL;
-  const GOptionEntry run_entries[] = {
-    { "policy", 'p', 0, G_OPTION_ARG_STRING, &o.policy, "Policy to run (default: the scenario's first)", "NAME" },
+  const GOptionEntry common_entries[] = {
     { "format", 'f', 0, G_OPTION_ARG_STRING, &o.format, "Output: table (default), csv or json", "FORMAT" },
     { "budget", 'b', 0, G_OPTION_ARG_STRING, &o.budget, "Memory budget for `fits` (default: device memory)", "SIZE" },
+    { "plot", 0, 0, G_OPTION_ARG_FILENAME, &o.plot, "Draw timeline, memory (and comparison) charts into DIR", "DIR" },
+    { "plot-script", 0, 0, G_OPTION_ARG_FILENAME, &o.plot_script,
+      "Write the gnuplot script, data inline, to FILE (no gnuplot needed)", "FILE" },
+    { "plot-format", 0, 0, G_OPTION_ARG_STRING, &o.plot_format, "Pictures as png, svg or both (default)", "FORMAT" },
     { NULL },
   };
-  /* compare takes the same options but --policy. */
-  const GOptionEntry *entries = compare ? run_entries + 1 : run_entries;
+  const GOptionEntry run_entries[] = {
+    { "policy", 'p', 0, G_OPTION_ARG_STRING, &o.policy, "Policy to run (default: the scenario's first)", "NAME" },
+    { "trace", 0, 0, G_OPTION_ARG_FILENAME, &o.trace, "Write a Chrome/Perfetto trace of the step to FILE.json", "FILE" },
+    { "timeline", 0, 0, G_OPTION_ARG_FILENAME, &o.timeline, "Write every op's start and end to FILE.csv", "FILE" },
+    { "memory", 0, 0, G_OPTION_ARG_FILENAME, &o.memory, "Write the device and host memory curve to FILE.csv", "FILE" },
+    { NULL },
+  };
   g_set_prgname(compare ? "offsim compare" : "offsim run");
   g_autoptr(GOptionContext) ctx = g_option_context_new(compare ? "[SCENARIO]  - compare every policy"
                                                                : "[SCENARIO]  - simulate one policy");
-  g_option_context_add_main_entries(ctx, entries, NULL);
+  /* compare takes the common options only. */
+  if (!compare)
+    g_option_context_add_main_entries(ctx, run_entries, NULL);
+  g_option_context_add_main_entries(ctx, common_entries, NULL);
   g_option_context_set_summary(ctx, "SCENARIO is an INI file; without it the embedded default runs.");
 
   int status = 0;

@@ -1,5 +1,6 @@
 #include "evaluate.h"
 
+#include "invariants.h"
 #include "lower.h"
 
 SimResult *
@@ -17,6 +18,13 @@ planner_evaluate(const SimScenario *s, const SimPolicy *policy, SimEngine *engin
     g_prefix_error(error, "policy '%s': ", policy->name);
     return NULL;
   }
+#ifndef NDEBUG
+  /* Debug builds check every detailed run; release builds leave it to tests. */
+  if (detail && !sim_invariants_check(run, program, error)) {
+    g_prefix_error(error, "policy '%s': ", policy->name);
+    return NULL;
+  }
+#endif
   if (!detail)
     return sim_result_new(s->name, policy->name, s->workload, program, run, capacity, FALSE);
   SimResult *r = sim_result_new(s->name, policy->name, s->workload, program, run, capacity, TRUE);

@@ -2,7 +2,11 @@
 
 #include "error.h"
 
+#include <errno.h>
+#include <fcntl.h>
+#include <glib/gstdio.h>
 #include <string.h>
+#include <unistd.h>
 
 static void
 entry_free(gpointer data)
@@ -101,6 +105,46 @@ config_set(SimConfig *c, const char *group, const char *key, const char *value, 
   e->file = file;
 }
 
+static gboolean
+read_failed(int fd, GError **error)
+{
+  int e = errno;
+  if (fd >= 0)
+    close(fd);
+  g_set_error_literal(error, G_FILE_ERROR, g_file_error_from_errno(e), g_strerror(e));
+  return FALSE;
+}
+
+gboolean
+sim_config_read_file(const char *path, char **contents, gsize *length, GError **error)
+{
+  int fd = g_open(path, O_RDONLY, 0);
+  if (fd < 0)
+    return read_failed(fd, error);
+  g_autoptr(GString) text = g_string_new(NULL);
+  char chunk[65536];
+  for (;;) {
+    gssize n = read(fd, chunk, sizeof chunk);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n < 0)
+      return read_failed(fd, error);
+    if (n == 0)
+      break;
+    if (text->len + (gsize)n > SIM_CONFIG_MAX_FILE_BYTES) {
+      close(fd);
+      g_set_error(error, G_FILE_ERROR, G_FILE_ERROR_FAILED, "larger than %d MiB, too large for an input file",
+                  SIM_CONFIG_MAX_FILE_BYTES >> 20);
+      return FALSE;
+    }
+    g_string_append_len(text, chunk, n);
+  }
+  close(fd);
+  *length = text->len;
+  *contents = g_string_free(g_steal_pointer(&text), FALSE);
+  return TRUE;
+}
+
 /* `chain` holds the canonical paths of the files being loaded, outermost
  * first: a path already on it is a cycle. */
 static gboolean merge_data(SimConfig *c, const char *data, gsize len, const char *origin,
@@ -129,7 +173,7 @@ merge_file(SimConfig *c, const char *path, const char *from, GPtrArray *chain, G
   g_autofree char *data = NULL;
   gsize len = 0;
   g_autoptr(GError) local = NULL;
-  if (!g_file_get_contents(path, &data, &len, &local)) {
+  if (!sim_config_read_file(path, &data, &len, &local)) {
     if (from)
       g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "%s: [scenario] include: cannot read '%s': %s", from,
                   path, local->message);

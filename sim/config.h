@@ -21,6 +21,8 @@
 G_BEGIN_DECLS
 
 #define SIM_CONFIG_MAX_DEPTH 64
+/* No input file (scenario, config.json, trace or chunk CSV) is larger. */
+#define SIM_CONFIG_MAX_FILE_BYTES (256 * 1024 * 1024)
 
 typedef struct {
   char *key;
@@ -48,6 +50,12 @@ SimConfig *sim_config_load_file(const char *path, GError **error);
 SimConfig *sim_config_load_data(const char *data, const char *origin, const char *base_dir, GError **error);
 void sim_config_free(SimConfig *config);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(SimConfig, sim_config_free)
+
+/* Reads a whole input file, like g_file_get_contents but refusing one over
+ * SIM_CONFIG_MAX_FILE_BYTES: a path such as /dev/zero or an endless pipe is a
+ * G_FILE_ERROR after reading that much, not an out-of-memory.  The
+ * contents are NUL-terminated; errors are G_FILE_ERROR with strerror's text. */
+gboolean sim_config_read_file(const char *path, char **contents, gsize *length, GError **error);
 
 SimConfigGroup *sim_config_group(const SimConfig *config, const char *name);
 SimConfigEntry *sim_config_lookup(const SimConfigGroup *group, const char *key);

@@ -50,6 +50,7 @@ typedef struct {
   double compute_rate; /* per running compute op */
   guint completed;
   gint64 level[2];
+  guint n_applied;
   GError **error;
   gboolean failed;
 } Run;
@@ -132,12 +133,13 @@ static void
 apply_memory(Run *r, guint32 op_index, SimWhen when)
 {
   const SimOp *op = sim_program_op(r->p, op_index);
-  for (guint32 m = op->mem_first; m < op->mem_first + op->mem_count; m++) {
+  guint32 first = when == SIM_AT_START ? op->mem_first : op->mem_first + op->mem_starts;
+  guint32 last = when == SIM_AT_START ? op->mem_first + op->mem_starts : op->mem_first + op->mem_count;
+  for (guint32 m = first; m < last; m++) {
     const SimMemAction *a = &g_array_index(r->p->mem, SimMemAction, m);
-    if (a->when != when)
-      continue;
     r->level[a->pool] += a->delta;
-    g_array_append_val(r->run->applied, m);
+    /* Sized to every action at the start: each is applied exactly once. */
+    ((guint32 *)(void *)r->run->applied->data)[r->n_applied++] = m;
     if (r->level[a->pool] < 0 && !r->failed) {
       g_autofree char *what = sim_program_describe_op(r->p, op_index);
       g_set_error(r->error, SIM_ERROR, SIM_ERROR_INTERNAL,
@@ -148,7 +150,7 @@ apply_memory(Run *r, guint32 op_index, SimWhen when)
     SimPeak *peak = &r->run->peak[a->pool];
     if (r->level[a->pool] > peak->bytes) {
       *peak = (SimPeak){ .bytes = r->level[a->pool], .time = r->now, .op = op_index,
-                         .phase = op->phase, .layer = op->layer, .applied = r->run->applied->len };
+                         .phase = op->phase, .layer = op->layer, .applied = r->n_applied };
     }
     if (r->run->curve) {
       SimMemPoint point = { r->now, r->level[SIM_POOL_DEVICE], r->level[SIM_POOL_HOST] };
@@ -369,6 +371,7 @@ sim_engine_run(SimEngine *e, const SimProgram *p, const SimLink *link, const Sim
   guint n_ops = sim_program_n_ops(p);
   g_autoptr(SimRun) run = g_new0(SimRun, 1);
   run->applied = g_array_sized_new(FALSE, FALSE, sizeof(guint32), p->mem->len);
+  g_array_set_size(run->applied, p->mem->len);
   if (options && options->record_ops) {
     run->op_start = g_array_sized_new(FALSE, TRUE, sizeof(double), n_ops);
     run->op_end = g_array_sized_new(FALSE, TRUE, sizeof(double), n_ops);
@@ -467,6 +470,7 @@ sim_engine_run(SimEngine *e, const SimProgram *p, const SimLink *link, const Sim
     run->events += e->done->len;
   }
 
+  g_array_set_size(run->applied, r.n_applied);
   run->step = r.now;
   run->heap_ops = heap_ops(e) - heap_ops_before;
   for (int pool = 0; pool < 2; pool++) {

@@ -2,6 +2,8 @@
 
 #include "error.h"
 
+#include <string.h>
+
 static void
 stream_free(gpointer data)
 {
@@ -20,6 +22,7 @@ sim_program_new(void)
   p->streams = g_ptr_array_new_with_free_func(stream_free);
   p->labels = g_ptr_array_new_with_free_func(g_free);
   p->label_ids = g_hash_table_new(g_str_hash, g_str_equal);
+  p->label_cache = g_hash_table_new(g_direct_hash, g_direct_equal);
   p->events = g_array_new(FALSE, FALSE, sizeof(SimEvent));
   p->baseline_tag = sim_program_intern(p, "static");
   return p;
@@ -35,6 +38,7 @@ sim_program_free(SimProgram *p)
   g_array_unref(p->events);
   g_ptr_array_unref(p->streams);
   g_hash_table_unref(p->label_ids);
+  g_hash_table_unref(p->label_cache);
   g_ptr_array_unref(p->labels);
   g_free(p);
 }
@@ -53,13 +57,19 @@ sim_program_reset(SimProgram *p)
 guint32
 sim_program_intern(SimProgram *p, const char *label)
 {
-  gpointer id;
-  if (g_hash_table_lookup_extended(p->label_ids, label, NULL, &id))
-    return GPOINTER_TO_UINT(id);
-  char *copy = g_strdup(label);
-  guint32 index = p->labels->len;
-  g_ptr_array_add(p->labels, copy);
-  g_hash_table_insert(p->label_ids, copy, GUINT_TO_POINTER(index));
+  gpointer id = g_hash_table_lookup(p->label_cache, label);
+  if (id && strcmp(g_ptr_array_index(p->labels, GPOINTER_TO_UINT(id) - 1), label) == 0)
+    return GPOINTER_TO_UINT(id) - 1;
+  guint32 index;
+  if (g_hash_table_lookup_extended(p->label_ids, label, NULL, &id)) {
+    index = GPOINTER_TO_UINT(id);
+  } else {
+    char *copy = g_strdup(label);
+    index = p->labels->len;
+    g_ptr_array_add(p->labels, copy);
+    g_hash_table_insert(p->label_ids, copy, GUINT_TO_POINTER(index));
+  }
+  g_hash_table_insert(p->label_cache, (gpointer)label, GUINT_TO_POINTER(index + 1));
   return index;
 }
 
@@ -96,6 +106,7 @@ add_op(SimProgram *p, const SimOp *op)
   SimOp copy = *op;
   copy.mem_first = p->mem->len;
   copy.mem_count = 0;
+  copy.mem_starts = 0;
   g_array_append_val(p->ops, copy);
   SimStream *stream = g_ptr_array_index(p->streams, op->stream);
   g_array_append_val(stream->ops, index);
@@ -161,8 +172,17 @@ sim_program_mem(SimProgram *p, guint32 op, SimWhen when, SimPool pool, gint64 de
   g_return_if_fail(op + 1 == p->ops->len);
   SimMemAction action = { .op = op, .pool = pool, .when = when, .tag = tag, .layer = layer,
                           .delta = delta };
+  SimOp *o = &g_array_index(p->ops, SimOp, op);
   g_array_append_val(p->mem, action);
-  g_array_index(p->ops, SimOp, op).mem_count++;
+  if (when == SIM_AT_START) {
+    /* Keep the starts ahead of the ends so the engine walks each once. */
+    SimMemAction *block = &g_array_index(p->mem, SimMemAction, o->mem_first);
+    guint32 ends = o->mem_count - o->mem_starts;
+    memmove(block + o->mem_starts + 1, block + o->mem_starts, ends * sizeof(SimMemAction));
+    block[o->mem_starts] = action;
+    o->mem_starts++;
+  }
+  o->mem_count++;
 }
 
 gboolean

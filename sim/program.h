@@ -18,8 +18,8 @@
  * Memory actions belong to an op and apply when it starts or when it ends; a
  * free on a record op is a free "when a later event fires".  Each action
  * carries a tag (an interned name) and a layer so that the engine can say
- * what is live at the peak.  Actions of one op are contiguous: add them right
- * after the op.
+ * what is live at the peak.  Actions of one op are contiguous, the ones that
+ * apply at its start first: add them right after the op, in any order.
  *
  * Every event must be recorded at most once (sim_program_validate checks it);
  * a wait on an event that is never recorded is not a build error, it is a
@@ -77,7 +77,8 @@ typedef struct {
   gint32 layer;    /* SIM_NO_LAYER when none */
   guint32 label;   /* interned name */
   guint32 event;   /* record and wait only */
-  guint32 mem_first, mem_count;
+  guint32 mem_first, mem_count; /* its memory actions: the starts first, then the ends */
+  guint32 mem_starts;           /* how many of them apply at the start */
   double work;     /* seconds: compute, host_alloc */
   guint64 bytes;   /* copy */
 } SimOp;
@@ -108,6 +109,7 @@ struct SimProgram {
   GPtrArray *streams;  /* SimStream* */
   GPtrArray *labels;   /* char*, index = interned id */
   GHashTable *label_ids;
+  GHashTable *label_cache; /* const char* (by address) -> id + 1: see sim_program_intern */
   GArray *events;      /* SimEvent, index = event id */
   guint64 baseline[2]; /* memory in use before the first op (static), per pool */
   guint32 baseline_tag;
@@ -121,6 +123,10 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(SimProgram, sim_program_free)
  * planner that lowers thousands of candidates does not allocate per op. */
 void sim_program_reset(SimProgram *program);
 
+/* The id of `label`, interning a copy the first time.  Lowerings intern the
+ * same workload strings on every run, so ids are also cached by the string's
+ * address: a hit costs a pointer hash and a strcmp that confirms the content
+ * (an address reused for another string just misses). */
 guint32 sim_program_intern(SimProgram *program, const char *label);
 guint32 sim_program_add_stream(SimProgram *program, const char *name);
 guint32 sim_program_add_event(SimProgram *program, guint32 label, gint32 layer);

@@ -39,20 +39,20 @@ compare_bucket(gconstpointer a, gconstpointer b)
 char *
 sim_result_describe_live(const SimRun *run, const SimProgram *program, SimPool pool)
 {
-  static const char *names[] = { "static", "saved", "input", "workspace" };
-  Bucket buckets[4];
+  static const char *names[] = { "static", "saved", "input", "workspace", "embed/head saved" };
+  Bucket buckets[5];
   g_autoptr(GArray) live = sim_run_live_at_peak(run, program, pool);
   /* Layers are counted once per bucket even when several tensors share one. */
-  GHashTable *seen[4];
+  GHashTable *seen[5];
 
-  for (int b = 0; b < 4; b++) {
+  for (int b = 0; b < 5; b++) {
     buckets[b] = (Bucket){ names[b], 0, SIM_NO_LAYER, SIM_NO_LAYER, 0 };
     seen[b] = g_hash_table_new(g_direct_hash, g_direct_equal);
   }
   for (guint i = 0; i < live->len; i++) {
     const SimLive *l = &g_array_index(live, SimLive, i);
     const char *tag = sim_program_label(program, l->tag);
-    int b = 1;
+    int b = l->layer == SIM_NO_LAYER ? 4 : 1;
     if (l->tag == program->baseline_tag)
       b = 0;
     else if (strcmp(tag, "input") == 0)
@@ -63,12 +63,12 @@ sim_result_describe_live(const SimRun *run, const SimProgram *program, SimPool p
     if (l->layer != SIM_NO_LAYER && g_hash_table_add(seen[b], GINT_TO_POINTER(l->layer + 1)))
       buckets[b].layers++;
   }
-  for (int b = 0; b < 4; b++)
+  for (int b = 0; b < 5; b++)
     g_hash_table_unref(seen[b]);
-  qsort(buckets, 4, sizeof(Bucket), compare_bucket);
+  qsort(buckets, 5, sizeof(Bucket), compare_bucket);
 
   g_autoptr(GString) out = g_string_new(NULL);
-  for (int b = 0; b < 4; b++) {
+  for (int b = 0; b < 5; b++) {
     if (buckets[b].bytes <= 0)
       continue;
     g_autofree char *size = sim_units_format_size((guint64)buckets[b].bytes);
@@ -94,6 +94,12 @@ fill_peak(SimResultPeak *out, const SimRun *run, const SimProgram *program, SimP
   out->time_ms = peak->time * 1e3;
   out->phase = peak->op == G_MAXUINT32 ? "static" : sim_phase_name(peak->phase);
   out->layer = peak->layer;
+  if (peak->layer != SIM_NO_LAYER)
+    out->where = g_strdup_printf("L%d", peak->layer);
+  else if (peak->op != G_MAXUINT32)
+    out->where = g_strdup(sim_program_label(program, sim_program_op(program, peak->op)->label));
+  else
+    out->where = g_strdup("");
   out->live = sim_result_describe_live(run, program, pool);
 }
 
@@ -137,6 +143,8 @@ sim_result_free(SimResult *r)
   g_free(r->policy);
   g_free(r->peak_device.live);
   g_free(r->peak_host.live);
+  g_free(r->peak_device.where);
+  g_free(r->peak_host.where);
   sim_program_free(r->program);
   sim_run_free(r->run);
   g_free(r);

@@ -26,6 +26,7 @@ typedef struct {
   double time_ms;
   const char *phase; /* static string */
   gint32 layer;      /* SIM_NO_LAYER when none */
+  char *where;       /* "L23", or the op's name when it has no layer ("head"), or "" */
   char *live;        /* "static 7.36 GiB + saved L0-L23 1.19 GiB + workspace L23 20.0 MiB" */
 } SimResultPeak;
 

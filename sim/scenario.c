@@ -3,6 +3,7 @@
 #include "config.h"
 #include "error.h"
 #include "hf_config.h"
+#include "trace.h"
 #include "transformer.h"
 #include "units.h"
 
@@ -76,6 +77,15 @@ static const KeySpec transformer_keys[] = {
   { "sp", "true or false" },
   { "optimizer", "adamw or none" },
   { "master_weights", "true or false" },
+  { NULL, NULL },
+};
+
+static const KeySpec trace_keys[] = {
+  { "file", "the path of a CSV from gpu_calib/record_saved_tensors.py" },
+  { "forward", "a time such as 2ms (per layer)" },
+  { "backward", "a time such as 4ms (per layer)" },
+  { "workspace", "a size such as 64MiB" },
+  { "static", "a size such as 1GiB" },
   { NULL, NULL },
 };
 
@@ -330,9 +340,10 @@ get_tensors(const SimConfigGroup *g, const char *key, GArray **out, GError **err
     }
     if (!g_hash_table_add(seen, added->name))
       return fail(error, g, e, "tensor '%s' is listed twice", parts[0]);
-    if (added->bytes > SIM_UNITS_MAX_BYTES - total)
-      return fail(error, g, e, "the tensors add up to more than 4 EiB");
-    total += added->bytes;
+    /* Each reference may be copied and reloaded on its own (dedup = false). */
+    if (added->bytes > (SIM_UNITS_MAX_BYTES - total) / added->refs)
+      return fail(error, g, e, "the tensors, each counted once per reference, add up to more than 4 EiB");
+    total += added->bytes * added->refs;
   }
   *out = g_steal_pointer(&tensors);
   return TRUE;
@@ -597,6 +608,39 @@ load_transformer(const SimConfig *c, const SimMachine *m, const char *name, SimW
   return TRUE;
 }
 
+/* [trace]: a recording of what autograd saved, timed by the keys. */
+static gboolean
+load_trace(const SimConfig *c, const char *name, SimWorkload **out, GError **error)
+{
+  const SimConfigGroup *g = sim_config_group(c, "trace");
+  double forward = 0, backward = 0;
+  guint64 workspace = 0, static_bytes = 0;
+  if (!require(c->top, "trace", g, trace_keys, "file", error) ||
+      !require(c->top, "trace", g, trace_keys, "forward", error) || !get_time(g, "forward", &forward, error) ||
+      !get_time(g, "backward", &backward, error) || !get_size(g, "workspace", &workspace, error) ||
+      !get_size(g, "static", &static_bytes, error))
+    return FALSE;
+  SimConfigEntry *file = sim_config_lookup(g, "file");
+  g_autofree char *dir = g_path_get_dirname(file->file);
+  g_autofree char *path = g_path_is_absolute(file->value) ? g_strdup(file->value)
+                                                          : g_build_filename(dir, file->value, NULL);
+  GError *cause = NULL;
+  g_autoptr(SimWorkload) w = sim_trace_load(path, name, &cause);
+  if (w == NULL)
+    return fail_at(error, g, file, cause);
+  if (!sim_config_lookup(g, "backward"))
+    backward = 2 * forward;
+  for (guint i = 0; i < sim_workload_n_layers(w); i++) {
+    SimLayer *layer = sim_workload_layer(w, i);
+    layer->forward = forward;
+    layer->backward = backward;
+    layer->workspace_bytes = workspace;
+  }
+  w->static_bytes = static_bytes;
+  *out = g_steal_pointer(&w);
+  return TRUE;
+}
+
 static gboolean
 load_workload(const SimConfig *c, const char *name, SimWorkload **out, GError **error)
 {
@@ -723,11 +767,13 @@ check_groups(const SimConfig *c, GError **error)
       specs = model_keys;
     else if (strcmp(g->name, "transformer") == 0)
       specs = transformer_keys;
+    else if (strcmp(g->name, "trace") == 0)
+      specs = trace_keys;
     else if (g_str_has_prefix(g->name, "layer.") || g_str_has_prefix(g->name, "policy."))
       continue; /* checked where they are loaded */
     else {
       g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT,
-                  "%s: [%s]: unknown group (expected scenario, device, link, model, transformer, layer.N or policy.NAME)",
+                  "%s: [%s]: unknown group (expected scenario, device, link, model, transformer, trace, layer.N or policy.NAME)",
                   g->file, g->name);
       return FALSE;
     }
@@ -758,16 +804,29 @@ scenario_from_config(const SimConfig *c, GError **error)
   }
   if (!load_machine(c, &s->machine, error))
     return NULL;
+  /* One workload source: [model], [transformer] or [trace]. */
   const SimConfigGroup *transformer = sim_config_group(c, "transformer");
+  const SimConfigGroup *trace = sim_config_group(c, "trace");
   const SimConfigGroup *model = sim_config_group(c, "model");
-  if (transformer && model) {
-    g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "%s: [transformer]: a scenario has [model] or [transformer], not both",
-                transformer->file);
+  const SimConfigGroup *second = transformer && (trace || model) ? (trace ? trace : model) : trace && model ? model : NULL;
+  if (second) {
+    g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT,
+                "%s: [%s]: a scenario has one of [model], [transformer] or [trace], not both", second->file,
+                second->name);
     return NULL;
   }
-  if (transformer ? !load_transformer(c, &s->machine, s->name, &s->workload, error)
-                  : !load_workload(c, s->name, &s->workload, error))
+  gboolean loaded = transformer ? load_transformer(c, &s->machine, s->name, &s->workload, error)
+                    : trace     ? load_trace(c, s->name, &s->workload, error)
+                                : load_workload(c, s->name, &s->workload, error);
+  if (!loaded)
     return NULL;
+  if (!sim_workload_bytes_fit(s->workload)) {
+    const SimConfigGroup *source = transformer ? transformer : trace ? trace : model;
+    g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT,
+                "%s: [%s]: the model's memory (static, inputs, workspace and every saved reference) adds up to more "
+                "than 4 EiB", source->file, source->name);
+    return NULL;
+  }
   for (guint i = 0; i < c->groups->len; i++) {
     const SimConfigGroup *g = g_ptr_array_index(c->groups, i);
     SimPolicy *p = NULL;

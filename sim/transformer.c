@@ -100,6 +100,10 @@ sim_transformer_parameters(const SimTransformer *c)
   guint64 layer = (attn + mlp) / t + 2 * norm;
   guint64 embed = c->vocab * h / t + (guint64)c->max_positions * h;
   guint64 head = (c->tied_embeddings ? 0 : c->vocab * h / t) + norm;
+  /* Within the loaders' bounds everything but the product with the layer
+   * count stays below 2^57: saturate that one rather than wrap. */
+  if (c->layers && layer > (G_MAXUINT64 - embed - head) / c->layers)
+    return G_MAXUINT64;
   return layer * c->layers + embed + head;
 }
 
@@ -192,8 +196,8 @@ build_layer(SimLayer *layer, const SimTransformer *c, const Geometry *g, const S
   /* The checkpointed input is the residual stream entering the layer. */
   layer->input_bytes = row_h;
   /* Backward holds the gradients of the widest activations at once. */
-  guint64 grads = MAX(2 * row_f, c->flash ? 0 : 2 * scores);
-  layer->workspace_bytes = grads + 2 * row_h;
+  guint64 grads = MAX(mul(k, 2, row_f), c->flash ? 0 : mul(k, 2, scores));
+  layer->workspace_bytes = grads + mul(k, 2, row_h);
 }
 
 static void
@@ -213,8 +217,9 @@ build_head(SimLayer *stage, const SimTransformer *c, const Geometry *g, const Si
   guint64 upcast = g->e == 4 ? 0 : mul(k, logits, 4); /* .float() is a no-op in fp32 */
   add_norm(stage, c, g, k, "final_norm_in", "final_norm_stats");
   add(stage, "lm_head_in", mul3(k, g->rows, g->h, g->e), 1);
-  /* log_softmax saves its output and nll_loss reads it again. */
+  /* log_softmax saves its output and nll_loss reads it again, with the labels. */
   add(stage, "log_softmax", mul(k, logits, 4), 2);
+  add(stage, "labels", mul(k, g->rows, 8), 1)->offloadable = FALSE;
   /* Transient: the logits and their fp32 copy exist together while the loss
    * is computed, and their gradients in backward: the step's sharpest peak. */
   stage->workspace_bytes = mul(k, logits, g->e) + upcast;
@@ -259,17 +264,33 @@ sim_transformer_build(const SimTransformer *c, const SimDevice *dev, const char 
   guint64 p = sim_transformer_parameters(c);
   guint64 per_param = 2 * c->dtype_bytes + (c->adamw ? 8 : 0) + (c->master_weights && c->dtype_bytes != 4 ? 4 : 0);
   w->static_bytes = mul(&k, p, per_param);
-  guint64 total = w->static_bytes;
-  for (guint i = 0; i < c->layers && !k.overflow; i++) {
-    guint64 bytes = sim_layer_saved_bytes(sim_workload_layer(w, i));
-    if (bytes > SIM_UNITS_MAX_BYTES - total)
-      k.overflow = TRUE;
-    else
-      total += bytes;
-  }
-  if (k.overflow) {
+  if (k.overflow || !sim_workload_bytes_fit(w)) {
     g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "the model's memory adds up to more than 4 EiB");
     return NULL;
   }
   return g_steal_pointer(&w);
+}
+
+void
+sim_transformer_format_ini(const SimTransformer *c, GString *out)
+{
+  g_string_append_printf(out,
+                         "[transformer]\n"
+                         "hidden = %u\nlayers = %u\nheads = %u\nkv_heads = %u\nhead_dim = %u\nffn = %u\n"
+                         "vocab = %" G_GUINT64_FORMAT "\n",
+                         c->hidden, c->layers, c->heads, c->kv_heads, c->head_dim, c->ffn, c->vocab);
+  if (c->max_positions)
+    g_string_append_printf(out, "positions = %u\n", c->max_positions);
+  g_string_append_printf(out,
+                         "norm = %s\nmlp = %s\ntied_embeddings = %s\nqkv_bias = %s\nlinear_bias = %s\n"
+                         "batch = %u\nseq = %u\ndtype = %s\nattention = %s\n",
+                         c->layernorm ? "layernorm" : "rmsnorm", c->gelu ? "gelu" : "swiglu",
+                         c->tied_embeddings ? "true" : "false", c->qkv_bias ? "true" : "false",
+                         c->linear_bias ? "true" : "false", c->batch, c->seq, c->dtype,
+                         c->flash ? "flash" : "eager");
+  char dropout[G_ASCII_DTOSTR_BUF_SIZE];
+  g_ascii_formatd(dropout, sizeof dropout, "%.15g", c->dropout);
+  g_string_append_printf(out, "dropout = %s\ntp = %u\nsp = %s\noptimizer = %s\nmaster_weights = %s\n", dropout,
+                         c->tp, c->sp ? "true" : "false", c->adamw ? "adamw" : "none",
+                         c->master_weights ? "true" : "false");
 }

@@ -23,6 +23,12 @@
  *   swiglu: gate (SiLU input), up, silu_out, down_in       N.f.e/t each
  *   mlp_resid_mask    N.h        with dropout
  *
+ * The embedding saves the token ids (N.8); the loss head the final norm's
+ * input and statistics, the LM head's input, the fp32 log-softmax (read by
+ * the softmax and the NLL backward) and the labels (N.8).  The logits and
+ * their fp32 copy are the head's transient workspace: the step's sharpest
+ * peak for large vocabularies.
+ *
  * With Megatron's GPT settings (layernorm, gelu, f = 4h, eager, dropout)
  * everything but the two *_stats entries sums to Korthikanti et al.'s
  * s.b.h.(34 + 5.a.s/h) and its tensor- and sequence-parallel forms, to the
@@ -73,7 +79,12 @@ gboolean sim_transformer_validate(const SimTransformer *config, GError **error);
 SimWorkload *sim_transformer_build(const SimTransformer *config, const SimDevice *device, const char *name,
                                    GError **error);
 
-/* Parameters per GPU (tensor-parallel shard), for static memory. */
+/* Parameters per GPU (tensor-parallel shard), for static memory; G_MAXUINT64
+ * when the count passes 64 bits. */
 guint64 sim_transformer_parameters(const SimTransformer *config);
+
+/* Appends the [transformer] group that describes `config` in full, one key
+ * per line, so that loading it builds the same workload. */
+void sim_transformer_format_ini(const SimTransformer *config, GString *out);
 
 G_END_DECLS

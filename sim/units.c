@@ -122,7 +122,9 @@ sim_units_parse_size(const char *text, guint64 *bytes, GError **error)
   }
   /* Whole part exactly in integers; the fraction rounds to the nearest byte. */
   guint64 scale = (guint64)unit->scale;
-  if (whole == G_MAXUINT64 || whole > SIM_UNITS_MAX_BYTES / scale || value * unit->scale > (double)SIM_UNITS_MAX_BYTES) {
+  /* Past the first test the sum is at most 2^62 + scale: it cannot wrap. */
+  if (whole == G_MAXUINT64 || whole > SIM_UNITS_MAX_BYTES / scale || value * unit->scale > (double)SIM_UNITS_MAX_BYTES ||
+      whole * scale + (guint64)llround(fraction * unit->scale) > SIM_UNITS_MAX_BYTES) {
     g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "size '%s' is too large (at most 4 EiB)", text);
     return FALSE;
   }

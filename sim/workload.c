@@ -1,5 +1,7 @@
 #include "workload.h"
 
+#include "units.h"
+
 void
 sim_tensor_clear(gpointer data)
 {
@@ -146,4 +148,42 @@ sim_workload_saved_tensors(const SimWorkload *w)
   if (w->head)
     n += w->head->tensors->len;
   return n;
+}
+
+/* *total += bytes * count unless that passes SIM_UNITS_MAX_BYTES. */
+static gboolean
+add_bytes(guint64 *total, guint64 bytes, guint64 count)
+{
+  if (count != 0 && bytes > (SIM_UNITS_MAX_BYTES - *total) / count)
+    return FALSE;
+  *total += bytes * count;
+  return TRUE;
+}
+
+static gboolean
+stage_bytes_fit(const SimLayer *stage, guint64 *total)
+{
+  if (stage == NULL)
+    return TRUE;
+  if (!add_bytes(total, stage->input_bytes, 1) || !add_bytes(total, stage->workspace_bytes, 1))
+    return FALSE;
+  for (guint i = 0; i < stage->tensors->len; i++) {
+    const SimTensor *t = &g_array_index(stage->tensors, SimTensor, i);
+    if (!add_bytes(total, t->bytes, MAX(t->refs, 1u)))
+      return FALSE;
+  }
+  return TRUE;
+}
+
+gboolean
+sim_workload_bytes_fit(const SimWorkload *w)
+{
+  guint64 total = 0;
+  if (!add_bytes(&total, w->static_bytes, 1) || !stage_bytes_fit(w->embed, &total) ||
+      !stage_bytes_fit(w->head, &total))
+    return FALSE;
+  for (guint i = 0; i < sim_workload_n_layers(w); i++)
+    if (!stage_bytes_fit(sim_workload_layer(w, i), &total))
+      return FALSE;
+  return TRUE;
 }

@@ -85,6 +85,14 @@ guint64 sim_layer_saved_bytes(const SimLayer *layer);
  * them (JSON `saved_bytes`). */
 guint64 sim_workload_saved_bytes(const SimWorkload *workload);
 
+/* The most memory a run of the workload can hold at once, bounded from
+ * above: static bytes plus, for every layer and stage, its input, its
+ * workspace and each tensor times its references (an offload without dedup
+ * copies and reloads every reference).  FALSE when that passes
+ * SIM_UNITS_MAX_BYTES (4 EiB): loaders refuse such a workload, so no ledger
+ * level or copy total of a run can overflow 64 bits. */
+gboolean sim_workload_bytes_fit(const SimWorkload *workload);
+
 /* Frees the name of a SimTensor (for GArray clear functions). */
 void sim_tensor_clear(gpointer tensor);
 

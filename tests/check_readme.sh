@@ -1,7 +1,10 @@
 #!/bin/sh
 # Keeps README.md true: its two set-up commands, .ci/run and the output it
-# shows must agree with each other and with the program.
+# shows must agree with each other and with the program, and the pictures
+# it shows must exist.
 # Usage: check_readme.sh OFFSIM_BINARY SOURCE_DIR
+# Exits 77 (skipped) after every other check when gnuplot is missing: the
+# first command draws plots, so its output cannot be reproduced without it.
 set -eu
 offsim=$1
 src=$2
@@ -13,18 +16,35 @@ commands=$(awk '/^## Quick start/{q=1} q&&/^```sh$/{getline; print; n++; if(n==2
 [ "$(printf '%s\n' "$commands" | wc -l)" -eq 2 ] || fail "README must show two one-line commands"
 first=$(printf '%s\n' "$commands" | sed -n 1p)
 second=$(printf '%s\n' "$commands" | sed -n 2p)
-case $first in *"apt-get install"*"offsim compare") ;; *) fail "the first command must install, build and end with offsim compare" ;; esac
-case $second in *"apt-get install"*ctest*) ;; *) fail "the second command must install, build and run ctest" ;; esac
+demo="./build/cli/offsim compare --plot build/plots"
+case $first in *"apt-get install"*gnuplot-nox*"&& $demo") ;; *) fail "the first command must install gnuplot-nox, build and end with $demo" ;; esac
+case $second in *"apt-get install"*gnuplot-nox*ctest*) ;; *) fail "the second command must install gnuplot-nox, build and run ctest" ;; esac
 
 # .ci/run calls the second command and nothing else.
 ci_command=$(grep -v '^#' "$src/.ci/run" | grep -v '^set -eu$' | grep -v '^cd ' | grep -v '^$')
 [ "$ci_command" = "$second" ] || fail ".ci/run does not run the README's test command"
 
-# The output shown after the marker is what offsim compare prints.
+# Every picture the README shows is in the repository.
+for image in $(sed -n 's/.*!\[[^]]*\](\([^)]*\)).*/\1/p' "$readme"); do
+  [ -f "$src/$image" ] || fail "README shows $image, which does not exist"
+done
+
+# The output shown after the marker is what the first command's last step
+# prints, report and plot line alike, run from a scratch directory.
+command -v gnuplot >/dev/null 2>&1 || {
+  echo "check_readme: commands and .ci/run agree; output check skipped: gnuplot is not installed"
+  exit 77
+}
 shown=$(awk '/<!-- offsim-compare-output -->/{m=1; next} m&&/^```$/{if(in_block){exit} in_block=1; next} m&&in_block{print}' "$readme")
-actual=$("$offsim" compare)
+scratch=$(mktemp -d)
+trap 'rm -rf "$scratch"' EXIT
+# shellcheck disable=SC2086 # the demo's arguments split on purpose
+actual=$(cd "$scratch" && "$offsim" ${demo#./build/cli/offsim } 2>&1) || fail "'$demo' failed: $actual"
 [ "$shown" = "$actual" ] || {
   printf '%s\n' "$actual" > "${TMPDIR:-/tmp}/offsim-readme-actual.txt"
-  fail "README's output block differs from 'offsim compare' (actual output in ${TMPDIR:-/tmp}/offsim-readme-actual.txt)"
+  fail "README's output block differs from '$demo' (actual output in ${TMPDIR:-/tmp}/offsim-readme-actual.txt)"
 }
-echo "check_readme: README commands, .ci/run and the shown output agree"
+for picture in comparison memory timeline-offload-sync timeline-offload-async; do
+  [ -s "$scratch/build/plots/$picture.png" ] || fail "'$demo' did not draw build/plots/$picture.png"
+done
+echo "check_readme: README commands, .ci/run, the shown output and its pictures agree"

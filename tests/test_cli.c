@@ -4,45 +4,6 @@
 
 #include <json-glib/json-glib.h>
 #include <string.h>
-#include <sys/wait.h>
-
-typedef struct {
-  int status;
-  char *out;
-  char *err;
-} Result;
-
-static void
-result_clear(Result *r)
-{
-  g_free(r->out);
-  g_free(r->err);
-}
-G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(Result, result_clear)
-
-/* Runs offsim with the NULL-terminated arguments. */
-static Result
-offsim(const char *first, ...)
-{
-  g_autoptr(GPtrArray) argv = g_ptr_array_new();
-  g_autoptr(GError) error = NULL;
-  va_list ap;
-  Result r = { 0 };
-  int wait_status = 0;
-
-  g_ptr_array_add(argv, (char *)OFFSIM_BINARY);
-  va_start(ap, first);
-  for (const char *a = first; a; a = va_arg(ap, const char *))
-    g_ptr_array_add(argv, (char *)a);
-  va_end(ap);
-  g_ptr_array_add(argv, NULL);
-  gboolean ok = g_spawn_sync(NULL, (char **)argv->pdata, NULL, G_SPAWN_DEFAULT, NULL, NULL, &r.out, &r.err,
-                             &wait_status, &error);
-  ck_assert_msg(ok, "cannot run offsim: %s", error ? error->message : "?");
-  ck_assert_msg(WIFEXITED(wait_status), "offsim did not exit normally (signal?): %s", r.err);
-  r.status = WEXITSTATUS(wait_status);
-  return r;
-}
 
 static char *
 write_temp(const char *name, const char *text)
@@ -57,13 +18,13 @@ write_temp(const char *name, const char *text)
 
 START_TEST(compare_default_prints_every_default_policy)
 {
-  g_auto(Result) r = offsim("compare", NULL);
+  g_auto(TestRun) r = test_offsim("compare", NULL);
   ck_assert_int_eq(r.status, 0);
   ck_assert_str_eq(r.err, "");
   const char *names[] = { "resident", "offload-sync", "offload-async", "checkpoint-full" };
   for (guint i = 0; i < G_N_ELEMENTS(names); i++)
     ck_assert_msg(strstr(r.out, names[i]) != NULL, "no %s in:\n%s", names[i], r.out);
-  ck_assert_ptr_nonnull(strstr(r.out, "qwen2.5-0.5b-like"));
+  ck_assert_ptr_nonnull(strstr(r.out, "Qwen2.5-0.5B"));
   /* Readable at 100 columns. */
   g_auto(GStrv) lines = g_strsplit(r.out, "\n", -1);
   for (char **line = lines; *line; line++)
@@ -76,7 +37,7 @@ START_TEST(json_has_the_contract_fields_in_order)
   static const char *fields[] = { "scenario", "policy", "step_ms", "compute_ms", "recompute_ms",
                                   "exposed_transfer_ms", "saved_bytes", "peak_device_bytes", "peak_host_bytes",
                                   "d2h_bytes", "h2d_bytes", "d2h_copies", "h2d_copies", "fits" };
-  g_auto(Result) r = offsim("compare", "--format", "json", NULL);
+  g_auto(TestRun) r = test_offsim("compare", "--format", "json", NULL);
   ck_assert_int_eq(r.status, 0);
   g_autoptr(JsonParser) parser = json_parser_new();
   g_autoptr(GError) error = NULL;
@@ -84,7 +45,7 @@ START_TEST(json_has_the_contract_fields_in_order)
                 error ? error->message : "");
   JsonObject *root = json_node_get_object(json_parser_get_root(parser));
   ck_assert_str_eq(json_object_get_string_member(root, "scenario"),
-                   "qwen2.5-0.5b-like, batch 2x512 bf16, H100 PCIe Gen5");
+                   "Qwen2.5-0.5B, batch 2x512 bf16, H100 SXM PCIe Gen5");
   JsonArray *results = json_object_get_array_member(root, "results");
   ck_assert_uint_eq(json_array_get_length(results), 4);
   for (guint i = 0; i < 4; i++) {
@@ -110,7 +71,7 @@ END_TEST
 
 START_TEST(run_prints_one_object)
 {
-  g_auto(Result) r = offsim("run", "--policy", "offload-async", "--format", "json", NULL);
+  g_auto(TestRun) r = test_offsim("run", "--policy", "offload-async", "--format", "json", NULL);
   ck_assert_int_eq(r.status, 0);
   g_autoptr(JsonParser) parser = json_parser_new();
   ck_assert(json_parser_load_from_data(parser, r.out, -1, NULL));
@@ -122,13 +83,13 @@ END_TEST
 
 START_TEST(csv_has_a_header_and_a_row_per_policy)
 {
-  g_auto(Result) r = offsim("compare", "--format", "csv", NULL);
+  g_auto(TestRun) r = test_offsim("compare", "--format", "csv", NULL);
   ck_assert_int_eq(r.status, 0);
   g_auto(GStrv) lines = g_strsplit(r.out, "\n", -1);
   ck_assert_uint_eq(g_strv_length(lines), 1 + 4 + 1); /* header, rows, trailing empty */
   ck_assert(g_str_has_prefix(lines[0], "scenario,policy,step_ms,compute_ms,recompute_ms,exposed_transfer_ms,"));
   /* The scenario name holds commas: it is quoted. */
-  ck_assert(g_str_has_prefix(lines[1], "\"qwen2.5-0.5b-like, batch 2x512 bf16, H100 PCIe Gen5\",resident,"));
+  ck_assert(g_str_has_prefix(lines[1], "\"Qwen2.5-0.5B, batch 2x512 bf16, H100 SXM PCIe Gen5\",resident,"));
 }
 END_TEST
 
@@ -136,8 +97,8 @@ START_TEST(output_is_byte_identical_across_runs)
 {
   const char *formats[] = { "table", "csv", "json" };
   for (guint i = 0; i < G_N_ELEMENTS(formats); i++) {
-    g_auto(Result) a = offsim("compare", "--format", formats[i], NULL);
-    g_auto(Result) b = offsim("compare", "--format", formats[i], NULL);
+    g_auto(TestRun) a = test_offsim("compare", "--format", formats[i], NULL);
+    g_auto(TestRun) b = test_offsim("compare", "--format", formats[i], NULL);
     ck_assert_str_eq(a.out, b.out);
   }
 }
@@ -145,9 +106,9 @@ END_TEST
 
 START_TEST(budget_changes_fits)
 {
-  g_auto(Result) r = offsim("compare", "--budget", "7.45GiB", "--format", "csv", NULL);
+  g_auto(TestRun) r = test_offsim("compare", "--budget", "9GiB", "--format", "csv", NULL);
   ck_assert_int_eq(r.status, 0);
-  /* resident (8.5 GiB) does not fit in 7.45 GiB; offload-sync (7.42 GiB) does. */
+  /* resident (9.96 GiB) does not fit in 9 GiB; offload-sync (8.81 GiB) does. */
   ck_assert_ptr_nonnull(strstr(r.out, ",resident,"));
   g_auto(GStrv) lines = g_strsplit(r.out, "\n", -1);
   ck_assert_ptr_nonnull(strstr(lines[1], ",false,"));
@@ -158,30 +119,30 @@ END_TEST
 START_TEST(bad_input_exits_2_with_one_line)
 {
   g_autofree char *bad = write_temp("bad.ini", "[device]\nmemory = 80GiB\n[link]\nh2d_bandwidth = 0GB/s\nd2h_bandwidth = 1GB/s\n");
-  g_auto(Result) r = offsim("compare", bad, NULL);
+  g_auto(TestRun) r = test_offsim("compare", bad, NULL);
   ck_assert_int_eq(r.status, 2);
   ck_assert_str_eq(r.out, "");
   ck_assert_ptr_nonnull(strstr(r.err, "bad.ini: [link] h2d_bandwidth: expected a positive, finite rate"));
   g_auto(GStrv) err_lines = g_strsplit(r.err, "\n", -1);
   ck_assert_uint_eq(g_strv_length(err_lines), 2); /* one line and the empty tail */
 
-  g_auto(Result) missing = offsim("run", "/nonexistent/scenario.ini", NULL);
+  g_auto(TestRun) missing = test_offsim("run", "/nonexistent/scenario.ini", NULL);
   ck_assert_int_eq(missing.status, 2);
   ck_assert_ptr_nonnull(strstr(missing.err, "/nonexistent/scenario.ini"));
 
-  g_auto(Result) option = offsim("compare", "--frobnicate", NULL);
+  g_auto(TestRun) option = test_offsim("compare", "--frobnicate", NULL);
   ck_assert_int_eq(option.status, 2);
-  g_auto(Result) format = offsim("compare", "--format", "xml", NULL);
+  g_auto(TestRun) format = test_offsim("compare", "--format", "xml", NULL);
   ck_assert_int_eq(format.status, 2);
   ck_assert_ptr_nonnull(strstr(format.err, "expected table, csv or json"));
-  g_auto(Result) budget = offsim("compare", "--budget", "-3GiB", NULL);
+  g_auto(TestRun) budget = test_offsim("compare", "--budget", "-3GiB", NULL);
   ck_assert_int_eq(budget.status, 2);
-  g_auto(Result) policy = offsim("run", "--policy", "nope", NULL);
+  g_auto(TestRun) policy = test_offsim("run", "--policy", "nope", NULL);
   ck_assert_int_eq(policy.status, 2);
   ck_assert_ptr_nonnull(strstr(policy.err, "resident, offload-sync, offload-async, checkpoint-full"));
-  g_auto(Result) command = offsim("frobnicate", NULL);
+  g_auto(TestRun) command = test_offsim("frobnicate", NULL);
   ck_assert_int_eq(command.status, 2);
-  g_auto(Result) two = offsim("run", "a.ini", "b.ini", NULL);
+  g_auto(TestRun) two = test_offsim("run", "a.ini", "b.ini", NULL);
   ck_assert_int_eq(two.status, 2);
 }
 END_TEST
@@ -196,7 +157,7 @@ START_TEST(every_bundled_scenario_runs)
     if (!g_str_has_suffix(name, ".ini"))
       continue;
     g_autofree char *path = g_build_filename(OFFSIM_SCENARIOS, name, NULL);
-    g_auto(Result) r = offsim("compare", path, "--format", "json", NULL);
+    g_auto(TestRun) r = test_offsim("compare", path, "--format", "json", NULL);
     ck_assert_msg(r.status == 0, "%s: exit %d: %s", name, r.status, r.err);
     n++;
   }
@@ -207,9 +168,49 @@ END_TEST
 START_TEST(embedded_default_equals_the_bundled_file)
 {
   g_autofree char *path = g_build_filename(OFFSIM_SCENARIOS, "default.ini", NULL);
-  g_auto(Result) a = offsim("compare", "--format", "json", NULL);
-  g_auto(Result) b = offsim("compare", path, "--format", "json", NULL);
+  g_auto(TestRun) a = test_offsim("compare", "--format", "json", NULL);
+  g_auto(TestRun) b = test_offsim("compare", path, "--format", "json", NULL);
   ck_assert_str_eq(a.out, b.out);
+  /* The embedded default is the Qwen2.5-0.5B preset written out: its
+   * config.json and profile give the same figures. */
+  g_autofree char *preset = g_build_filename(OFFSIM_SCENARIOS, "qwen2.5-0.5b.ini", NULL);
+  g_auto(TestRun) c = test_offsim("compare", preset, "--format", "json", NULL);
+  ck_assert_int_eq(c.status, 0);
+  ck_assert_str_eq(a.out, c.out);
+}
+END_TEST
+
+START_TEST(model_prints_a_scenario_that_runs)
+{
+  g_autofree char *config = g_build_filename(OFFSIM_SCENARIOS, "models", "qwen2.5-0.5b.json", NULL);
+  g_autofree char *preset = g_build_filename(OFFSIM_SCENARIOS, "qwen2.5-0.5b.ini", NULL);
+  g_auto(TestRun) m = test_offsim("model", "--hf-config", config, "--batch", "2", "--seq", "512", NULL);
+  ck_assert_int_eq(m.status, 0);
+  ck_assert_ptr_nonnull(strstr(m.out, "[transformer]\nhidden = 896\n"));
+  ck_assert_ptr_nonnull(strstr(m.out, "494032768 parameters"));
+  /* Run it: the same figures as the preset, which reads the same config. */
+  g_autofree char *path = write_temp("model.ini", m.out);
+  g_auto(TestRun) a = test_offsim("compare", path, "--format", "csv", NULL);
+  g_auto(TestRun) b = test_offsim("compare", preset, "--format", "csv", NULL);
+  ck_assert_int_eq(a.status, 0);
+  g_auto(GStrv) la = g_strsplit(a.out, "\n", -1), lb = g_strsplit(b.out, "\n", -1);
+  ck_assert_uint_eq(g_strv_length(la), g_strv_length(lb));
+  for (guint i = 1; la[i] && *la[i]; i++) {
+    /* Drop the scenario name (the first field, quoted: it holds commas). */
+    const char *ra = strstr(la[i], "\","), *rb = strstr(lb[i], "\",");
+    ck_assert_ptr_nonnull(ra);
+    ck_assert_str_eq(ra, rb);
+  }
+
+  g_autofree char *bad = write_temp("bert.json", "{\"model_type\": \"bert\"}");
+  g_auto(TestRun) e = test_offsim("model", "--hf-config", bad, "--batch", "1", "--seq", "8", NULL);
+  ck_assert_int_eq(e.status, 2);
+  ck_assert_ptr_nonnull(strstr(e.err, "'bert' is not supported"));
+  g_auto(TestRun) f = test_offsim("model", "--hf-config", config, "--seq", "8", NULL);
+  ck_assert_int_eq(f.status, 2);
+  g_auto(TestRun) g = test_offsim("model", "--hf-config", config, "--batch", "1", "--seq", "8", "--dtype", "fp8", NULL);
+  ck_assert_int_eq(g.status, 2);
+  ck_assert_ptr_nonnull(strstr(g.err, "--dtype: expected one of fp32, bf16, fp16"));
 }
 END_TEST
 
@@ -228,6 +229,7 @@ cli_suite(void)
   tcase_add_test(tc, bad_input_exits_2_with_one_line);
   tcase_add_test(tc, every_bundled_scenario_runs);
   tcase_add_test(tc, embedded_default_equals_the_bundled_file);
+  tcase_add_test(tc, model_prints_a_scenario_that_runs);
   suite_add_tcase(s, tc);
   return s;
 }

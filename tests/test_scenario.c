@@ -385,7 +385,8 @@ START_TEST(test_embedded_default)
   ck_assert_uint_eq(sim_workload_n_layers(s->workload), 24);
   ck_assert_str_eq(s->origin, "(embedded default)");
   ck_assert_ptr_nonnull(sim_scenario_default_text());
-  ck_assert_ptr_nonnull(strstr(sim_scenario_default_text(), "[model]"));
+  ck_assert_ptr_nonnull(strstr(sim_scenario_default_text(), "[transformer]"));
+  ck_assert_ptr_nonnull(s->workload->head); /* generated: it has a loss head */
   ck_assert_uint_ge(s->policies->len, 1);
 }
 END_TEST

@@ -5,6 +5,7 @@
 #include "error.h"
 #include "hf_config.h"
 #include "lower.h"
+#include "trace.h"
 
 #include <math.h>
 #include <string.h>
@@ -215,6 +216,27 @@ START_TEST(static_memory_follows_the_optimizer)
 }
 END_TEST
 
+START_TEST(presets_have_their_published_parameter_counts)
+{
+  /* HuggingFace's num_parameters() for these checkpoints. */
+  struct {
+    const char *config;
+    guint64 parameters;
+  } presets[] = {
+    { "qwen2.5-0.5b.json", 494032768ULL },
+    { "llama-3.1-8b.json", 8030261248ULL },
+  };
+  for (guint i = 0; i < G_N_ELEMENTS(presets); i++) {
+    SimTransformer t;
+    sim_transformer_defaults(&t);
+    g_autoptr(GError) error = NULL;
+    g_autofree char *path = g_build_filename(OFFSIM_SCENARIOS, "models", presets[i].config, NULL);
+    ck_assert_msg(sim_hf_config_load(path, &t, &error), "%s", error ? error->message : "");
+    ck_assert_uint_eq(sim_transformer_parameters(&t), presets[i].parameters);
+  }
+}
+END_TEST
+
 START_TEST(times_follow_flops_and_bytes)
 {
   /* Forward FLOPs of a Megatron GPT layer: 24.b.s.h^2 + 4.b.s^2.h. */
@@ -287,7 +309,7 @@ START_TEST(transformer_bad_input_is_named)
     { "[transformer]\nhf_config = nope.json\nbatch = 1\nseq = 8\n", "[transformer] hf_config: ./nope.json: cannot read" },
     { "[transformer]\nhidden = 64\nlayers = 2\nheads = 4\nffn = 256\nvocab = 10\nbatch = 1\nseq = 8\n"
       "[model]\nlayers = 1\nforward = 1ms\ninput = 0\ntensors =\n",
-      "[model] or [transformer], not both" },
+      "a scenario has one of [model], [transformer] or [trace], not both" },
   };
   for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
     g_autofree char *text = g_strconcat(base, cases[i].group, NULL);
@@ -299,6 +321,130 @@ START_TEST(transformer_bad_input_is_named)
     "[device]\nmemory = 80GiB\n[link]\nh2d_bandwidth = 25GB/s\nd2h_bandwidth = 25GB/s\n"
     "[transformer]\nhidden = 64\nlayers = 2\nheads = 4\nffn = 256\nvocab = 10\nbatch = 1\nseq = 8\n");
   ck_assert_ptr_nonnull(strstr(msg, "matmul_tflops and hbm_bandwidth"));
+}
+END_TEST
+
+/* ---- against PyTorch recordings ------------------------------------------- */
+
+typedef struct {
+  const char *csv;
+  guint hidden, layers, heads, kv_heads, ffn, vocab, batch, seq;
+} Recording;
+
+static const Recording recordings[] = {
+  { "qwen2-tiny.csv", 256, 2, 4, 2, 704, 1000, 2, 128 },
+  { "qwen2-small.csv", 512, 4, 8, 2, 1408, 4096, 2, 256 },
+};
+
+static SimScenario *
+recorded(const Recording *r)
+{
+  g_autofree char *text = g_strdup_printf(
+    "[device]\nmemory = 80GiB\nmatmul_tflops = 312\nhbm_bandwidth = 2TB/s\n"
+    "[link]\nh2d_bandwidth = 25GB/s\nd2h_bandwidth = 25GB/s\n"
+    "[trace]\nfile = %s/trace/%s\nforward = 1ms\n",
+    OFFSIM_TEST_DATA, r->csv);
+  return test_scenario_from_text(text);
+}
+
+static SimScenario *
+generated(const Recording *r)
+{
+  /* The recorder's model: fp32, eager attention, q/k/v biases, untied head. */
+  g_autofree char *text = g_strdup_printf(
+    "[device]\nmemory = 80GiB\nmatmul_tflops = 312\nhbm_bandwidth = 2TB/s\n"
+    "[link]\nh2d_bandwidth = 25GB/s\nd2h_bandwidth = 25GB/s\n"
+    "[transformer]\nhidden = %u\nlayers = %u\nheads = %u\nkv_heads = %u\nffn = %u\nvocab = %u\n"
+    "batch = %u\nseq = %u\ndtype = fp32\nattention = eager\nqkv_bias = true\n",
+    r->hidden, r->layers, r->heads, r->kv_heads, r->ffn, r->vocab, r->batch, r->seq);
+  return test_scenario_from_text(text);
+}
+
+static void
+assert_within(guint64 generated_bytes, guint64 recorded_bytes, double tolerance, const char *what, guint layer)
+{
+  double ratio = (double)generated_bytes / (double)recorded_bytes;
+  ck_assert_msg(fabs(ratio - 1) <= tolerance, "%s %u: generated %" G_GUINT64_FORMAT " B, recorded %" G_GUINT64_FORMAT
+                " B (ratio %.4f)", what, layer, generated_bytes, recorded_bytes, ratio);
+}
+
+START_TEST(generator_matches_pytorch_recordings_within_5_percent)
+{
+  for (guint i = 0; i < G_N_ELEMENTS(recordings); i++) {
+    g_autoptr(SimScenario) rec = recorded(&recordings[i]);
+    g_autoptr(SimScenario) gen = generated(&recordings[i]);
+    ck_assert_uint_eq(sim_workload_n_layers(rec->workload), recordings[i].layers);
+    for (guint l = 0; l < recordings[i].layers; l++) {
+      const SimLayer *a = sim_workload_layer(gen->workload, l), *b = sim_workload_layer(rec->workload, l);
+      assert_within(sim_layer_saved_bytes(a), sim_layer_saved_bytes(b), 0.05, "layer", l);
+      /* What full checkpointing keeps is exactly the layer input. */
+      ck_assert_uint_eq(a->input_bytes, b->input_bytes);
+    }
+    assert_within(sim_layer_saved_bytes(gen->workload->head), sim_layer_saved_bytes(rec->workload->head), 0.05,
+                  "head", 0);
+    assert_within(sim_layer_saved_bytes(gen->workload->embed), sim_layer_saved_bytes(rec->workload->embed), 0.05,
+                  "embed", 0);
+  }
+}
+END_TEST
+
+START_TEST(recordings_count_references_and_storages)
+{
+  g_autoptr(SimScenario) rec = recorded(&recordings[0]);
+  g_autoptr(SimScenario) gen = generated(&recordings[0]);
+  /* References: the generator's refs per layer equal the recorded packs of
+   * the same tensors (qkv_in 3, mlp_in 2, the softmax output 2). */
+  for (guint l = 0; l < 2; l++) {
+    const SimLayer *layer = sim_workload_layer(rec->workload, l);
+    guint max_refs = 0, refs = 0;
+    for (guint k = 0; k < layer->tensors->len; k++) {
+      max_refs = MAX(max_refs, g_array_index(layer->tensors, SimTensor, k).refs);
+      refs += g_array_index(layer->tensors, SimTensor, k).refs;
+    }
+    ck_assert_uint_eq(max_refs, 3);
+    const SimLayer *g = sim_workload_layer(gen->workload, l);
+    guint gen_refs = 0;
+    for (guint k = 0; k < g->tensors->len; k++)
+      gen_refs += g_array_index(g->tensors, SimTensor, k).refs;
+    /* Layer 0 also saves the RoPE tables (cos and sin, two packs each),
+     * shared with every later layer and counted once, there. */
+    ck_assert_uint_eq(refs, gen_refs + (l == 0 ? 4 + 1 : 1)); /* + the softmax scale scalar */
+  }
+  ck_assert_uint_eq(rec->workload->head->tensors->len, gen->workload->head->tensors->len + 1); /* + loss weight */
+}
+END_TEST
+
+START_TEST(trace_errors_name_file_line_and_column)
+{
+  struct {
+    const char *csv;
+    const char *piece;
+  } cases[] = {
+    { "layer,op,name,bytes,dtype,shape\n", "t.csv:1: missing column 'is_parameter'" },
+    { "layer,op,name,bytes,dtype,shape,is_parameter\n0,a,b,12x,f,1,0\n", "t.csv:2: column 'bytes'" },
+    { "layer,op,name,bytes,dtype,shape,is_parameter\nfoo,a,b,1,f,1,0\n", "t.csv:2: column 'layer'" },
+    { "layer,op,name,bytes,dtype,shape,is_parameter\n0,a,b,1,f,1\n", "t.csv:2: expected 7 fields" },
+    { "layer,op,name,bytes,dtype,shape,is_parameter\n0,\"a\",b,1,f,1,0\n", "t.csv:2: quoted fields" },
+    { "layer,op,name,bytes,dtype,shape,is_parameter\n1,a,b,1,f,1,0\n", "t.csv: layer 0 has no rows" },
+    { "layer,op,name,bytes,dtype,shape,is_parameter\nhead,a,b,1,f,1,0\n", "no rows of any layer" },
+    { "", "t.csv: empty file" },
+    { "layer,op,name,bytes,dtype,shape,is_parameter\n0,a,b,1,f,1,2\n", "t.csv:2: column 'is_parameter'" },
+  };
+  for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
+    g_autoptr(GError) error = NULL;
+    g_autoptr(SimWorkload) w = sim_trace_load_data(cases[i].csv, strlen(cases[i].csv), "t.csv", "x", &error);
+    ck_assert_msg(w == NULL, "case %u loaded", i);
+    ck_assert_msg(strstr(error->message, cases[i].piece) != NULL, "expected '%s' in: %s", cases[i].piece,
+                  error->message);
+  }
+  /* Without a storage column every row is its own tensor; CRLF is fine. */
+  const char *plain = "layer,op,name,bytes,dtype,shape,is_parameter\r\n0,a,b,10,f,1,0\r\n0,a,b,20,f,1,0\r\n"
+                      "0,w,leaf,99,f,1,1\r\n";
+  g_autoptr(GError) error = NULL;
+  g_autoptr(SimWorkload) w = sim_trace_load_data(plain, strlen(plain), "p.csv", "x", &error);
+  ck_assert_ptr_nonnull(w);
+  ck_assert_uint_eq(sim_layer_saved_bytes(sim_workload_layer(w, 0)), 30); /* the parameter is static */
+  ck_assert_uint_eq(sim_workload_layer(w, 0)->tensors->len, 2);
 }
 END_TEST
 
@@ -316,8 +462,12 @@ transformer_suite(void)
   tcase_add_test(tc, save_on_cpu_copies_every_reference_verl_every_storage);
   tcase_add_test(tc, static_memory_follows_the_optimizer);
   tcase_add_test(tc, times_follow_flops_and_bytes);
+  tcase_add_test(tc, presets_have_their_published_parameter_counts);
   tcase_add_test(tc, hf_config_reads_qwen2_llama_mistral_gpt2);
   tcase_add_test(tc, transformer_bad_input_is_named);
+  tcase_add_test(tc, generator_matches_pytorch_recordings_within_5_percent);
+  tcase_add_test(tc, recordings_count_references_and_storages);
+  tcase_add_test(tc, trace_errors_name_file_line_and_column);
   suite_add_tcase(s, tc);
   return s;
 }

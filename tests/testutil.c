@@ -2,8 +2,11 @@
 
 #include "error.h"
 #include "evaluate.h"
+#include "invariants.h"
 
+#include <stdarg.h>
 #include <stdlib.h>
+#include <sys/wait.h>
 
 int
 test_run_suite(Suite *suite)
@@ -43,5 +46,54 @@ test_evaluate(const SimScenario *s, const char *policy)
   PlannerEvalOptions options = { .detail = TRUE };
   SimResult *r = planner_evaluate(s, p, NULL, &options, &error);
   ck_assert_msg(r != NULL, "evaluation failed: %s", error ? error->message : "?");
+  /* Every evaluation in the tests is checked, in release builds too. */
+  ck_assert_msg(sim_invariants_check(r->run, r->program, &error), "%s", error ? error->message : "");
+  return r;
+}
+
+void
+test_run_clear(TestRun *run)
+{
+  g_free(run->out);
+  g_free(run->err);
+}
+
+static TestRun
+offsim_va(const char *cwd, const char *first, va_list ap)
+{
+  g_autoptr(GPtrArray) argv = g_ptr_array_new();
+  g_autoptr(GError) error = NULL;
+  TestRun r = { 0 };
+  int wait_status = 0;
+
+  g_ptr_array_add(argv, (char *)OFFSIM_BINARY);
+  for (const char *a = first; a; a = va_arg(ap, const char *))
+    g_ptr_array_add(argv, (char *)a);
+  g_ptr_array_add(argv, NULL);
+  gboolean ok = g_spawn_sync(cwd, (char **)argv->pdata, NULL, G_SPAWN_DEFAULT, NULL, NULL, &r.out, &r.err,
+                             &wait_status, &error);
+  ck_assert_msg(ok, "cannot run offsim: %s", error ? error->message : "?");
+  ck_assert_msg(WIFEXITED(wait_status), "offsim did not exit normally (signal?): %s", r.err);
+  r.status = WEXITSTATUS(wait_status);
+  return r;
+}
+
+TestRun
+test_offsim(const char *first, ...)
+{
+  va_list ap;
+  va_start(ap, first);
+  TestRun r = offsim_va(NULL, first, ap);
+  va_end(ap);
+  return r;
+}
+
+TestRun
+test_offsim_in(const char *cwd, const char *first, ...)
+{
+  va_list ap;
+  va_start(ap, first);
+  TestRun r = offsim_va(cwd, first, ap);
+  va_end(ap);
   return r;
 }

@@ -20,6 +20,21 @@ char *test_scenario_error(const char *text);
 /* Evaluates a named policy of a scenario with detail kept. */
 SimResult *test_evaluate(const SimScenario *scenario, const char *policy);
 
+/* One run of the offsim binary: exit status and what it printed. */
+typedef struct {
+  int status;
+  char *out;
+  char *err;
+} TestRun;
+
+void test_run_clear(TestRun *run);
+G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(TestRun, test_run_clear)
+
+/* Runs OFFSIM_BINARY with the NULL-terminated arguments, from this directory
+ * or from `cwd`; the test fails if it cannot start or dies of a signal. */
+TestRun test_offsim(const char *first, ...) G_GNUC_NULL_TERMINATED;
+TestRun test_offsim_in(const char *cwd, const char *first, ...) G_GNUC_NULL_TERMINATED;
+
 /* Asserts |a - b| <= tol with both values in the message. */
 #define ck_assert_close(a, b, tol)                                                                         \
   do {                                                                                                     \

@@ -1,0 +1,200 @@
+#include "bench.h"
+
+#include "engine.h"
+#include "error.h"
+#include "lower.h"
+#include "plan.h"
+#include "scenario.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static double
+now_s(void)
+{
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static int
+compare_double(const void *a, const void *b)
+{
+  double x = *(const double *)a, y = *(const double *)b;
+  return x < y ? -1 : x > y;
+}
+
+static double
+median(double *v, guint n)
+{
+  qsort(v, n, sizeof(double), compare_double);
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+SimProgram *
+bench_synthetic_program(guint layers)
+{
+  SimProgram *p = sim_program_new();
+  guint32 c = sim_program_add_stream(p, "compute"), d = sim_program_add_stream(p, "d2h"),
+          h = sim_program_add_stream(p, "h2d");
+  guint32 fwd = sim_program_intern(p, "forward"), bwd = sim_program_intern(p, "backward"),
+          act = sim_program_intern(p, "act"), ev = sim_program_intern(p, "event");
+  g_autofree guint32 *reloaded = g_new(guint32, layers);
+  guint32 boundary = sim_program_add_event(p, ev, SIM_NO_LAYER);
+  for (guint i = 0; i < layers; i++) {
+    gint32 l = (gint32)i;
+    gint64 bytes = 1 << 20;
+    guint32 done = sim_program_add_event(p, ev, l), out = sim_program_add_event(p, ev, l);
+    reloaded[i] = sim_program_add_event(p, ev, l);
+    guint32 op = sim_program_compute(p, c, 1e-4 * (1 + i % 3), SIM_PHASE_FORWARD, l, fwd);
+    sim_program_mem(p, op, SIM_AT_START, SIM_POOL_DEVICE, bytes, act, l);
+    sim_program_record(p, c, done);
+    sim_program_wait(p, d, done);
+    op = sim_program_copy(p, d, SIM_DIR_D2H, (guint64)bytes, FALSE, l, act);
+    sim_program_mem(p, op, SIM_AT_START, SIM_POOL_HOST, bytes, act, l);
+    sim_program_mem(p, op, SIM_AT_END, SIM_POOL_DEVICE, -bytes, act, l);
+    sim_program_record(p, d, out);
+    /* Reloads start after the forward pass, in reverse, as offload does. */
+    (void)out;
+  }
+  sim_program_record(p, c, boundary);
+  for (guint i = layers; i-- > 0;) {
+    gint32 l = (gint32)i;
+    gint64 bytes = 1 << 20;
+    sim_program_wait(p, h, boundary);
+    guint32 op = sim_program_copy(p, h, SIM_DIR_H2D, (guint64)bytes, FALSE, l, act);
+    sim_program_mem(p, op, SIM_AT_START, SIM_POOL_DEVICE, bytes, act, l);
+    sim_program_mem(p, op, SIM_AT_END, SIM_POOL_HOST, -bytes, act, l);
+    sim_program_record(p, h, reloaded[i]);
+    sim_program_wait(p, c, reloaded[i]);
+    op = sim_program_compute(p, c, 2e-4 * (1 + i % 3), SIM_PHASE_BACKWARD, l, bwd);
+    sim_program_mem(p, op, SIM_AT_END, SIM_POOL_DEVICE, -bytes, act, l);
+  }
+  return p;
+}
+
+static const SimLink bench_link = {
+  .h2d_bandwidth = 25e9, .d2h_bandwidth = 25e9, .bidir_bandwidth = 40e9, .latency = 8e-6,
+  .pageable_factor = 0.5, .compute_slowdown = 0.03, .host_alloc = 3e-3,
+};
+
+static gboolean
+bench_engine(const BenchOptions *o, BenchFigures *f, GError **error)
+{
+  /* Six events a layer: two computes, two copies with a latency each. */
+  guint layers = o->quick ? 2000 : 180000;
+  g_autoptr(SimProgram) p = bench_synthetic_program(layers);
+  g_autoptr(SimEngine) engine = sim_engine_new();
+  g_autofree double *rates = g_new(double, o->repeats);
+  for (guint r = 0; r < o->repeats; r++) {
+    double t0 = now_s();
+    g_autoptr(SimRun) run = sim_engine_run(engine, p, &bench_link, NULL, error);
+    double t1 = now_s();
+    if (run == NULL)
+      return FALSE;
+    rates[r] = (double)run->events / (t1 - t0);
+    f->engine_events = run->events;
+    f->engine_heap_ops = run->heap_ops;
+  }
+  f->events_per_sec = median(rates, o->repeats);
+  return TRUE;
+}
+
+static char *
+scenario_96x32(void)
+{
+  GString *t = g_string_new("[scenario]\nname = bench 96x32\n[device]\nmemory = 80GiB\n"
+                            "[link]\nh2d_bandwidth = 55GB/s\nd2h_bandwidth = 55GB/s\nlatency = 8us\n"
+                            "compute_slowdown = 0.03\n[model]\nlayers = 96\nforward = 2ms\ninput = 4MiB\ntensors = ");
+  for (guint i = 0; i < 32; i++)
+    g_string_append_printf(t, "%st%u:%uMiB", i ? ", " : "", i, 1 + i % 8);
+  g_string_append(t, "\n[policy.async]\nkind = offload\n");
+  return g_string_free(t, FALSE);
+}
+
+static gboolean
+bench_step(const BenchOptions *o, BenchFigures *f, GError **error)
+{
+  g_autofree char *text = scenario_96x32();
+  g_autoptr(SimScenario) s = sim_scenario_load_data(text, "bench 96x32", error);
+  if (s == NULL)
+    return FALSE;
+  const SimPolicy *policy = g_ptr_array_index(s->policies, 0);
+  g_autoptr(SimEngine) engine = sim_engine_new();
+  g_autoptr(SimProgram) program = sim_program_new();
+  g_autofree double *ms = g_new(double, o->repeats);
+  /* Steady state: the engine and program buffers have grown once. */
+  planner_lower_into(program, s->workload, policy, &s->machine.link);
+  for (guint r = 0; r < o->repeats; r++) {
+    double t0 = now_s();
+    planner_lower_into(program, s->workload, policy, &s->machine.link);
+    g_autoptr(SimRun) run = sim_engine_run(engine, program, &s->machine.link, NULL, error);
+    double t1 = now_s();
+    if (run == NULL)
+      return FALSE;
+    ms[r] = (t1 - t0) * 1e3;
+  }
+  f->step_96x32_ms = median(ms, o->repeats);
+  f->step_96x32_ops = sim_program_n_ops(program);
+  return TRUE;
+}
+
+/* GPT-3 175B shapes, 96 layers, TP 8 with SP, on an 80 GiB-class link. */
+static const char plan_scenario[] =
+  "[scenario]\nname = bench plan 96\n[device]\nmemory = 400GiB\nmatmul_tflops = 795\nhbm_bandwidth = 3.35TB/s\n"
+  "[link]\nh2d_bandwidth = 55GB/s\nd2h_bandwidth = 55GB/s\nbidir_bandwidth = 101GB/s\nlatency = 8us\n"
+  "compute_slowdown = 0.03\n"
+  "[transformer]\nhidden = 12288\nlayers = 96\nheads = 96\nffn = 49152\nvocab = 51200\nbatch = 1\nseq = 2048\n"
+  "dtype = bf16\nnorm = layernorm\nmlp = gelu\nattention = eager\ndropout = 0.1\ntp = 8\nsp = true\n"
+  "optimizer = none\nmaster_weights = false\n";
+
+static gboolean
+bench_plan(const BenchOptions *o, BenchFigures *f, GError **error)
+{
+  g_autoptr(SimScenario) s = sim_scenario_load_data(plan_scenario, "bench plan 96", error);
+  if (s == NULL)
+    return FALSE;
+  /* Half of the activations above static memory must go. */
+  guint64 saved = sim_workload_saved_bytes(s->workload);
+  guint64 budget = s->workload->static_bytes + s->workload->head->workspace_bytes + saved / 2;
+  guint repeats = MAX(1u, o->repeats / 2);
+  g_autofree double *ms = g_new(double, repeats);
+  for (guint r = 0; r < repeats; r++) {
+    double t0 = now_s();
+    g_autoptr(PlannerPlan) plan = planner_plan(s, budget, error);
+    double t1 = now_s();
+    if (plan == NULL)
+      return FALSE;
+    ms[r] = (t1 - t0) * 1e3;
+    f->plan_96_evaluations = plan->evaluations;
+  }
+  f->plan_96_ms = median(ms, repeats);
+  return TRUE;
+}
+
+gboolean
+bench_run(const BenchOptions *options, BenchFigures *f, GError **error)
+{
+  BenchOptions o = *options;
+  o.repeats = MAX(1u, o.repeats);
+  *f = (BenchFigures){ .repeats = o.repeats };
+  return bench_engine(&o, f, error) && bench_step(&o, f, error) && bench_plan(&o, f, error);
+}
+
+char *
+bench_cpu_model(void)
+{
+  g_autofree char *info = NULL;
+  if (g_file_get_contents("/proc/cpuinfo", &info, NULL, NULL)) {
+    g_auto(GStrv) lines = g_strsplit(info, "\n", -1);
+    for (char **l = lines; *l; l++) {
+      if (g_str_has_prefix(*l, "model name")) {
+        const char *colon = strchr(*l, ':');
+        if (colon)
+          return g_strstrip(g_strdup(colon + 1));
+      }
+    }
+  }
+  return g_strdup("unknown");
+}

@@ -1,0 +1,53 @@
+/* bench/bench.h — the figures `offsim bench` reports.
+ *
+ * Each figure is the median of repeated runs of one fixed workload, so a
+ * figure can be compared across commits on one machine; the machine and
+ * the build type are reported with them.  Wall time on a shared machine is
+ * noisy: callgrind instruction counts (see the README) are the repeatable
+ * companion of these numbers.
+ *
+ *   events_per_sec        the engine alone on a synthetic program of three
+ *                         streams and at least 1 M events (lowering excluded);
+ *   step_96x32_ms         lower and run one step of a 96-layer model with 32
+ *                         saved tensors per layer under async offload;
+ *   plan_96_ms            plan a 96-layer generated transformer under a budget;
+ *   sweep_points_per_sec  sweep points (all four default policies each) per
+ *                         second, on every core.
+ */
+#pragma once
+
+#include "program.h"
+
+G_BEGIN_DECLS
+
+typedef struct {
+  double events_per_sec;
+  guint64 engine_events;  /* events in the synthetic program */
+  guint64 engine_heap_ops;
+  double step_96x32_ms;
+  guint step_96x32_ops;
+  double plan_96_ms;
+  guint64 plan_96_evaluations;
+  double sweep_points_per_sec;
+  guint sweep_points;
+  guint sweep_jobs;
+  guint repeats;
+} BenchFigures;
+
+typedef struct {
+  guint repeats;    /* runs per figure; the median is reported (>= 1) */
+  guint jobs;       /* sweep threads (0 = every core) */
+  gboolean quick;   /* smaller workloads, for tests */
+} BenchOptions;
+
+gboolean bench_run(const BenchOptions *options, BenchFigures *figures, GError **error);
+
+/* The synthetic engine program: `layers` layers of one forward, one copy
+ * out, one copy back and one backward, with events between the streams and
+ * memory on every op.  Exposed for tests and profiling. */
+SimProgram *bench_synthetic_program(guint layers);
+
+/* "Intel(R) Xeon(R) ..." from /proc/cpuinfo, or "unknown". */
+char *bench_cpu_model(void);
+
+G_END_DECLS

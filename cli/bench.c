@@ -1,0 +1,101 @@
+/* cli/bench.c — `offsim bench`: the performance figures, with the machine. */
+#include "cli.h"
+
+#include "bench.h"
+#include "error.h"
+#include "report.h"
+
+#include <stdio.h>
+
+#ifndef OFFSIM_BUILD_TYPE
+#define OFFSIM_BUILD_TYPE "unknown"
+#endif
+
+static char *
+bench_format(const BenchFigures *f, CliFormat format)
+{
+  g_autofree char *cpu = bench_cpu_model();
+  guint cores = g_get_num_processors();
+  if (format == CLI_FORMAT_JSON) {
+    g_autoptr(JsonBuilder) b = json_builder_new();
+    json_builder_begin_object(b);
+    json_builder_set_member_name(b, "events_per_sec");
+    json_builder_add_double_value(b, f->events_per_sec);
+    json_builder_set_member_name(b, "step_96x32_ms");
+    json_builder_add_double_value(b, f->step_96x32_ms);
+    json_builder_set_member_name(b, "plan_96_ms");
+    json_builder_add_double_value(b, f->plan_96_ms);
+    json_builder_set_member_name(b, "sweep_points_per_sec");
+    json_builder_add_double_value(b, f->sweep_points_per_sec);
+    json_builder_set_member_name(b, "engine_events");
+    json_builder_add_int_value(b, (gint64)f->engine_events);
+    json_builder_set_member_name(b, "engine_heap_ops");
+    json_builder_add_int_value(b, (gint64)f->engine_heap_ops);
+    json_builder_set_member_name(b, "step_96x32_ops");
+    json_builder_add_int_value(b, f->step_96x32_ops);
+    json_builder_set_member_name(b, "plan_96_evaluations");
+    json_builder_add_int_value(b, (gint64)f->plan_96_evaluations);
+    json_builder_set_member_name(b, "sweep_points");
+    json_builder_add_int_value(b, f->sweep_points);
+    json_builder_set_member_name(b, "sweep_jobs");
+    json_builder_add_int_value(b, f->sweep_jobs);
+    json_builder_set_member_name(b, "repeats");
+    json_builder_add_int_value(b, f->repeats);
+    json_builder_set_member_name(b, "cpu");
+    json_builder_add_string_value(b, cpu);
+    json_builder_set_member_name(b, "cores");
+    json_builder_add_int_value(b, cores);
+    json_builder_set_member_name(b, "build_type");
+    json_builder_add_string_value(b, OFFSIM_BUILD_TYPE);
+    json_builder_end_object(b);
+    g_autoptr(JsonNode) root = json_builder_get_root(b);
+    return cli_report_json_to_string(root);
+  }
+  return g_strdup_printf("machine: %s, %u cores; build %s; medians of %u runs\n\n"
+                         "events_per_sec        %14.0f   (%" G_GUINT64_FORMAT " events, %" G_GUINT64_FORMAT
+                         " heap operations)\n"
+                         "step_96x32_ms         %14.3f   (%u ops, lowered and run)\n"
+                         "plan_96_ms            %14.1f   (%" G_GUINT64_FORMAT " simulations)\n"
+                         "sweep_points_per_sec  %14.0f   (%u points, %u threads)\n",
+                         cpu, cores, OFFSIM_BUILD_TYPE, f->repeats, f->events_per_sec, f->engine_events,
+                         f->engine_heap_ops, f->step_96x32_ms, f->step_96x32_ops, f->plan_96_ms,
+                         f->plan_96_evaluations, f->sweep_points_per_sec, f->sweep_points, f->sweep_jobs);
+}
+
+int
+cli_bench_main(int argc, char **argv)
+{
+  g_autofree char *format_text = NULL;
+  int repeats = 7, jobs = 0;
+  gboolean quick = FALSE;
+  GError *error = NULL;
+  const GOptionEntry entries[] = {
+    { "format", 'f', 0, G_OPTION_ARG_STRING, &format_text, "Output: table (default) or json", "FORMAT" },
+    { "repeats", 'r', 0, G_OPTION_ARG_INT, &repeats, "Runs per figure; the median is reported (default 7)", "N" },
+    { "jobs", 'j', 0, G_OPTION_ARG_INT, &jobs, "Sweep threads (default: every core)", "N" },
+    { "quick", 0, 0, G_OPTION_ARG_NONE, &quick, "Small workloads (for a smoke test)", NULL },
+    { NULL },
+  };
+  g_set_prgname("offsim bench");
+  g_autoptr(GOptionContext) ctx = g_option_context_new("- performance figures");
+  g_option_context_add_main_entries(ctx, entries, NULL);
+  CliFormat format = CLI_FORMAT_TABLE;
+  if (!g_option_context_parse(ctx, &argc, &argv, &error)) {
+    error->domain = SIM_ERROR;
+    error->code = SIM_ERROR_INPUT;
+    return cli_fail(error);
+  }
+  if (format_text && !cli_report_parse_format(format_text, &format, &error))
+    return cli_fail(error);
+  if (repeats < 1 || repeats > 1000 || jobs < 0 || jobs > 1024) {
+    g_set_error(&error, SIM_ERROR, SIM_ERROR_INPUT, "bench: --repeats from 1 to 1000, --jobs from 0 to 1024");
+    return cli_fail(error);
+  }
+  BenchOptions o = { .repeats = (guint)repeats, .jobs = (guint)jobs, .quick = quick };
+  BenchFigures f;
+  if (!bench_run(&o, &f, &error))
+    return cli_fail(error);
+  g_autofree char *text = bench_format(&f, format);
+  fputs(text, stdout);
+  return fflush(stdout) == 0 ? 0 : 1;
+}

@@ -1,0 +1,204 @@
+/* cli/plan.c — `offsim plan`: the hybrid planner's answer for a budget. */
+#include "cli.h"
+
+#include "error.h"
+#include "plan.h"
+#include "report.h"
+#include "units.h"
+
+#include <math.h>
+#include <stdio.h>
+
+/* Exit status when no plan fits the budget. */
+#define EXIT_INFEASIBLE 4
+
+static JsonNode *
+plan_json(const PlannerPlan *p, guint64 budget)
+{
+  const SimResult *r = p->result;
+  g_autoptr(JsonBuilder) b = json_builder_new();
+  json_builder_begin_object(b);
+#define MEMBER(name) json_builder_set_member_name(b, name)
+  MEMBER("step_ms");
+  json_builder_add_double_value(b, r->step_ms);
+  MEMBER("peak_device_bytes");
+  json_builder_add_int_value(b, r->peak_device.bytes);
+  MEMBER("exposed_transfer_ms");
+  json_builder_add_double_value(b, r->exposed_transfer_ms);
+  MEMBER("recompute_ms");
+  json_builder_add_double_value(b, r->recompute_ms);
+  MEMBER("actions");
+  json_builder_begin_array(b);
+  for (guint i = 0; i < p->policy->actions->len; i++)
+    json_builder_add_string_value(b, sim_action_name(g_array_index(p->policy->actions, SimAction, i)));
+  json_builder_end_array(b);
+  MEMBER("prefetch");
+  json_builder_add_int_value(b, p->policy->prefetch);
+  MEMBER("lower_bound_ms");
+  json_builder_add_double_value(b, p->lower_bound_ms);
+  MEMBER("gap");
+  json_builder_add_double_value(b, p->gap);
+  MEMBER("verdict");
+  json_builder_add_string_value(b, p->verdict);
+  /* Extras. */
+  MEMBER("feasible");
+  json_builder_add_boolean_value(b, p->feasible);
+  MEMBER("budget_bytes");
+  json_builder_add_int_value(b, (gint64)budget);
+  MEMBER("min_budget_bytes");
+  if (p->feasible)
+    json_builder_add_null_value(b);
+  else
+    json_builder_add_int_value(b, (gint64)p->min_budget);
+  MEMBER("mode");
+  json_builder_add_string_value(b, p->policy->async ? "async" : "sync");
+  MEMBER("inflight");
+  json_builder_add_int_value(b, p->policy->inflight);
+  MEMBER("resident_step_ms");
+  json_builder_add_double_value(b, p->resident->step_ms);
+  MEMBER("resident_peak_device_bytes");
+  json_builder_add_int_value(b, p->resident->peak_device.bytes);
+  MEMBER("verdict_reason");
+  json_builder_add_string_value(b, p->verdict_reason);
+  MEMBER("evaluations");
+  json_builder_add_int_value(b, (gint64)p->evaluations);
+  MEMBER("layers");
+  json_builder_begin_array(b);
+  for (guint i = 0; i < p->notes->len; i++) {
+    const PlannerLayerNote *n = &g_array_index(p->notes, PlannerLayerNote, i);
+    json_builder_begin_object(b);
+    MEMBER("action");
+    json_builder_add_string_value(b, sim_action_name(n->action));
+    MEMBER("bytes_saved");
+    json_builder_add_int_value(b, (gint64)n->bytes_saved);
+    MEMBER("exposed_if_offloaded_ms");
+    if (isnan(n->exposed_if_offloaded_ms))
+      json_builder_add_null_value(b);
+    else
+      json_builder_add_double_value(b, n->exposed_if_offloaded_ms);
+    MEMBER("recompute_ms");
+    json_builder_add_double_value(b, n->recompute_ms);
+    json_builder_end_object(b);
+  }
+  json_builder_end_array(b);
+#undef MEMBER
+  json_builder_end_object(b);
+  return json_builder_get_root(b);
+}
+
+void
+cli_plan_format_layers(GString *out, const PlannerPlan *p)
+{
+  g_string_append(out, "layer  action               saved   exposed if offloaded   recompute\n");
+  for (guint i = 0; i < p->notes->len; i++) {
+    const PlannerLayerNote *n = &g_array_index(p->notes, PlannerLayerNote, i);
+    g_autofree char *saved = sim_units_format_size(n->bytes_saved);
+    g_autofree char *exposed = isnan(n->exposed_if_offloaded_ms) ? g_strdup("-")
+                                                                 : g_strdup_printf("%+.2f ms", n->exposed_if_offloaded_ms);
+    g_string_append_printf(out, "%5u  %-17s %9s   %20s   %6.2f ms\n", i, sim_action_name(n->action), saved, exposed,
+                           n->recompute_ms);
+  }
+}
+
+static char *
+plan_table(const SimScenario *s, const PlannerPlan *p, guint64 budget)
+{
+  GString *out = g_string_new(NULL);
+  const SimResult *r = p->result;
+  g_autofree char *b = sim_units_format_size(budget);
+  g_autofree char *peak = sim_units_format_size((guint64)r->peak_device.bytes);
+  g_autofree char *resident_peak = sim_units_format_size((guint64)p->resident->peak_device.bytes);
+  g_string_append_printf(out, "%s\nplan under a budget of %s (%" G_GUINT64_FORMAT " simulations)\n\n", s->name, b,
+                         p->evaluations);
+  if (!p->feasible) {
+    g_autofree char *min = sim_units_format_size(p->min_budget);
+    g_string_append_printf(out, "no plan fits %s: the smallest peak any plan reaches is %s (%" G_GUINT64_FORMAT
+                           " bytes); that plan:\n\n", b, min, p->min_budget);
+  }
+  g_string_append_printf(out, "step        %9.2f ms   (resident %.2f ms)\n", r->step_ms, p->resident->step_ms);
+  g_string_append_printf(out, "exposed     %9.2f ms\nrecompute   %9.2f ms\n", r->exposed_transfer_ms, r->recompute_ms);
+  g_string_append_printf(out, "peak        %12s   (resident %s)\n", peak, resident_peak);
+  g_string_append_printf(out, "lower bound %9.2f ms   gap %.1f %%\n", p->lower_bound_ms, p->gap * 100);
+  g_string_append_printf(out, "verdict     %s: %s\n\n", p->verdict, p->verdict_reason);
+  g_autofree char *block = planner_plan_format_policy(p->policy);
+  g_string_append_printf(out, "%s\n", block);
+  cli_plan_format_layers(out, p);
+  return g_string_free(out, FALSE);
+}
+
+typedef struct {
+  char *budget;
+  char *format;
+} PlanOptions;
+
+static int
+plan_run(const char *path, const PlanOptions *o, GError **error)
+{
+  CliFormat format = CLI_FORMAT_TABLE;
+  guint64 budget = 0;
+  if (o->budget == NULL) {
+    g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "plan: --budget SIZE is required");
+    return -1;
+  }
+  if (!sim_units_parse_size(o->budget, &budget, error)) {
+    g_prefix_error(error, "--budget: ");
+    return -1;
+  }
+  if (budget == 0) {
+    g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "--budget: expected a positive size, got '%s'", o->budget);
+    return -1;
+  }
+  if (o->format && !cli_report_parse_format(o->format, &format, error))
+    return -1;
+  if (format == CLI_FORMAT_CSV) {
+    g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "--format: plan prints table or json");
+    return -1;
+  }
+  g_autoptr(SimScenario) s = sim_scenario_load_file(path, error);
+  if (s == NULL)
+    return -1;
+  g_autoptr(PlannerPlan) p = planner_plan(s, budget, error);
+  if (p == NULL)
+    return -1;
+  g_autofree char *text = NULL;
+  if (format == CLI_FORMAT_JSON) {
+    g_autoptr(JsonNode) node = plan_json(p, budget);
+    text = cli_report_json_to_string(node);
+  } else {
+    text = plan_table(s, p, budget);
+  }
+  fputs(text, stdout);
+  fflush(stdout);
+  return p->feasible ? 0 : EXIT_INFEASIBLE;
+}
+
+int
+cli_plan_main(int argc, char **argv)
+{
+  PlanOptions o = { 0 };
+  GError *error = NULL;
+  const GOptionEntry entries[] = {
+    { "budget", 'b', 0, G_OPTION_ARG_STRING, &o.budget, "Device memory budget (required)", "SIZE" },
+    { "format", 'f', 0, G_OPTION_ARG_STRING, &o.format, "Output: table (default) or json", "FORMAT" },
+    { NULL },
+  };
+  g_set_prgname("offsim plan");
+  g_autoptr(GOptionContext) ctx = g_option_context_new("SCENARIO  - choose keep, offload or recompute per layer");
+  g_option_context_add_main_entries(ctx, entries, NULL);
+  int status;
+  if (!g_option_context_parse(ctx, &argc, &argv, &error)) {
+    error->domain = SIM_ERROR;
+    error->code = SIM_ERROR_INPUT;
+    status = cli_fail(error);
+  } else if (argc != 2) {
+    g_set_error(&error, SIM_ERROR, SIM_ERROR_INPUT, "plan: expected one scenario file");
+    status = cli_fail(error);
+  } else {
+    status = plan_run(argv[1], &o, &error);
+    if (status < 0)
+      status = cli_fail(error);
+  }
+  g_free(o.budget);
+  g_free(o.format);
+  return status;
+}

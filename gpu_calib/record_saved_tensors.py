@@ -1,0 +1,238 @@
+#!/usr/bin/env python3
+"""Record every tensor autograd saves during one training step of a
+Qwen2-style decoder written in plain torch (no downloads), as CSV.
+
+Each row is one pack of torch.autograd.graph.saved_tensors_hooks: autograd
+calls the pack hook once per saved *reference*, so a tensor read by three
+ops appears three times with the same storage.  Layer boundaries come from
+forward pre-hooks on the decoder layers: rows before the first layer belong
+to "embed", rows after the last to "head".  The input of each layer is
+written too, with saved = 0, so that offsim knows what full checkpointing
+keeps.
+
+Columns: layer, op, name, bytes, dtype, shape, is_parameter, storage,
+storage_bytes, saved
+  op             the innermost module running when the tensor was saved
+  name           what produced the tensor (its grad_fn, or "leaf")
+  bytes          the saved view's own size (numel x element size)
+  storage        an id of the underlying storage, to count shared storage once
+  storage_bytes  the storage's size: the memory the reference keeps alive
+
+The model mirrors what offsim's [transformer] generator assumes: RMSNorm as a
+fused autograd.Function that saves its input and the fp32 reciprocal RMS (as
+Apex, TransformerEngine and Liger kernels do), q/k/v projections with bias,
+RoPE, grouped-query attention without materialising repeated key/value
+heads, eager softmax attention in the activation dtype, SwiGLU, a tied or
+untied LM head and a cross-entropy loss.
+
+Usage (Debian's python3-torch, CPU):
+  /usr/bin/python3 gpu_calib/record_saved_tensors.py --preset tiny --out tests/data/trace/qwen2-tiny.csv
+"""
+import argparse
+import csv
+import math
+import sys
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+PRESETS = {
+    # hidden, layers, heads, kv_heads, ffn, vocab, batch, seq
+    "tiny": dict(hidden=256, layers=2, heads=4, kv_heads=2, ffn=704, vocab=1000, batch=2, seq=128),
+    "small": dict(hidden=512, layers=4, heads=8, kv_heads=2, ffn=1408, vocab=4096, batch=2, seq=256),
+}
+
+
+class RMSNormFn(torch.autograd.Function):
+    """Saves the input and the fp32 reciprocal RMS, like fused kernels."""
+
+    @staticmethod
+    def forward(ctx, x, weight, eps):
+        rstd = torch.rsqrt(x.float().pow(2).mean(-1, keepdim=True) + eps)
+        ctx.save_for_backward(x, weight, rstd)
+        return (x.float() * rstd).to(x.dtype) * weight
+
+    @staticmethod
+    def backward(ctx, grad):
+        x, weight, rstd = ctx.saved_tensors
+        xf = x.float()
+        normed = xf * rstd
+        grad_w = (grad.float() * normed).sum(dim=tuple(range(grad.dim() - 1))).to(weight.dtype)
+        gn = grad.float() * weight.float()
+        dot = (gn * normed).mean(-1, keepdim=True)
+        grad_x = (rstd * (gn - normed * dot)).to(x.dtype)
+        return grad_x, grad_w, None
+
+
+class RMSNorm(nn.Module):
+    def __init__(self, hidden, eps=1e-6):
+        super().__init__()
+        self.weight = nn.Parameter(torch.ones(hidden))
+        self.eps = eps
+
+    def forward(self, x):
+        return RMSNormFn.apply(x, self.weight, self.eps)
+
+
+def rotate_half(x):
+    half = x.shape[-1] // 2
+    return torch.cat((-x[..., half:], x[..., :half]), dim=-1)
+
+
+class Attention(nn.Module):
+    def __init__(self, hidden, heads, kv_heads):
+        super().__init__()
+        self.heads, self.kv_heads, self.head_dim = heads, kv_heads, hidden // heads
+        self.q_proj = nn.Linear(hidden, heads * self.head_dim, bias=True)
+        self.k_proj = nn.Linear(hidden, kv_heads * self.head_dim, bias=True)
+        self.v_proj = nn.Linear(hidden, kv_heads * self.head_dim, bias=True)
+        self.o_proj = nn.Linear(heads * self.head_dim, hidden, bias=False)
+
+    def forward(self, x, cos, sin, causal):
+        b, s, _ = x.shape
+        g, rep, d = self.kv_heads, self.heads // self.kv_heads, self.head_dim
+        q = self.q_proj(x).view(b, s, g, rep, d).permute(0, 2, 3, 1, 4)  # b g rep s d
+        k = self.k_proj(x).view(b, s, g, d).permute(0, 2, 1, 3)          # b g s d
+        v = self.v_proj(x).view(b, s, g, d).permute(0, 2, 1, 3)
+        q = q * cos + rotate_half(q) * sin
+        k = k * cos + rotate_half(k) * sin
+        # Grouped-query attention: the query heads of a group go into the row
+        # dimension, so key and value heads are never repeated in memory.
+        q = q.reshape(b, g, rep * s, d)
+        scores = torch.matmul(q, k.transpose(-1, -2)) * (1.0 / math.sqrt(d)) + causal
+        probs = torch.softmax(scores, dim=-1)
+        out = torch.matmul(probs, v)                                       # b g rep*s d
+        out = out.view(b, g, rep, s, d).permute(0, 3, 1, 2, 4).reshape(b, s, self.heads * d)
+        return self.o_proj(out)
+
+
+class MLP(nn.Module):
+    def __init__(self, hidden, ffn):
+        super().__init__()
+        self.gate_proj = nn.Linear(hidden, ffn, bias=False)
+        self.up_proj = nn.Linear(hidden, ffn, bias=False)
+        self.down_proj = nn.Linear(ffn, hidden, bias=False)
+
+    def forward(self, x):
+        return self.down_proj(F.silu(self.gate_proj(x)) * self.up_proj(x))
+
+
+class DecoderLayer(nn.Module):
+    def __init__(self, cfg):
+        super().__init__()
+        self.input_layernorm = RMSNorm(cfg["hidden"])
+        self.self_attn = Attention(cfg["hidden"], cfg["heads"], cfg["kv_heads"])
+        self.post_attention_layernorm = RMSNorm(cfg["hidden"])
+        self.mlp = MLP(cfg["hidden"], cfg["ffn"])
+
+    def forward(self, x, cos, sin, causal):
+        h = x + self.self_attn(self.input_layernorm(x), cos, sin, causal)
+        return h + self.mlp(self.post_attention_layernorm(h))
+
+
+class Decoder(nn.Module):
+    def __init__(self, cfg, tied):
+        super().__init__()
+        self.embed_tokens = nn.Embedding(cfg["vocab"], cfg["hidden"])
+        self.layers = nn.ModuleList(DecoderLayer(cfg) for _ in range(cfg["layers"]))
+        self.norm = RMSNorm(cfg["hidden"])
+        self.lm_head = None if tied else nn.Linear(cfg["hidden"], cfg["vocab"], bias=False)
+        d = cfg["hidden"] // cfg["heads"]
+        pos = torch.arange(cfg["seq"], dtype=torch.float32)
+        inv = 1.0 / (10000.0 ** (torch.arange(0, d, 2, dtype=torch.float32) / d))
+        angles = torch.cat([torch.outer(pos, inv)] * 2, dim=-1)
+        self.register_buffer("cos", angles.cos(), persistent=False)
+        self.register_buffer("sin", angles.sin(), persistent=False)
+        causal = torch.full((cfg["seq"], cfg["seq"]), float("-inf")).triu(1)
+        rep = cfg["heads"] // cfg["kv_heads"]
+        self.register_buffer("causal", causal.repeat(rep, 1), persistent=False)
+
+    def forward(self, ids, labels):
+        x = self.embed_tokens(ids)
+        for layer in self.layers:
+            x = layer(x, self.cos, self.sin, self.causal)
+        h = self.norm(x)
+        weight = self.embed_tokens.weight if self.lm_head is None else self.lm_head.weight
+        logits = F.linear(h, weight)
+        return F.cross_entropy(logits.float().view(-1, logits.shape[-1]), labels.view(-1))
+
+
+def record(cfg, dtype, tied, seed):
+    torch.manual_seed(seed)
+    model = Decoder(cfg, tied).to(dtype)
+    params = {p.data_ptr() for p in model.parameters()}
+    ids = torch.randint(0, cfg["vocab"], (cfg["batch"], cfg["seq"]))
+    labels = torch.randint(0, cfg["vocab"], (cfg["batch"], cfg["seq"]))
+
+    state = {"layer": "embed", "modules": []}
+    rows = []
+
+    def push(name):
+        return lambda module, args: state["modules"].append(name)
+
+    def pop(module, args, out):
+        state["modules"].pop()
+
+    names = {m: n for n, m in model.named_modules()}
+    for module, name in names.items():
+        if name:
+            module.register_forward_pre_hook(push(name))
+            module.register_forward_hook(pop)
+    for index, layer in enumerate(model.layers):
+        def enter(module, args, index=index):
+            state["layer"] = str(index)
+            rows.append(row(args[0], "layer_input", "input", saved=0))
+        layer.register_forward_pre_hook(enter)
+    model.norm.register_forward_pre_hook(lambda module, args: state.__setitem__("layer", "head"))
+
+    def row(t, op, name, saved=1):
+        storage = t.storage()
+        return {
+            "layer": state["layer"],
+            "op": op,
+            "name": name,
+            "bytes": t.numel() * t.element_size(),
+            "dtype": str(t.dtype).replace("torch.", ""),
+            "shape": "x".join(str(n) for n in t.shape) or "scalar",
+            "is_parameter": int(storage.data_ptr() in params),
+            "storage": storage.data_ptr(),
+            "storage_bytes": storage.nbytes(),
+            "saved": saved,
+        }
+
+    def pack(t):
+        op = state["modules"][-1] if state["modules"] else "functional"
+        producer = type(t.grad_fn).__name__ if t.grad_fn is not None else "leaf"
+        rows.append(row(t, op, producer))
+        return t
+
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        loss = model(ids, labels)
+    loss.backward()
+    # Storage ids are addresses: replace them by small stable numbers.
+    ids_seen = {}
+    for r in rows:
+        r["storage"] = ids_seen.setdefault(r["storage"], len(ids_seen))
+    return rows
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--preset", choices=sorted(PRESETS), required=True)
+    parser.add_argument("--dtype", choices=["fp32", "bf16"], default="fp32")
+    parser.add_argument("--tied", action="store_true", help="tie the LM head to the embedding")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--out", required=True)
+    args = parser.parse_args()
+    dtype = {"fp32": torch.float32, "bf16": torch.bfloat16}[args.dtype]
+    rows = record(PRESETS[args.preset], dtype, args.tied, args.seed)
+    with open(args.out, "w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=list(rows[0].keys()), lineterminator="\n")
+        writer.writeheader()
+        writer.writerows(rows)
+    print(f"{args.out}: {len(rows)} rows", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,479 @@
+#include "plan.h"
+
+#include "budget.h"
+#include "error.h"
+#include "evaluate.h"
+#include "lower.h"
+#include "units.h"
+
+#include <math.h>
+#include <string.h>
+
+typedef PlannerOption Option;
+
+static const Option options[] = {
+  { TRUE, 1, 2 },
+  { TRUE, 2, 2 },
+  { TRUE, 1, 1 },
+  { FALSE, 0, 1 },
+};
+#define N_OPTIONS G_N_ELEMENTS(options)
+
+const PlannerOption *
+planner_plan_options(guint *n)
+{
+  *n = N_OPTIONS;
+  return options;
+}
+
+/* What one layer contributes to the end-of-forward peak, and costs, per action. */
+typedef struct {
+  guint64 keep[SIM_ACTION_COUNT]; /* minimum bytes live at the end of the forward pass */
+  double redo[SIM_ACTION_COUNT];  /* recompute seconds */
+  gboolean useful[SIM_ACTION_COUNT];
+} LayerCost;
+
+typedef struct {
+  double step;
+  gint64 peak;
+} Eval;
+
+typedef struct {
+  const SimScenario *s;
+  guint n;
+  guint64 budget;
+  SimEngine *engine;
+  SimProgram *program;
+  SimPolicy *policy; /* scratch: kind = plan, actions rewritten per evaluation */
+  LayerCost *cost;
+  guint64 base_bytes; /* static + embedding and head, live at the end of the forward pass */
+  double compute;     /* forward + backward of everything, seconds */
+  guint n_actions;    /* 3, or 5 when the workload has selective tensors */
+  guint64 evaluations;
+} Ctx;
+
+static gboolean
+evaluate(Ctx *c, const SimAction *actions, const Option *o, Eval *out, GError **error)
+{
+  memcpy(c->policy->actions->data, actions, sizeof(SimAction) * c->n);
+  c->policy->async = o->async;
+  c->policy->prefetch = o->prefetch;
+  c->policy->inflight = o->inflight;
+  planner_lower_into(c->program, c->s->workload, c->policy, &c->s->machine.link);
+  g_autoptr(SimRun) run = sim_engine_run(c->engine, c->program, &c->s->machine.link, NULL, error);
+  c->evaluations++;
+  if (run == NULL)
+    return FALSE;
+  out->step = run->step;
+  out->peak = run->peak[SIM_POOL_DEVICE].bytes;
+  return TRUE;
+}
+
+static void
+layer_costs(Ctx *c)
+{
+  const SimWorkload *w = c->s->workload;
+  gboolean any_selective = FALSE;
+  c->cost = g_new0(LayerCost, c->n);
+  for (guint i = 0; i < c->n; i++) {
+    const SimLayer *layer = sim_workload_layer(w, i);
+    guint64 all = 0, fixed = 0, sel = 0, sel_fixed = 0;
+    for (guint k = 0; k < layer->tensors->len; k++) {
+      const SimTensor *t = &g_array_index(layer->tensors, SimTensor, k);
+      all += t->bytes;
+      if (!t->offloadable)
+        fixed += t->bytes;
+      if (t->selective)
+        sel += t->bytes;
+      else if (!t->offloadable)
+        sel_fixed += t->bytes;
+    }
+    LayerCost *lc = &c->cost[i];
+    lc->keep[SIM_ACTION_KEEP] = all;
+    lc->keep[SIM_ACTION_OFFLOAD] = fixed;
+    lc->keep[SIM_ACTION_RECOMPUTE] = layer->input_bytes;
+    lc->keep[SIM_ACTION_SELECTIVE] = all - sel;
+    lc->keep[SIM_ACTION_SELECTIVE_OFFLOAD] = sel_fixed;
+    lc->redo[SIM_ACTION_RECOMPUTE] = layer->forward;
+    lc->redo[SIM_ACTION_SELECTIVE] = lc->redo[SIM_ACTION_SELECTIVE_OFFLOAD] = sim_layer_selective_recompute(layer);
+    lc->useful[SIM_ACTION_KEEP] = lc->useful[SIM_ACTION_RECOMPUTE] = TRUE;
+    lc->useful[SIM_ACTION_OFFLOAD] = fixed < all;
+    lc->useful[SIM_ACTION_SELECTIVE] = sel > 0;
+    lc->useful[SIM_ACTION_SELECTIVE_OFFLOAD] = sel > 0 && sel_fixed < all - sel;
+    any_selective |= sel > 0;
+    c->compute += layer->forward + layer->backward;
+  }
+  c->n_actions = any_selective ? SIM_ACTION_COUNT : 3;
+  c->base_bytes = w->static_bytes;
+  for (const SimLayer *stage = w->embed;; stage = w->head) {
+    if (stage) {
+      c->base_bytes += sim_layer_saved_bytes(stage);
+      c->compute += stage->forward + stage->backward;
+    }
+    if (stage == w->head)
+      break;
+  }
+  if (w->head)
+    c->base_bytes += w->head->workspace_bytes;
+}
+
+/* The bounds for actions[0..assigned), the rest at their cheapest. */
+static void
+bounds(const Ctx *c, const SimAction *actions, guint assigned, guint64 *mem, double *time)
+{
+  guint64 m = c->base_bytes;
+  double t = c->compute;
+  for (guint i = 0; i < c->n; i++) {
+    const LayerCost *lc = &c->cost[i];
+    if (i < assigned) {
+      m += lc->keep[actions[i]];
+      t += lc->redo[actions[i]];
+    } else {
+      guint64 least = lc->keep[SIM_ACTION_KEEP];
+      for (guint a = 1; a < c->n_actions; a++)
+        if (lc->useful[a])
+          least = MIN(least, lc->keep[a]);
+      m += least;
+    }
+  }
+  *mem = m;
+  *time = t;
+}
+
+typedef struct {
+  SimAction *actions;
+  guint option;
+  Eval eval;
+  gboolean found;
+} Best;
+
+static void
+best_take(Best *b, const Ctx *c, const SimAction *actions, guint option, const Eval *e)
+{
+  memcpy(b->actions, actions, sizeof(SimAction) * c->n);
+  b->option = option;
+  b->eval = *e;
+  b->found = TRUE;
+}
+
+/* Minimising step within the budget; `by_peak` minimises the peak instead
+ * (for the smallest feasible budget). */
+static gboolean
+better(const Best *b, const Eval *e, gboolean by_peak)
+{
+  if (!b->found)
+    return TRUE;
+  if (by_peak)
+    return e->peak < b->eval.peak || (e->peak == b->eval.peak && e->step < b->eval.step);
+  return e->step < b->eval.step;
+}
+
+typedef struct {
+  Ctx *c;
+  SimAction *actions;
+  guint option;
+  gboolean by_peak;
+  Best *best;
+  GError **error;
+  gboolean failed;
+} Dfs;
+
+static void
+dfs(Dfs *d, guint layer)
+{
+  Ctx *c = d->c;
+  guint64 mem;
+  double time;
+  if (d->failed)
+    return;
+  bounds(c, d->actions, layer, &mem, &time);
+  if (d->by_peak ? d->best->found && (gint64)mem >= d->best->eval.peak
+                 : mem > c->budget || (d->best->found && time >= d->best->eval.step))
+    return;
+  if (layer == c->n) {
+    Eval e;
+    if (!evaluate(c, d->actions, &options[d->option], &e, d->error)) {
+      d->failed = TRUE;
+      return;
+    }
+    if ((d->by_peak || (guint64)e.peak <= c->budget) && better(d->best, &e, d->by_peak))
+      best_take(d->best, c, d->actions, d->option, &e);
+    return;
+  }
+  /* The exhaustive space is keep / offload / recompute: 3^L plans. */
+  for (guint a = 0; a < 3; a++) {
+    if (!c->cost[layer].useful[a])
+      continue;
+    d->actions[layer] = (SimAction)a;
+    dfs(d, layer + 1);
+  }
+}
+
+/* One layer's action at a time, first improvement, until a sweep changes
+ * nothing.  Starts from `b` and improves it in place. */
+static gboolean
+local_search(Ctx *c, Best *b, gboolean by_peak, GError **error)
+{
+  g_autofree SimAction *trial = g_new(SimAction, c->n);
+  gboolean changed = TRUE;
+  while (changed) {
+    changed = FALSE;
+    for (guint i = 0; i < c->n; i++) {
+      for (guint a = 0; a < c->n_actions; a++) {
+        if (a == (guint)b->actions[i] || !c->cost[i].useful[a])
+          continue;
+        memcpy(trial, b->actions, sizeof(SimAction) * c->n);
+        trial[i] = (SimAction)a;
+        guint64 mem;
+        double time;
+        bounds(c, trial, c->n, &mem, &time);
+        if (by_peak ? (gint64)mem >= b->eval.peak : mem > c->budget || time >= b->eval.step)
+          continue;
+        Eval e;
+        if (!evaluate(c, trial, &options[b->option], &e, error))
+          return FALSE;
+        if ((by_peak || (guint64)e.peak <= c->budget) && better(b, &e, by_peak)) {
+          best_take(b, c, trial, b->option, &e);
+          changed = TRUE;
+        }
+      }
+    }
+  }
+  return TRUE;
+}
+
+/* Every fixed policy as a plan: the search starts from all of them. */
+static GPtrArray *
+seeds(const Ctx *c)
+{
+  GPtrArray *list = g_ptr_array_new_with_free_func(g_free);
+  guint n = c->n;
+  SimAction uniform[] = { SIM_ACTION_KEEP, SIM_ACTION_OFFLOAD, SIM_ACTION_RECOMPUTE, SIM_ACTION_SELECTIVE,
+                          SIM_ACTION_SELECTIVE_OFFLOAD };
+  for (guint k = 0; k < c->n_actions; k++) {
+    SimAction *a = g_new(SimAction, n);
+    for (guint i = 0; i < n; i++)
+      a[i] = uniform[k];
+    g_ptr_array_add(list, a);
+  }
+  /* Offload (or selective+offload) the first m layers, m = 1, 2, 4, ...,
+   * and n - 1 (verl's keep_last = 1); checkpoint every k-th layer. */
+  for (guint m = 1; m < n; m = m * 2 < n - 1 || m == n - 1 ? m * 2 : n - 1) {
+    for (guint k = 0; k < (c->n_actions > 3 ? 2u : 1u); k++) {
+      SimAction *a = g_new(SimAction, n);
+      for (guint i = 0; i < n; i++)
+        a[i] = i < m ? (k ? SIM_ACTION_SELECTIVE_OFFLOAD : SIM_ACTION_OFFLOAD) : (k ? SIM_ACTION_SELECTIVE : SIM_ACTION_KEEP);
+      g_ptr_array_add(list, a);
+    }
+  }
+  for (guint every = 2; every <= 4 && every < n; every++) {
+    SimAction *a = g_new(SimAction, n);
+    for (guint i = 0; i < n; i++)
+      a[i] = i % every == 0 ? SIM_ACTION_RECOMPUTE : SIM_ACTION_KEEP;
+    g_ptr_array_add(list, a);
+  }
+  return list;
+}
+
+static gboolean
+search(Ctx *c, Best *best, gboolean by_peak, GError **error)
+{
+  if (c->n <= PLANNER_EXACT_LAYERS) {
+    g_autofree SimAction *actions = g_new0(SimAction, c->n);
+    for (guint o = 0; o < N_OPTIONS; o++) {
+      Dfs d = { c, actions, o, by_peak, best, error, FALSE };
+      dfs(&d, 0);
+      if (d.failed)
+        return FALSE;
+    }
+    /* Selective moves go beyond the 3^L space: they can only improve it. */
+    return !best->found || c->n_actions == 3 || local_search(c, best, by_peak, error);
+  }
+  /* Seeds under every option; then local search from the best two. */
+  g_autoptr(GPtrArray) list = seeds(c);
+  Best per_option[N_OPTIONS];
+  g_autofree SimAction *storage = g_new0(SimAction, c->n * N_OPTIONS);
+  for (guint o = 0; o < N_OPTIONS; o++) {
+    per_option[o] = (Best){ storage + o * c->n, o, { 0, 0 }, FALSE };
+    for (guint k = 0; k < list->len; k++) {
+      const SimAction *a = g_ptr_array_index(list, k);
+      guint64 mem;
+      double time;
+      bounds(c, a, c->n, &mem, &time);
+      if (!by_peak && mem > c->budget)
+        continue;
+      Eval e;
+      if (!evaluate(c, a, &options[o], &e, error))
+        return FALSE;
+      if ((by_peak || (guint64)e.peak <= c->budget) && better(&per_option[o], &e, by_peak))
+        best_take(&per_option[o], c, a, o, &e);
+    }
+  }
+  for (guint round = 0; round < 2; round++) {
+    int pick = -1;
+    for (guint o = 0; o < N_OPTIONS; o++)
+      if (per_option[o].found && (pick < 0 || better(&per_option[pick], &per_option[o].eval, by_peak)))
+        pick = (int)o;
+    if (pick < 0)
+      break;
+    if (!local_search(c, &per_option[pick], by_peak, error))
+      return FALSE;
+    if (better(best, &per_option[pick].eval, by_peak))
+      best_take(best, c, per_option[pick].actions, per_option[pick].option, &per_option[pick].eval);
+    per_option[pick].found = FALSE; /* the next round improves the runner-up */
+  }
+  return TRUE;
+}
+
+/* Compute, raised when the bytes that must leave the peak cannot all cross
+ * the link in the step: what the link cannot carry is recomputed at the best
+ * bytes-per-second any layer offers (fractional, so a lower bound). */
+static double
+lower_bound(const Ctx *c)
+{
+  guint64 peak_all = c->base_bytes;
+  double best_rate = 0; /* bytes removed per second of recompute */
+  for (guint i = 0; i < c->n; i++) {
+    const LayerCost *lc = &c->cost[i];
+    peak_all += lc->keep[SIM_ACTION_KEEP];
+    for (guint a = SIM_ACTION_RECOMPUTE; a < c->n_actions; a++) {
+      if (!lc->useful[a] || lc->redo[a] <= 0 || lc->keep[a] >= lc->keep[SIM_ACTION_KEEP])
+        continue;
+      best_rate = MAX(best_rate, (double)(lc->keep[SIM_ACTION_KEEP] - lc->keep[a]) / lc->redo[a]);
+    }
+  }
+  double C = c->compute;
+  if (peak_all <= c->budget || best_rate <= 0)
+    return C;
+  double R = (double)(peak_all - c->budget), beta = c->s->machine.link.d2h_bandwidth;
+  /* step >= C + (R - beta.step) / rate  =>  step >= (C + R/rate) / (1 + beta/rate) */
+  return MAX(C, (C + R / best_rate) / (1 + beta / best_rate));
+}
+
+void
+planner_plan_free(PlannerPlan *p)
+{
+  if (p == NULL)
+    return;
+  sim_policy_free(p->policy);
+  sim_result_free(p->result);
+  sim_result_free(p->resident);
+  g_free(p->verdict_reason);
+  if (p->notes)
+    g_array_unref(p->notes);
+  g_free(p);
+}
+
+char *
+planner_plan_format_policy(const SimPolicy *policy)
+{
+  GString *out = g_string_new(NULL);
+  g_string_append_printf(out, "[policy.%s]\nkind = plan\nmode = %s\n", policy->name, policy->async ? "async" : "sync");
+  if (policy->async)
+    g_string_append_printf(out, "prefetch = %u\ninflight = %u\n", policy->prefetch, policy->inflight);
+  g_string_append_printf(out, "dedup = %s\nactions = ", policy->dedup ? "true" : "false");
+  for (guint i = 0; i < policy->actions->len; i++)
+    g_string_append_printf(out, "%s%s", i ? ", " : "", sim_action_name(g_array_index(policy->actions, SimAction, i)));
+  g_string_append_c(out, '\n');
+  return g_string_free(out, FALSE);
+}
+
+/* The ledger's verdict, reading the plan as an offload of the peak bytes it
+ * removes at the cost of the time it adds. */
+static void
+verdict(PlannerPlan *p, guint64 static_bytes)
+{
+  PlannerBudgetSummary summary = { 0 };
+  gint64 removed = MAX(0, p->resident->peak_device.bytes - p->result->peak_device.bytes);
+  gint64 activations = p->resident->peak_device.bytes - (gint64)static_bytes;
+  double extra = MAX(0.0, p->result->step_ms - p->resident->step_ms);
+  summary.total_bytes = MAX(activations, 1);
+  summary.offloaded_bytes = removed;
+  summary.feasible = p->feasible;
+  summary.transfer_ms = planner_budget_round(extra, 2);
+  summary.saved_ratio = planner_budget_round((double)removed / (double)summary.total_bytes, 3);
+  PlannerBudgetVerdict v = PLANNER_BUDGET_REJECT;
+  planner_budget_recommend(&summary, 0.25, 60.0, &v, NULL);
+  p->verdict = planner_budget_verdict_name(v);
+  if (!p->feasible)
+    p->verdict_reason = g_strdup("no plan fits the budget");
+  else if (removed == 0)
+    p->verdict_reason = g_strdup("resident already fits: nothing to change");
+  else
+    p->verdict_reason = g_strdup_printf("removes %.3f of the activation peak for %.2f ms more per step",
+                                        summary.saved_ratio, summary.transfer_ms);
+}
+
+static SimPolicy *
+plan_policy(const Ctx *c, const Best *b)
+{
+  SimPolicy *p = sim_policy_new("plan", SIM_POLICY_PLAN);
+  p->actions = g_array_sized_new(FALSE, FALSE, sizeof(SimAction), c->n);
+  g_array_append_vals(p->actions, b->actions, c->n);
+  p->async = options[b->option].async;
+  p->prefetch = options[b->option].prefetch;
+  p->inflight = options[b->option].inflight;
+  p->dedup = TRUE;
+  return p;
+}
+
+PlannerPlan *
+planner_plan(const SimScenario *s, guint64 budget, GError **error)
+{
+  g_autoptr(SimEngine) engine = sim_engine_new();
+  g_autoptr(SimProgram) program = sim_program_new();
+  g_autoptr(SimPolicy) scratch = sim_policy_new("plan", SIM_POLICY_PLAN);
+  guint n = sim_workload_n_layers(s->workload);
+  scratch->actions = g_array_sized_new(FALSE, TRUE, sizeof(SimAction), n);
+  g_array_set_size(scratch->actions, n);
+  scratch->dedup = TRUE;
+  Ctx c = { .s = s, .n = n, .budget = budget, .engine = engine, .program = program, .policy = scratch };
+  layer_costs(&c);
+  g_autofree LayerCost *costs = c.cost;
+  g_autofree SimAction *best_actions = g_new0(SimAction, n);
+  Best best = { best_actions, 0, { 0, 0 }, FALSE };
+
+  g_autoptr(PlannerPlan) p = g_new0(PlannerPlan, 1);
+  if (!search(&c, &best, FALSE, error))
+    return NULL;
+  p->feasible = best.found;
+  if (!best.found) {
+    /* Nothing fits: find the plan with the smallest peak instead. */
+    if (!search(&c, &best, TRUE, error))
+      return NULL;
+    p->min_budget = (guint64)best.eval.peak;
+  }
+  p->policy = plan_policy(&c, &best);
+  PlannerEvalOptions eval = { .budget = budget, .detail = TRUE };
+  p->result = planner_evaluate(s, p->policy, engine, &eval, error);
+  g_autoptr(SimPolicy) resident = sim_policy_new("resident", SIM_POLICY_RESIDENT);
+  p->resident = p->result ? planner_evaluate(s, resident, engine, &eval, error) : NULL;
+  if (p->result == NULL || p->resident == NULL)
+    return NULL;
+  p->lower_bound_ms = lower_bound(&c) * 1e3;
+  p->gap = p->result->step_ms / p->lower_bound_ms - 1;
+  verdict(p, s->workload->static_bytes);
+
+  /* Per layer: what the choice saves, and what the alternatives would cost. */
+  p->notes = g_array_sized_new(FALSE, TRUE, sizeof(PlannerLayerNote), n);
+  g_autofree SimAction *trial = g_memdup2(best.actions, sizeof(SimAction) * n);
+  for (guint i = 0; i < n; i++) {
+    PlannerLayerNote note = { .action = best.actions[i], .recompute_ms = c.cost[i].redo[SIM_ACTION_RECOMPUTE] * 1e3 };
+    note.bytes_saved = c.cost[i].keep[SIM_ACTION_KEEP] - c.cost[i].keep[best.actions[i]];
+    note.exposed_if_offloaded_ms = NAN;
+    if (c.cost[i].useful[SIM_ACTION_OFFLOAD] && options[best.option].async) {
+      Eval with, without;
+      trial[i] = SIM_ACTION_OFFLOAD;
+      gboolean ok = evaluate(&c, trial, &options[best.option], &with, error);
+      trial[i] = SIM_ACTION_KEEP;
+      ok = ok && evaluate(&c, trial, &options[best.option], &without, error);
+      trial[i] = best.actions[i];
+      if (!ok)
+        return NULL;
+      note.exposed_if_offloaded_ms = (with.step - without.step) * 1e3;
+    }
+    g_array_append_val(p->notes, note);
+  }
+  p->evaluations = c.evaluations;
+  return g_steal_pointer(&p);
+}

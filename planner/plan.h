@@ -1,0 +1,84 @@
+/* planner/plan.h — the hybrid planner: per layer keep, offload or recompute
+ * (and, for generated transformers, selective recompute alone or with
+ * offload), plus the copy schedule, for the least simulated step time with
+ * the peak device memory within a budget.
+ *
+ * The simulator is in the loop: every candidate is lowered and run, so the
+ * plan's figures are the engine's, not a model's.  Two bounds prune it:
+ *
+ *   memory  at the end of the forward pass every kept layer's tensors, every
+ *           checkpointed input and the loss head are live at once, so
+ *           static + those is a lower bound on any completion's peak;
+ *   time    forward + backward compute, plus the recompute already chosen,
+ *           is a lower bound on any completion's step.
+ *
+ * Search:
+ *   - up to PLANNER_EXACT_LAYERS layers: depth-first branch and bound over
+ *     keep / offload / recompute for every schedule option; the result is
+ *     the best of all 3^L plans of those options (tests enumerate them);
+ *   - more layers: seeded with every fixed policy (resident, async on all
+ *     and on the first N, sync, full and selective checkpointing, every-k
+ *     checkpointing), then improved by local search (one layer's action at
+ *     a time, best improvement first) until nothing improves.  It never
+ *     returns worse than a fixed policy that fits.
+ *   - generated transformers add selective and selective+offload moves.
+ *
+ * Schedule options tried: async with prefetch 1 and 2 (inflight 2), async
+ * with inflight 1, and sync.
+ *
+ * The reported lower bound is analytical: compute time, raised when the
+ * bytes that must leave the peak cannot all cross the link within the step
+ * and the rest must be recomputed at the cheapest bytes-per-second rate (a
+ * fractional relaxation).  gap = step / bound - 1.
+ */
+#pragma once
+
+#include "engine.h"
+#include "result.h"
+#include "scenario.h"
+
+G_BEGIN_DECLS
+
+#define PLANNER_EXACT_LAYERS 10
+
+/* A copy schedule the planner tries for offloaded layers. */
+typedef struct {
+  gboolean async;
+  guint prefetch;
+  guint inflight;
+} PlannerOption;
+
+/* The schedules tried, in order; *n receives their count. */
+const PlannerOption *planner_plan_options(guint *n);
+
+typedef struct {
+  SimAction action;
+  guint64 bytes_saved;          /* peak bytes this layer's action removes versus keep */
+  double exposed_if_offloaded_ms; /* step change if this layer alone were offloaded */
+  double recompute_ms;          /* full recompute of this layer */
+} PlannerLayerNote;
+
+typedef struct {
+  gboolean feasible;
+  SimPolicy *policy;         /* kind = plan: actions, mode, prefetch, inflight */
+  SimResult *result;         /* the plan's figures (or the smallest-peak plan's, when infeasible) */
+  SimResult *resident;       /* resident's figures, for the verdict */
+  double lower_bound_ms;
+  double gap;                /* step / lower bound - 1 */
+  guint64 min_budget;        /* when infeasible: the smallest peak any plan found reaches */
+  const char *verdict;       /* accept | tune | reject, the ledger's thresholds against resident */
+  char *verdict_reason;
+  GArray *notes;             /* PlannerLayerNote per layer */
+  guint64 evaluations;       /* simulations run */
+} PlannerPlan;
+
+void planner_plan_free(PlannerPlan *plan);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(PlannerPlan, planner_plan_free)
+
+/* Plans `scenario` under `budget` bytes of device memory. */
+PlannerPlan *planner_plan(const SimScenario *scenario, guint64 budget, GError **error);
+
+/* "[policy.plan]\nkind = plan\nactions = ...\n...": pasteable into a scenario. */
+char *planner_plan_format_policy(const SimPolicy *policy);
+
+G_END_DECLS

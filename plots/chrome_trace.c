@@ -1,0 +1,132 @@
+#include "chrome_trace.h"
+
+#include "error.h"
+#include "output.h"
+#include "spans.h"
+
+enum { DEVICE_PID = 1, HOST_PID = 2 };
+
+/* One event with the members every kind has. */
+static JsonObject *
+event(JsonArray *events, const char *name, const char *ph, int pid, int tid)
+{
+  JsonObject *e = json_object_new();
+  json_object_set_string_member(e, "name", name);
+  json_object_set_string_member(e, "ph", ph);
+  json_object_set_int_member(e, "pid", pid);
+  json_object_set_int_member(e, "tid", tid);
+  json_array_add_object_element(events, e);
+  return e;
+}
+
+static JsonObject *
+args_of(JsonObject *e)
+{
+  JsonObject *args = json_object_new();
+  json_object_set_object_member(e, "args", args);
+  return args;
+}
+
+/* Metadata: a name (`text`) or a sort index. */
+static void
+metadata(JsonArray *events, const char *what, int pid, int tid, const char *text, gint64 sort_index)
+{
+  JsonObject *args = args_of(event(events, what, "M", pid, tid));
+  if (text)
+    json_object_set_string_member(args, "name", text);
+  else
+    json_object_set_int_member(args, "sort_index", sort_index);
+}
+
+static void
+counter(JsonArray *events, const char *name, int pid, double seconds, gint64 bytes)
+{
+  JsonObject *e = event(events, name, "C", pid, 0);
+  json_object_set_double_member(e, "ts", seconds * 1e6);
+  json_object_set_int_member(args_of(e), "bytes", bytes);
+}
+
+JsonNode *
+plots_chrome_trace_build(const SimResult *r, GError **error)
+{
+  g_autoptr(PlotsSpans) spans = plots_spans_new(r, error);
+  if (spans == NULL)
+    return NULL;
+  if (r->run->curve == NULL) {
+    g_set_error(error, SIM_ERROR, SIM_ERROR_INTERNAL, "policy '%s': no memory curve", r->policy);
+    return NULL;
+  }
+  const SimProgram *p = r->program;
+  JsonArray *events = json_array_new();
+
+  g_autofree char *device = g_strdup_printf("device: %s, %s", r->policy, r->scenario);
+  metadata(events, "process_name", DEVICE_PID, 0, device, 0);
+  metadata(events, "process_sort_index", DEVICE_PID, 0, NULL, DEVICE_PID);
+  metadata(events, "process_name", HOST_PID, 0, "host", 0);
+  metadata(events, "process_sort_index", HOST_PID, 0, NULL, HOST_PID);
+
+  /* Thread ids from 1, one per lane, streams in program order. */
+  g_autofree guint *first_tid = g_new(guint, p->streams->len);
+  guint tid = 1;
+  for (guint s = 0; s < p->streams->len; s++) {
+    const SimStream *stream = g_ptr_array_index(p->streams, s);
+    first_tid[s] = tid;
+    for (guint lane = 0; lane < g_array_index(spans->lanes, guint, s); lane++, tid++) {
+      g_autofree char *name = lane ? g_strdup_printf("%s (%u)", stream->name, lane + 1) : g_strdup(stream->name);
+      metadata(events, "thread_name", DEVICE_PID, (int)tid, name, 0);
+      metadata(events, "thread_sort_index", DEVICE_PID, (int)tid, NULL, tid);
+    }
+  }
+
+  for (guint i = 0; i < spans->spans->len; i++) {
+    const PlotsSpan *span = &g_array_index(spans->spans, PlotsSpan, i);
+    const SimOp *op = sim_program_op(p, span->op);
+    const SimStream *stream = g_ptr_array_index(p->streams, span->stream);
+    g_autofree char *what = plots_spans_op_name(p, span->op);
+    g_autofree char *name = span->layer == SIM_NO_LAYER ? g_strdup(what) : g_strdup_printf("%s L%d", what, span->layer);
+    JsonObject *e = event(events, name, "X", DEVICE_PID, (int)(first_tid[span->stream] + span->lane));
+    json_object_set_string_member(e, "cat", plots_spans_kind_name(span->kind));
+    json_object_set_double_member(e, "ts", span->start * 1e6);
+    json_object_set_double_member(e, "dur", (span->end - span->start) * 1e6);
+    JsonObject *args = args_of(e);
+    json_object_set_int_member(args, "op", span->op);
+    json_object_set_string_member(args, "stream", stream->name);
+    if (span->layer == SIM_NO_LAYER)
+      json_object_set_null_member(args, "layer");
+    else
+      json_object_set_int_member(args, "layer", span->layer);
+    json_object_set_string_member(args, "phase", sim_phase_name(op->phase));
+    json_object_set_int_member(args, "bytes", op->kind == SIM_OP_COPY ? (gint64)op->bytes : 0);
+  }
+
+  for (guint k = 0; k < r->run->curve->len; k++) {
+    const SimMemPoint *pt = &g_array_index(r->run->curve, SimMemPoint, k);
+    counter(events, "device memory", DEVICE_PID, pt->time, pt->device);
+    counter(events, "host pinned memory", HOST_PID, pt->time, pt->host);
+  }
+
+  JsonObject *root = json_object_new();
+  json_object_set_array_member(root, "traceEvents", events);
+  json_object_set_string_member(root, "displayTimeUnit", "ms");
+  JsonObject *other = json_object_new();
+  json_object_set_string_member(other, "scenario", r->scenario);
+  json_object_set_string_member(other, "policy", r->policy);
+  json_object_set_double_member(other, "step_ms", r->step_ms);
+  json_object_set_object_member(root, "otherData", other);
+  JsonNode *node = json_node_init_object(json_node_alloc(), root);
+  json_object_unref(root);
+  return node;
+}
+
+gboolean
+plots_chrome_trace_write(const SimResult *r, const char *path, GError **error)
+{
+  g_autoptr(JsonNode) root = plots_chrome_trace_build(r, error);
+  if (root == NULL)
+    return FALSE;
+  g_autoptr(JsonGenerator) generator = json_generator_new();
+  json_generator_set_root(generator, root);
+  gsize length = 0;
+  g_autofree char *text = json_generator_to_data(generator, &length);
+  return plots_output_save("--trace", path, text, length, error);
+}

@@ -1,0 +1,29 @@
+/* plots/chrome_trace.h — a detailed run as a Chrome trace-event JSON file, which
+ * Perfetto (ui.perfetto.dev) and chrome://tracing open.
+ *
+ * Process 1 is the device: one thread per stream lane (compute, d2h, h2d;
+ * a stream whose ops overlap gets one thread per lane, so slices on a thread
+ * always nest), named by metadata events, and a "device memory" counter.
+ * Process 2 is the host, with a "host pinned memory" counter.  Every op is
+ * one complete ("X") event with ts and dur in microseconds and its op index,
+ * stream, layer, phase and bytes in args; spans are those of spans.h (a wait
+ * lasts while its stream was blocked, a record takes no time).  The counters
+ * carry every point of the memory ledger, in order.
+ *
+ * The tree is built with JsonObject and written by JsonGenerator, so every
+ * name is escaped by json-glib and nowhere else.
+ */
+#pragma once
+
+#include <json-glib/json-glib.h>
+
+#include "result.h"
+
+G_BEGIN_DECLS
+
+/* The trace of a detailed result as a JSON tree ({"traceEvents": [...]}). */
+JsonNode *plots_chrome_trace_build(const SimResult *result, GError **error);
+
+gboolean plots_chrome_trace_write(const SimResult *result, const char *path, GError **error);
+
+G_END_DECLS

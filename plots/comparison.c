@@ -1,0 +1,133 @@
+#include "comparison.h"
+
+#include "spans.h"
+#include "timeline.h"
+
+#define GIB (1024.0 * 1024.0 * 1024.0)
+
+GArray *
+plots_comparison_pareto(GPtrArray *results)
+{
+  GArray *front = g_array_sized_new(FALSE, TRUE, sizeof(gboolean), results->len);
+  for (guint i = 0; i < results->len; i++) {
+    const SimResult *r = g_ptr_array_index(results, i);
+    gboolean dominated = FALSE;
+    for (guint j = 0; j < results->len && !dominated; j++) {
+      const SimResult *o = g_ptr_array_index(results, j);
+      dominated = o->step_ms <= r->step_ms && o->peak_device.bytes <= r->peak_device.bytes &&
+                  (o->step_ms < r->step_ms || o->peak_device.bytes < r->peak_device.bytes);
+    }
+    gboolean on_front = !dominated;
+    g_array_append_val(front, on_front);
+  }
+  return front;
+}
+
+typedef struct {
+  double memory, step; /* GiB, ms */
+} Point;
+
+static gint
+by_memory(gconstpointer a, gconstpointer b)
+{
+  const Point *x = a, *y = b;
+  if (x->memory != y->memory)
+    return x->memory < y->memory ? -1 : 1;
+  return x->step < y->step ? -1 : x->step > y->step;
+}
+
+PlotsChart *
+plots_comparison_chart(GPtrArray *results, const char *name)
+{
+  g_return_val_if_fail(results->len > 0, NULL);
+  const SimResult *first = g_ptr_array_index(results, 0);
+  g_autoptr(PlotsChart) chart = plots_gnuplot_chart_new(name, 1400, 680);
+  g_autoptr(GArray) front = plots_comparison_pareto(results);
+  guint longest = 0;
+
+  plots_gnuplot_data_begin(chart, "policies");
+  for (guint i = 0; i < results->len; i++) {
+    const SimResult *r = g_ptr_array_index(results, i);
+    plots_gnuplot_data_row(chart, 2, (double[]){ r->peak_device.bytes / GIB, r->step_ms });
+    longest = MAX(longest, (guint)g_utf8_strlen(r->policy, -1));
+  }
+  plots_gnuplot_data_end(chart);
+
+  /* The front in order of memory, so its line does not zigzag. */
+  g_autoptr(GArray) points = g_array_new(FALSE, FALSE, sizeof(Point));
+  for (guint i = 0; i < results->len; i++) {
+    const SimResult *r = g_ptr_array_index(results, i);
+    Point point = { r->peak_device.bytes / GIB, r->step_ms };
+    if (g_array_index(front, gboolean, i))
+      g_array_append_val(points, point);
+  }
+  g_array_sort(points, by_memory);
+  plots_gnuplot_data_begin(chart, "front");
+  for (guint i = 0; i < points->len; i++) {
+    const Point *point = &g_array_index(points, Point, i);
+    plots_gnuplot_data_row(chart, 2, (double[]){ point->memory, point->step });
+  }
+  plots_gnuplot_data_end(chart);
+
+  plots_gnuplot_data_begin(chart, "bars");
+  for (guint i = 0; i < results->len; i++) {
+    const SimResult *r = g_ptr_array_index(results, i);
+    plots_gnuplot_data_row(chart, 4, (double[]){ i, r->compute_ms, r->recompute_ms, r->exposed_transfer_ms });
+  }
+  plots_gnuplot_data_end(chart);
+
+  GString *c = chart->commands;
+  plots_gnuplot_title(c, "set multiplot layout 1,2 title", first->scenario, "every policy compared");
+  g_string_append(c, " font ',12'\n");
+  plots_gnuplot_series_linetypes(c, results->len, "lw 2 pt 7 ps 2");
+
+  /* Both panels keep the same bottom margin: tick labels (slanted, when
+   * long or many names would touch), the axis label, then the legend, three
+   * entries a row. */
+  gboolean slant = results->len * MAX(longest, 1u) > 48;
+  guint legend_rows = (results->len + 1 + 2) / 3;
+  guint bottom = 3 + legend_rows + (slant ? (guint)(longest * 0.2 + 0.5) : 0);
+  g_string_append_printf(c, "set bmargin %u\n", bottom);
+
+  /* Left: the trade-off. */
+  g_string_append(c, "set title 'step time against peak device memory (lower left is better)'\n"
+                     "set xlabel 'peak device memory (GiB)'\nset ylabel 'step time (ms)'\n"
+                     "set grid lc rgb '#d0d0d0'\nset offsets graph 0.1, graph 0.1, graph 0.12, graph 0.12\n"
+                     "set key outside below center horizontal reverse Left samplen 1.5 maxcols 3\n"
+                     "plot $front using 1:2 with lines lw 10 lc rgb '#d9d9d9' title 'Pareto front', \\\n"
+                     "     $front using 1:2 with points pt 6 ps 3.5 lw 1.5 lc rgb '#333333' notitle");
+  for (guint i = 0; i < results->len; i++) {
+    const SimResult *r = g_ptr_array_index(results, i);
+    g_autofree char *title = plots_gnuplot_quote(r->policy);
+    g_string_append_printf(c, ", \\\n     $policies every ::%u::%u using 1:2 with points lt %u title %s", i, i, i + 1,
+                           title);
+  }
+  g_string_append_c(c, '\n');
+
+  /* Right: where the step goes. */
+  char a[G_ASCII_DTOSTR_BUF_SIZE];
+  g_string_append(c, "set title 'where the step time goes'\nunset xlabel\nset ylabel 'time (ms)'\n"
+                     "set offsets 0, 0, graph 0.1, 0\nunset grid\nset grid ytics lc rgb '#d0d0d0'\nset yrange [0:*]\n");
+  g_string_append_printf(c, "set xrange [-0.6:%s]\n", plots_gnuplot_number(a, results->len - 0.4));
+  if (slant)
+    g_string_append(c, "set xtics rotate by 25 right\n");
+  g_string_append(c, "set xtics scale 0 (");
+  for (guint i = 0; i < results->len; i++) {
+    const SimResult *r = g_ptr_array_index(results, i);
+    g_autofree char *label = plots_gnuplot_quote(r->policy);
+    g_string_append_printf(c, "%s%s %u", i ? ", " : "", label, i);
+  }
+  g_string_append(c, ")\n");
+  g_string_append_printf(c,
+                         "plot $bars using 1:($2/2):($1-0.3):($1+0.3):(0):2 with boxxyerror fs solid 1.0 noborder "
+                         "lc rgb '%s' title 'compute', \\\n"
+                         "     $bars using 1:($2+$3/2):($1-0.3):($1+0.3):2:($2+$3) with boxxyerror fs solid 1.0 "
+                         "noborder lc rgb '%s' title 'recompute', \\\n"
+                         "     $bars using 1:($2+$3+$4/2):($1-0.3):($1+0.3):($2+$3):($2+$3+$4) with boxxyerror fs "
+                         "solid 1.0 noborder lc rgb '%s' title 'exposed transfer', \\\n"
+                         "     $bars using 1:($2+$3+$4):(sprintf('%%.1f ms', $2+$3+$4)) with labels offset 0,0.8 "
+                         "notitle\nunset multiplot\n",
+                         plots_timeline_color(PLOTS_SPAN_FORWARD), plots_timeline_color(PLOTS_SPAN_RECOMPUTE),
+                         plots_timeline_color(PLOTS_SPAN_WAIT));
+  return g_steal_pointer(&chart);
+}

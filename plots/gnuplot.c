@@ -1,0 +1,389 @@
+#include "gnuplot.h"
+
+#include "error.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <glib/gstdio.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+PlotsChart *
+plots_gnuplot_chart_new(const char *name, guint width, guint height)
+{
+  PlotsChart *chart = g_new0(PlotsChart, 1);
+  chart->name = g_strdup(name);
+  chart->width = width;
+  chart->height = height;
+  chart->data = g_string_new(NULL);
+  chart->commands = g_string_new(NULL);
+  return chart;
+}
+
+void
+plots_gnuplot_chart_free(PlotsChart *chart)
+{
+  if (chart == NULL)
+    return;
+  g_free(chart->name);
+  g_string_free(chart->data, TRUE);
+  g_string_free(chart->commands, TRUE);
+  g_free(chart);
+}
+
+char *
+plots_gnuplot_quote(const char *text)
+{
+  g_autofree char *valid = g_utf8_make_valid(text ? text : "", -1);
+  /* A line break would end the command; other controls have no business in
+   * a label.  They go first, so that nothing below sees them. */
+  GString *clean = g_string_sized_new(strlen(valid));
+  for (const char *p = valid; *p; p++)
+    if ((unsigned char)*p >= 0x20 && *p != 0x7f)
+      g_string_append_c(clean, *p);
+
+  GString *out = g_string_sized_new(clean->len + 8);
+  const char *p = clean->str;
+  /* gnuplot reads '' right after an opening quote as an empty string, so a
+   * leading run of quotes cannot be doubled: it becomes a double-quoted
+   * string of quotes (nothing else is special there) joined to the rest. */
+  size_t leading = strspn(p, "'");
+  if (leading > 0) {
+    g_string_append_printf(out, "\"%.*s\"%s", (int)leading, p, p[leading] ? " . " : "");
+    p += leading;
+  }
+  if (*p || leading == 0) {
+    /* Inside single quotes nothing is special but the quote itself. */
+    g_string_append_c(out, '\'');
+    for (; *p; p++) {
+      if (*p == '\'')
+        g_string_append_c(out, '\'');
+      g_string_append_c(out, *p);
+    }
+    g_string_append_c(out, '\'');
+  }
+  g_string_free(clean, TRUE);
+  return g_string_free(out, FALSE);
+}
+
+char *
+plots_gnuplot_file_name(const char *text)
+{
+  char *name = g_strdup(text && *text ? text : "_");
+  for (char *p = name; *p; p++)
+    if (!g_ascii_isalnum(*p) && *p != '.' && *p != '_' && *p != '-')
+      *p = '_';
+  if (name[0] == '.')
+    name[0] = '_';
+  return name;
+}
+
+void
+plots_gnuplot_data_begin(PlotsChart *chart, const char *block)
+{
+  g_string_append_printf(chart->data, "$%s << EOD\n", block);
+}
+
+void
+plots_gnuplot_data_row(PlotsChart *chart, guint n, const double *values)
+{
+  char buf[G_ASCII_DTOSTR_BUF_SIZE];
+  for (guint i = 0; i < n; i++) {
+    if (i)
+      g_string_append_c(chart->data, ' ');
+    g_string_append(chart->data, plots_gnuplot_number(buf, values[i]));
+  }
+  g_string_append_c(chart->data, '\n');
+}
+
+void
+plots_gnuplot_data_end(PlotsChart *chart)
+{
+  g_string_append(chart->data, "EOD\n");
+}
+
+const char *
+plots_gnuplot_number(char *buf, double value)
+{
+  if (isnan(value))
+    return strcpy(buf, "NaN");
+  return g_ascii_formatd(buf, G_ASCII_DTOSTR_BUF_SIZE, "%.10g", value == 0 ? 0.0 : value);
+}
+
+void
+plots_gnuplot_series_linetypes(GString *commands, guint n, const char *style)
+{
+  /* Tableau 10: distinct for the common forms of colour blindness. */
+  static const char *colors[] = { "#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f",
+                                  "#edc948", "#b07aa1", "#ff9da7", "#9c755f", "#bab0ac" };
+  for (guint i = 0; i < n; i++)
+    g_string_append_printf(commands, "set linetype %u lc rgb '%s' %s\n", i + 1, colors[i % G_N_ELEMENTS(colors)],
+                           style);
+}
+
+void
+plots_gnuplot_title(GString *commands, const char *command, const char *title, const char *subtitle)
+{
+  g_autofree char *first = plots_gnuplot_quote(title);
+  g_autofree char *second = plots_gnuplot_quote(subtitle);
+  /* The line break is ours, in the one double-quoted string of the title. */
+  g_string_append_printf(commands, "%s %s . \"\\n\" . %s", command, first, second);
+}
+
+gboolean
+plots_gnuplot_parse_formats(const char *text, guint *formats, GError **error)
+{
+  if (g_strcmp0(text, "png") == 0)
+    *formats = PLOTS_FORMAT_PNG;
+  else if (g_strcmp0(text, "svg") == 0)
+    *formats = PLOTS_FORMAT_SVG;
+  else if (g_strcmp0(text, "both") == 0)
+    *formats = PLOTS_FORMAT_ALL;
+  else {
+    g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "--plot-format: expected png, svg or both, got '%s'", text);
+    return FALSE;
+  }
+  return TRUE;
+}
+
+const char *
+plots_gnuplot_extension(PlotsFormat format)
+{
+  return format == PLOTS_FORMAT_SVG ? "svg" : "png";
+}
+
+static const PlotsFormat all_formats[] = { PLOTS_FORMAT_PNG, PLOTS_FORMAT_SVG };
+
+/* `paths` holds one output per (chart, format in `formats`), charts outer. */
+static char *
+script_with_outputs(GPtrArray *charts, guint formats, char **paths)
+{
+  GString *out = g_string_new("# offsim plots: feed to gnuplot (5.2 or later), e.g. `gnuplot FILE`.\n"
+                              "set encoding utf8\n");
+  guint k = 0;
+  for (guint c = 0; c < charts->len; c++) {
+    const PlotsChart *chart = g_ptr_array_index(charts, c);
+    g_string_append_printf(out, "\n# ---- %s\n", chart->name);
+    g_string_append(out, chart->data->str);
+    for (guint f = 0; f < G_N_ELEMENTS(all_formats); f++) {
+      if (!(formats & all_formats[f]))
+        continue;
+      g_autofree char *output = plots_gnuplot_quote(paths[k++]);
+      if (all_formats[f] == PLOTS_FORMAT_PNG)
+        g_string_append_printf(out, "set terminal pngcairo size %u,%u font 'sans,10' noenhanced background rgb 'white'\n",
+                               chart->width, chart->height);
+      else
+        g_string_append_printf(out, "set terminal svg size %u,%u font 'sans-serif,10' noenhanced background rgb 'white'\n",
+                               chart->width, chart->height);
+      g_string_append_printf(out, "set output %s\nreset\n%sunset output\n", output,
+                             chart->commands->str);
+    }
+  }
+  return g_string_free(out, FALSE);
+}
+
+/* DIR/NAME.EXT (NAME.EXT without a directory) per chart and format, in
+ * the order script_with_outputs() takes them. */
+static GPtrArray *
+output_paths(GPtrArray *charts, guint formats, const char *dir)
+{
+  GPtrArray *paths = g_ptr_array_new_with_free_func(g_free);
+  for (guint c = 0; c < charts->len; c++) {
+    const PlotsChart *chart = g_ptr_array_index(charts, c);
+    for (guint f = 0; f < G_N_ELEMENTS(all_formats); f++) {
+      if (!(formats & all_formats[f]))
+        continue;
+      g_autofree char *file = g_strdup_printf("%s.%s", chart->name, plots_gnuplot_extension(all_formats[f]));
+      g_ptr_array_add(paths, dir ? g_build_filename(dir, file, NULL) : g_steal_pointer(&file));
+    }
+  }
+  return paths;
+}
+
+char *
+plots_gnuplot_script(GPtrArray *charts, guint formats, const char *dir)
+{
+  g_autoptr(GPtrArray) paths = output_paths(charts, formats, dir);
+  return script_with_outputs(charts, formats, (char **)paths->pdata);
+}
+
+gboolean
+plots_gnuplot_available(void)
+{
+  g_autofree char *path = g_find_program_in_path("gnuplot");
+  return path != NULL;
+}
+
+static gpointer
+drain(gpointer data)
+{
+  int fd = GPOINTER_TO_INT(data);
+  GString *text = g_string_new(NULL);
+  char buf[4096];
+  for (;;) {
+    ssize_t n = read(fd, buf, sizeof buf);
+    if (n > 0)
+      g_string_append_len(text, buf, n);
+    else if (n == 0 || errno != EINTR)
+      break;
+  }
+  close(fd);
+  return text;
+}
+
+/* gnuplot's messages span lines and pad with blanks; an error is one line. */
+static char *
+one_line(const char *text)
+{
+  g_auto(GStrv) words = g_strsplit_set(text, " \t\r\n", -1);
+  g_autoptr(GString) out = g_string_new(NULL);
+  for (char **w = words; *w; w++) {
+    if (**w == '\0')
+      continue;
+    if (out->len)
+      g_string_append_c(out, ' ');
+    g_string_append(out, *w);
+  }
+  if (out->len > 400) {
+    g_string_truncate(out, 400);
+    g_string_append(out, "...");
+  }
+  return g_string_free(g_steal_pointer(&out), FALSE);
+}
+
+gboolean
+plots_gnuplot_run(const char *script, GError **error)
+{
+  char *argv[] = { (char *)"gnuplot", NULL };
+  GPid pid;
+  int in_fd = -1, err_fd = -1;
+  g_autoptr(GError) spawn_error = NULL;
+
+  if (!g_spawn_async_with_pipes(NULL, argv, NULL,
+                                G_SPAWN_SEARCH_PATH | G_SPAWN_DO_NOT_REAP_CHILD | G_SPAWN_STDOUT_TO_DEV_NULL, NULL,
+                                NULL, &pid, &in_fd, NULL, &err_fd, &spawn_error)) {
+    g_set_error(error, SIM_ERROR, SIM_ERROR_TOOL, "cannot run gnuplot: %s", spawn_error->message);
+    return FALSE;
+  }
+  GThread *reader = g_thread_new("gnuplot-stderr", drain, GINT_TO_POINTER(err_fd));
+
+  /* A gnuplot that dies early closes the pipe: we want EPIPE and its exit
+   * status, not SIGPIPE killing us. */
+  struct sigaction ignore = { .sa_handler = SIG_IGN }, old;
+  sigemptyset(&ignore.sa_mask);
+  sigaction(SIGPIPE, &ignore, &old);
+  size_t left = strlen(script);
+  const char *p = script;
+  while (left > 0) {
+    ssize_t n = write(in_fd, p, left);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n <= 0)
+      break; /* the exit status says why */
+    p += n;
+    left -= (size_t)n;
+  }
+  close(in_fd);
+  sigaction(SIGPIPE, &old, NULL);
+
+  g_autoptr(GString) messages = g_thread_join(reader);
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+    ;
+  g_spawn_close_pid(pid);
+  if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
+    return TRUE;
+  g_autofree char *said = one_line(messages->str);
+  if (WIFEXITED(status))
+    g_set_error(error, SIM_ERROR, SIM_ERROR_INTERNAL, "gnuplot failed (exit %d): %s", WEXITSTATUS(status),
+                *said ? said : "no message");
+  else
+    g_set_error(error, SIM_ERROR, SIM_ERROR_INTERNAL, "gnuplot died (signal %d): %s",
+                WIFSIGNALED(status) ? WTERMSIG(status) : 0, *said ? said : "no message");
+  return FALSE;
+}
+
+static void
+remove_all(GPtrArray *paths)
+{
+  for (guint i = 0; i < paths->len; i++)
+    g_unlink(g_ptr_array_index(paths, i));
+}
+
+/* Into an existing directory: temporaries, gnuplot, renames. */
+static gboolean
+render_into(GPtrArray *charts, guint formats, const char *dir, GError **error)
+{
+  /* gnuplot draws to a hidden temporary beside each final file, created
+   * here so that the name is ours and the directory is known writable. */
+  g_autoptr(GPtrArray) finals = output_paths(charts, formats, dir);
+  g_autoptr(GPtrArray) temps = g_ptr_array_new_with_free_func(g_free);
+  for (guint i = 0; i < finals->len; i++) {
+    g_autofree char *base = g_path_get_basename(g_ptr_array_index(finals, i));
+    g_autofree char *hidden = g_strdup_printf(".%s.XXXXXX", base);
+    char *temp = g_build_filename(dir, hidden, NULL);
+    int fd = g_mkstemp_full(temp, O_RDWR, 0644);
+    if (fd < 0) {
+      int e = errno;
+      g_free(temp);
+      remove_all(temps);
+      g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "--plot %s: cannot write there: %s", dir, g_strerror(e));
+      return FALSE;
+    }
+    close(fd);
+    g_ptr_array_add(temps, temp);
+  }
+
+  g_autofree char *script = script_with_outputs(charts, formats, (char **)temps->pdata);
+  if (!plots_gnuplot_run(script, error)) {
+    remove_all(temps);
+    return FALSE;
+  }
+  for (guint i = 0; i < temps->len; i++) {
+    GStatBuf st;
+    const char *temp = g_ptr_array_index(temps, i), *final = g_ptr_array_index(finals, i);
+    if (g_stat(temp, &st) != 0 || st.st_size == 0) {
+      remove_all(temps);
+      g_set_error(error, SIM_ERROR, SIM_ERROR_INTERNAL, "gnuplot exited 0 but wrote nothing to %s", final);
+      return FALSE;
+    }
+  }
+  for (guint i = 0; i < temps->len; i++) {
+    const char *temp = g_ptr_array_index(temps, i), *final = g_ptr_array_index(finals, i);
+    if (g_rename(temp, final) != 0) {
+      int e = errno;
+      remove_all(temps);
+      g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "cannot rename %s to %s: %s", temp, final, g_strerror(e));
+      return FALSE;
+    }
+  }
+  return TRUE;
+}
+
+gboolean
+plots_gnuplot_render(GPtrArray *charts, guint formats, const char *dir, GError **error)
+{
+  g_return_val_if_fail(charts != NULL && dir != NULL && (formats & PLOTS_FORMAT_ALL) != 0, FALSE);
+  /* A path that cannot be written is the user's to fix whether or not
+   * gnuplot is installed: say so first. */
+  gboolean existed = g_file_test(dir, G_FILE_TEST_IS_DIR);
+  if (g_mkdir_with_parents(dir, 0777) != 0) {
+    int e = errno;
+    g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "--plot %s: cannot create the directory: %s", dir, g_strerror(e));
+    return FALSE;
+  }
+  gboolean ok = FALSE;
+  if (!plots_gnuplot_available())
+    g_set_error(error, SIM_ERROR, SIM_ERROR_TOOL,
+                "gnuplot is not installed (Debian: apt-get install gnuplot-nox); "
+                "--plot-script FILE writes the script to render elsewhere");
+  else
+    ok = render_into(charts, formats, dir, error);
+  /* A failed run leaves nothing behind, not even the directory it made. */
+  if (!ok && !existed)
+    g_rmdir(dir);
+  return ok;
+}

@@ -1,0 +1,103 @@
+/* plots/gnuplot.h — gnuplot through a pipe: quoting, charts, rendering.
+ *
+ * A chart is gnuplot text in two parts: datablocks, which hold numbers only
+ * (never a user string, so no data line can end a block early or be read as
+ * a command), and the commands that draw them after `reset`.  A script holds
+ * every chart's data once and its commands once per output format, each time
+ * after its terminal and output file.
+ *
+ * Every user-supplied string (scenario, policy, layer and tensor names, paths)
+ * reaches gnuplot only through plots_gnuplot_quote(): a single-quoted string,
+ * in which gnuplot expands nothing (no backquoted commands, no macros, no
+ * backslash escapes), with embedded single quotes doubled and line breaks
+ * and other control characters dropped so that it cannot end the command it
+ * sits in.  Every terminal is set `noenhanced`, so '_', '^', '@' and braces
+ * print as themselves.  User strings never go into comments (a comment ends
+ * at a line break) nor into datablocks.
+ *
+ * Rendering spawns `gnuplot` from PATH with an argv (no shell), writes the
+ * script to its stdin and collects its stderr for the error message.  Each
+ * output is first written under a temporary name in the target directory and
+ * renamed once gnuplot has exited 0, so nobody sees a half-written picture and
+ * a failed run leaves none behind.
+ *
+ * Errors: SIM_ERROR_TOOL when gnuplot is not installed (exit 3),
+ * SIM_ERROR_INPUT when the target directory cannot be created or written
+ * (exit 2), SIM_ERROR_INTERNAL when gnuplot rejects the script (a bug here).
+ */
+#pragma once
+
+#include <glib.h>
+
+G_BEGIN_DECLS
+
+typedef enum {
+  PLOTS_FORMAT_PNG = 1 << 0, /* pngcairo */
+  PLOTS_FORMAT_SVG = 1 << 1,
+  PLOTS_FORMAT_ALL = PLOTS_FORMAT_PNG | PLOTS_FORMAT_SVG,
+} PlotsFormat;
+
+typedef struct {
+  char *name;        /* output file name without extension; [A-Za-z0-9._-] only */
+  guint width;       /* pixels, for PNG and SVG alike */
+  guint height;
+  GString *data;     /* datablock definitions */
+  GString *commands; /* drawing commands, run after `reset` */
+} PlotsChart;
+
+/* `name` must already be a safe file name (plots_gnuplot_file_name). */
+PlotsChart *plots_gnuplot_chart_new(const char *name, guint width, guint height);
+void plots_gnuplot_chart_free(PlotsChart *chart);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(PlotsChart, plots_gnuplot_chart_free)
+
+/* The one quoting function: `text` as a gnuplot single-quoted string
+ * literal, quotes included.  Invalid UTF-8 is replaced, not passed on. */
+char *plots_gnuplot_quote(const char *text);
+
+/* A file-name part from a user string: characters outside [A-Za-z0-9._-]
+ * become '_', and a leading '.' too, so the name is neither hidden nor a
+ * path. */
+char *plots_gnuplot_file_name(const char *text);
+
+/* Datablocks: "$NAME << EOD", rows of numbers, "EOD".  NaN is written as
+ * NaN, which gnuplot treats as a missing point. */
+void plots_gnuplot_data_begin(PlotsChart *chart, const char *block);
+void plots_gnuplot_data_row(PlotsChart *chart, guint n, const double *values);
+void plots_gnuplot_data_end(PlotsChart *chart);
+
+/* A number for a command, locale-independent ("%.10g"); `buf` holds
+ * G_ASCII_DTOSTR_BUF_SIZE bytes. */
+const char *plots_gnuplot_number(char *buf, double value);
+
+/* Appends `set linetype` 1..n in the series colours, which every chart
+ * shares so that a policy keeps its colour across the memory, comparison
+ * and sweep charts; `style` follows each ("lw 2 pt 7 ps 1.5"). */
+void plots_gnuplot_series_linetypes(GString *commands, guint n, const char *style);
+
+/* Appends "COMMAND 'TITLE' . "\n" . 'SUBTITLE'": a two-line title whose lines
+ * are both quoted, for `set title` or `set multiplot title`. */
+void plots_gnuplot_title(GString *commands, const char *command, const char *title, const char *subtitle);
+
+/* "png", "svg" or "both". */
+gboolean plots_gnuplot_parse_formats(const char *text, guint *formats, GError **error);
+
+/* "png" or "svg" for one PlotsFormat bit. */
+const char *plots_gnuplot_extension(PlotsFormat format);
+
+/* The script that draws `charts` (PlotsChart*) in each of `formats`, to
+ * DIR/NAME.EXT, or NAME.EXT relative to where gnuplot runs when `dir` is
+ * NULL.  This is what --plot-script writes. */
+char *plots_gnuplot_script(GPtrArray *charts, guint formats, const char *dir);
+
+/* TRUE when a `gnuplot` is on PATH. */
+gboolean plots_gnuplot_available(void);
+
+/* Feeds `script` to gnuplot and waits for it; fails with its stderr. */
+gboolean plots_gnuplot_run(const char *script, GError **error);
+
+/* Renders every chart in each format into `dir` (created if missing), as
+ * DIR/NAME.EXT: each file appears whole or not at all, and none appears
+ * when gnuplot fails. */
+gboolean plots_gnuplot_render(GPtrArray *charts, guint formats, const char *dir, GError **error);
+
+G_END_DECLS

@@ -1,0 +1,168 @@
+#include "memory.h"
+
+#include "error.h"
+#include "output.h"
+#include "units.h"
+
+#define GIB (1024.0 * 1024.0 * 1024.0)
+
+/* Draw the capacity line only when it does not squash the curves. */
+#define CAPACITY_REACH 1.5
+
+static gboolean
+has_curve(const SimResult *r, GError **error)
+{
+  if (r->run && r->run->curve)
+    return TRUE;
+  g_set_error(error, SIM_ERROR, SIM_ERROR_INTERNAL, "policy '%s': evaluated without detail, no memory curve",
+              r->policy);
+  return FALSE;
+}
+
+/* Layout, in pixels from the top. */
+enum { TITLE_PX = 70, DEVICE_PX = 380, GAP_PX = 45, HOST_PX = 150, AXIS_PX = 60, LINE_PX = 18 };
+
+static void
+panel(GString *c, double height, double top_px, double bottom_px)
+{
+  char a[G_ASCII_DTOSTR_BUF_SIZE], b[G_ASCII_DTOSTR_BUF_SIZE];
+  g_string_append_printf(c, "set tmargin at screen %s\nset bmargin at screen %s\n",
+                         plots_gnuplot_number(a, 1 - top_px / height), plots_gnuplot_number(b, 1 - bottom_px / height));
+}
+
+static void
+plot_curves(GString *c, GPtrArray *results, guint column, gboolean titled)
+{
+  g_string_append(c, "plot ");
+  for (guint i = 0; i < results->len; i++) {
+    const SimResult *r = g_ptr_array_index(results, i);
+    g_autofree char *title = plots_gnuplot_quote(r->policy);
+    g_string_append_printf(c, "%s$memory%u using 1:%u with steps lt %u %s %s", i ? ", \\\n     " : "", i, column,
+                           i + 1, titled ? "title" : "notitle", titled ? title : "");
+  }
+}
+
+PlotsChart *
+plots_memory_chart(GPtrArray *results, guint64 device_memory, const char *name, GError **error)
+{
+  g_return_val_if_fail(results->len > 0, NULL);
+  char a[G_ASCII_DTOSTR_BUF_SIZE], b[G_ASCII_DTOSTR_BUF_SIZE];
+  const SimResult *first = g_ptr_array_index(results, 0);
+  double xmax = 0, low = G_MAXDOUBLE, high = 0, host_high = 0;
+
+  for (guint i = 0; i < results->len; i++)
+    if (!has_curve(g_ptr_array_index(results, i), error))
+      return NULL;
+  guint footer = 2 * results->len + 1;
+  double height = TITLE_PX + DEVICE_PX + GAP_PX + HOST_PX + AXIS_PX + LINE_PX * footer + 20;
+  g_autoptr(PlotsChart) chart = plots_gnuplot_chart_new(name, 1400, (guint)height);
+
+  for (guint i = 0; i < results->len; i++) {
+    const SimResult *r = g_ptr_array_index(results, i);
+    GArray *curve = r->run->curve;
+    g_autofree char *block = g_strdup_printf("memory%u", i);
+    plots_gnuplot_data_begin(chart, block);
+    for (guint k = 0; k < curve->len; k++) {
+      const SimMemPoint *pt = &g_array_index(curve, SimMemPoint, k);
+      plots_gnuplot_data_row(chart, 3, (double[]){ pt->time * 1e3, pt->device / GIB, pt->host / GIB });
+      low = MIN(low, pt->device / GIB);
+    }
+    /* Hold the last level to the end of the step. */
+    const SimMemPoint *last = &g_array_index(curve, SimMemPoint, curve->len - 1);
+    plots_gnuplot_data_row(chart, 3, (double[]){ r->step_ms, last->device / GIB, last->host / GIB });
+    plots_gnuplot_data_end(chart);
+    xmax = MAX(xmax, r->step_ms);
+    high = MAX(high, r->peak_device.bytes / GIB);
+    host_high = MAX(host_high, r->peak_host.bytes / GIB);
+  }
+  plots_gnuplot_data_begin(chart, "peaks");
+  for (guint i = 0; i < results->len; i++) {
+    const SimResult *r = g_ptr_array_index(results, i);
+    plots_gnuplot_data_row(chart, 3, (double[]){ r->peak_device.time_ms, r->peak_device.bytes / GIB, i + 1 });
+  }
+  plots_gnuplot_data_end(chart);
+
+  double capacity = first->capacity_bytes / GIB;
+  gboolean capacity_drawn = capacity <= high * CAPACITY_REACH;
+  if (capacity_drawn)
+    high = MAX(high, capacity);
+  double pad = MAX((high - low) * 0.08, 0.05);
+
+  GString *c = chart->commands;
+  plots_gnuplot_title(c, "set multiplot title", first->scenario, "device and host memory over the step");
+  g_string_append(c, " font ',12'\n");
+  plots_gnuplot_series_linetypes(c, results->len, "lw 2 pt 7 ps 1.5");
+  g_string_append(c, "set lmargin at screen 0.07\nset rmargin at screen 0.80\n"
+                     "set grid lc rgb '#d0d0d0'\nset key outside right top reverse Left\n");
+  g_string_append_printf(c, "set xrange [0:%s]\n", plots_gnuplot_number(a, MAX(xmax, 1e-6)));
+
+  /* Device panel. */
+  panel(c, height, TITLE_PX, TITLE_PX + DEVICE_PX);
+  g_string_append(c, "set ylabel 'device memory (GiB)'\nset format x ''\n");
+  g_string_append_printf(c, "set yrange [%s:%s]\n", plots_gnuplot_number(a, MAX(low - pad, 0)),
+                         plots_gnuplot_number(b, high + pad));
+  const char *what = first->capacity_bytes == device_memory ? "device capacity" : "memory budget";
+  g_autofree char *cap_size = sim_units_format_size(first->capacity_bytes);
+  /* The line has no label of its own: wherever it sat, a curve near the
+   * capacity could run through it.  The footer names the line. */
+  if (capacity_drawn) {
+    plots_gnuplot_number(a, capacity);
+    g_string_append_printf(c, "set arrow 1 from graph 0, first %s to graph 1, first %s nohead dt 3 lw 2 "
+                              "lc rgb '#555555' front\n",
+                           a, a);
+  }
+  plot_curves(c, results, 2, TRUE);
+  g_string_append(c, ", \\\n     $peaks using 1:2:3 with points lc variable pt 7 ps 1.6 notitle, \\\n"
+                     "     NaN with points lc rgb '#333333' pt 7 ps 1.6 title 'peak'\n");
+
+  /* Host panel. */
+  g_string_append(c, "unset arrow 1\nunset key\nset format x '%g'\n");
+  panel(c, height, TITLE_PX + DEVICE_PX + GAP_PX, TITLE_PX + DEVICE_PX + GAP_PX + HOST_PX);
+  g_string_append(c, "set ylabel 'host pinned (GiB)'\nset xlabel 'time since the step started (ms)'\n");
+  g_string_append_printf(c, "set yrange [0:%s]\n", plots_gnuplot_number(a, host_high > 0 ? host_high * 1.1 : 1));
+
+  /* The footer: what each peak was, in its curve's colour. */
+  double y = TITLE_PX + DEVICE_PX + GAP_PX + HOST_PX + AXIS_PX;
+  g_autofree char *cap_text =
+    capacity_drawn ? g_strdup_printf("%s %s: the dotted line", what, cap_size)
+                   : g_strdup_printf("%s %s, far above every peak: not drawn, to keep the curves apart", what, cap_size);
+  g_autofree char *cap_label = plots_gnuplot_quote(cap_text);
+  g_string_append_printf(c, "set label 1 %s at screen 0.07, screen %s left\n", cap_label,
+                         plots_gnuplot_number(a, 1 - y / height));
+  /* Two lines a policy, the second what was live: one line would run off
+   * the picture for a model with many kinds of memory. */
+  for (guint i = 0; i < results->len; i++) {
+    const SimResult *r = g_ptr_array_index(results, i);
+    g_autofree char *size = sim_units_format_size((guint64)r->peak_device.bytes);
+    g_autofree char *host = sim_units_format_size((guint64)r->peak_host.bytes);
+    const char *where = r->peak_device.where;
+    g_autofree char *peak = g_strdup_printf("%s: device peak %s at %.2f ms (%s%s%s), host peak %s", r->policy, size,
+                                            r->peak_device.time_ms, r->peak_device.phase, *where ? " " : "", where,
+                                            host);
+    g_autofree char *live = g_strdup_printf("    live at the device peak: %s", r->peak_device.live);
+    const char *lines[] = { peak, live };
+    for (guint k = 0; k < 2; k++) {
+      y += LINE_PX;
+      g_autofree char *label = plots_gnuplot_quote(lines[k]);
+      g_string_append_printf(c, "set label %u %s at screen 0.07, screen %s left tc lt %u\n", 2 + 2 * i + k, label,
+                             plots_gnuplot_number(a, 1 - y / height), i + 1);
+    }
+  }
+  plot_curves(c, results, 3, FALSE);
+  g_string_append(c, "\nunset multiplot\n");
+  return g_steal_pointer(&chart);
+}
+
+gboolean
+plots_memory_write(const SimResult *r, const char *path, GError **error)
+{
+  if (!has_curve(r, error))
+    return FALSE;
+  g_autoptr(GString) out = g_string_new("time_ms,device_bytes,host_bytes\n");
+  for (guint k = 0; k < r->run->curve->len; k++) {
+    const SimMemPoint *pt = &g_array_index(r->run->curve, SimMemPoint, k);
+    plots_output_number(out, pt->time * 1e3);
+    g_string_append_printf(out, ",%" G_GINT64_FORMAT ",%" G_GINT64_FORMAT "\n", pt->device, pt->host);
+  }
+  return plots_output_save("--memory", path, out->str, out->len, error);
+}

@@ -1,0 +1,29 @@
+/* plots/memory.h — device and host memory over the step, as a chart and as
+ * CSV.
+ *
+ * The chart has two panels on one time axis: device memory (one step curve
+ * per policy, its peak marked with a dot) and host pinned memory below.  The
+ * capacity, or the --budget that replaces it, is a dotted line when it is
+ * within reach of the curves; when it is far above them (80 GiB against
+ * 8 GiB) drawing it would flatten every curve into the bottom tenth, so a
+ * footer line says where it is instead.  The footer has two lines per
+ * policy, in the policy's colour: its peak, when, in which phase and layer;
+ * then what was live.  Each policy keeps the colour it has in every chart.
+ *
+ * The CSV is the ledger of one result: time_ms,device_bytes,host_bytes, one
+ * row per change of either pool, starting with the baseline at 0.
+ */
+#pragma once
+
+#include "gnuplot.h"
+#include "result.h"
+
+G_BEGIN_DECLS
+
+/* `results`: detailed SimResult*.  `device_memory` tells a budget from the
+ * device's capacity in the labels. */
+PlotsChart *plots_memory_chart(GPtrArray *results, guint64 device_memory, const char *name, GError **error);
+
+gboolean plots_memory_write(const SimResult *result, const char *path, GError **error);
+
+G_END_DECLS

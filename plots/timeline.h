@@ -1,0 +1,34 @@
+/* plots/timeline.h — the step as a Gantt chart, and as CSV.
+ *
+ * The chart has one row per stream (compute, then the copy streams, in the
+ * program's order; a stream whose ops overlap gets more rows) and one box
+ * per op, coloured by what it does: forward, backward, recompute, D2H copy,
+ * H2D copy, host allocation, and waits, drawn on the streams that compute
+ * (there a wait is the compute stream starved by a copy; on a copy stream it
+ * is only idle time).  A dashed line marks the forward/backward boundary, the
+ * end of the last forward op.  The labels are the title, the axes, the
+ * stream names, the legend and the boundary: none per op or per layer, so
+ * the chart stays readable at any layer count.
+ *
+ * The CSV has one row per op in issue order, with the spans of spans.h:
+ * stream,op,layer,phase,start_ms,end_ms,bytes.
+ */
+#pragma once
+
+#include "gnuplot.h"
+#include "result.h"
+
+G_BEGIN_DECLS
+
+/* The Gantt chart of a detailed result, named `name`.  `xmax_ms` is the
+ * end of the time axis (a compare shares one across its policies); 0 means
+ * the result's own step. */
+PlotsChart *plots_timeline_chart(const SimResult *result, const char *name, double xmax_ms, GError **error);
+
+/* The fill colour of a span kind ("#rrggbb"). */
+const char *plots_timeline_color(guint kind);
+
+/* Writes the timeline CSV of a detailed result. */
+gboolean plots_timeline_write(const SimResult *result, const char *path, GError **error);
+
+G_END_DECLS

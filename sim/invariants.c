@@ -1,0 +1,127 @@
+#include "invariants.h"
+
+#include "error.h"
+
+#include <math.h>
+
+G_GNUC_PRINTF(3, 4)
+static gboolean
+violation(GError **error, const SimProgram *p, const char *format, ...)
+{
+  va_list ap;
+  va_start(ap, format);
+  g_autofree char *msg = g_strdup_vprintf(format, ap);
+  va_end(ap);
+  (void)p;
+  g_set_error(error, SIM_ERROR, SIM_ERROR_INTERNAL, "invariant violated: %s", msg);
+  return FALSE;
+}
+
+static gboolean
+check_ops(const SimRun *run, const SimProgram *p, GError **error)
+{
+  /* Slack for times that come out of a fluid model: a femtosecond. */
+  const double eps = 1e-15 * MAX(1.0, run->step);
+  for (guint s = 0; s < p->streams->len; s++) {
+    const SimStream *stream = g_ptr_array_index(p->streams, s);
+    double free_at = 0;
+    for (guint k = 0; k < stream->ops->len; k++) {
+      guint32 op = g_array_index(stream->ops, guint32, k);
+      double start = g_array_index(run->op_start, double, op), end = g_array_index(run->op_end, double, op);
+      if (!(end >= start) || !isfinite(end) || end > run->step + eps) {
+        g_autofree char *what = sim_program_describe_op(p, op);
+        return violation(error, p, "%s ran from %.17g to %.17g s, outside the step of %.17g s", what, start, end,
+                         run->step);
+      }
+      if (start < free_at - eps) {
+        g_autofree char *what = sim_program_describe_op(p, op);
+        return violation(error, p, "%s started at %.17g s, before the op ahead of it on its stream ended (%.17g s)",
+                         what, start, free_at);
+      }
+      free_at = end;
+    }
+  }
+  double engine_free[2] = { 0, 0 };
+  for (guint32 i = 0; i < sim_program_n_ops(p); i++) {
+    const SimOp *op = sim_program_op(p, i);
+    if (op->kind != SIM_OP_COPY)
+      continue;
+    double start = g_array_index(run->op_start, double, i);
+    if (start < engine_free[op->dir] - eps) {
+      g_autofree char *what = sim_program_describe_op(p, i);
+      return violation(error, p, "%s overlaps another copy of its direction", what);
+    }
+    engine_free[op->dir] = MAX(engine_free[op->dir], g_array_index(run->op_end, double, i));
+  }
+  return TRUE;
+}
+
+/* Bytes out minus bytes back per (tensor, layer): all zero at the end. */
+static gboolean
+check_copies(const SimProgram *p, GError **error)
+{
+  g_autoptr(GHashTable) balance = g_hash_table_new_full(g_int64_hash, g_int64_equal, g_free, g_free);
+  for (guint32 i = 0; i < sim_program_n_ops(p); i++) {
+    const SimOp *op = sim_program_op(p, i);
+    if (op->kind != SIM_OP_COPY)
+      continue;
+    gint64 key = ((gint64)op->label << 32) | (guint32)op->layer;
+    gint64 *sum = g_hash_table_lookup(balance, &key);
+    if (sum == NULL) {
+      gint64 *k = g_new(gint64, 1);
+      *k = key;
+      sum = g_new0(gint64, 1);
+      g_hash_table_insert(balance, k, sum);
+    }
+    *sum += op->dir == SIM_DIR_D2H ? (gint64)op->bytes : -(gint64)op->bytes;
+  }
+  GHashTableIter iter;
+  gpointer key, value;
+  g_hash_table_iter_init(&iter, balance);
+  while (g_hash_table_iter_next(&iter, &key, &value)) {
+    if (*(gint64 *)value != 0) {
+      gint64 k = *(gint64 *)key;
+      return violation(error, p, "tensor '%s' of layer %d went out with %+" G_GINT64_FORMAT " B more than came back",
+                       sim_program_label(p, (guint32)(k >> 32)), (gint32)(guint32)k, *(gint64 *)value);
+    }
+  }
+  return TRUE;
+}
+
+static gboolean
+check_memory(const SimRun *run, const SimProgram *p, GError **error)
+{
+  gint64 top[2] = { (gint64)p->baseline[0], (gint64)p->baseline[1] };
+  for (guint i = 0; i < run->curve->len; i++) {
+    const SimMemPoint *pt = &g_array_index(run->curve, SimMemPoint, i);
+    if (pt->device < 0 || pt->host < 0)
+      return violation(error, p, "memory negative at %.17g s (device %" G_GINT64_FORMAT ", host %" G_GINT64_FORMAT ")",
+                       pt->time, pt->device, pt->host);
+    top[0] = MAX(top[0], pt->device);
+    top[1] = MAX(top[1], pt->host);
+  }
+  const SimMemPoint *last = &g_array_index(run->curve, SimMemPoint, run->curve->len - 1);
+  if (last->device != (gint64)p->baseline[0] || last->host != (gint64)p->baseline[1])
+    return violation(error, p, "memory ends at device %" G_GINT64_FORMAT " / host %" G_GINT64_FORMAT
+                     ", not at the baseline", last->device, last->host);
+  for (int pool = 0; pool < 2; pool++)
+    if (run->peak[pool].bytes != top[pool])
+      return violation(error, p, "the reported %s peak %" G_GINT64_FORMAT " B is not the curve's maximum %"
+                       G_GINT64_FORMAT " B", pool ? "host" : "device", run->peak[pool].bytes, top[pool]);
+  return TRUE;
+}
+
+gboolean
+sim_invariants_check(const SimRun *run, const SimProgram *p, GError **error)
+{
+  if (run->step + 1e-12 * MAX(1.0, run->step) < run->compute_work + run->recompute_work)
+    return violation(error, p, "step %.17g s is shorter than the compute it holds (%.17g s)", run->step,
+                     run->compute_work + run->recompute_work);
+  if (!check_copies(p, error))
+    return FALSE;
+  if (run->op_start && !check_ops(run, p, error))
+    return FALSE;
+  if (run->curve && !check_memory(run, p, error))
+    return FALSE;
+  return TRUE;
+}

@@ -1,0 +1,892 @@
+/* plots/: quoting, the spans every picture and export is drawn from, the
+ * gnuplot scripts, rendering through the pipe, the Chrome trace and the CSV
+ * exports, through the library and through `offsim` as a user runs it.
+ * Tests that need gnuplot say so and pass when it is missing; CI installs it. */
+#include "testutil.h"
+
+#include "chrome_trace.h"
+#include "comparison.h"
+#include "error.h"
+#include "evaluate.h"
+#include "figures.h"
+#include "gnuplot.h"
+#include "memory.h"
+#include "spans.h"
+#include "sweep.h"
+#include "timeline.h"
+#include "units.h"
+
+#include <glib/gstdio.h>
+#include <json-glib/json-glib.h>
+#include <math.h>
+#include <string.h>
+
+#define TINY OFFSIM_SCENARIOS "/tiny.ini"
+
+/* Returns from the test, passing, when gnuplot is not installed. */
+#define NEEDS_GNUPLOT()                                                                  \
+  do {                                                                                   \
+    if (!plots_gnuplot_available()) {                                                    \
+      printf("test_plots: %s skipped: gnuplot is not on PATH\n", __func__);              \
+      return;                                                                            \
+    }                                                                                    \
+  } while (0)
+
+static char *
+temp_dir(void)
+{
+  g_autoptr(GError) error = NULL;
+  char *dir = g_dir_make_tmp("offsim-plots-XXXXXX", &error);
+  ck_assert_msg(dir != NULL, "no temp dir: %s", error ? error->message : "?");
+  return dir;
+}
+
+static char *
+read_text(const char *path)
+{
+  g_autoptr(GError) error = NULL;
+  char *text = NULL;
+  ck_assert_msg(g_file_get_contents(path, &text, NULL, &error), "cannot read %s: %s", path,
+                error ? error->message : "?");
+  return text;
+}
+
+static guint
+count(const char *haystack, const char *needle)
+{
+  guint n = 0;
+  for (const char *p = strstr(haystack, needle); p; p = strstr(p + 1, needle))
+    n++;
+  return n;
+}
+
+static gint
+by_name(gconstpointer a, gconstpointer b)
+{
+  return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* The names in `dir` (hidden ones too), sorted, comma-separated. */
+static char *
+list_dir(const char *dir)
+{
+  g_autoptr(GDir) d = g_dir_open(dir, 0, NULL);
+  ck_assert_msg(d != NULL, "no directory %s", dir);
+  g_autoptr(GPtrArray) names = g_ptr_array_new_with_free_func(g_free);
+  for (const char *name = g_dir_read_name(d); name; name = g_dir_read_name(d))
+    g_ptr_array_add(names, g_strdup(name));
+  g_ptr_array_sort(names, by_name);
+  g_ptr_array_add(names, NULL);
+  return g_strjoinv(",", (char **)names->pdata);
+}
+
+static SimResult *
+tiny(const char *policy)
+{
+  g_autoptr(GError) error = NULL;
+  g_autoptr(SimScenario) s = sim_scenario_load_file(TINY, &error);
+  ck_assert_msg(s != NULL, "%s", error ? error->message : "?");
+  return test_evaluate(s, policy);
+}
+
+/* A uniform model of `layers` layers with the default set of policies. */
+static GPtrArray *
+uniform(guint layers)
+{
+  g_autofree char *text = g_strdup_printf("[scenario]\nname = uniform %u\ninclude = %s\n[model]\nlayers = %u\n"
+                                          "forward = 1ms\ninput = 8MiB\ntensors = attn:24MiB, mlp:32MiB\n"
+                                          "static = 1GiB\nworkspace = 64MiB\n",
+                                          layers, OFFSIM_SCENARIOS "/profiles/h100-sxm-pcie-gen5.ini", layers);
+  g_autoptr(SimScenario) s = test_scenario_from_text(text);
+  GPtrArray *results = g_ptr_array_new_with_free_func((GDestroyNotify)sim_result_free);
+  for (guint i = 0; i < s->policies->len; i++)
+    g_ptr_array_add(results, test_evaluate(s, ((SimPolicy *)g_ptr_array_index(s->policies, i))->name));
+  return results;
+}
+
+/* ---- quoting ------------------------------------------------------------ */
+
+static const char *hostile[] = {
+  "plain",
+  "it's",
+  "`touch BQ`",
+  "$(touch DOLLAR)",
+  "\"double\" and 'single'",
+  "x'\nset output 'INJECTED.png",
+  "'; system('touch SYSTEM'); print '",
+  "''",
+  "\n'\n'x",
+  "under_score^caret@at{brace}\\back",
+  "",
+};
+
+START_TEST(quote_doubles_quotes_and_drops_line_breaks)
+{
+  /* gnuplot takes '' right after an opening quote for an empty string, so
+   * leading quotes travel in a double-quoted string of their own. */
+  static const char *expected[] = {
+    "'plain'",
+    "'it''s'",
+    "'`touch BQ`'",
+    "'$(touch DOLLAR)'",
+    "'\"double\" and ''single'''",
+    "'x''set output ''INJECTED.png'",
+    "\"'\" . '; system(''touch SYSTEM''); print '''",
+    "\"''\"",
+    "\"''\" . 'x'",
+    "'under_score^caret@at{brace}\\back'",
+    "''",
+  };
+  G_STATIC_ASSERT(G_N_ELEMENTS(expected) == G_N_ELEMENTS(hostile));
+  for (guint i = 0; i < G_N_ELEMENTS(hostile); i++) {
+    g_autofree char *q = plots_gnuplot_quote(hostile[i]);
+    ck_assert_str_eq(q, expected[i]);
+  }
+  g_autofree char *null = plots_gnuplot_quote(NULL);
+  ck_assert_str_eq(null, "''");
+  g_autofree char *crlf = plots_gnuplot_quote("a\r\nb\tc");
+  ck_assert_str_eq(crlf, "'abc'");
+  g_autofree char *bad = plots_gnuplot_quote("a\xff");
+  ck_assert(g_utf8_validate(bad, -1, NULL));
+}
+END_TEST
+
+/* gnuplot itself reads each quoted string back as the literal text, and
+ * none of them runs anything. */
+START_TEST(quoted_strings_reach_gnuplot_as_literal_text)
+{
+  NEEDS_GNUPLOT();
+  g_autofree char *dir = temp_dir();
+  g_autofree char *out = g_build_filename(dir, "printed.txt", NULL);
+  g_autofree char *out_q = plots_gnuplot_quote(out);
+  g_autoptr(GString) script = g_string_new(NULL);
+  g_autoptr(GString) expected = g_string_new(NULL);
+  /* Run from `dir`, so that anything the strings could create lands there. */
+  g_autofree char *dir_q = plots_gnuplot_quote(dir);
+  g_string_append_printf(script, "cd %s\nset print %s\n", dir_q, out_q);
+  for (guint i = 0; i < G_N_ELEMENTS(hostile); i++) {
+    g_autofree char *q = plots_gnuplot_quote(hostile[i]);
+    g_string_append_printf(script, "print %s\n", q);
+    /* What went in, less its line breaks. */
+    g_autoptr(GString) line = g_string_new(hostile[i]);
+    g_string_replace(line, "\n", "", 0);
+    g_string_append_printf(expected, "%s\n", line->str);
+  }
+  g_string_append(script, "unset print\n");
+  g_autoptr(GError) error = NULL;
+  ck_assert_msg(plots_gnuplot_run(script->str, &error), "%s", error ? error->message : "");
+  g_autofree char *printed = read_text(out);
+  ck_assert_str_eq(printed, expected->str);
+  g_autofree char *files = list_dir(dir);
+  ck_assert_str_eq(files, "printed.txt");
+}
+END_TEST
+
+START_TEST(file_names_are_neither_paths_nor_hidden)
+{
+  g_autofree char *a = plots_gnuplot_file_name("../a b/c");
+  ck_assert_str_eq(a, "_._a_b_c");
+  g_autofree char *b = plots_gnuplot_file_name("offload-async_2.x");
+  ck_assert_str_eq(b, "offload-async_2.x");
+  g_autofree char *c = plots_gnuplot_file_name("");
+  ck_assert_str_eq(c, "_");
+}
+END_TEST
+
+/* ---- spans -------------------------------------------------------------- */
+
+START_TEST(spans_cover_every_op_once)
+{
+  g_autoptr(SimResult) r = tiny("async");
+  g_autoptr(GError) error = NULL;
+  g_autoptr(PlotsSpans) spans = plots_spans_new(r, &error);
+  ck_assert_ptr_nonnull(spans);
+  const SimProgram *p = r->program;
+  ck_assert_uint_eq(spans->spans->len, sim_program_n_ops(p));
+  ck_assert_uint_eq(spans->lanes->len, 3);
+  double last_forward = 0;
+  guint waits = 0;
+  for (guint i = 0; i < spans->spans->len; i++) {
+    const PlotsSpan *s = &g_array_index(spans->spans, PlotsSpan, i);
+    const SimOp *op = sim_program_op(p, i);
+    ck_assert_uint_eq(s->op, i);
+    ck_assert_uint_eq(s->stream, op->stream);
+    ck_assert(s->end >= s->start);
+    double start = g_array_index(r->run->op_start, double, i), end = g_array_index(r->run->op_end, double, i);
+    ck_assert(s->end == end);
+    if (s->kind == PLOTS_SPAN_WAIT) {
+      waits++;
+      ck_assert(s->start <= start);
+    } else {
+      ck_assert(s->start == start);
+    }
+    if (op->kind == SIM_OP_COMPUTE && op->phase == SIM_PHASE_FORWARD)
+      last_forward = MAX(last_forward, end);
+  }
+  ck_assert_uint_gt(waits, 0);
+  ck_assert(spans->boundary == last_forward);
+  ck_assert(spans->step == r->run->step);
+
+  /* A wait starts where its stream's previous op ended; a stream never
+   * overlaps itself, so it needs one lane. */
+  for (guint st = 0; st < p->streams->len; st++) {
+    const SimStream *stream = g_ptr_array_index(p->streams, st);
+    ck_assert_uint_eq(g_array_index(spans->lanes, guint, st), 1);
+    double previous = 0;
+    for (guint k = 0; k < stream->ops->len; k++) {
+      const PlotsSpan *s = &g_array_index(spans->spans, PlotsSpan, g_array_index(stream->ops, guint32, k));
+      ck_assert_uint_eq(s->lane, 0);
+      ck_assert(s->start >= previous);
+      if (s->kind == PLOTS_SPAN_WAIT)
+        ck_assert(s->start == previous);
+      previous = s->end;
+    }
+  }
+  /* Without detail there is nothing to draw, and the error says so. */
+  g_autoptr(SimScenario) s = sim_scenario_load_file(TINY, NULL);
+  PlannerEvalOptions plain = { 0 };
+  g_autoptr(SimResult) bare = planner_evaluate(s, sim_scenario_policy(s, "async"), NULL, &plain, NULL);
+  g_autoptr(GError) no_detail = NULL;
+  ck_assert_ptr_null(plots_spans_new(bare, &no_detail));
+  ck_assert(g_error_matches(no_detail, SIM_ERROR, SIM_ERROR_INTERNAL));
+}
+END_TEST
+
+/* The engine's streams are in order, but the drawing must not depend on it:
+ * a hand-made run where two compute ops overlap. */
+START_TEST(overlapping_ops_take_separate_lanes)
+{
+  SimProgram *p = sim_program_new();
+  guint32 compute = sim_program_add_stream(p, "compute");
+  sim_program_add_stream(p, "d2h");
+  guint32 label = sim_program_intern(p, "forward");
+  const double times[][2] = { { 0, 2 }, { 1, 3 }, { 2, 4 } };
+  for (guint i = 0; i < G_N_ELEMENTS(times); i++)
+    sim_program_compute(p, compute, 2, SIM_PHASE_FORWARD, (gint32)i, label);
+  SimRun *run = g_new0(SimRun, 1);
+  run->applied = g_array_new(FALSE, FALSE, sizeof(guint32));
+  run->op_start = g_array_new(FALSE, FALSE, sizeof(double));
+  run->op_end = g_array_new(FALSE, FALSE, sizeof(double));
+  for (guint i = 0; i < G_N_ELEMENTS(times); i++) {
+    g_array_append_val(run->op_start, times[i][0]);
+    g_array_append_val(run->op_end, times[i][1]);
+  }
+  run->curve = g_array_new(FALSE, FALSE, sizeof(SimMemPoint));
+  SimMemPoint start = { 0, 0, 0 };
+  g_array_append_val(run->curve, start);
+  run->step = 4;
+  g_autoptr(SimResult) r = g_new0(SimResult, 1);
+  r->scenario = g_strdup("overlap");
+  r->policy = g_strdup("hand-made");
+  r->step_ms = 4000;
+  r->program = p;
+  r->run = run;
+
+  g_autoptr(PlotsSpans) spans = plots_spans_new(r, NULL);
+  ck_assert_uint_eq(g_array_index(spans->lanes, guint, 0), 2);
+  ck_assert_uint_eq(g_array_index(spans->lanes, guint, 1), 1);
+  ck_assert_uint_eq(g_array_index(spans->spans, PlotsSpan, 0).lane, 0);
+  ck_assert_uint_eq(g_array_index(spans->spans, PlotsSpan, 1).lane, 1);
+  ck_assert_uint_eq(g_array_index(spans->spans, PlotsSpan, 2).lane, 0); /* the first lane is free again at 2 */
+
+  g_autoptr(PlotsChart) chart = plots_timeline_chart(r, "timeline", 0, NULL);
+  ck_assert_ptr_nonnull(strstr(chart->commands->str, "set ytics scale 0 ('compute' 2, 'compute (2)' 1, 'd2h' 0)"));
+  ck_assert_ptr_nonnull(strstr(chart->data->str, "$spans << EOD\n0 2000 2 0\n1000 3000 1 0\n2000 4000 2 0\nEOD\n"));
+
+  g_autoptr(JsonNode) trace = plots_chrome_trace_build(r, NULL);
+  JsonArray *events = json_object_get_array_member(json_node_get_object(trace), "traceEvents");
+  gint64 tids[3] = { 0 };
+  guint names = 0;
+  for (guint i = 0; i < json_array_get_length(events); i++) {
+    JsonObject *e = json_array_get_object_element(events, i);
+    JsonObject *args = json_object_get_object_member(e, "args");
+    if (strcmp(json_object_get_string_member(e, "ph"), "X") == 0)
+      tids[json_object_get_int_member(args, "op")] = json_object_get_int_member(e, "tid");
+    else if (strcmp(json_object_get_string_member(e, "name"), "thread_name") == 0)
+      names++;
+  }
+  ck_assert_uint_eq(names, 3);
+  ck_assert_int_eq(tids[0], tids[2]);
+  ck_assert_int_ne(tids[0], tids[1]);
+}
+END_TEST
+
+/* ---- the scripts -------------------------------------------------------- */
+
+START_TEST(timeline_script_has_lanes_colours_and_quoted_labels)
+{
+  /* tiny.ini with forwards shorter than their copies: the compute stream
+   * waits for the D2H stream. */
+  g_autoptr(SimScenario) starved = test_scenario_from_text("[scenario]\nname = tiny 'quoted' model_x^2\n"
+                                                           "include = " TINY "\n[model]\nforward = 200us\n");
+  g_autoptr(SimResult) r = test_evaluate(starved, "async");
+  g_autoptr(GError) error = NULL;
+  g_autoptr(PlotsChart) chart = plots_timeline_chart(r, "timeline-async", 0, &error);
+  ck_assert_ptr_nonnull(chart);
+  const char *c = chart->commands->str;
+  ck_assert_msg(strstr(c, "set ytics scale 0 ('compute' 2, 'd2h' 1, 'h2d' 0)\n"), "lanes:\n%s", c);
+  ck_assert_ptr_nonnull(strstr(c, "set title 'tiny ''quoted'' model_x^2' . \"\\n\" . 'timeline of async: step "));
+  /* A box kind per legend entry, each in its own colour; async has no
+   * recompute and no pinned allocations. */
+  const guint drawn[] = { PLOTS_SPAN_FORWARD, PLOTS_SPAN_BACKWARD, PLOTS_SPAN_OFFLOAD, PLOTS_SPAN_RELOAD,
+                          PLOTS_SPAN_WAIT };
+  for (guint i = 0; i < G_N_ELEMENTS(drawn); i++) {
+    g_autofree char *term = g_strdup_printf("($4==%u)", drawn[i]);
+    g_autofree char *title = g_strdup_printf("lc rgb '%s' title '%s'", plots_timeline_color(drawn[i]),
+                                             plots_spans_kind_name(drawn[i]));
+    ck_assert_msg(count(c, term) == 1, "%s not drawn once in:\n%s", term, c);
+    ck_assert_msg(strstr(c, title), "%s missing in:\n%s", title, c);
+  }
+  ck_assert_ptr_null(strstr(c, "'recompute'"));
+  ck_assert_ptr_null(strstr(c, "'host alloc'"));
+  /* Seven colours for seven kinds: no two alike. */
+  for (guint a = 0; a < PLOTS_SPAN_RECORD; a++)
+    for (guint b = a + 1; b < PLOTS_SPAN_RECORD; b++)
+      ck_assert_str_ne(plots_timeline_color(a), plots_timeline_color(b));
+
+  /* The boundary is the end of the last forward op. */
+  g_autoptr(PlotsSpans) spans = plots_spans_new(r, NULL);
+  char at[G_ASCII_DTOSTR_BUF_SIZE];
+  g_autofree char *arrow = g_strdup_printf("set arrow 1 from %s, graph 0", plots_gnuplot_number(at, spans->boundary * 1e3));
+  ck_assert_msg(strstr(c, arrow), "%s missing in:\n%s", arrow, c);
+  ck_assert_ptr_nonnull(strstr(c, "'forward | backward'"));
+  ck_assert_ptr_nonnull(strstr(c, "set xlabel 'time since the step started (ms)'"));
+
+  /* Data rows: numbers only, one per drawn span. */
+  const char *data = chart->data->str;
+  ck_assert(g_str_has_prefix(data, "$spans << EOD\n"));
+  ck_assert(g_str_has_suffix(data, "\nEOD\n"));
+  ck_assert_ptr_null(strpbrk(data + strlen("$spans << EOD\n"), "'\"`$abcdfghijklmnopqrstuvwxyz"));
+
+  /* Checkpointing draws recompute and no copies. */
+  g_autoptr(SimResult) ck = tiny("checkpoint");
+  g_autoptr(PlotsChart) ck_chart = plots_timeline_chart(ck, "timeline-checkpoint", 0, &error);
+  ck_assert_ptr_nonnull(strstr(ck_chart->commands->str, "title 'recompute'"));
+  ck_assert_ptr_null(strstr(ck_chart->commands->str, "'D2H copy'"));
+}
+END_TEST
+
+/* Labels are per chart, not per op or layer: 96 layers add none. */
+START_TEST(labels_do_not_grow_with_layers)
+{
+  g_autoptr(GPtrArray) small = uniform(24);
+  g_autoptr(GPtrArray) large = uniform(96);
+  g_autoptr(GError) error = NULL;
+  g_autoptr(GPtrArray) a = plots_figures_charts(small, 80ull << 30, &error);
+  g_autoptr(GPtrArray) b = plots_figures_charts(large, 80ull << 30, &error);
+  ck_assert_ptr_nonnull(a);
+  ck_assert_ptr_nonnull(b);
+  ck_assert_uint_eq(a->len, 2 + small->len);
+  ck_assert_uint_eq(a->len, b->len);
+  const char *keys[] = { "set label", "set arrow", "title '", "set xtics", "set ytics" };
+  for (guint i = 0; i < a->len; i++) {
+    const PlotsChart *x = g_ptr_array_index(a, i), *y = g_ptr_array_index(b, i);
+    ck_assert_str_eq(x->name, y->name);
+    ck_assert_uint_eq(x->width, y->width);
+    ck_assert_uint_eq(x->height, y->height);
+    for (guint k = 0; k < G_N_ELEMENTS(keys); k++)
+      ck_assert_msg(count(x->commands->str, keys[k]) == count(y->commands->str, keys[k]), "%s: %s differs",
+                    x->name, keys[k]);
+    /* ...while the data does grow. */
+    if (g_str_has_prefix(x->name, "timeline"))
+      ck_assert_uint_gt(y->data->len, 3 * x->data->len);
+  }
+}
+END_TEST
+
+/* The capacity line is drawn when it is near the curves, named for what it
+ * is (the device's memory or a --budget), and otherwise only mentioned. */
+START_TEST(memory_chart_marks_capacity_or_budget)
+{
+  g_autoptr(SimScenario) s = sim_scenario_load_file(TINY, NULL);
+  const SimPolicy *resident = sim_scenario_policy(s, "resident");
+  PlannerEvalOptions far = { .detail = TRUE }, near = { .detail = TRUE, .budget = 3ull << 29 };
+  g_autoptr(SimResult) a = planner_evaluate(s, resident, NULL, &far, NULL);
+  g_autoptr(SimResult) b = planner_evaluate(s, resident, NULL, &near, NULL);
+  ck_assert(a->peak_device.bytes * 1.5 < (double)a->capacity_bytes);
+  ck_assert(b->peak_device.bytes * 1.5 > (double)b->capacity_bytes);
+  g_autoptr(GPtrArray) one = g_ptr_array_new();
+  g_autoptr(GError) error = NULL;
+
+  g_ptr_array_add(one, a);
+  g_autoptr(PlotsChart) device = plots_memory_chart(one, s->machine.device.memory, "memory", &error);
+  ck_assert_ptr_null(strstr(device->commands->str, "set arrow 1 from"));
+  ck_assert_ptr_nonnull(strstr(device->commands->str, "'device capacity 80.0 GiB, far above every peak"));
+
+  g_ptr_array_index(one, 0) = b;
+  g_autoptr(PlotsChart) budget = plots_memory_chart(one, s->machine.device.memory, "memory", &error);
+  ck_assert_ptr_nonnull(strstr(budget->commands->str, "set arrow 1 from graph 0, first 1.5 to graph 1, first 1.5 nohead"));
+  ck_assert_ptr_nonnull(strstr(budget->commands->str, "'memory budget 1.50 GiB: the dotted line'"));
+  /* The peak is marked where the run says it was. */
+  char t[G_ASCII_DTOSTR_BUF_SIZE];
+  g_autofree char *peak = g_strdup_printf("$peaks << EOD\n%s ", plots_gnuplot_number(t, b->peak_device.time_ms));
+  ck_assert_ptr_nonnull(strstr(budget->data->str, peak));
+  g_autofree char *size = sim_units_format_size((guint64)b->peak_device.bytes);
+  g_autofree char *footer = g_strdup_printf("'resident: device peak %s at %.2f ms", size, b->peak_device.time_ms);
+  ck_assert_msg(strstr(budget->commands->str, footer) != NULL, "%s missing", footer);
+  g_autofree char *live = g_strdup_printf("'    live at the device peak: %s'", b->peak_device.live);
+  ck_assert_msg(strstr(budget->commands->str, live) != NULL, "%s missing", live);
+}
+END_TEST
+
+static SimResult *
+fake(const char *policy, double step_ms, double compute_ms, double recompute_ms, gint64 peak)
+{
+  SimResult *r = g_new0(SimResult, 1);
+  r->scenario = g_strdup("fake");
+  r->policy = g_strdup(policy);
+  r->step_ms = step_ms;
+  r->compute_ms = compute_ms;
+  r->recompute_ms = recompute_ms;
+  r->exposed_transfer_ms = step_ms - compute_ms - recompute_ms;
+  r->peak_device.bytes = peak;
+  return r;
+}
+
+START_TEST(comparison_marks_the_pareto_front)
+{
+  g_autoptr(GPtrArray) results = g_ptr_array_new_with_free_func((GDestroyNotify)sim_result_free);
+  const gint64 G = 1 << 30;
+  g_ptr_array_add(results, fake("fast", 10, 10, 0, 5 * G));
+  g_ptr_array_add(results, fake("small", 20, 10, 2, 3 * G));
+  g_ptr_array_add(results, fake("dominated", 25, 10, 0, 4 * G));
+  g_ptr_array_add(results, fake("fast twin", 10, 10, 0, 5 * G));
+  g_ptr_array_add(results, fake("slow and big", 30, 10, 0, 6 * G));
+  g_autoptr(GArray) front = plots_comparison_pareto(results);
+  const gboolean expected[] = { TRUE, TRUE, FALSE, TRUE, FALSE };
+  for (guint i = 0; i < G_N_ELEMENTS(expected); i++)
+    ck_assert_msg(g_array_index(front, gboolean, i) == expected[i], "policy %u", i);
+
+  g_autoptr(PlotsChart) chart = plots_comparison_chart(results, "comparison");
+  /* The front, by memory: small (3 GiB) then the two fast ones (5 GiB). */
+  ck_assert_ptr_nonnull(strstr(chart->data->str, "$front << EOD\n3 20\n5 10\n5 10\nEOD\n"));
+  ck_assert_ptr_nonnull(strstr(chart->data->str, "$bars << EOD\n0 10 0 0\n1 10 2 8\n2 10 0 15\n"));
+  const char *c = chart->commands->str;
+  ck_assert_ptr_nonnull(strstr(c, "title 'Pareto front'"));
+  ck_assert_ptr_nonnull(strstr(c, "every ::4::4 using 1:2 with points lt 5 title 'slow and big'"));
+  ck_assert_ptr_nonnull(strstr(c, "set xtics scale 0 ('fast' 0, 'small' 1, 'dominated' 2, 'fast twin' 3, "
+                                  "'slow and big' 4)"));
+  ck_assert_ptr_nonnull(strstr(c, "title 'exposed transfer'"));
+  ck_assert_ptr_nonnull(strstr(c, "set xlabel 'peak device memory (GiB)'"));
+}
+END_TEST
+
+START_TEST(sweep_draws_a_line_per_policy)
+{
+  g_autoptr(PlotsSweep) sweep = plots_sweep_new("tiny's sweep", "link.h2d_bandwidth", "GB/s", "step_ms", "ms");
+  const double x[] = { 16, 32, 55, 450 };
+  g_array_append_vals(sweep->x, x, 4);
+  plots_sweep_add_series(sweep, "resident", 4, (double[]){ 10, 10, 10, 10 });
+  plots_sweep_add_series(sweep, "offload-async", 4, (double[]){ 90, 50, 30, NAN });
+  plots_sweep_add_series(sweep, "offload_sync", 4, (double[]){ 120, 70, 45, 11 });
+  g_autoptr(GError) error = NULL;
+  g_autoptr(PlotsChart) chart = plots_sweep_chart(sweep, "sweep", &error);
+  ck_assert_ptr_nonnull(chart);
+  ck_assert_str_eq(chart->data->str, "$sweep << EOD\n16 10 90 120\n32 10 50 70\n55 10 30 45\n450 10 NaN 11\nEOD\n");
+  const char *c = chart->commands->str;
+  ck_assert_uint_eq(count(c, "with linespoints"), 3);
+  ck_assert_ptr_nonnull(strstr(c, "$sweep using 1:4 with linespoints lt 3 title 'offload_sync'"));
+  ck_assert_ptr_nonnull(strstr(c, "set xlabel 'link.h2d_bandwidth (GB/s)'"));
+  ck_assert_ptr_nonnull(strstr(c, "set ylabel 'step_ms (ms)'"));
+  ck_assert_ptr_nonnull(strstr(c, "set title 'tiny''s sweep' . \"\\n\" . 'step_ms as link.h2d_bandwidth varies'"));
+
+  /* A series of the wrong length is refused, not drawn short. */
+  plots_sweep_add_series(sweep, "short", 3, (double[]){ 1, 2, 3 });
+  g_autoptr(GError) bad = NULL;
+  ck_assert_ptr_null(plots_sweep_chart(sweep, "sweep", &bad));
+  ck_assert(g_error_matches(bad, SIM_ERROR, SIM_ERROR_INPUT));
+  ck_assert_ptr_nonnull(strstr(bad->message, "'short' has 3 values for 4 points"));
+  g_ptr_array_remove_index(sweep->series, 3);
+
+  if (!plots_gnuplot_available())
+    return;
+  g_autofree char *dir = temp_dir();
+  g_autoptr(GPtrArray) charts = g_ptr_array_new();
+  g_ptr_array_add(charts, chart);
+  ck_assert_msg(plots_gnuplot_render(charts, PLOTS_FORMAT_PNG, dir, &error), "%s",
+                error ? error->message : "");
+  g_autofree char *png = g_build_filename(dir, "sweep.png", NULL);
+  ck_assert(g_file_test(png, G_FILE_TEST_IS_REGULAR));
+}
+END_TEST
+
+/* ---- rendering ---------------------------------------------------------- */
+
+static void
+assert_png(const char *path)
+{
+  g_autofree char *bytes = NULL;
+  gsize length = 0;
+  ck_assert_msg(g_file_get_contents(path, &bytes, &length, NULL), "%s missing", path);
+  ck_assert_msg(length > 8 * 1024, "%s is only %zu bytes", path, (size_t)length);
+  ck_assert_msg(memcmp(bytes, "\x89PNG\r\n\x1a\n", 8) == 0, "%s has no PNG signature", path);
+}
+
+START_TEST(compare_plot_writes_every_picture)
+{
+  NEEDS_GNUPLOT();
+  g_autofree char *dir = temp_dir();
+  g_autofree char *plots = g_build_filename(dir, "plots", NULL);
+  g_auto(TestRun) r = test_offsim("compare", "--plot", plots, NULL);
+  ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err);
+  g_autofree char *said = g_strdup_printf("plots written to %s/: comparison, memory and 4 timelines (.png and .svg)\n",
+                                          plots);
+  ck_assert_str_eq(r.err, said);
+  g_autofree char *files = list_dir(plots);
+  ck_assert_str_eq(files, "comparison.png,comparison.svg,memory.png,memory.svg,"
+                          "timeline-checkpoint-full.png,timeline-checkpoint-full.svg,"
+                          "timeline-offload-async.png,timeline-offload-async.svg,"
+                          "timeline-offload-sync.png,timeline-offload-sync.svg,"
+                          "timeline-resident.png,timeline-resident.svg");
+  const char *pngs[] = { "comparison", "memory", "timeline-resident", "timeline-offload-sync",
+                         "timeline-offload-async", "timeline-checkpoint-full" };
+  for (guint i = 0; i < G_N_ELEMENTS(pngs); i++) {
+    g_autofree char *png = g_strdup_printf("%s/%s.png", plots, pngs[i]);
+    assert_png(png);
+    g_autofree char *svg_path = g_strdup_printf("%s/%s.svg", plots, pngs[i]);
+    g_autofree char *svg = read_text(svg_path);
+    ck_assert(strstr(svg, "<svg") != NULL);
+  }
+
+  /* run draws its policy's timeline and the memory chart, no comparison. */
+  g_autofree char *one = g_build_filename(dir, "one", NULL);
+  g_auto(TestRun) run = test_offsim("run", TINY, "--policy", "hybrid", "--plot", one, "--plot-format", "png", NULL);
+  ck_assert_msg(run.status == 0, "exit %d: %s", run.status, run.err);
+  g_autofree char *one_files = list_dir(one);
+  ck_assert_str_eq(one_files, "memory.png,timeline-hybrid.png");
+  g_autofree char *hybrid = g_build_filename(one, "timeline-hybrid.png", NULL);
+  assert_png(hybrid);
+}
+END_TEST
+
+START_TEST(renders_at_96_layers)
+{
+  NEEDS_GNUPLOT();
+  g_autoptr(GPtrArray) results = uniform(96);
+  g_autofree char *dir = temp_dir();
+  PlotsFiguresOptions o = { .dir = dir, .formats = PLOTS_FORMAT_PNG, .device_memory = 80ull << 30 };
+  g_autoptr(GError) error = NULL;
+  g_autofree char *summary = NULL;
+  ck_assert_msg(plots_figures_write(results, &o, &summary, &error), "%s", error ? error->message : "");
+  ck_assert_str_eq(summary, "comparison, memory and 4 timelines");
+  g_autofree char *png = g_build_filename(dir, "timeline-offload-async.png", NULL);
+  assert_png(png);
+}
+END_TEST
+
+/* A scenario named to break out of its string runs nothing, creates no
+ * file, and shows in the picture as the text it is. */
+START_TEST(hostile_scenario_name_is_drawn_literally)
+{
+  NEEDS_GNUPLOT();
+  g_autofree char *dir = temp_dir();
+  const char *name = "evil `touch BQ` $(touch DOLLAR) it's \"dq\" x_1^2 @y {z} '; system('touch SYSTEM'); print '";
+  g_autofree char *ini = g_strdup_printf("[scenario]\nname = %s\ninclude = %s\n", name, TINY);
+  g_autofree char *path = g_build_filename(dir, "evil.ini", NULL);
+  ck_assert(g_file_set_contents(path, ini, -1, NULL));
+
+  g_auto(TestRun) r = test_offsim_in(dir, "compare", "evil.ini", "--plot", "plots", "--plot-format", "svg",
+                                     "--plot-script", "evil.gp", NULL);
+  ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err);
+  g_autofree char *files = list_dir(dir);
+  ck_assert_str_eq(files, "evil.gp,evil.ini,plots");
+  g_autofree char *svg_path = g_build_filename(dir, "plots", "memory.svg", NULL);
+  g_autofree char *svg = read_text(svg_path);
+  ck_assert_msg(strstr(svg, ">evil `touch BQ` $(touch DOLLAR) it's \"dq\" x_1^2 @y {z} '; system('touch SYSTEM'); "
+                            "print '<") != NULL, "the name is not in the picture as typed");
+  g_autofree char *script_path = g_build_filename(dir, "evil.gp", NULL);
+  g_autofree char *script = read_text(script_path);
+  g_autofree char *quoted = plots_gnuplot_quote(name);
+  ck_assert_uint_eq(count(script, quoted), 6); /* every chart's title, SVG only */
+
+  /* A name with a line break can only come from code, not from a key file:
+   * the break goes, the rest stays text. */
+  g_autoptr(SimResult) res = tiny("async");
+  g_free(res->scenario);
+  res->scenario = g_strdup("x'\nset output 'INJECTED.png'\nplot sin(x)\n'");
+  g_autoptr(GPtrArray) results = g_ptr_array_new();
+  g_ptr_array_add(results, res);
+  g_autofree char *out = g_build_filename(dir, "newline", NULL);
+  PlotsFiguresOptions o = { .dir = out, .formats = PLOTS_FORMAT_SVG, .device_memory = 80ull << 30 };
+  g_autoptr(GError) error = NULL;
+  ck_assert_msg(plots_figures_write(results, &o, NULL, &error), "%s", error ? error->message : "");
+  g_autofree char *out_files = list_dir(out);
+  ck_assert_str_eq(out_files, "memory.svg,timeline-async.svg");
+  g_autofree char *timeline_path = g_build_filename(out, "timeline-async.svg", NULL);
+  g_autofree char *timeline = read_text(timeline_path);
+  ck_assert(strstr(timeline, ">x'set output 'INJECTED.png'plot sin(x)'<") != NULL);
+  g_autofree char *cwd = g_get_current_dir();
+  g_autofree char *injected = g_build_filename(cwd, "INJECTED.png", NULL);
+  ck_assert(!g_file_test(injected, G_FILE_TEST_EXISTS));
+}
+END_TEST
+
+START_TEST(gnuplot_errors_come_back_and_leave_no_file)
+{
+  NEEDS_GNUPLOT();
+  g_autoptr(GError) error = NULL;
+  ck_assert(!plots_gnuplot_run("plot undefined_function_xyz(x)\n", &error));
+  ck_assert(g_error_matches(error, SIM_ERROR, SIM_ERROR_INTERNAL));
+  ck_assert_msg(strstr(error->message, "undefined function") != NULL, "%s", error->message);
+  ck_assert_ptr_null(strchr(error->message, '\n'));
+
+  g_autofree char *dir = temp_dir();
+  g_autoptr(PlotsChart) good = plots_gnuplot_chart_new("good", 400, 300);
+  g_string_append(good->commands, "plot x\n");
+  g_autoptr(PlotsChart) broken = plots_gnuplot_chart_new("broken", 400, 300);
+  g_string_append(broken->commands, "plot $nothing using 1:2\n");
+  g_autoptr(GPtrArray) charts = g_ptr_array_new();
+  g_ptr_array_add(charts, good);
+  g_ptr_array_add(charts, broken);
+  g_autoptr(GError) render_error = NULL;
+  ck_assert(!plots_gnuplot_render(charts, PLOTS_FORMAT_ALL, dir, &render_error));
+  g_autofree char *files = list_dir(dir);
+  ck_assert_str_eq(files, ""); /* not even the good chart, nor a temporary */
+}
+END_TEST
+
+START_TEST(missing_gnuplot_exits_3_and_still_writes_the_script)
+{
+  g_autofree char *dir = temp_dir();
+  g_autofree char *empty = g_build_filename(dir, "empty-path", NULL);
+  ck_assert_int_eq(g_mkdir(empty, 0755), 0);
+  g_autofree char *saved = g_strdup(g_getenv("PATH"));
+  g_setenv("PATH", empty, TRUE);
+  g_auto(TestRun) r = test_offsim_in(dir, "compare", "--plot", "plots", "--plot-script", "all.gp", NULL);
+  g_auto(TestRun) script_only = test_offsim_in(dir, "run", "--plot-script", "run.gp", NULL);
+  g_setenv("PATH", saved, TRUE);
+
+  ck_assert_int_eq(r.status, 3);
+  ck_assert_msg(strstr(r.err, "gnuplot is not installed") != NULL, "%s", r.err);
+  ck_assert_ptr_nonnull(strstr(r.out, "offload-async")); /* the report came first */
+  g_autofree char *plots = g_build_filename(dir, "plots", NULL);
+  ck_assert(!g_file_test(plots, G_FILE_TEST_EXISTS)); /* not even an empty directory */
+  g_autofree char *all_path = g_build_filename(dir, "all.gp", NULL);
+  g_autofree char *all = read_text(all_path);
+  ck_assert_ptr_nonnull(strstr(all, "$spans << EOD\n"));
+  ck_assert_ptr_nonnull(strstr(all, "set output 'plots/timeline-offload-async.png'\n"));
+  ck_assert_ptr_nonnull(strstr(all, "set output 'plots/comparison.svg'\n"));
+
+  ck_assert_msg(script_only.status == 0, "%s", script_only.err);
+  g_autofree char *run_path = g_build_filename(dir, "run.gp", NULL);
+  g_autofree char *run = read_text(run_path);
+  ck_assert_ptr_nonnull(strstr(run, "set output 'timeline-resident.png'\n"));
+  ck_assert_ptr_null(strstr(run, "comparison"));
+}
+END_TEST
+
+START_TEST(unwritable_paths_exit_2)
+{
+  g_autofree char *dir = temp_dir();
+  g_autofree char *blocker = g_build_filename(dir, "blocker", NULL);
+  ck_assert(g_file_set_contents(blocker, "a file, not a directory", -1, NULL));
+  g_autofree char *under = g_build_filename(blocker, "sub", NULL);
+  const char *options[] = { "--plot", "--plot-script", "--trace", "--timeline", "--memory" };
+  for (guint i = 0; i < G_N_ELEMENTS(options); i++) {
+    g_auto(TestRun) r = test_offsim("run", options[i], under, NULL);
+    ck_assert_msg(r.status == 2, "%s: exit %d: %s", options[i], r.status, r.err);
+    ck_assert_msg(strstr(r.err, under) != NULL, "%s: the message does not name the path: %s", options[i], r.err);
+  }
+  g_auto(TestRun) format = test_offsim("compare", "--plot", dir, "--plot-format", "gif", NULL);
+  ck_assert_int_eq(format.status, 2);
+  ck_assert_ptr_nonnull(strstr(format.err, "expected png, svg or both"));
+  g_auto(TestRun) alone = test_offsim("compare", "--plot-format", "png", NULL);
+  ck_assert_int_eq(alone.status, 2);
+  /* The exports of one run belong to `run`. */
+  g_auto(TestRun) trace = test_offsim("compare", "--trace", "x.json", NULL);
+  ck_assert_int_eq(trace.status, 2);
+}
+END_TEST
+
+/* ---- the trace ---------------------------------------------------------- */
+
+START_TEST(trace_has_every_op_once_and_the_ledger)
+{
+  g_autoptr(SimResult) r = tiny("async");
+  g_free(r->scenario);
+  r->scenario = g_strdup("quote \" backslash \\ newline \n tab \t control \x01 end");
+  g_autofree char *dir = temp_dir();
+  g_autofree char *path = g_build_filename(dir, "trace.json", NULL);
+  g_autoptr(GError) error = NULL;
+  ck_assert_msg(plots_chrome_trace_write(r, path, &error), "%s", error ? error->message : "");
+
+  g_autoptr(JsonParser) parser = json_parser_new();
+  ck_assert_msg(json_parser_load_from_file(parser, path, &error), "invalid JSON: %s", error ? error->message : "");
+  JsonObject *root = json_node_get_object(json_parser_get_root(parser));
+  ck_assert_str_eq(json_object_get_string_member(json_object_get_object_member(root, "otherData"), "scenario"),
+                   r->scenario);
+  JsonArray *events = json_object_get_array_member(root, "traceEvents");
+  g_autoptr(PlotsSpans) spans = plots_spans_new(r, NULL);
+  guint n_ops = sim_program_n_ops(r->program);
+  g_autofree guint *seen = g_new0(guint, n_ops);
+  g_autoptr(GHashTable) threads = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL, g_free);
+  g_autoptr(GHashTable) processes = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL, g_free);
+  guint device_points = 0, host_points = 0;
+
+  for (guint i = 0; i < json_array_get_length(events); i++) {
+    JsonObject *e = json_array_get_object_element(events, i);
+    const char *ph = json_object_get_string_member(e, "ph");
+    gint64 pid = json_object_get_int_member(e, "pid");
+    JsonObject *args = json_object_get_object_member(e, "args");
+    if (strcmp(ph, "M") == 0) {
+      const char *what = json_object_get_string_member(e, "name");
+      if (strcmp(what, "thread_name") == 0)
+        g_hash_table_insert(threads, GINT_TO_POINTER(json_object_get_int_member(e, "tid")),
+                            g_strdup(json_object_get_string_member(args, "name")));
+      else if (strcmp(what, "process_name") == 0)
+        g_hash_table_insert(processes, GINT_TO_POINTER(pid), g_strdup(json_object_get_string_member(args, "name")));
+    } else if (strcmp(ph, "X") == 0) {
+      gint64 op = json_object_get_int_member(args, "op");
+      ck_assert(op >= 0 && op < n_ops);
+      seen[op]++;
+      const PlotsSpan *s = &g_array_index(spans->spans, PlotsSpan, op);
+      ck_assert_close(json_object_get_double_member(e, "ts"), s->start * 1e6, 1e-6);
+      ck_assert_close(json_object_get_double_member(e, "dur"), (s->end - s->start) * 1e6, 1e-6);
+      ck_assert_int_eq(pid, 1);
+      const SimOp *sim_op = sim_program_op(r->program, (guint32)op);
+      ck_assert_int_eq(json_object_get_int_member(args, "bytes"), sim_op->kind == SIM_OP_COPY ? (gint64)sim_op->bytes : 0);
+      ck_assert_str_eq(json_object_get_string_member(args, "phase"), sim_phase_name(sim_op->phase));
+      const SimStream *stream = g_ptr_array_index(r->program->streams, sim_op->stream);
+      ck_assert_str_eq(json_object_get_string_member(args, "stream"), stream->name);
+      const char *thread = g_hash_table_lookup(threads, GINT_TO_POINTER(json_object_get_int_member(e, "tid")));
+      ck_assert_msg(thread && strcmp(thread, stream->name) == 0, "op %" G_GINT64_FORMAT " on the wrong thread", op);
+      if (sim_op->kind == SIM_OP_COMPUTE || sim_op->kind == SIM_OP_COPY)
+        ck_assert_int_eq(json_object_get_int_member(args, "layer"), sim_op->layer);
+    } else if (strcmp(ph, "C") == 0) {
+      const SimMemPoint *pt;
+      gint64 bytes = json_object_get_int_member(args, "bytes");
+      if (strcmp(json_object_get_string_member(e, "name"), "device memory") == 0) {
+        ck_assert_uint_lt(device_points, r->run->curve->len);
+        pt = &g_array_index(r->run->curve, SimMemPoint, device_points++);
+        ck_assert_int_eq(bytes, pt->device);
+        ck_assert_int_eq(pid, 1);
+      } else {
+        ck_assert_str_eq(json_object_get_string_member(e, "name"), "host pinned memory");
+        ck_assert_uint_lt(host_points, r->run->curve->len);
+        pt = &g_array_index(r->run->curve, SimMemPoint, host_points++);
+        ck_assert_int_eq(bytes, pt->host);
+        ck_assert_int_eq(pid, 2);
+      }
+      ck_assert_close(json_object_get_double_member(e, "ts"), pt->time * 1e6, 1e-6);
+    } else {
+      ck_abort_msg("unexpected event phase %s", ph);
+    }
+  }
+  for (guint i = 0; i < n_ops; i++)
+    ck_assert_msg(seen[i] == 1, "op %u appears %u times", i, seen[i]);
+  ck_assert_uint_eq(device_points, r->run->curve->len);
+  ck_assert_uint_eq(host_points, r->run->curve->len);
+  ck_assert_uint_eq(g_hash_table_size(threads), 3);
+  ck_assert_str_eq(g_hash_table_lookup(processes, GINT_TO_POINTER(2)), "host");
+  ck_assert(g_str_has_prefix(g_hash_table_lookup(processes, GINT_TO_POINTER(1)), "device: async, quote \""));
+}
+END_TEST
+
+/* ---- the CSVs ----------------------------------------------------------- */
+
+START_TEST(csvs_agree_with_the_json_result)
+{
+  g_autofree char *dir = temp_dir();
+  g_auto(TestRun) r = test_offsim_in(dir, "run", TINY, "--policy", "async", "--format", "json", "--timeline",
+                                     "timeline.csv", "--memory", "memory.csv", "--trace", "trace.json", NULL);
+  ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err);
+  g_autoptr(JsonParser) parser = json_parser_new();
+  ck_assert(json_parser_load_from_data(parser, r.out, -1, NULL));
+  JsonObject *o = json_node_get_object(json_parser_get_root(parser));
+  double step_ms = json_object_get_double_member(o, "step_ms");
+  gint64 peak_device = json_object_get_int_member(o, "peak_device_bytes");
+  gint64 peak_host = json_object_get_int_member(o, "peak_host_bytes");
+  ck_assert(peak_host > 0);
+
+  g_autofree char *timeline_path = g_build_filename(dir, "timeline.csv", NULL);
+  g_autofree char *timeline = read_text(timeline_path);
+  g_auto(GStrv) rows = g_strsplit(timeline, "\n", -1);
+  ck_assert_str_eq(rows[0], "stream,op,layer,phase,start_ms,end_ms,bytes");
+  double last_end = 0, first_start = G_MAXDOUBLE;
+  guint64 d2h = 0;
+  guint n = 0;
+  for (char **row = rows + 1; *row && **row; row++, n++) {
+    g_auto(GStrv) f = g_strsplit(*row, ",", -1);
+    ck_assert_uint_eq(g_strv_length(f), 7);
+    double start = g_ascii_strtod(f[4], NULL), end = g_ascii_strtod(f[5], NULL);
+    ck_assert(end >= start);
+    first_start = MIN(first_start, start);
+    last_end = MAX(last_end, end);
+    if (strcmp(f[0], "d2h") == 0 && strcmp(f[3], "offload") == 0)
+      d2h += g_ascii_strtoull(f[6], NULL, 10);
+  }
+  ck_assert_uint_gt(n, 10);
+  ck_assert(first_start == 0);
+  ck_assert_close(last_end, step_ms, 1e-9 * step_ms);
+  ck_assert_int_eq((gint64)d2h, json_object_get_int_member(o, "d2h_bytes"));
+
+  g_autofree char *memory_path = g_build_filename(dir, "memory.csv", NULL);
+  g_autofree char *memory = read_text(memory_path);
+  g_auto(GStrv) points = g_strsplit(memory, "\n", -1);
+  ck_assert_str_eq(points[0], "time_ms,device_bytes,host_bytes");
+  gint64 max_device = 0, max_host = 0;
+  double previous = 0;
+  for (char **row = points + 1; *row && **row; row++) {
+    g_auto(GStrv) f = g_strsplit(*row, ",", -1);
+    ck_assert_uint_eq(g_strv_length(f), 3);
+    double t = g_ascii_strtod(f[0], NULL);
+    ck_assert(t >= previous);
+    previous = t;
+    max_device = MAX(max_device, g_ascii_strtoll(f[1], NULL, 10));
+    max_host = MAX(max_host, g_ascii_strtoll(f[2], NULL, 10));
+  }
+  ck_assert_int_eq(max_device, peak_device);
+  ck_assert_int_eq(max_host, peak_host);
+  ck_assert(previous <= step_ms);
+
+  /* The trace is valid JSON too, and its counter peaks the same. */
+  g_autofree char *trace_path = g_build_filename(dir, "trace.json", NULL);
+  g_autoptr(JsonParser) trace = json_parser_new();
+  ck_assert(json_parser_load_from_file(trace, trace_path, NULL));
+}
+END_TEST
+
+static Suite *
+plots_suite(void)
+{
+  Suite *s = suite_create("plots");
+  TCase *quote = tcase_create("quote");
+  tcase_add_test(quote, quote_doubles_quotes_and_drops_line_breaks);
+  tcase_add_test(quote, quoted_strings_reach_gnuplot_as_literal_text);
+  tcase_add_test(quote, file_names_are_neither_paths_nor_hidden);
+  suite_add_tcase(s, quote);
+
+  TCase *scripts = tcase_create("scripts");
+  tcase_set_timeout(scripts, 60);
+  tcase_add_test(scripts, spans_cover_every_op_once);
+  tcase_add_test(scripts, overlapping_ops_take_separate_lanes);
+  tcase_add_test(scripts, timeline_script_has_lanes_colours_and_quoted_labels);
+  tcase_add_test(scripts, labels_do_not_grow_with_layers);
+  tcase_add_test(scripts, memory_chart_marks_capacity_or_budget);
+  tcase_add_test(scripts, comparison_marks_the_pareto_front);
+  tcase_add_test(scripts, sweep_draws_a_line_per_policy);
+  suite_add_tcase(s, scripts);
+
+  TCase *render = tcase_create("render");
+  tcase_set_timeout(render, 240);
+  tcase_add_test(render, compare_plot_writes_every_picture);
+  tcase_add_test(render, renders_at_96_layers);
+  tcase_add_test(render, hostile_scenario_name_is_drawn_literally);
+  tcase_add_test(render, gnuplot_errors_come_back_and_leave_no_file);
+  tcase_add_test(render, missing_gnuplot_exits_3_and_still_writes_the_script);
+  tcase_add_test(render, unwritable_paths_exit_2);
+  suite_add_tcase(s, render);
+
+  TCase *exports = tcase_create("exports");
+  tcase_set_timeout(exports, 60);
+  tcase_add_test(exports, trace_has_every_op_once_and_the_ledger);
+  tcase_add_test(exports, csvs_agree_with_the_json_result);
+  suite_add_tcase(s, exports);
+  return s;
+}
+
+int
+main(void)
+{
+  return test_run_suite(plots_suite());
+}

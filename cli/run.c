@@ -138,8 +138,34 @@ run_scenario(const char *path, const RunOptions *o, gboolean compare, GError **e
       return FALSE;
     g_ptr_array_add(results, r);
   }
+  /* With a budget, compare also plans: the plan is one more row, explained
+   * layer by layer under the table. */
+  g_autoptr(PlannerPlan) plan = NULL;
+  if (compare && budget) {
+    plan = planner_plan(scenario, budget, error);
+    if (plan == NULL)
+      return FALSE;
+    SimResult *row = g_steal_pointer(&plan->result);
+    g_free(row->policy);
+    row->policy = g_strdup("planned");
+    g_ptr_array_add(results, row);
+  }
   g_autofree char *text = cli_report_format(scenario, results, format, !compare);
   fputs(text, stdout);
+  if (plan && format == CLI_FORMAT_TABLE) {
+    g_autoptr(GString) more = g_string_new("\n");
+    if (plan->feasible) {
+      g_autofree char *block = planner_plan_format_policy(plan->policy);
+      g_string_append_printf(more, "planned: %s: %s\nlower bound %.2f ms, gap %.1f %%\n\n%s\n", plan->verdict,
+                             plan->verdict_reason, plan->lower_bound_ms, plan->gap * 100, block);
+    } else {
+      g_autofree char *min = sim_units_format_size(plan->min_budget);
+      g_string_append_printf(more, "planned: no plan fits the budget; the smallest peak any plan reaches is %s "
+                                   "(the row shows that plan)\n\n", min);
+    }
+    cli_plan_format_layers(more, plan);
+    fputs(more->str, stdout);
+  }
   if (fflush(stdout) != 0) {
     g_set_error(error, SIM_ERROR, SIM_ERROR_INTERNAL, "cannot write the output");
     return FALSE;

@@ -61,7 +61,8 @@ typedef struct {
 typedef struct {
   gboolean feasible;
   SimPolicy *policy;         /* kind = plan: actions, mode, prefetch, inflight */
-  SimResult *result;         /* the plan's figures (or the smallest-peak plan's, when infeasible) */
+  SimResult *result;         /* the plan's figures (or the smallest-peak plan's, when infeasible);
+                                may be stolen by the caller */
   SimResult *resident;       /* resident's figures, for the verdict */
   double lower_bound_ms;
   double gap;                /* step / lower bound - 1 */

@@ -246,12 +246,24 @@ start_copies(Run *r)
       continue;
     guint32 op_index = sim_heap_pop(&c->queue).value;
     const SimOp *op = sim_program_op(r->p, op_index);
-    double bw = d == SIM_DIR_D2H ? r->link->d2h_bandwidth : r->link->h2d_bandwidth;
     c->active = op_index;
     c->in_latency = TRUE;
     c->latency_left = r->link->latency;
     c->bytes_left = (double)op->bytes;
-    c->peak_rate = op->pageable ? bw * r->link->pageable_factor : bw;
+    if (r->link->table_points[d] == 0) {
+      double bw = d == SIM_DIR_D2H ? r->link->d2h_bandwidth : r->link->h2d_bandwidth;
+      c->peak_rate = op->pageable ? bw * r->link->pageable_factor : bw;
+    } else {
+      /* A calibrated copy: the latency phase, then the bytes at the rate
+       * that makes the whole copy take its measured time when alone. */
+      double t = sim_link_copy_time(r->link, d, op->bytes, op->pageable);
+      double move = t - r->link->latency;
+      c->peak_rate = d == SIM_DIR_D2H ? r->link->d2h_bandwidth : r->link->h2d_bandwidth;
+      if (move > 0 && op->bytes > 0)
+        c->peak_rate = (double)op->bytes / move;
+      else
+        c->bytes_left = 0; /* under the latency floor: the fixed cost is all of it */
+    }
     r->run->copy_bytes[d] += op->bytes;
     r->run->copies[d]++;
     mark_start(r, op_index);

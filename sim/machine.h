@@ -17,6 +17,14 @@ typedef struct {
   double hbm_bandwidth; /* B/s for memory-bound ops of generated workloads (0 = not given) */
 } SimDevice;
 
+/* A measured size -> bandwidth point (offsim-calib writes them). */
+typedef struct {
+  guint64 bytes;
+  double bandwidth; /* bytes / measured time of one copy of this size, fixed cost included */
+} SimBandwidthPoint;
+
+#define SIM_LINK_MAX_POINTS 64
+
 typedef struct {
   double h2d_bandwidth;    /* pinned, large copies, host to device */
   double d2h_bandwidth;    /* pinned, large copies, device to host */
@@ -25,6 +33,10 @@ typedef struct {
   double pageable_factor;  /* bandwidth multiplier for pageable host memory, (0, 1] */
   double compute_slowdown; /* fraction compute loses while any copy is in flight, [0, 1) */
   double host_alloc;       /* seconds per pinned allocation when buffers are not pooled */
+  /* Optional calibrated tables, by direction (SimDir: 0 = D2H, 1 = H2D), sorted
+   * by size; 0 points = use latency + bytes / bandwidth. */
+  SimBandwidthPoint table[2][SIM_LINK_MAX_POINTS];
+  guint table_points[2];
 } SimLink;
 
 typedef struct {
@@ -34,5 +46,13 @@ typedef struct {
 
 /* The documented defaults of every optional [device] and [link] key. */
 void sim_machine_defaults(SimMachine *machine);
+
+/* Seconds one copy of `bytes` takes alone on the link in direction `dir`
+ * (0 = D2H, 1 = H2D), pageable or pinned.  Without a table: latency +
+ * bytes / bandwidth.  With one: the measured time, interpolated linearly in
+ * bytes between the two nearest sizes (beyond the ends, at the end point's
+ * bandwidth), and never less than `latency` (the latency floor).  Pageable
+ * copies take the part above the latency 1 / pageable_factor times longer. */
+double sim_link_copy_time(const SimLink *link, int dir, guint64 bytes, gboolean pageable);
 
 G_END_DECLS

@@ -39,6 +39,8 @@ static const KeySpec link_keys[] = {
   { "pageable_factor", "a number in (0, 1]" },
   { "compute_slowdown", "a number in [0, 1)" },
   { "host_alloc", "a time such as 3ms" },
+  { "h2d_table", "measured SIZE:RATE points in increasing size, such as 4KiB:1.9GB/s, 1MiB:40GB/s" },
+  { "d2h_table", "measured SIZE:RATE points in increasing size, such as 4KiB:1.9GB/s, 1MiB:40GB/s" },
   { NULL, NULL },
 };
 
@@ -349,6 +351,36 @@ get_tensors(const SimConfigGroup *g, const char *key, GArray **out, GError **err
   return TRUE;
 }
 
+/* "4KiB:1.9GB/s, 64KiB:12GB/s": a measured size -> bandwidth table. */
+static gboolean
+get_table(const SimConfigGroup *g, const char *key, SimBandwidthPoint *points, guint *n_points, GError **error)
+{
+  SimConfigEntry *e = sim_config_lookup(g, key);
+  if (e == NULL)
+    return TRUE;
+  g_auto(GStrv) items = g_strsplit(e->value, ",", -1);
+  guint n = 0;
+  for (char **item = items; *item; item++) {
+    g_auto(GStrv) parts = g_strsplit(*item, ":", -1);
+    GError *cause = NULL;
+    if (g_strv_length(parts) != 2)
+      return fail(error, g, e, "expected SIZE:RATE items, got '%s'", g_strstrip(*item));
+    if (n == SIM_LINK_MAX_POINTS)
+      return fail(error, g, e, "at most %d points", SIM_LINK_MAX_POINTS);
+    if (!sim_units_parse_size(parts[0], &points[n].bytes, &cause) ||
+        !sim_units_parse_rate(parts[1], &points[n].bandwidth, &cause)) {
+      g_autofree char *msg = g_strdup_printf("point %u: %s", n + 1, cause->message);
+      g_error_free(cause);
+      return fail(error, g, e, "%s", msg);
+    }
+    if (points[n].bytes == 0 || (n > 0 && points[n].bytes <= points[n - 1].bytes))
+      return fail(error, g, e, "point %u: sizes must be positive and increasing", n + 1);
+    n++;
+  }
+  *n_points = n;
+  return TRUE;
+}
+
 /* "all", "none", "first:N", "last:N", or indices and ranges "0-3,7". */
 static gboolean
 get_layer_set(const SimConfigGroup *g, const char *key, guint n_layers, GArray **out, GError **error)
@@ -453,7 +485,9 @@ load_machine(const SimConfig *c, SimMachine *m, GError **error)
       !get_time(link, "latency", &l->latency, error) ||
       !get_number(link, "pageable_factor", 0, TRUE, 1, FALSE, &l->pageable_factor, error) ||
       !get_number(link, "compute_slowdown", 0, FALSE, 1, TRUE, &l->compute_slowdown, error) ||
-      !get_time(link, "host_alloc", &l->host_alloc, error))
+      !get_time(link, "host_alloc", &l->host_alloc, error) ||
+      !get_table(link, "d2h_table", l->table[0], &l->table_points[0], error) ||
+      !get_table(link, "h2d_table", l->table[1], &l->table_points[1], error))
     return FALSE;
   if (l->bidir_bandwidth == 0)
     l->bidir_bandwidth = l->h2d_bandwidth + l->d2h_bandwidth;
@@ -771,9 +805,11 @@ check_groups(const SimConfig *c, GError **error)
       specs = trace_keys;
     else if (g_str_has_prefix(g->name, "layer.") || g_str_has_prefix(g->name, "policy."))
       continue; /* checked where they are loaded */
+    else if (strcmp(g->name, "calibration") == 0)
+      continue; /* offsim-calib's metadata and raw samples: kept for people, not read */
     else {
       g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT,
-                  "%s: [%s]: unknown group (expected scenario, device, link, model, transformer, trace, layer.N or policy.NAME)",
+                  "%s: [%s]: unknown group (expected scenario, device, link, model, transformer, trace, layer.N, policy.NAME or calibration)",
                   g->file, g->name);
       return FALSE;
     }

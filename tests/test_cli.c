@@ -214,6 +214,23 @@ START_TEST(model_prints_a_scenario_that_runs)
 }
 END_TEST
 
+START_TEST(compare_with_a_budget_adds_the_plan)
+{
+  g_autofree char *tiny = g_build_filename(OFFSIM_SCENARIOS, "tiny.ini", NULL);
+  g_auto(TestRun) r = test_offsim("compare", tiny, "--budget", "1.2GiB", NULL);
+  ck_assert_int_eq(r.status, 0);
+  ck_assert_ptr_nonnull(strstr(r.out, "\nplanned "));
+  ck_assert_ptr_nonnull(strstr(r.out, "[policy.plan]\nkind = plan\n"));
+  ck_assert_ptr_nonnull(strstr(r.out, "layer  action"));
+  g_auto(GStrv) lines = g_strsplit(r.out, "\n", -1);
+  for (char **line = lines; *line; line++)
+    ck_assert_msg(g_utf8_strlen(*line, -1) <= 100, "line longer than 100 columns: %s", *line);
+  g_auto(TestRun) j = test_offsim("compare", tiny, "--budget", "1.2GiB", "--format", "json", NULL);
+  ck_assert_int_eq(j.status, 0);
+  ck_assert_ptr_nonnull(strstr(j.out, "\"policy\": \"planned\""));
+}
+END_TEST
+
 static Suite *
 cli_suite(void)
 {
@@ -230,6 +247,7 @@ cli_suite(void)
   tcase_add_test(tc, every_bundled_scenario_runs);
   tcase_add_test(tc, embedded_default_equals_the_bundled_file);
   tcase_add_test(tc, model_prints_a_scenario_that_runs);
+  tcase_add_test(tc, compare_with_a_budget_adds_the_plan);
   suite_add_tcase(s, tc);
   return s;
 }

@@ -411,6 +411,37 @@ START_TEST(an_engine_is_reusable_across_programs)
 }
 END_TEST
 
+START_TEST(a_calibrated_table_sets_copy_times)
+{
+  /* Measured: 1 MB in 1 ms (1 GB/s), 3 MB in 1.5 ms (2 GB/s).  Latency 0.5 ms. */
+  SimLink link = link_of(5e9, 5e9, 10e9, 0.5e-3);
+  link.table[SIM_DIR_H2D][0] = (SimBandwidthPoint){ 1000000, 1e9 };
+  link.table[SIM_DIR_H2D][1] = (SimBandwidthPoint){ 3000000, 2e9 };
+  link.table_points[SIM_DIR_H2D] = 2;
+  struct {
+    guint64 bytes;
+    double seconds;
+  } cases[] = {
+    { 2000000, 1.25e-3 },  /* halfway in bytes, halfway in time */
+    { 5000000, 2.5e-3 },   /* past the end: 1.5 ms + 2 MB at 2 GB/s */
+    { 100000, 0.5e-3 },    /* 0.1 ms measured rate, floored at the latency */
+    { 1000000, 1e-3 },     /* a measured point exactly */
+  };
+  for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
+    ck_assert_close(sim_link_copy_time(&link, SIM_DIR_H2D, cases[i].bytes, FALSE), cases[i].seconds, TOL);
+    g_autoptr(SimProgram) p = sim_program_new();
+    guint32 s = sim_program_add_stream(p, "h2d");
+    sim_program_copy(p, s, SIM_DIR_H2D, cases[i].bytes, FALSE, 0, sim_program_intern(p, "t"));
+    g_autoptr(SimRun) run = run_ok(p, &link);
+    ck_assert_close(run->step, cases[i].seconds, TOL);
+  }
+  /* The other direction has no table: latency + bytes / bandwidth. */
+  ck_assert_close(sim_link_copy_time(&link, SIM_DIR_D2H, 5000000, FALSE), 0.5e-3 + 1e-3, TOL);
+  /* Pageable: the part above the latency at pageable_factor (0.5). */
+  ck_assert_close(sim_link_copy_time(&link, SIM_DIR_H2D, 2000000, TRUE), 0.5e-3 + 2 * 0.75e-3, TOL);
+}
+END_TEST
+
 static Suite *
 engine_suite(void)
 {
@@ -432,6 +463,7 @@ engine_suite(void)
   tcase_add_test(tc, two_runs_give_identical_bytes);
   tcase_add_test(tc, every_op_runs_once_and_streams_stay_in_order);
   tcase_add_test(tc, an_engine_is_reusable_across_programs);
+  tcase_add_test(tc, a_calibrated_table_sets_copy_times);
   suite_add_tcase(s, tc);
   return s;
 }

@@ -970,6 +970,23 @@ START_TEST(test_not_a_key_file)
 }
 END_TEST
 
+START_TEST(test_link_tables)
+{
+  g_autoptr(SimScenario) s = test_scenario_from_text(MINIMAL "[link]\nh2d_table = 4KiB:1GB/s, 1MiB:20GB/s, 1GiB:50GB/s\n"
+                                                     "[calibration]\ndate = 2026-11-29\ndriver = 580.1\n");
+  ck_assert_uint_eq(s->machine.link.table_points[1], 3);
+  ck_assert_uint_eq(s->machine.link.table_points[0], 0);
+  ck_assert_uint_eq(s->machine.link.table[1][1].bytes, 1048576);
+  ck_assert_close(s->machine.link.table[1][2].bandwidth, 50e9, 1);
+  g_autofree char *order = text_error(MINIMAL "[link]\nd2h_table = 1MiB:1GB/s, 4KiB:1GB/s\n");
+  assert_has(order, "test.ini: [link] d2h_table: point 2: sizes must be positive and increasing");
+  g_autofree char *bad = text_error(MINIMAL "[link]\nd2h_table = 1MiB\n");
+  assert_has(bad, "expected SIZE:RATE items");
+  g_autofree char *rate = text_error(MINIMAL "[link]\nd2h_table = 1MiB:0GB/s\n");
+  assert_has(rate, "point 1: expected a positive, finite rate");
+}
+END_TEST
+
 static Suite *
 scenario_suite(void)
 {
@@ -977,6 +994,7 @@ scenario_suite(void)
 
   TCase *valid = tcase_create("valid");
   tcase_add_test(valid, test_minimal_loads);
+  tcase_add_test(valid, test_link_tables);
   tcase_add_test(valid, test_tensor_keep_flag);
   tcase_add_test(valid, test_include_merge);
   tcase_add_test(valid, test_include_relative_to_including_file);

@@ -1,7 +1,9 @@
 #include "bench.h"
 
+#include "config.h"
 #include "engine.h"
 #include "error.h"
+#include "grid.h"
 #include "lower.h"
 #include "plan.h"
 #include "scenario.h"
@@ -173,13 +175,66 @@ bench_plan(const BenchOptions *o, BenchFigures *f, GError **error)
   return TRUE;
 }
 
+/* The embedded default (Qwen2.5-0.5B, four policies) over link bandwidths
+ * and batch sizes: what a design-space sweep does. */
+static gboolean
+bench_sweep(const BenchOptions *o, BenchFigures *f, GError **error)
+{
+  g_autoptr(SimConfig) config = sim_config_load_data(sim_scenario_default_text(), "(embedded default)", NULL, error);
+  if (config == NULL)
+    return FALSE;
+  guint bandwidths = o->quick ? 5 : 100, batches = o->quick ? 2 : 4;
+  guint repeats = MAX(1u, o->repeats / 2);
+  g_autofree double *rates = g_new(double, repeats);
+  for (guint r = 0; r < repeats; r++) {
+    g_autoptr(GPtrArray) axes = g_ptr_array_new_with_free_func((GDestroyNotify)planner_grid_axis_free);
+    g_autoptr(GString) set = g_string_new("link.h2d_bandwidth=");
+    for (guint i = 0; i < bandwidths; i++)
+      g_string_append_printf(set, "%s%uGB/s", i ? "," : "", 10 + i);
+    g_ptr_array_add(axes, planner_grid_axis_parse(set->str, error));
+    g_string_assign(set, "transformer.batch=");
+    for (guint i = 0; i < batches; i++)
+      g_string_append_printf(set, "%s%u", i ? "," : "", 1 + i);
+    g_ptr_array_add(axes, planner_grid_axis_parse(set->str, error));
+    PlannerGridOptions options = { .jobs = o->jobs };
+    double t0 = now_s();
+    g_autoptr(PlannerGrid) grid = planner_grid_run(config, g_steal_pointer(&axes), &options, error);
+    double t1 = now_s();
+    if (grid == NULL)
+      return FALSE;
+    f->sweep_points = grid->points->len;
+    rates[r] = grid->points->len / (t1 - t0);
+  }
+  f->sweep_points_per_sec = median(rates, repeats);
+  f->sweep_jobs = o->jobs ? o->jobs : g_get_num_processors();
+  return TRUE;
+}
+
 gboolean
 bench_run(const BenchOptions *options, BenchFigures *f, GError **error)
 {
+  static const struct {
+    const char *name;
+    gboolean (*run)(const BenchOptions *, BenchFigures *, GError **);
+  } figures[] = {
+    { "engine", bench_engine }, { "step", bench_step }, { "plan", bench_plan }, { "sweep", bench_sweep },
+  };
   BenchOptions o = *options;
   o.repeats = MAX(1u, o.repeats);
   *f = (BenchFigures){ .repeats = o.repeats };
-  return bench_engine(&o, f, error) && bench_step(&o, f, error) && bench_plan(&o, f, error);
+  gboolean known = o.only == NULL;
+  for (guint i = 0; i < G_N_ELEMENTS(figures); i++) {
+    if (o.only && strcmp(o.only, figures[i].name) != 0)
+      continue;
+    known = TRUE;
+    if (!figures[i].run(&o, f, error))
+      return FALSE;
+  }
+  if (!known) {
+    g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "--only: expected engine, step, plan or sweep, got '%s'", o.only);
+    return FALSE;
+  }
+  return TRUE;
 }
 
 char *

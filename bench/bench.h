@@ -38,6 +38,7 @@ typedef struct {
   guint repeats;    /* runs per figure; the median is reported (>= 1) */
   guint jobs;       /* sweep threads (0 = every core) */
   gboolean quick;   /* smaller workloads, for tests */
+  const char *only; /* "engine", "step", "plan" or "sweep": that figure alone (for profilers); NULL = all */
 } BenchOptions;
 
 gboolean bench_run(const BenchOptions *options, BenchFigures *figures, GError **error);

@@ -66,6 +66,7 @@ int
 cli_bench_main(int argc, char **argv)
 {
   g_autofree char *format_text = NULL;
+  g_autofree char *only = NULL;
   int repeats = 7, jobs = 0;
   gboolean quick = FALSE;
   GError *error = NULL;
@@ -74,6 +75,7 @@ cli_bench_main(int argc, char **argv)
     { "repeats", 'r', 0, G_OPTION_ARG_INT, &repeats, "Runs per figure; the median is reported (default 7)", "N" },
     { "jobs", 'j', 0, G_OPTION_ARG_INT, &jobs, "Sweep threads (default: every core)", "N" },
     { "quick", 0, 0, G_OPTION_ARG_NONE, &quick, "Small workloads (for a smoke test)", NULL },
+    { "only", 0, 0, G_OPTION_ARG_STRING, &only, "One figure: engine, step, plan or sweep (for profilers)", "NAME" },
     { NULL },
   };
   g_set_prgname("offsim bench");
@@ -91,7 +93,7 @@ cli_bench_main(int argc, char **argv)
     g_set_error(&error, SIM_ERROR, SIM_ERROR_INPUT, "bench: --repeats from 1 to 1000, --jobs from 0 to 1024");
     return cli_fail(error);
   }
-  BenchOptions o = { .repeats = (guint)repeats, .jobs = (guint)jobs, .quick = quick };
+  BenchOptions o = { .repeats = (guint)repeats, .jobs = (guint)jobs, .quick = quick, .only = only };
   BenchFigures f;
   if (!bench_run(&o, &f, &error))
     return cli_fail(error);

@@ -18,6 +18,7 @@ int cli_budget_main(int argc, char **argv);  /* offsim budget */
 int cli_model_main(int argc, char **argv);   /* offsim model */
 int cli_plan_main(int argc, char **argv);    /* offsim plan */
 int cli_bench_main(int argc, char **argv);   /* offsim bench */
+int cli_sweep_main(int argc, char **argv);   /* offsim sweep */
 
 /* The per-layer table of a plan: action, bytes saved, exposed time if the
  * layer were offloaded, recompute time (for `plan` and `compare --budget`). */

@@ -80,6 +80,16 @@ cli_report_result_json(const SimResult *r)
   return json_builder_get_root(b);
 }
 
+/* Numbers: up to 15 significant digits, which prints every value a user
+ * typed exactly; no "-0"; null for what JSON cannot say. */
+static void
+append_number(GString *out, double v)
+{
+  char buf[G_ASCII_DTOSTR_BUF_SIZE];
+  g_ascii_formatd(buf, sizeof buf, "%.15g", v == 0 ? 0.0 : v);
+  g_string_append(out, isfinite(v) ? buf : "null");
+}
+
 /* Strings go through json-glib's own escaper (one string node at a time);
  * numbers through %.15g, which prints every value a user typed exactly. */
 static void
@@ -116,10 +126,7 @@ write_node(GString *out, JsonNode *node, guint indent)
   }
   case JSON_NODE_VALUE:
     if (json_node_get_value_type(node) == G_TYPE_DOUBLE) {
-      double v = json_node_get_double(node);
-      char buf[G_ASCII_DTOSTR_BUF_SIZE];
-      g_ascii_formatd(buf, sizeof buf, "%.15g", v == 0 ? 0.0 : v); /* no "-0" */
-      g_string_append(out, isfinite(v) ? buf : "null");
+      append_number(out, json_node_get_double(node));
     } else {
       g_autofree char *text = json_to_string(node, FALSE);
       g_string_append(out, text);
@@ -163,8 +170,8 @@ format_json(const SimScenario *s, GPtrArray *results, gboolean single)
 /* ---- CSV ---------------------------------------------------------------- */
 
 /* RFC 4180: quote a field holding a comma, a quote or a line break. */
-static void
-csv_field(GString *out, const char *text)
+void
+cli_report_csv_field(GString *out, const char *text)
 {
   if (strpbrk(text, ",\"\r\n") == NULL) {
     g_string_append(out, text);
@@ -180,35 +187,51 @@ csv_field(GString *out, const char *text)
 }
 
 /* CSV columns are the JSON members, in order, so the two cannot drift. */
+void
+cli_report_csv_header(GString *out, const char *prefix)
+{
+  SimResult empty = { .scenario = "", .policy = "", .peak_device = { .phase = "", .where = "", .live = "" },
+                      .peak_host = { .phase = "", .where = "", .live = "" } };
+  g_autoptr(JsonNode) node = cli_report_result_json(&empty);
+  g_autoptr(GList) members = json_object_get_members(json_node_get_object(node));
+  g_string_append(out, prefix ? prefix : "");
+  for (GList *m = members; m; m = m->next) {
+    cli_report_csv_field(out, m->data);
+    g_string_append_c(out, m->next ? ',' : '\n');
+  }
+}
+
+void
+cli_report_csv_row(GString *out, const char *prefix, const SimResult *r)
+{
+  g_autoptr(JsonNode) node = cli_report_result_json(r);
+  JsonObject *object = json_node_get_object(node);
+  g_autoptr(GList) members = json_object_get_members(object);
+  g_string_append(out, prefix ? prefix : "");
+  for (GList *m = members; m; m = m->next) {
+    JsonNode *v = json_object_get_member(object, m->data);
+    if (JSON_NODE_HOLDS_NULL(v)) {
+      /* an empty field */
+    } else if (json_node_get_value_type(v) == G_TYPE_STRING) {
+      cli_report_csv_field(out, json_node_get_string(v));
+    } else if (json_node_get_value_type(v) == G_TYPE_BOOLEAN) {
+      g_string_append(out, json_node_get_boolean(v) ? "true" : "false");
+    } else if (json_node_get_value_type(v) == G_TYPE_INT64) {
+      g_string_append_printf(out, "%" G_GINT64_FORMAT, json_node_get_int(v));
+    } else {
+      append_number(out, json_node_get_double(v));
+    }
+    g_string_append_c(out, m->next ? ',' : '\n');
+  }
+}
+
 static char *
 format_csv(GPtrArray *results)
 {
   GString *out = g_string_new(NULL);
-  for (guint i = 0; i < results->len; i++) {
-    g_autoptr(JsonNode) node = cli_report_result_json(g_ptr_array_index(results, i));
-    JsonObject *object = json_node_get_object(node);
-    g_autoptr(GList) members = json_object_get_members(object);
-    if (i == 0) {
-      for (GList *m = members; m; m = m->next) {
-        csv_field(out, m->data);
-        g_string_append_c(out, m->next ? ',' : '\n');
-      }
-    }
-    for (GList *m = members; m; m = m->next) {
-      JsonNode *v = json_object_get_member(object, m->data);
-      if (json_node_get_value_type(v) == G_TYPE_STRING) {
-        csv_field(out, json_node_get_string(v));
-      } else if (JSON_NODE_HOLDS_NULL(v)) {
-        /* an empty field */
-      } else if (json_node_get_value_type(v) == G_TYPE_BOOLEAN) {
-        g_string_append(out, json_node_get_boolean(v) ? "true" : "false");
-      } else {
-        g_autofree char *text = cli_report_json_to_string(v);
-        g_string_append_len(out, text, (gssize)strlen(text) - 1);
-      }
-      g_string_append_c(out, m->next ? ',' : '\n');
-    }
-  }
+  cli_report_csv_header(out, NULL);
+  for (guint i = 0; i < results->len; i++)
+    cli_report_csv_row(out, NULL, g_ptr_array_index(results, i));
   return g_string_free(out, FALSE);
 }
 

@@ -28,6 +28,14 @@ gboolean cli_report_parse_format(const char *text, CliFormat *format, GError **e
  * instead of {"scenario", "results"}. */
 char *cli_report_format(const SimScenario *scenario, GPtrArray *results, CliFormat format, gboolean single);
 
+/* CSV: the header, then one row per result, each after `prefix` fields
+ * (already CSV-encoded, comma-terminated, or NULL): a sweep puts its swept
+ * values there. */
+void cli_report_csv_header(GString *out, const char *prefix);
+void cli_report_csv_row(GString *out, const char *prefix, const SimResult *result);
+/* One CSV field, quoted when it holds a comma, a quote or a line break. */
+void cli_report_csv_field(GString *out, const char *text);
+
 /* One result as a JSON object node (the fields above). */
 JsonNode *cli_report_result_json(const SimResult *result);
 

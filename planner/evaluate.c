@@ -12,8 +12,12 @@ planner_evaluate(const SimScenario *s, const SimPolicy *policy, SimEngine *engin
   guint64 capacity = options && options->budget ? options->budget : s->machine.device.memory;
   SimEngineOptions engine_options = { .record_ops = detail, .record_curve = detail };
 
-  g_autoptr(SimProgram) program = planner_lower(s->workload, policy, &s->machine.link);
-  g_autoptr(SimRun) run = sim_engine_run(engine ? engine : own, program, &s->machine.link, &engine_options, error);
+  SimProgram *scratch = options && !detail ? options->program : NULL;
+  g_autoptr(SimProgram) program = scratch ? NULL : planner_lower(s->workload, policy, &s->machine.link);
+  if (scratch)
+    planner_lower_into(scratch, s->workload, policy, &s->machine.link);
+  SimProgram *lowered = scratch ? scratch : program;
+  g_autoptr(SimRun) run = sim_engine_run(engine ? engine : own, lowered, &s->machine.link, &engine_options, error);
   if (run == NULL) {
     g_prefix_error(error, "policy '%s': ", policy->name);
     return NULL;
@@ -26,7 +30,7 @@ planner_evaluate(const SimScenario *s, const SimPolicy *policy, SimEngine *engin
   }
 #endif
   if (!detail)
-    return sim_result_new(s->name, policy->name, s->workload, program, run, capacity, FALSE);
+    return sim_result_new(s->name, policy->name, s->workload, lowered, run, capacity, FALSE);
   SimResult *r = sim_result_new(s->name, policy->name, s->workload, program, run, capacity, TRUE);
   g_steal_pointer(&program);
   g_steal_pointer(&run);

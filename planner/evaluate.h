@@ -14,6 +14,7 @@ G_BEGIN_DECLS
 typedef struct {
   guint64 budget;  /* capacity for `fits`; 0 = the device's memory */
   gboolean detail; /* keep the program, op times and memory curve in the result */
+  SimProgram *program; /* scratch to lower into without detail (reused, not kept); NULL = a new one */
 } PlannerEvalOptions;
 
 /* `engine` may be NULL (a temporary one is used); pass one to reuse buffers. */

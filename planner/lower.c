@@ -19,6 +19,9 @@ typedef struct {
   guint32 *ev_d2h; /* per layer: its group is on the host (async), or NONE */
   guint32 *ev_h2d; /* per layer: its group is back on the device (async), or NONE */
   guint32 label_fwd, label_bwd, label_recompute, label_input, label_workspace, label_pin;
+  guint32 label_reloaded, label_fwd_done, label_offloaded, label_due, label_started, label_boundary;
+  guint32 *labels; /* every layer tensor's interned name: labels[first[i] + k] */
+  guint *first;
 } Lower;
 
 static inline const SimLayer *
@@ -93,10 +96,10 @@ is_async_offload(const Lower *l, guint i)
   return l->policy->async && offloads(action_at(l, i));
 }
 
-static guint32
-tensor_label(const Lower *l, const SimTensor *t)
+static inline guint32
+tensor_label(const Lower *l, guint i, guint k)
 {
-  return sim_program_intern(l->p, t->name);
+  return l->labels[l->first[i] + k];
 }
 
 static void
@@ -120,7 +123,7 @@ emit_copies(const Lower *l, guint i, SimDir dir, guint32 stream)
     const SimTensor *t = &g_array_index(layer->tensors, SimTensor, k);
     if (tensor_fate(l, i, t) != FATE_OFFLOAD)
       continue;
-    guint32 label = tensor_label(l, t);
+    guint32 label = tensor_label(l, i, k);
     guint n = copies_of(l, t);
     for (guint c = 0; c < n; c++) {
       guint32 op = sim_program_copy(l->p, stream, dir, t->bytes, pageable, (gint32)i, label);
@@ -159,7 +162,7 @@ emit_reload(Lower *l, guint j, guint32 trigger)
   sim_program_wait(l->p, PLANNER_STREAM_H2D, trigger);
   sim_program_wait(l->p, PLANNER_STREAM_H2D, l->ev_d2h[j]);
   emit_copies(l, j, SIM_DIR_H2D, PLANNER_STREAM_H2D);
-  l->ev_h2d[j] = sim_program_add_event(l->p, sim_program_intern(l->p, "reloaded"), (gint32)j);
+  l->ev_h2d[j] = sim_program_add_event(l->p, l->label_reloaded, (gint32)j);
   sim_program_record(l->p, PLANNER_STREAM_H2D, l->ev_h2d[j]);
 }
 
@@ -177,7 +180,7 @@ emit_stage(Lower *l, const SimLayer *stage, const char *name, SimPhase phase)
   for (guint k = 0; k < stage->tensors->len; k++) {
     const SimTensor *t = &g_array_index(stage->tensors, SimTensor, k);
     sim_program_mem(l->p, op, forward ? SIM_AT_START : SIM_AT_END, SIM_POOL_DEVICE,
-                    forward ? (gint64)t->bytes : -(gint64)t->bytes, tensor_label(l, t), SIM_NO_LAYER);
+                    forward ? (gint64)t->bytes : -(gint64)t->bytes, sim_program_intern(l->p, t->name), SIM_NO_LAYER);
   }
 }
 
@@ -202,9 +205,9 @@ emit_forward(Lower *l, guint i)
     if (fate == FATE_FULL)
       continue;
     /* Every tensor exists while the forward runs; dropped ones go at its end. */
-    sim_program_mem(p, op, SIM_AT_START, SIM_POOL_DEVICE, (gint64)t->bytes, tensor_label(l, t), (gint32)i);
+    sim_program_mem(p, op, SIM_AT_START, SIM_POOL_DEVICE, (gint64)t->bytes, tensor_label(l, i, k), (gint32)i);
     if (fate == FATE_DROP)
-      sim_program_mem(p, op, SIM_AT_END, SIM_POOL_DEVICE, -(gint64)t->bytes, tensor_label(l, t), (gint32)i);
+      sim_program_mem(p, op, SIM_AT_END, SIM_POOL_DEVICE, -(gint64)t->bytes, tensor_label(l, i, k), (gint32)i);
   }
   workspace(l, op, layer, (gint32)i);
 
@@ -215,11 +218,11 @@ emit_forward(Lower *l, guint i)
     emit_copies(l, i, SIM_DIR_D2H, PLANNER_STREAM_COMPUTE);
     return;
   }
-  guint32 done = sim_program_add_event(p, sim_program_intern(p, "forward done"), (gint32)i);
+  guint32 done = sim_program_add_event(p, l->label_fwd_done, (gint32)i);
   sim_program_record(p, PLANNER_STREAM_COMPUTE, done);
   sim_program_wait(p, PLANNER_STREAM_D2H, done);
   emit_copies(l, i, SIM_DIR_D2H, PLANNER_STREAM_D2H);
-  l->ev_d2h[i] = sim_program_add_event(p, sim_program_intern(p, "offloaded"), (gint32)i);
+  l->ev_d2h[i] = sim_program_add_event(p, l->label_offloaded, (gint32)i);
   sim_program_record(p, PLANNER_STREAM_D2H, l->ev_d2h[i]);
 }
 
@@ -233,14 +236,14 @@ emit_backward(Lower *l, guint i)
 
   /* Without prefetch a layer asks for its own group when its backward is due. */
   if (prefetch == 0 && is_async_offload(l, i)) {
-    guint32 due = sim_program_add_event(p, sim_program_intern(p, "backward due"), (gint32)i);
+    guint32 due = sim_program_add_event(p, l->label_due, (gint32)i);
     sim_program_record(p, PLANNER_STREAM_COMPUTE, due);
     emit_reload(l, i, due);
   }
   if (is_async_offload(l, i))
     sim_program_wait(p, PLANNER_STREAM_COMPUTE, l->ev_h2d[i]);
   if (prefetch > 0 && i >= prefetch && is_async_offload(l, i - prefetch)) {
-    guint32 started = sim_program_add_event(p, sim_program_intern(p, "backward started"), (gint32)i);
+    guint32 started = sim_program_add_event(p, l->label_started, (gint32)i);
     sim_program_record(p, PLANNER_STREAM_COMPUTE, started);
     emit_reload(l, i - prefetch, started);
   }
@@ -258,7 +261,7 @@ emit_backward(Lower *l, guint i)
       const SimTensor *t = &g_array_index(layer->tensors, SimTensor, k);
       Fate fate = tensor_fate(l, i, t);
       if (fate == FATE_FULL || fate == FATE_DROP)
-        sim_program_mem(p, op, SIM_AT_START, SIM_POOL_DEVICE, (gint64)t->bytes, tensor_label(l, t), (gint32)i);
+        sim_program_mem(p, op, SIM_AT_START, SIM_POOL_DEVICE, (gint64)t->bytes, tensor_label(l, i, k), (gint32)i);
     }
     workspace(l, op, layer, (gint32)i);
   }
@@ -269,7 +272,7 @@ emit_backward(Lower *l, guint i)
   for (guint k = 0; k < layer->tensors->len; k++) {
     const SimTensor *t = &g_array_index(layer->tensors, SimTensor, k);
     guint n = tensor_fate(l, i, t) == FATE_OFFLOAD ? copies_of(l, t) : 1;
-    sim_program_mem(p, op, SIM_AT_END, SIM_POOL_DEVICE, -(gint64)(t->bytes * n), tensor_label(l, t), (gint32)i);
+    sim_program_mem(p, op, SIM_AT_END, SIM_POOL_DEVICE, -(gint64)(t->bytes * n), tensor_label(l, i, k), (gint32)i);
   }
   if (full)
     sim_program_mem(p, op, SIM_AT_END, SIM_POOL_DEVICE, -(gint64)layer->input_bytes, l->label_input, (gint32)i);
@@ -292,6 +295,23 @@ planner_lower_into(SimProgram *p, const SimWorkload *w, const SimPolicy *policy,
   l.label_input = sim_program_intern(p, "input");
   l.label_workspace = sim_program_intern(p, "workspace");
   l.label_pin = sim_program_intern(p, "cudaHostAlloc");
+  l.label_reloaded = sim_program_intern(p, "reloaded");
+  l.label_fwd_done = sim_program_intern(p, "forward done");
+  l.label_offloaded = sim_program_intern(p, "offloaded");
+  l.label_due = sim_program_intern(p, "backward due");
+  l.label_started = sim_program_intern(p, "backward started");
+  l.label_boundary = sim_program_intern(p, "forward pass done");
+  /* Each tensor's name is interned once per lowering, not once per use. */
+  l.first = g_new(guint, n + 1);
+  l.first[0] = 0;
+  for (guint i = 0; i < n; i++)
+    l.first[i + 1] = l.first[i] + layer_at(&l, i)->tensors->len;
+  l.labels = g_new(guint32, MAX(l.first[n], 1u));
+  for (guint i = 0; i < n; i++) {
+    const SimLayer *layer = layer_at(&l, i);
+    for (guint k = 0; k < layer->tensors->len; k++)
+      l.labels[l.first[i] + k] = sim_program_intern(p, g_array_index(layer->tensors, SimTensor, k).name);
+  }
 
   /* An offload with nothing to move is no offload: no events, no waits. */
   l.actions = sim_policy_actions(policy, n);
@@ -317,7 +337,7 @@ planner_lower_into(SimProgram *p, const SimWorkload *w, const SimPolicy *policy,
       if (!is_async_offload(&l, j))
         continue;
       if (boundary == NONE) {
-        boundary = sim_program_add_event(p, sim_program_intern(p, "forward pass done"), SIM_NO_LAYER);
+        boundary = sim_program_add_event(p, l.label_boundary, SIM_NO_LAYER);
         sim_program_record(p, PLANNER_STREAM_COMPUTE, boundary);
       }
       emit_reload(&l, j, boundary);
@@ -331,6 +351,8 @@ planner_lower_into(SimProgram *p, const SimWorkload *w, const SimPolicy *policy,
   g_array_unref(l.actions);
   g_free(l.ev_d2h);
   g_free(l.ev_h2d);
+  g_free(l.labels);
+  g_free(l.first);
 }
 
 SimProgram *

@@ -64,8 +64,8 @@ plots_spans_new(const SimResult *r, GError **error)
     const SimStream *stream = g_ptr_array_index(p->streams, st);
     double previous_end = 0;
     g_array_set_size(lane_end, 0);
-    for (guint k = 0; k < stream->ops->len; k++) {
-      PlotsSpan *span = &g_array_index(s->spans, PlotsSpan, g_array_index(stream->ops, guint32, k));
+    for (guint k = 0; k < stream->n_ops; k++) {
+      PlotsSpan *span = &g_array_index(s->spans, PlotsSpan, stream->ops[k]);
       if (span->kind == PLOTS_SPAN_WAIT)
         span->start = MIN(previous_end, span->start);
       previous_end = MAX(previous_end, span->end);

@@ -261,3 +261,24 @@ sim_config_load_data(const char *data, const char *origin, const char *base_dir,
     return NULL;
   return g_steal_pointer(&c);
 }
+
+SimConfig *
+sim_config_copy(const SimConfig *src)
+{
+  SimConfig *c = config_new(src->top);
+  for (guint i = 0; i < src->groups->len; i++) {
+    const SimConfigGroup *g = g_ptr_array_index(src->groups, i);
+    config_group_ensure(c, g->name, intern_file(c, g->file));
+    for (guint k = 0; k < g->entries->len; k++) {
+      const SimConfigEntry *e = g_ptr_array_index(g->entries, k);
+      config_set(c, g->name, e->key, e->value, intern_file(c, e->file));
+    }
+  }
+  return c;
+}
+
+void
+sim_config_set(SimConfig *c, const char *group, const char *key, const char *value, const char *origin)
+{
+  config_set(c, group, key, value, intern_file(c, origin));
+}

@@ -57,6 +57,13 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(SimConfig, sim_config_free)
  * contents are NUL-terminated; errors are G_FILE_ERROR with strerror's text. */
 gboolean sim_config_read_file(const char *path, char **contents, gsize *length, GError **error);
 
+/* A deep copy, for a sweep point to change without touching the original
+ * (which may be shared read-only between threads). */
+SimConfig *sim_config_copy(const SimConfig *config);
+
+/* Sets group.key to value, as if `origin` had written it last. */
+void sim_config_set(SimConfig *config, const char *group, const char *key, const char *value, const char *origin);
+
 SimConfigGroup *sim_config_group(const SimConfig *config, const char *name);
 SimConfigEntry *sim_config_lookup(const SimConfigGroup *group, const char *key);
 

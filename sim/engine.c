@@ -4,6 +4,7 @@
 #include "heap.h"
 
 #include <math.h>
+#include <stdlib.h>
 
 #define NONE G_MAXUINT32
 
@@ -36,7 +37,8 @@ struct SimEngine {
   SimHeap compute; /* running compute ops, keyed on virtual finish */
   SimHeap timers;  /* running host_alloc ops, keyed on real finish */
   CopyEngine copy[2];
-  GArray *done;    /* ops completing at the current instant */
+  guint32 *done;   /* ops completing at the current instant: at most one per stream */
+  guint n_done, done_cap;
 };
 
 /* Everything a single run mutates, so helpers take one pointer. */
@@ -51,6 +53,7 @@ typedef struct {
   guint completed;
   gint64 level[2];
   guint n_applied;
+  guint signature; /* running computes, copies and their phases: rates change only with it */
   GError **error;
   gboolean failed;
 } Run;
@@ -61,7 +64,6 @@ sim_engine_new(void)
   SimEngine *e = g_new0(SimEngine, 1);
   e->streams = g_array_new(FALSE, FALSE, sizeof(StreamState));
   e->events = g_array_new(FALSE, FALSE, sizeof(EventState));
-  e->done = g_array_new(FALSE, FALSE, sizeof(guint32));
   sim_heap_init(&e->ready);
   sim_heap_init(&e->compute);
   sim_heap_init(&e->timers);
@@ -77,7 +79,7 @@ sim_engine_free(SimEngine *e)
     return;
   g_array_unref(e->streams);
   g_array_unref(e->events);
-  g_array_unref(e->done);
+  g_free(e->done);
   sim_heap_free(&e->ready);
   sim_heap_free(&e->compute);
   sim_heap_free(&e->timers);
@@ -118,7 +120,7 @@ stream_head(Run *r, guint32 s)
 {
   const SimStream *stream = stream_of(r, s);
   guint32 pos = stream_state(r, s)->pos;
-  return pos < stream->ops->len ? g_array_index(stream->ops, guint32, pos) : NONE;
+  return pos < stream->n_ops ? stream->ops[pos] : NONE;
 }
 
 static void
@@ -129,14 +131,14 @@ push_ready(Run *r, guint32 s)
     sim_heap_push(&r->e->ready, 0.0, head, s);
 }
 
-static void
+static inline void
 apply_memory(Run *r, guint32 op_index, SimWhen when)
 {
   const SimOp *op = sim_program_op(r->p, op_index);
   guint32 first = when == SIM_AT_START ? op->mem_first : op->mem_first + op->mem_starts;
   guint32 last = when == SIM_AT_START ? op->mem_first + op->mem_starts : op->mem_first + op->mem_count;
   for (guint32 m = first; m < last; m++) {
-    const SimMemAction *a = &g_array_index(r->p->mem, SimMemAction, m);
+    const SimMemAction *a = &r->p->mem[m];
     r->level[a->pool] += a->delta;
     /* Sized to every action at the start: each is applied exactly once. */
     ((guint32 *)(void *)r->run->applied->data)[r->n_applied++] = m;
@@ -159,7 +161,7 @@ apply_memory(Run *r, guint32 op_index, SimWhen when)
   }
 }
 
-static void
+static inline void
 mark_start(Run *r, guint32 op)
 {
   if (r->run->op_start)
@@ -167,9 +169,9 @@ mark_start(Run *r, guint32 op)
   apply_memory(r, op, SIM_AT_START);
 }
 
-/* An op finished: free what it frees, advance its stream. */
-static void
-finish_op(Run *r, guint32 op_index)
+/* An op finished: free what it frees, advance its stream past it. */
+static inline void
+complete_op(Run *r, guint32 op_index)
 {
   const SimOp *op = sim_program_op(r->p, op_index);
   if (r->run->op_end)
@@ -177,7 +179,14 @@ finish_op(Run *r, guint32 op_index)
   apply_memory(r, op_index, SIM_AT_END);
   r->completed++;
   stream_state(r, op->stream)->pos++;
-  push_ready(r, op->stream);
+}
+
+/* A timed op finished: its stream may start its next op. */
+static void
+finish_op(Run *r, guint32 op_index)
+{
+  complete_op(r, op_index);
+  push_ready(r, sim_program_op(r->p, op_index)->stream);
 }
 
 static void
@@ -203,36 +212,52 @@ start_ready(Run *r)
   while (e->ready.len > 0) {
     SimHeapItem item = sim_heap_pop(&e->ready);
     guint32 s = item.value, op_index = item.seq;
-    const SimOp *op = sim_program_op(r->p, op_index);
-    switch ((SimOpKind)op->kind) {
-    case SIM_OP_WAIT: {
-      EventState *ev = &g_array_index(e->events, EventState, op->event);
-      if (!ev->recorded) {
-        stream_state(r, s)->next_waiter = ev->first_waiter;
-        ev->first_waiter = s;
+    for (;;) {
+      const SimOp *op = sim_program_op(r->p, op_index);
+      gboolean instant = FALSE;
+      switch ((SimOpKind)op->kind) {
+      case SIM_OP_WAIT: {
+        EventState *ev = &g_array_index(e->events, EventState, op->event);
+        if (!ev->recorded) {
+          stream_state(r, s)->next_waiter = ev->first_waiter;
+          ev->first_waiter = s;
+          break;
+        }
+        mark_start(r, op_index);
+        complete_op(r, op_index);
+        instant = TRUE;
         break;
       }
-      mark_start(r, op_index);
-      finish_op(r, op_index);
-      break;
-    }
-    case SIM_OP_RECORD:
-      mark_start(r, op_index);
-      record_event(r, op->event);
-      finish_op(r, op_index);
-      break;
-    case SIM_OP_COMPUTE:
-      mark_start(r, op_index);
-      sim_heap_push(&e->compute, r->vclock + op->work, op_index, op_index);
-      break;
-    case SIM_OP_HOST_ALLOC:
-      mark_start(r, op_index);
-      sim_heap_push(&e->timers, r->now + op->work, op_index, op_index);
-      break;
-    case SIM_OP_COPY:
-      /* Started for its stream; the engine takes it when it is free. */
-      sim_heap_push(&e->copy[op->dir].queue, r->now, op_index, op_index);
-      break;
+      case SIM_OP_RECORD:
+        mark_start(r, op_index);
+        record_event(r, op->event);
+        complete_op(r, op_index);
+        instant = TRUE;
+        break;
+      case SIM_OP_COMPUTE:
+        mark_start(r, op_index);
+        sim_heap_push(&e->compute, r->vclock + op->work, op_index, op_index);
+        break;
+      case SIM_OP_HOST_ALLOC:
+        mark_start(r, op_index);
+        sim_heap_push(&e->timers, r->now + op->work, op_index, op_index);
+        break;
+      case SIM_OP_COPY:
+        /* Started for its stream; the engine takes it when it is free. */
+        sim_heap_push(&e->copy[op->dir].queue, r->now, op_index, op_index);
+        break;
+      }
+      if (!instant)
+        break;
+      /* The stream goes on at once unless a ready stream's head was issued
+       * earlier: the same order as through the heap, without the round trip. */
+      op_index = stream_head(r, s);
+      if (op_index == NONE)
+        break;
+      if (e->ready.len > 0 && sim_heap_peek(&e->ready)->seq < op_index) {
+        sim_heap_push(&e->ready, 0.0, op_index, s);
+        break;
+      }
     }
   }
 }
@@ -270,11 +295,18 @@ start_copies(Run *r)
   }
 }
 
-/* Rates for the interval that starts now. */
+/* Rates for the interval that starts now.  They depend only on how many
+ * computes run and which copies are active and in which phase, so they are
+ * recomputed only when that changes. */
 static void
 update_rates(Run *r)
 {
   CopyEngine *c = r->e->copy;
+  guint signature = r->e->compute.len << 4 | (c[0].active != NONE) << 3 | (c[0].in_latency ? 4u : 0u) |
+                    (c[1].active != NONE) << 1 | (c[1].in_latency ? 1u : 0u);
+  if (signature == r->signature)
+    return;
+  r->signature = signature;
   gboolean in_flight = c[0].active != NONE || c[1].active != NONE;
   guint k = r->e->compute.len;
   double base = in_flight ? 1.0 - r->link->compute_slowdown : 1.0;
@@ -296,12 +328,20 @@ update_rates(Run *r)
 
 /* Time when a copy engine next changes state (end of latency or of bytes). */
 static double
-copy_deadline(Run *r, const CopyEngine *c)
+copy_deadline(Run *r, const CopyEngine *c, const CopyEngine *other)
 {
   if (c->active == NONE)
     return INFINITY;
-  if (c->in_latency)
+  if (c->in_latency) {
+    /* The end of the latency changes nobody's rate while the other
+     * direction is idle (with a copy there, both may end up sharing the
+     * cap): then the copy runs on to its end without a step of its own.  If
+     * the other direction starts a copy first, that is a step anyway, and
+     * the phases are settled there. */
+    if (other->active == NONE)
+      return r->now + c->latency_left + c->bytes_left / c->peak_rate;
     return r->now + c->latency_left;
+  }
   return r->now + c->bytes_left / c->rate;
 }
 
@@ -347,6 +387,10 @@ reset_engine(SimEngine *e, const SimProgram *p)
   g_array_set_size(e->events, sim_program_n_events(p));
   for (guint ev = 0; ev < sim_program_n_events(p); ev++)
     g_array_index(e->events, EventState, ev) = (EventState){ FALSE, NONE };
+  if (e->done_cap < p->streams->len + 2) {
+    e->done_cap = p->streams->len + 2;
+    e->done = g_renew(guint32, e->done, e->done_cap);
+  }
   sim_heap_clear(&e->ready);
   sim_heap_clear(&e->compute);
   sim_heap_clear(&e->timers);
@@ -382,8 +426,8 @@ sim_engine_run(SimEngine *e, const SimProgram *p, const SimLink *link, const Sim
 
   guint n_ops = sim_program_n_ops(p);
   g_autoptr(SimRun) run = g_new0(SimRun, 1);
-  run->applied = g_array_sized_new(FALSE, FALSE, sizeof(guint32), p->mem->len);
-  g_array_set_size(run->applied, p->mem->len);
+  run->applied = g_array_sized_new(FALSE, FALSE, sizeof(guint32), p->n_mem);
+  g_array_set_size(run->applied, p->n_mem);
   if (options && options->record_ops) {
     run->op_start = g_array_sized_new(FALSE, TRUE, sizeof(double), n_ops);
     run->op_end = g_array_sized_new(FALSE, TRUE, sizeof(double), n_ops);
@@ -391,7 +435,7 @@ sim_engine_run(SimEngine *e, const SimProgram *p, const SimLink *link, const Sim
     g_array_set_size(run->op_end, n_ops);
   }
   if (options && options->record_curve)
-    run->curve = g_array_sized_new(FALSE, FALSE, sizeof(SimMemPoint), p->mem->len + 1);
+    run->curve = g_array_sized_new(FALSE, FALSE, sizeof(SimMemPoint), p->n_mem + 1);
 
   for (guint32 i = 0; i < n_ops; i++) {
     const SimOp *op = sim_program_op(p, i);
@@ -405,7 +449,7 @@ sim_engine_run(SimEngine *e, const SimProgram *p, const SimLink *link, const Sim
 
   reset_engine(e, p);
   guint64 heap_ops_before = heap_ops(e);
-  Run r = { .e = e, .p = p, .link = link, .run = run, .error = error };
+  Run r = { .e = e, .p = p, .link = link, .run = run, .error = error, .signature = G_MAXUINT };
   for (int pool = 0; pool < 2; pool++) {
     r.level[pool] = (gint64)p->baseline[pool];
     run->peak[pool] = (SimPeak){ .bytes = r.level[pool], .op = NONE, .phase = SIM_PHASE_SYNC,
@@ -436,50 +480,64 @@ sim_engine_run(SimEngine *e, const SimProgram *p, const SimLink *link, const Sim
     double t_compute = e->compute.len ? r.now + (sim_heap_peek(&e->compute)->key - r.vclock) / r.compute_rate
                                       : INFINITY;
     double t_timer = e->timers.len ? sim_heap_peek(&e->timers)->key : INFINITY;
-    double t_copy[2] = { copy_deadline(&r, &c[0]), copy_deadline(&r, &c[1]) };
+    double t_copy[2] = { copy_deadline(&r, &c[0], &c[1]), copy_deadline(&r, &c[1], &c[0]) };
     double next = MIN(MIN(t_compute, t_timer), MIN(t_copy[0], t_copy[1]));
     g_assert(isfinite(next) && next >= r.now);
     double dt = next - r.now;
 
     /* Advance the fluid, snapping whatever finishes at `next` exactly. */
-    g_array_set_size(e->done, 0);
+    e->n_done = 0;
     if (e->compute.len) {
       if (t_compute == next)
         r.vclock = sim_heap_peek(&e->compute)->key;
       else
         r.vclock += r.compute_rate * dt;
       while (e->compute.len && sim_heap_peek(&e->compute)->key <= r.vclock) {
-        guint32 op = sim_heap_pop(&e->compute).value;
-        g_array_append_val(e->done, op);
+        e->done[e->n_done++] = sim_heap_pop(&e->compute).value;
       }
     }
     while (e->timers.len && sim_heap_peek(&e->timers)->key <= next) {
-      guint32 op = sim_heap_pop(&e->timers).value;
-      g_array_append_val(e->done, op);
+      e->done[e->n_done++] = sim_heap_pop(&e->timers).value;
     }
+    /* Decided on the state the deadlines were computed from, before either
+     * engine advances. */
+    gboolean merge[2] = { c[0].in_latency && c[1].active == NONE, c[1].in_latency && c[0].active == NONE };
     for (int d = 0; d < 2; d++) {
       if (c[d].active == NONE)
         continue;
+      gboolean merged = merge[d];
+      double moving_for = dt;
       if (c[d].in_latency) {
-        c[d].latency_left = t_copy[d] == next ? 0.0 : c[d].latency_left - dt;
-        if (c[d].latency_left <= 0.0) {
-          c[d].in_latency = FALSE;
-          run->events++;
+        /* A copy whose deadline this is ends its latency (and, merged, the
+         * whole copy) now, whatever rounding left of latency_left - dt. */
+        if (t_copy[d] == next && !merged) {
+          c[d].latency_left = 0.0;
+        } else if (c[d].latency_left > dt && t_copy[d] != next) {
+          c[d].latency_left -= dt;
+          continue;
         }
-      } else {
-        c[d].bytes_left = t_copy[d] == next ? 0.0 : c[d].bytes_left - c[d].rate * dt;
-        if (c[d].bytes_left <= 0.0) {
-          g_array_append_val(e->done, c[d].active);
-          c[d].active = NONE;
-        }
+        /* The latency ended inside this step; the rest of it moved bytes. */
+        moving_for = MAX(0.0, dt - c[d].latency_left);
+        c[d].latency_left = 0.0;
+        c[d].in_latency = FALSE;
+        c[d].rate = c[d].peak_rate; /* alone on the link: see copy_deadline */
+        r.signature = G_MAXUINT;
+        run->events++;
+        if (!merged)
+          continue;
+      }
+      c[d].bytes_left = t_copy[d] == next ? 0.0 : c[d].bytes_left - c[d].rate * moving_for;
+      if (c[d].bytes_left <= 0.0) {
+        e->done[e->n_done++] = c[d].active;
+        c[d].active = NONE;
       }
     }
     r.now = next;
-    if (e->done->len > 1)
-      g_array_sort(e->done, compare_u32);
-    for (guint i = 0; i < e->done->len; i++)
-      finish_op(&r, g_array_index(e->done, guint32, i));
-    run->events += e->done->len;
+    if (e->n_done > 1)
+      qsort(e->done, e->n_done, sizeof(guint32), compare_u32);
+    for (guint i = 0; i < e->n_done; i++)
+      finish_op(&r, e->done[i]);
+    run->events += e->n_done;
   }
 
   g_array_set_size(run->applied, r.n_applied);
@@ -508,39 +566,76 @@ compare_live(gconstpointer a, gconstpointer b)
   return x->layer < y->layer ? -1 : x->layer > y->layer;
 }
 
+static void
+live_append(const SimLive *live, gpointer data)
+{
+  g_array_append_val((GArray *)data, *live);
+}
+
 GArray *
 sim_run_live_at_peak(const SimRun *run, const SimProgram *p, SimPool pool)
 {
-  g_autoptr(GHashTable) index = g_hash_table_new(g_int64_hash, g_int64_equal);
   GArray *live = g_array_new(FALSE, FALSE, sizeof(SimLive));
+  sim_run_live_visit(run, p, pool, live_append, live);
+  /* Sorted, so that no replay order shows. */
+  g_array_sort(live, compare_live);
+  return live;
+}
+
+gint32
+sim_run_live_visit(const SimRun *run, const SimProgram *p, SimPool pool, SimLiveVisit visit, gpointer data)
+{
+  guint n = run->peak[pool].applied;
+  const guint32 *applied = (const guint32 *)(void *)run->applied->data;
 
   if (p->baseline[pool] > 0) {
     SimLive base = { p->baseline_tag, SIM_NO_LAYER, (gint64)p->baseline[pool] };
-    g_array_append_val(live, base);
+    visit(&base, data);
   }
-  /* The table maps (tag, layer), packed in a gint64 that `packed` keeps
-   * alive, to the entry's index in `live`. */
-  g_autofree gint64 *packed = g_new(gint64, run->peak[pool].applied + 1);
-  for (guint i = 0; i < run->peak[pool].applied; i++) {
-    const SimMemAction *a = &g_array_index(p->mem, SimMemAction, g_array_index(run->applied, guint32, i));
+  /* A dense (tag, layer) table: labels and layers are few, and a sweep asks
+   * this for every point, so no hashing per action.  Column 0 is "no layer". */
+  gint32 max_layer = -1;
+  for (guint i = 0; i < n; i++)
+    max_layer = MAX(max_layer, p->mem[applied[i]].layer);
+  gsize columns = (gsize)max_layer + 2, cells = (gsize)p->labels->len * columns;
+  if (cells <= (1u << 22)) {
+    g_autofree gint64 *bytes = g_new0(gint64, cells);
+    for (guint i = 0; i < n; i++) {
+      const SimMemAction *a = &p->mem[applied[i]];
+      if (a->pool == pool)
+        bytes[(gsize)a->tag * columns + (gsize)(a->layer + 1)] += a->delta;
+    }
+    for (gsize cell = 0; cell < cells; cell++) {
+      if (bytes[cell] > 0) {
+        SimLive entry = { (guint32)(cell / columns), (gint32)(cell % columns) - 1, bytes[cell] };
+        visit(&entry, data);
+      }
+    }
+    return max_layer;
+  }
+  /* Very many layers and names: a hash table keyed on (tag, layer). */
+  g_autoptr(GHashTable) sums = g_hash_table_new_full(g_int64_hash, g_int64_equal, g_free, g_free);
+  for (guint i = 0; i < n; i++) {
+    const SimMemAction *a = &p->mem[applied[i]];
     if (a->pool != pool)
       continue;
-    packed[i] = ((gint64)a->tag << 32) | (guint32)a->layer;
-    gpointer slot;
-    if (g_hash_table_lookup_extended(index, &packed[i], NULL, &slot)) {
-      g_array_index(live, SimLive, GPOINTER_TO_UINT(slot)).bytes += a->delta;
-    } else {
-      SimLive entry = { a->tag, a->layer, a->delta };
-      g_hash_table_insert(index, &packed[i], GUINT_TO_POINTER(live->len));
-      g_array_append_val(live, entry);
+    gint64 key = ((gint64)a->tag << 32) | (guint32)(a->layer + 1);
+    gint64 *sum = g_hash_table_lookup(sums, &key);
+    if (sum == NULL) {
+      sum = g_new0(gint64, 1);
+      g_hash_table_insert(sums, g_memdup2(&key, sizeof key), sum);
+    }
+    *sum += a->delta;
+  }
+  GHashTableIter iter;
+  gpointer key, value;
+  g_hash_table_iter_init(&iter, sums);
+  while (g_hash_table_iter_next(&iter, &key, &value)) {
+    gint64 k = *(gint64 *)key;
+    if (*(gint64 *)value > 0) {
+      SimLive entry = { (guint32)(k >> 32), (gint32)(guint32)k - 1, *(gint64 *)value };
+      visit(&entry, data);
     }
   }
-  /* Drop what was freed again before the peak. */
-  guint kept = 0;
-  for (guint i = 0; i < live->len; i++)
-    if (g_array_index(live, SimLive, i).bytes > 0)
-      g_array_index(live, SimLive, kept++) = g_array_index(live, SimLive, i);
-  g_array_set_size(live, kept);
-  g_array_sort(live, compare_live);
-  return live;
+  return max_layer;
 }

@@ -88,6 +88,13 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(SimRun, sim_run_free)
  * including the baseline under the program's baseline tag. */
 GArray *sim_run_live_at_peak(const SimRun *run, const SimProgram *program, SimPool pool);
 
+/* The same entries, unsorted, to a callback (the baseline first): no array,
+ * no sort, for callers that only sum them.  Returns the largest layer seen
+ * in the replay (SIM_NO_LAYER when none), before any callback. */
+typedef void (*SimLiveVisit)(const SimLive *live, gpointer data);
+gint32 sim_run_live_visit(const SimRun *run, const SimProgram *program, SimPool pool, SimLiveVisit visit,
+                          gpointer data);
+
 typedef struct SimEngine SimEngine;
 
 /* An engine holds scratch buffers that grow to the largest program run on it. */

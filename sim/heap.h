@@ -31,7 +31,33 @@ typedef struct {
 void sim_heap_init(SimHeap *heap);
 void sim_heap_clear(SimHeap *heap); /* empties it, keeps the storage */
 void sim_heap_free(SimHeap *heap);  /* releases the storage */
-void sim_heap_push(SimHeap *heap, double key, guint32 seq, guint32 value);
+void sim_heap_grow(SimHeap *heap);
+
+static inline gboolean
+sim_heap_less(const SimHeapItem *a, const SimHeapItem *b)
+{
+  return a->key < b->key || (a->key == b->key && a->seq < b->seq);
+}
+
+/* Inline: the engine pushes and pops once or twice per event, on heaps of a
+ * handful of items, where a call costs as much as the sift. */
+static inline void
+sim_heap_push(SimHeap *heap, double key, guint32 seq, guint32 value)
+{
+  if (heap->len == heap->cap)
+    sim_heap_grow(heap);
+  SimHeapItem item = { key, seq, value };
+  guint i = heap->len++;
+  while (i > 0) {
+    guint parent = (i - 1) / 2;
+    if (!sim_heap_less(&item, &heap->items[parent]))
+      break;
+    heap->items[i] = heap->items[parent];
+    i = parent;
+  }
+  heap->items[i] = item;
+  heap->ops++;
+}
 /* The smallest item; the heap must not be empty. */
 static inline const SimHeapItem *
 sim_heap_peek(const SimHeap *heap)
@@ -39,6 +65,28 @@ sim_heap_peek(const SimHeap *heap)
   g_assert(heap->len > 0);
   return &heap->items[0];
 }
-SimHeapItem sim_heap_pop(SimHeap *heap);
+static inline SimHeapItem
+sim_heap_pop(SimHeap *heap)
+{
+  g_assert(heap->len > 0);
+  SimHeapItem top = heap->items[0];
+  SimHeapItem last = heap->items[--heap->len];
+  guint i = 0, n = heap->len;
+  for (;;) {
+    guint child = 2 * i + 1;
+    if (child >= n)
+      break;
+    if (child + 1 < n && sim_heap_less(&heap->items[child + 1], &heap->items[child]))
+      child++;
+    if (!sim_heap_less(&heap->items[child], &last))
+      break;
+    heap->items[i] = heap->items[child];
+    i = child;
+  }
+  if (n > 0)
+    heap->items[i] = last;
+  heap->ops++;
+  return top;
+}
 
 G_END_DECLS

@@ -3,6 +3,7 @@
 #include "config.h"
 #include "error.h"
 
+#include <glib/gstdio.h>
 #include <json-glib/json-glib.h>
 #include <string.h>
 
@@ -168,15 +169,71 @@ sim_hf_config_load_data(const char *data, gssize length, const char *origin, Sim
   return FALSE;
 }
 
+/* The fields a config.json decides; everything else is the caller's. */
+static void
+apply_shape(SimTransformer *c, const SimTransformer *shape)
+{
+  c->hidden = shape->hidden;
+  c->layers = shape->layers;
+  c->heads = shape->heads;
+  c->kv_heads = shape->kv_heads;
+  c->head_dim = shape->head_dim;
+  c->ffn = shape->ffn;
+  c->vocab = shape->vocab;
+  c->max_positions = shape->max_positions;
+  c->layernorm = shape->layernorm;
+  c->gelu = shape->gelu;
+  c->dropout = shape->dropout;
+  c->tied_embeddings = shape->tied_embeddings;
+  c->qkv_bias = shape->qkv_bias;
+  c->linear_bias = shape->linear_bias;
+}
+
+/* A sweep loads the same config.json for every point: parsed shapes are
+ * cached by path, and reused while the file's size and time are unchanged. */
+typedef struct {
+  gint64 mtime;
+  goffset size;
+  SimTransformer shape;
+} CacheEntry;
+
+static GMutex cache_lock;
+static GHashTable *cache; /* path -> CacheEntry */
+
 gboolean
 sim_hf_config_load(const char *path, SimTransformer *c, GError **error)
 {
+  GStatBuf st;
+  gboolean have_stat = g_stat(path, &st) == 0 && S_ISREG(st.st_mode);
+  if (have_stat) {
+    g_mutex_lock(&cache_lock);
+    CacheEntry *hit = cache ? g_hash_table_lookup(cache, path) : NULL;
+    gboolean fresh = hit && hit->mtime == (gint64)st.st_mtime && hit->size == (goffset)st.st_size;
+    if (fresh)
+      apply_shape(c, &hit->shape);
+    g_mutex_unlock(&cache_lock);
+    if (fresh)
+      return TRUE;
+  }
   g_autofree char *data = NULL;
   gsize len = 0;
   g_autoptr(GError) local = NULL;
-  if (!sim_config_read_file(path, &data, &len, &local)) {
+  if (!g_file_get_contents(path, &data, &len, &local)) {
     g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "%s: cannot read: %s", path, local->message);
     return FALSE;
   }
-  return sim_hf_config_load_data(data, (gssize)len, path, c, error);
+  SimTransformer shape = *c;
+  if (!sim_hf_config_load_data(data, (gssize)len, path, &shape, error))
+    return FALSE;
+  apply_shape(c, &shape);
+  if (have_stat) {
+    CacheEntry *entry = g_new(CacheEntry, 1);
+    *entry = (CacheEntry){ (gint64)st.st_mtime, (goffset)st.st_size, shape };
+    g_mutex_lock(&cache_lock);
+    if (cache == NULL)
+      cache = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
+    g_hash_table_replace(cache, g_strdup(path), entry);
+    g_mutex_unlock(&cache_lock);
+  }
+  return TRUE;
 }

@@ -25,8 +25,8 @@ check_ops(const SimRun *run, const SimProgram *p, GError **error)
   for (guint s = 0; s < p->streams->len; s++) {
     const SimStream *stream = g_ptr_array_index(p->streams, s);
     double free_at = 0;
-    for (guint k = 0; k < stream->ops->len; k++) {
-      guint32 op = g_array_index(stream->ops, guint32, k);
+    for (guint k = 0; k < stream->n_ops; k++) {
+      guint32 op = stream->ops[k];
       double start = g_array_index(run->op_start, double, op), end = g_array_index(run->op_end, double, op);
       if (!(end >= start) || !isfinite(end) || end > run->step + eps) {
         g_autofree char *what = sim_program_describe_op(p, op);

@@ -9,16 +9,23 @@ stream_free(gpointer data)
 {
   SimStream *stream = data;
   g_free(stream->name);
-  g_array_unref(stream->ops);
+  g_free(stream->ops);
   g_free(stream);
 }
+
+/* Room for one more element; doubles the capacity when full. */
+#define GROW(array, len, cap)                                  \
+  do {                                                         \
+    if ((len) == (cap)) {                                      \
+      (cap) = (cap) ? 2 * (cap) : 64;                          \
+      (array) = g_realloc_n((array), (cap), sizeof *(array));  \
+    }                                                          \
+  } while (0)
 
 SimProgram *
 sim_program_new(void)
 {
   SimProgram *p = g_new0(SimProgram, 1);
-  p->ops = g_array_new(FALSE, FALSE, sizeof(SimOp));
-  p->mem = g_array_new(FALSE, FALSE, sizeof(SimMemAction));
   p->streams = g_ptr_array_new_with_free_func(stream_free);
   p->labels = g_ptr_array_new_with_free_func(g_free);
   p->label_ids = g_hash_table_new(g_str_hash, g_str_equal);
@@ -33,8 +40,8 @@ sim_program_free(SimProgram *p)
 {
   if (p == NULL)
     return;
-  g_array_unref(p->ops);
-  g_array_unref(p->mem);
+  g_free(p->ops);
+  g_free(p->mem);
   g_array_unref(p->events);
   g_ptr_array_unref(p->streams);
   g_hash_table_unref(p->label_ids);
@@ -46,12 +53,16 @@ sim_program_free(SimProgram *p)
 void
 sim_program_reset(SimProgram *p)
 {
-  g_array_set_size(p->ops, 0);
-  g_array_set_size(p->mem, 0);
+  p->n_ops = 0;
+  p->n_mem = 0;
   g_ptr_array_set_size(p->streams, 0);
   g_array_set_size(p->events, 0);
   p->baseline[0] = p->baseline[1] = 0;
-  /* Labels stay interned: a planner reuses the same names on every lowering. */
+  /* Labels stay interned: a planner reuses the same names on every lowering.
+   * The address cache is dropped when it grows: a sweep lowers workload after
+   * workload into one program, and their freed names leave stale entries. */
+  if (g_hash_table_size(p->label_cache) > 65536)
+    g_hash_table_remove_all(p->label_cache);
 }
 
 guint32
@@ -78,7 +89,6 @@ sim_program_add_stream(SimProgram *p, const char *name)
 {
   SimStream *stream = g_new0(SimStream, 1);
   stream->name = g_strdup(name);
-  stream->ops = g_array_new(FALSE, FALSE, sizeof(guint32));
   g_ptr_array_add(p->streams, stream);
   return p->streams->len - 1;
 }
@@ -102,14 +112,16 @@ static guint32
 add_op(SimProgram *p, const SimOp *op)
 {
   g_return_val_if_fail(op->stream < p->streams->len, 0);
-  guint32 index = p->ops->len;
-  SimOp copy = *op;
-  copy.mem_first = p->mem->len;
-  copy.mem_count = 0;
-  copy.mem_starts = 0;
-  g_array_append_val(p->ops, copy);
+  guint32 index = p->n_ops;
+  GROW(p->ops, p->n_ops, p->ops_cap);
+  SimOp *copy = &p->ops[p->n_ops++];
+  *copy = *op;
+  copy->mem_first = p->n_mem;
+  copy->mem_count = 0;
+  copy->mem_starts = 0;
   SimStream *stream = g_ptr_array_index(p->streams, op->stream);
-  g_array_append_val(stream->ops, index);
+  GROW(stream->ops, stream->n_ops, stream->cap);
+  stream->ops[stream->n_ops++] = index;
   return index;
 }
 
@@ -166,23 +178,9 @@ sim_program_host_alloc(SimProgram *p, guint32 stream, double seconds, gint32 lay
 }
 
 void
-sim_program_mem(SimProgram *p, guint32 op, SimWhen when, SimPool pool, gint64 delta, guint32 tag,
-                gint32 layer)
+sim_program_grow_mem(SimProgram *p)
 {
-  g_return_if_fail(op + 1 == p->ops->len);
-  SimMemAction action = { .op = op, .pool = pool, .when = when, .tag = tag, .layer = layer,
-                          .delta = delta };
-  SimOp *o = &g_array_index(p->ops, SimOp, op);
-  g_array_append_val(p->mem, action);
-  if (when == SIM_AT_START) {
-    /* Keep the starts ahead of the ends so the engine walks each once. */
-    SimMemAction *block = &g_array_index(p->mem, SimMemAction, o->mem_first);
-    guint32 ends = o->mem_count - o->mem_starts;
-    memmove(block + o->mem_starts + 1, block + o->mem_starts, ends * sizeof(SimMemAction));
-    block[o->mem_starts] = action;
-    o->mem_starts++;
-  }
-  o->mem_count++;
+  GROW(p->mem, p->n_mem, p->mem_cap);
 }
 
 gboolean
@@ -192,7 +190,7 @@ sim_program_validate(const SimProgram *p, GError **error)
   for (guint e = 0; e < p->events->len; e++)
     recorded_by[e] = G_MAXUINT32;
 
-  for (guint32 i = 0; i < p->ops->len; i++) {
+  for (guint32 i = 0; i < p->n_ops; i++) {
     const SimOp *op = sim_program_op(p, i);
     if (op->stream >= p->streams->len || op->label >= p->labels->len) {
       g_set_error(error, SIM_ERROR, SIM_ERROR_INTERNAL, "op %u: stream or label out of range", i);
@@ -214,13 +212,7 @@ sim_program_validate(const SimProgram *p, GError **error)
       }
       recorded_by[op->event] = i;
     }
-    for (guint32 m = op->mem_first; m < op->mem_first + op->mem_count; m++) {
-      const SimMemAction *a = &g_array_index(p->mem, SimMemAction, m);
-      if (a->op != i || a->tag >= p->labels->len) {
-        g_set_error(error, SIM_ERROR, SIM_ERROR_INTERNAL, "memory action %u does not belong to op %u", m, i);
-        return FALSE;
-      }
-    }
+    /* Memory actions belong to their op by construction (sim_program_mem). */
   }
   return TRUE;
 }

@@ -28,6 +28,7 @@
 #pragma once
 
 #include <glib.h>
+#include <string.h>
 
 G_BEGIN_DECLS
 
@@ -94,7 +95,8 @@ typedef struct {
 
 typedef struct {
   char *name;
-  GArray *ops; /* guint32 op indices, in stream order */
+  guint32 *ops; /* op indices, in stream order */
+  guint n_ops, cap;
 } SimStream;
 
 typedef struct {
@@ -104,8 +106,12 @@ typedef struct {
 
 typedef struct SimProgram SimProgram;
 struct SimProgram {
-  GArray *ops;         /* SimOp, issue order */
-  GArray *mem;         /* SimMemAction, grouped by op */
+  /* Plain arrays, not GArray: a lowering appends tens of thousands of ops
+   * and actions per program and a planner lowers thousands of programs. */
+  SimOp *ops;          /* issue order */
+  guint n_ops, ops_cap;
+  SimMemAction *mem;   /* grouped by op */
+  guint n_mem, mem_cap;
   GPtrArray *streams;  /* SimStream* */
   GPtrArray *labels;   /* char*, index = interned id */
   GHashTable *label_ids;
@@ -142,14 +148,48 @@ guint32 sim_program_wait(SimProgram *program, guint32 stream, guint32 event);
 guint32 sim_program_host_alloc(SimProgram *program, guint32 stream, double seconds, gint32 layer,
                                guint32 label);
 
-/* Adds a memory action to `op`, which must be the newest op. */
-void sim_program_mem(SimProgram *program, guint32 op, SimWhen when, SimPool pool, gint64 delta,
-                     guint32 tag, gint32 layer);
+void sim_program_grow_mem(SimProgram *program);
+
+/* Adds a memory action to `op`, which must be the newest op.  Inline: a
+ * lowering adds two or three per op. */
+static inline void
+sim_program_mem(SimProgram *p, guint32 op, SimWhen when, SimPool pool, gint64 delta, guint32 tag, gint32 layer)
+{
+  g_return_if_fail(op + 1 == p->n_ops);
+  SimMemAction action = { .op = op, .pool = (guint8)pool, .when = (guint8)when, .tag = tag, .layer = layer,
+                          .delta = delta };
+  SimOp *o = &p->ops[op];
+  if (p->n_mem == p->mem_cap)
+    sim_program_grow_mem(p);
+  if (when == SIM_AT_START && o->mem_starts < o->mem_count) {
+    /* Keep the starts ahead of the ends so the engine walks each once. */
+    SimMemAction *block = &p->mem[o->mem_first];
+    memmove(block + o->mem_starts + 1, block + o->mem_starts, (o->mem_count - o->mem_starts) * sizeof(SimMemAction));
+    block[o->mem_starts] = action;
+  } else {
+    p->mem[o->mem_first + o->mem_count] = action;
+  }
+  p->n_mem++;
+  o->mem_starts += when == SIM_AT_START;
+  o->mem_count++;
+}
 
 static inline const SimOp *
 sim_program_op(const SimProgram *program, guint32 index)
 {
-  return &g_array_index(program->ops, SimOp, index);
+  return &program->ops[index];
+}
+
+static inline const SimMemAction *
+sim_program_mem_action(const SimProgram *program, guint32 index)
+{
+  return &program->mem[index];
+}
+
+static inline guint
+sim_program_n_mem(const SimProgram *program)
+{
+  return program->n_mem;
 }
 
 static inline const char *
@@ -167,7 +207,7 @@ sim_program_n_events(const SimProgram *program)
 static inline guint
 sim_program_n_ops(const SimProgram *program)
 {
-  return program->ops->len;
+  return program->n_ops;
 }
 
 /* Checks the build contract: every event recorded at most once, every event

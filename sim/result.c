@@ -36,35 +36,50 @@ compare_bucket(gconstpointer a, gconstpointer b)
   return strcmp(x->name, y->name);
 }
 
+typedef struct {
+  const SimProgram *program;
+  Bucket buckets[5];
+  guint8 *seen[5]; /* per bucket, per layer + 1: counted already */
+  gsize layers;
+} Describe;
+
+/* Layers are counted once per bucket even when several tensors share one. */
+static void
+describe_visit(const SimLive *l, gpointer data)
+{
+  Describe *d = data;
+  const char *tag = sim_program_label(d->program, l->tag);
+  int b = l->layer == SIM_NO_LAYER ? 4 : 1;
+  if (l->tag == d->program->baseline_tag)
+    b = 0;
+  else if (strcmp(tag, "input") == 0)
+    b = 2;
+  else if (strcmp(tag, "workspace") == 0)
+    b = 3;
+  bucket_add(&d->buckets[b], l);
+  if (l->layer != SIM_NO_LAYER && (gsize)l->layer < d->layers && !d->seen[b][l->layer]) {
+    d->seen[b][l->layer] = 1;
+    d->buckets[b].layers++;
+  }
+}
+
 char *
 sim_result_describe_live(const SimRun *run, const SimProgram *program, SimPool pool)
 {
   static const char *names[] = { "static", "saved", "input", "workspace", "embed/head saved" };
-  Bucket buckets[5];
-  g_autoptr(GArray) live = sim_run_live_at_peak(run, program, pool);
-  /* Layers are counted once per bucket even when several tensors share one. */
-  GHashTable *seen[5];
-
+  Describe d = { .program = program };
+  /* Layers are few: one byte each per bucket, sized by the widest layer index. */
+  gint32 max_layer = -1;
+  for (guint i = 0; i < run->peak[pool].applied; i++)
+    max_layer = MAX(max_layer, program->mem[g_array_index(run->applied, guint32, i)].layer);
+  d.layers = (gsize)(max_layer + 1);
+  g_autofree guint8 *seen = g_new0(guint8, 5 * MAX(d.layers, 1u));
   for (int b = 0; b < 5; b++) {
-    buckets[b] = (Bucket){ names[b], 0, SIM_NO_LAYER, SIM_NO_LAYER, 0 };
-    seen[b] = g_hash_table_new(g_direct_hash, g_direct_equal);
+    d.buckets[b] = (Bucket){ names[b], 0, SIM_NO_LAYER, SIM_NO_LAYER, 0 };
+    d.seen[b] = seen + b * MAX(d.layers, 1u);
   }
-  for (guint i = 0; i < live->len; i++) {
-    const SimLive *l = &g_array_index(live, SimLive, i);
-    const char *tag = sim_program_label(program, l->tag);
-    int b = l->layer == SIM_NO_LAYER ? 4 : 1;
-    if (l->tag == program->baseline_tag)
-      b = 0;
-    else if (strcmp(tag, "input") == 0)
-      b = 2;
-    else if (strcmp(tag, "workspace") == 0)
-      b = 3;
-    bucket_add(&buckets[b], l);
-    if (l->layer != SIM_NO_LAYER && g_hash_table_add(seen[b], GINT_TO_POINTER(l->layer + 1)))
-      buckets[b].layers++;
-  }
-  for (int b = 0; b < 5; b++)
-    g_hash_table_unref(seen[b]);
+  sim_run_live_visit(run, program, pool, describe_visit, &d);
+  Bucket *buckets = d.buckets;
   qsort(buckets, 5, sizeof(Bucket), compare_bucket);
 
   g_autoptr(GString) out = g_string_new(NULL);

@@ -781,6 +781,8 @@ load_policy(const SimConfigGroup *g, guint n_layers, SimPolicy **out, GError **e
   p->dedup = dedup == 2 ? p->async : dedup == 1;
   if (!get_uint(g, "keep_last", 0, G_MAXUINT32, &p->keep_last, error))
     return FALSE;
+  /* Beyond the model it means every layer; clamped, layer + keep_last cannot wrap. */
+  p->keep_last = MIN(p->keep_last, n_layers);
   *out = g_steal_pointer(&p);
   return TRUE;
 }
@@ -819,8 +821,8 @@ check_groups(const SimConfig *c, GError **error)
   return TRUE;
 }
 
-static SimScenario *
-scenario_from_config(const SimConfig *c, GError **error)
+SimScenario *
+sim_scenario_from_config(const SimConfig *c, GError **error)
 {
   g_autoptr(SimScenario) s = g_new0(SimScenario, 1);
   s->origin = g_strdup(c->top);
@@ -883,14 +885,14 @@ SimScenario *
 sim_scenario_load_file(const char *path, GError **error)
 {
   g_autoptr(SimConfig) c = sim_config_load_file(path, error);
-  return c ? scenario_from_config(c, error) : NULL;
+  return c ? sim_scenario_from_config(c, error) : NULL;
 }
 
 SimScenario *
 sim_scenario_load_data(const char *data, const char *origin, GError **error)
 {
   g_autoptr(SimConfig) c = sim_config_load_data(data, origin, NULL, error);
-  return c ? scenario_from_config(c, error) : NULL;
+  return c ? sim_scenario_from_config(c, error) : NULL;
 }
 
 SimScenario *

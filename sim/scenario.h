@@ -12,6 +12,7 @@
  */
 #pragma once
 
+#include "config.h"
 #include "machine.h"
 #include "policy.h"
 #include "workload.h"
@@ -33,6 +34,9 @@ typedef struct {
 SimScenario *sim_scenario_load_file(const char *path, GError **error);
 /* Includes in `data` resolve against the current directory. */
 SimScenario *sim_scenario_load_data(const char *data, const char *origin, GError **error);
+/* A scenario from an already merged configuration. */
+SimScenario *sim_scenario_from_config(const SimConfig *config, GError **error);
+
 /* The embedded default scenario (scenarios/default.ini, compiled in). */
 SimScenario *sim_scenario_load_default(GError **error);
 const char *sim_scenario_default_text(void);

@@ -288,8 +288,14 @@ sim_transformer_format_ini(const SimTransformer *c, GString *out)
                          c->tied_embeddings ? "true" : "false", c->qkv_bias ? "true" : "false",
                          c->linear_bias ? "true" : "false", c->batch, c->seq, c->dtype,
                          c->flash ? "flash" : "eager");
-  char dropout[G_ASCII_DTOSTR_BUF_SIZE];
-  g_ascii_formatd(dropout, sizeof dropout, "%.15g", c->dropout);
+  /* A plain decimal, the only form the loader reads ("%g" would write 1e-05),
+   * with the fewest digits that read back as the same double. */
+  char dropout[400], format[16];
+  for (int digits = 1; digits < 340; digits++) {
+    g_snprintf(format, sizeof format, "%%.%df", digits);
+    if (g_ascii_strtod(g_ascii_formatd(dropout, sizeof dropout, format, c->dropout), NULL) == c->dropout)
+      break;
+  }
   g_string_append_printf(out, "dropout = %s\ntp = %u\nsp = %s\noptimizer = %s\nmaster_weights = %s\n", dropout,
                          c->tp, c->sp ? "true" : "false", c->adamw ? "adamw" : "none",
                          c->master_weights ? "true" : "false");

@@ -368,8 +368,8 @@ START_TEST(every_op_runs_once_and_streams_stay_in_order)
   for (guint s = 0; s < p->streams->len; s++) {
     const SimStream *stream = g_ptr_array_index(p->streams, s);
     double last_end = 0;
-    for (guint k = 0; k < stream->ops->len; k++) {
-      guint32 op = g_array_index(stream->ops, guint32, k);
+    for (guint k = 0; k < stream->n_ops; k++) {
+      guint32 op = stream->ops[k];
       ck_assert(start_of(run, op) >= last_end);
       ck_assert(end_of(run, op) >= start_of(run, op));
       last_end = end_of(run, op);

@@ -233,8 +233,8 @@ START_TEST(spans_cover_every_op_once)
     const SimStream *stream = g_ptr_array_index(p->streams, st);
     ck_assert_uint_eq(g_array_index(spans->lanes, guint, st), 1);
     double previous = 0;
-    for (guint k = 0; k < stream->ops->len; k++) {
-      const PlotsSpan *s = &g_array_index(spans->spans, PlotsSpan, g_array_index(stream->ops, guint32, k));
+    for (guint k = 0; k < stream->n_ops; k++) {
+      const PlotsSpan *s = &g_array_index(spans->spans, PlotsSpan, stream->ops[k]);
       ck_assert_uint_eq(s->lane, 0);
       ck_assert(s->start >= previous);
       if (s->kind == PLOTS_SPAN_WAIT)

@@ -1,0 +1,226 @@
+/* cli/sweep.c — `offsim sweep`: a scenario over every combination of the
+ * values given with --set, on a thread pool, as CSV (and a chart). */
+#include "cli.h"
+
+#include "error.h"
+#include "grid.h"
+#include "report.h"
+#include "sweep.h"
+#include "units.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <unistd.h>
+
+typedef struct {
+  double started;
+  gboolean tty;
+} Progress;
+
+/* A bar with the rate and the time left, on a terminal only; nothing
+ * otherwise, so that logs of batch jobs stay clean. */
+static void
+show_progress(guint done, guint total, gpointer data)
+{
+  Progress *p = data;
+  if (!p->tty || total == 0)
+    return;
+  double elapsed = (double)g_get_monotonic_time() / 1e6 - p->started;
+  double rate = elapsed > 0 ? done / elapsed : 0;
+  double left = rate > 0 ? (total - done) / rate : 0;
+  int width = 30, filled = (int)((double)width * done / total);
+  g_printerr("\r[%.*s%*s] %u/%u points, %.0f/s, %.0f s left   ", filled, "##############################", width - filled,
+             "", done, total, rate, left);
+  if (done == total)
+    g_printerr("\n");
+}
+
+/* "2" -> 2; the unit of the swept key's values for the chart's x axis. */
+static gboolean
+numeric_value(const char *text, double *x)
+{
+  guint64 bytes;
+  if (sim_units_parse_rate(text, x, NULL))
+    return TRUE;
+  if (sim_units_parse_size(text, &bytes, NULL)) {
+    *x = (double)bytes;
+    return TRUE;
+  }
+  if (sim_units_parse_time(text, x, NULL))
+    return TRUE;
+  char *end = NULL;
+  *x = g_ascii_strtod(text, &end);
+  return end && *end == '\0' && end != text && isfinite(*x);
+}
+
+/* step_ms against the first swept key, one line per policy (the other keys
+ * at their first value). */
+static gboolean
+draw(const PlannerGrid *g, const char *title, const char *dir, GError **error)
+{
+  const PlannerGridAxis *axis = g_ptr_array_index(g->axes, 0);
+  g_autoptr(PlotsSweep) sweep = plots_sweep_new(title, axis->name, "", "step_ms", "ms");
+  guint64 stride = g->size / axis->values->len;
+  g_autoptr(GPtrArray) series = g_ptr_array_new_with_free_func((GDestroyNotify)g_array_unref);
+  g_autoptr(GPtrArray) names = g_ptr_array_new();
+  for (guint v = 0; v < axis->values->len; v++) {
+    double x;
+    if (!numeric_value(g_ptr_array_index(axis->values, v), &x)) {
+      g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "--plot: the first --set (%s) must have numeric values",
+                  axis->name);
+      return FALSE;
+    }
+    g_array_append_val(sweep->x, x);
+    /* The point with this value and every other key at its first. */
+    const PlannerGridPoint *point = NULL;
+    for (guint i = 0; i < g->points->len && !point; i++)
+      if (((PlannerGridPoint *)g_ptr_array_index(g->points, i))->index == v * stride)
+        point = g_ptr_array_index(g->points, i);
+    for (guint k = 0; point && k < point->results->len; k++) {
+      const SimResult *r = g_ptr_array_index(point->results, k);
+      if (series->len <= k) {
+        g_ptr_array_add(series, g_array_new(FALSE, FALSE, sizeof(double)));
+        g_ptr_array_add(names, r->policy);
+      }
+      GArray *y = g_ptr_array_index(series, k);
+      while (y->len < v) {
+        double missing = NAN;
+        g_array_append_val(y, missing);
+      }
+      g_array_append_val(y, r->step_ms);
+    }
+  }
+  for (guint k = 0; k < series->len; k++) {
+    GArray *y = g_ptr_array_index(series, k);
+    while (y->len < axis->values->len) {
+      double missing = NAN;
+      g_array_append_val(y, missing);
+    }
+    plots_sweep_add_series(sweep, g_ptr_array_index(names, k), y->len, (double *)(void *)y->data);
+  }
+  g_autoptr(PlotsChart) chart = plots_sweep_chart(sweep, "sweep", error);
+  if (chart == NULL)
+    return FALSE;
+  g_autoptr(GPtrArray) charts = g_ptr_array_new();
+  g_ptr_array_add(charts, chart);
+  return plots_gnuplot_render(charts, PLOTS_FORMAT_ALL, dir, error);
+}
+
+typedef struct {
+  char **sets;
+  int jobs;
+  char *shard, *out, *plot;
+} SweepOptions;
+
+static gboolean
+sweep_run(const char *path, const SweepOptions *o, GError **error)
+{
+  if (o->sets == NULL || o->sets[0] == NULL) {
+    g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "sweep: give at least one --set group.key=v1,v2,...");
+    return FALSE;
+  }
+  PlannerGridOptions options = { .jobs = o->jobs > 0 ? (guint)o->jobs : 0 };
+  if (o->shard) {
+    guint64 i, n;
+    g_auto(GStrv) parts = g_strsplit(o->shard, "/", -1);
+    if (g_strv_length(parts) != 2 || !g_ascii_string_to_unsigned(parts[0], 10, 0, 1000000, &i, NULL) ||
+        !g_ascii_string_to_unsigned(parts[1], 10, 1, 1000000, &n, NULL) || i >= n) {
+      g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "--shard: expected I/N with 0 <= I < N, got '%s'", o->shard);
+      return FALSE;
+    }
+    options.shard = (guint)i;
+    options.shards = (guint)n;
+  }
+  g_autoptr(GPtrArray) axes = g_ptr_array_new_with_free_func((GDestroyNotify)planner_grid_axis_free);
+  for (char **s = o->sets; *s; s++) {
+    PlannerGridAxis *axis = planner_grid_axis_parse(*s, error);
+    if (axis == NULL)
+      return FALSE;
+    g_ptr_array_add(axes, axis);
+  }
+  g_autoptr(SimConfig) config = sim_config_load_file(path, error);
+  if (config == NULL)
+    return FALSE;
+  Progress progress = { (double)g_get_monotonic_time() / 1e6, isatty(STDERR_FILENO) };
+  options.progress = show_progress;
+  options.progress_data = &progress;
+  g_autoptr(PlannerGrid) grid = planner_grid_run(config, g_steal_pointer(&axes), &options, error);
+  if (grid == NULL)
+    return FALSE;
+
+  /* Swept values first, then the result fields, one row per point and policy. */
+  g_autoptr(GString) csv = g_string_new(NULL);
+  g_autoptr(GString) prefix = g_string_new(NULL);
+  for (guint a = 0; a < grid->axes->len; a++) {
+    cli_report_csv_field(prefix, ((PlannerGridAxis *)g_ptr_array_index(grid->axes, a))->name);
+    g_string_append_c(prefix, ',');
+  }
+  if (options.shard == 0)
+    cli_report_csv_header(csv, prefix->str);
+  for (guint i = 0; i < grid->points->len; i++) {
+    const PlannerGridPoint *point = g_ptr_array_index(grid->points, i);
+    g_string_truncate(prefix, 0);
+    for (guint a = 0; a < grid->axes->len; a++) {
+      cli_report_csv_field(prefix, planner_grid_value(grid, a, point->index));
+      g_string_append_c(prefix, ',');
+    }
+    for (guint k = 0; k < point->results->len; k++)
+      cli_report_csv_row(csv, prefix->str, g_ptr_array_index(point->results, k));
+  }
+  if (o->out) {
+    if (!g_file_set_contents(o->out, csv->str, (gssize)csv->len, error)) {
+      (*error)->domain = SIM_ERROR;
+      (*error)->code = SIM_ERROR_INPUT;
+      g_prefix_error(error, "--out: ");
+      return FALSE;
+    }
+  } else {
+    fputs(csv->str, stdout);
+    fflush(stdout);
+  }
+  if (o->plot) {
+    g_autoptr(SimScenario) s = sim_scenario_from_config(config, error);
+    if (s == NULL || !draw(grid, s->name, o->plot, error))
+      return FALSE;
+    g_printerr("plot written to %s%ssweep (.png and .svg)\n", o->plot, g_str_has_suffix(o->plot, "/") ? "" : "/");
+  }
+  return TRUE;
+}
+
+int
+cli_sweep_main(int argc, char **argv)
+{
+  SweepOptions o = { 0 };
+  GError *error = NULL;
+  const GOptionEntry entries[] = {
+    { "set", 's', 0, G_OPTION_ARG_STRING_ARRAY, &o.sets, "A key and its values: group.key=v1,v2,... (repeatable)",
+      "G.K=V,..." },
+    { "jobs", 'j', 0, G_OPTION_ARG_INT, &o.jobs, "Threads (default: every core)", "N" },
+    { "shard", 0, 0, G_OPTION_ARG_STRING, &o.shard, "Run every N-th point from I (0-based), for batch systems", "I/N" },
+    { "out", 'o', 0, G_OPTION_ARG_FILENAME, &o.out, "Write the CSV to FILE (atomically) instead of stdout", "FILE" },
+    { "plot", 0, 0, G_OPTION_ARG_FILENAME, &o.plot, "Draw step time against the first --set key into DIR", "DIR" },
+    { NULL },
+  };
+  g_set_prgname("offsim sweep");
+  g_autoptr(GOptionContext) ctx = g_option_context_new("SCENARIO  - every combination of --set values, as CSV");
+  g_option_context_add_main_entries(ctx, entries, NULL);
+  int status = 0;
+  if (!g_option_context_parse(ctx, &argc, &argv, &error)) {
+    error->domain = SIM_ERROR;
+    error->code = SIM_ERROR_INPUT;
+    status = cli_fail(error);
+  } else if (argc != 2) {
+    g_set_error(&error, SIM_ERROR, SIM_ERROR_INPUT, "sweep: expected one scenario file");
+    status = cli_fail(error);
+  } else if (o.jobs < 0 || o.jobs > 1024) {
+    g_set_error(&error, SIM_ERROR, SIM_ERROR_INPUT, "--jobs: expected 1 to 1024");
+    status = cli_fail(error);
+  } else if (!sweep_run(argv[1], &o, &error)) {
+    status = cli_fail(error);
+  }
+  g_strfreev(o.sets);
+  g_free(o.shard);
+  g_free(o.out);
+  g_free(o.plot);
+  return status;
+}

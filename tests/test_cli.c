@@ -231,6 +231,59 @@ START_TEST(compare_with_a_budget_adds_the_plan)
 }
 END_TEST
 
+START_TEST(sweep_is_deterministic_and_shards_concatenate)
+{
+  g_autofree char *tiny = g_build_filename(OFFSIM_SCENARIOS, "tiny.ini", NULL);
+  const char *bw = "link.h2d_bandwidth=10GB/s,20GB/s,40GB/s", *layers = "model.forward=1ms,2ms,4ms,8ms";
+  g_auto(TestRun) one = test_offsim("sweep", tiny, "--set", bw, "--set", layers, "--jobs", "1", NULL);
+  g_auto(TestRun) two = test_offsim("sweep", tiny, "--set", bw, "--set", layers, "--jobs", "2", NULL);
+  ck_assert_int_eq(one.status, 0);
+  ck_assert_str_eq(one.out, two.out);
+  /* Not a terminal: no progress bar, nothing on stderr. */
+  ck_assert_str_eq(one.err, "");
+  g_auto(GStrv) lines = g_strsplit(one.out, "\n", -1);
+  /* A header, 3 x 4 points x 4 policies, the trailing empty string. */
+  ck_assert_uint_eq(g_strv_length(lines), 1 + 48 + 1);
+  ck_assert(g_str_has_prefix(lines[0], "link.h2d_bandwidth,model.forward,scenario,policy,step_ms,"));
+  ck_assert(g_str_has_prefix(lines[1], "10GB/s,1ms,tiny uniform model,resident,"));
+  ck_assert(g_str_has_prefix(lines[48], "40GB/s,8ms,tiny uniform model,checkpoint,"));
+  /* Three shards concatenate to the same rows (the header comes with shard 0). */
+  g_autoptr(GString) merged = g_string_new(NULL);
+  for (int s = 0; s < 3; s++) {
+    g_autofree char *shard = g_strdup_printf("%d/3", s);
+    g_auto(TestRun) r = test_offsim("sweep", tiny, "--set", bw, "--set", layers, "--shard", shard, NULL);
+    ck_assert_int_eq(r.status, 0);
+    g_string_append(merged, r.out);
+  }
+  g_auto(GStrv) parts = g_strsplit(merged->str, "\n", -1);
+  ck_assert_uint_eq(g_strv_length(parts), g_strv_length(lines));
+  g_autoptr(GHashTable) rows = g_hash_table_new(g_str_hash, g_str_equal);
+  for (char **l = lines; *l; l++)
+    g_hash_table_add(rows, *l);
+  for (char **l = parts; *l; l++)
+    ck_assert_msg(g_hash_table_contains(rows, *l), "a shard row not in the whole sweep: %s", *l);
+}
+END_TEST
+
+START_TEST(sweep_rejects_bad_values_before_running)
+{
+  g_autofree char *tiny = g_build_filename(OFFSIM_SCENARIOS, "tiny.ini", NULL);
+  g_auto(TestRun) a = test_offsim("sweep", tiny, "--set", "link.h2d_bandwidth=10GB/s,fast", NULL);
+  ck_assert_int_eq(a.status, 2);
+  ck_assert_ptr_nonnull(strstr(a.err, "[link] h2d_bandwidth: expected a number with a unit, got 'fast'"));
+  g_auto(TestRun) b = test_offsim("sweep", tiny, "--set", "link.bandwith=10GB/s", NULL);
+  ck_assert_int_eq(b.status, 2);
+  ck_assert_ptr_nonnull(strstr(b.err, "bandwith: unknown key"));
+  g_auto(TestRun) c = test_offsim("sweep", tiny, "--set", "nodot=1", NULL);
+  ck_assert_int_eq(c.status, 2);
+  g_auto(TestRun) d = test_offsim("sweep", tiny, "--set", "link.latency=1us", "--shard", "3/3", NULL);
+  ck_assert_int_eq(d.status, 2);
+  g_auto(TestRun) e = test_offsim("sweep", tiny, NULL);
+  ck_assert_int_eq(e.status, 2);
+  ck_assert_str_eq(a.out, "");
+}
+END_TEST
+
 static Suite *
 cli_suite(void)
 {
@@ -248,6 +301,8 @@ cli_suite(void)
   tcase_add_test(tc, embedded_default_equals_the_bundled_file);
   tcase_add_test(tc, model_prints_a_scenario_that_runs);
   tcase_add_test(tc, compare_with_a_budget_adds_the_plan);
+  tcase_add_test(tc, sweep_is_deterministic_and_shards_concatenate);
+  tcase_add_test(tc, sweep_rejects_bad_values_before_running);
   suite_add_tcase(s, tc);
   return s;
 }

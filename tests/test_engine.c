@@ -442,6 +442,40 @@ START_TEST(a_calibrated_table_sets_copy_times)
 }
 END_TEST
 
+/* The engine's work counters grow linearly with the program: a regression
+ * to anything quadratic shows here, whatever the machine's speed. */
+START_TEST(work_grows_linearly_with_the_program)
+{
+  guint64 events[2], heap[2];
+  guint sizes[2] = { 200, 20000 };
+  for (int k = 0; k < 2; k++) {
+    g_autoptr(SimProgram) p = sim_program_new();
+    guint32 c = sim_program_add_stream(p, "compute"), d = sim_program_add_stream(p, "d2h"),
+            h = sim_program_add_stream(p, "h2d");
+    guint32 t = sim_program_intern(p, "t");
+    for (guint i = 0; i < sizes[k]; i++) {
+      guint32 ev = sim_program_add_event(p, t, (gint32)i), back = sim_program_add_event(p, t, (gint32)i);
+      sim_program_compute(p, c, 1e-3, SIM_PHASE_FORWARD, (gint32)i, t);
+      sim_program_record(p, c, ev);
+      sim_program_wait(p, d, ev);
+      sim_program_copy(p, d, SIM_DIR_D2H, 3000000, FALSE, (gint32)i, t);
+      sim_program_record(p, d, back);
+      sim_program_wait(p, h, back);
+      sim_program_copy(p, h, SIM_DIR_H2D, 1000000, FALSE, (gint32)i, t);
+    }
+    SimLink link = link_of(1e9, 1e9, 1.5e9, 1e-5);
+    g_autoptr(SimEngine) engine = sim_engine_new();
+    g_autoptr(SimRun) run = sim_engine_run(engine, p, &link, NULL, NULL);
+    ck_assert_ptr_nonnull(run);
+    events[k] = run->events;
+    heap[k] = run->heap_ops;
+  }
+  double e = (double)events[1] / events[0], hp = (double)heap[1] / heap[0];
+  ck_assert_msg(e > 99 && e < 101, "events grew %.2fx for 100x the program", e);
+  ck_assert_msg(hp > 99 && hp < 101, "heap operations grew %.2fx for 100x the program", hp);
+}
+END_TEST
+
 static Suite *
 engine_suite(void)
 {
@@ -464,6 +498,7 @@ engine_suite(void)
   tcase_add_test(tc, every_op_runs_once_and_streams_stay_in_order);
   tcase_add_test(tc, an_engine_is_reusable_across_programs);
   tcase_add_test(tc, a_calibrated_table_sets_copy_times);
+  tcase_add_test(tc, work_grows_linearly_with_the_program);
   suite_add_tcase(s, tc);
   return s;
 }

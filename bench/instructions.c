@@ -1,0 +1,68 @@
+/* bench/instructions.c — fixed workloads for callgrind, which counts
+ * instructions: unlike wall time, the count repeats exactly on a busy
+ * machine.  bench/callgrind.sh runs this under callgrind, counting only
+ * inside the measure_* functions, and divides by the events and steps.
+ *
+ *   offsim-instructions engine   one engine run of the synthetic program
+ *   offsim-instructions step     ten 96x32 async steps, lowered and run
+ */
+#include "bench.h"
+#include "engine.h"
+#include "lower.h"
+#include "scenario.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static const SimLink link_ = {
+  .h2d_bandwidth = 25e9, .d2h_bandwidth = 25e9, .bidir_bandwidth = 40e9, .latency = 8e-6,
+  .pageable_factor = 0.5, .compute_slowdown = 0.03, .host_alloc = 3e-3,
+};
+
+__attribute__((noinline)) static guint64
+measure_engine(SimEngine *engine, const SimProgram *p)
+{
+  g_autoptr(SimRun) run = sim_engine_run(engine, p, &link_, NULL, NULL);
+  return run ? run->events : 0;
+}
+
+__attribute__((noinline)) static void
+measure_step(SimProgram *program, const SimScenario *s)
+{
+  g_autoptr(SimEngine) engine = sim_engine_new();
+  const SimPolicy *policy = g_ptr_array_index(s->policies, 0);
+  for (int i = 0; i < 10; i++) {
+    planner_lower_into(program, s->workload, policy, &s->machine.link);
+    g_autoptr(SimRun) run = sim_engine_run(engine, program, &s->machine.link, NULL, NULL);
+    g_assert(run != NULL);
+  }
+}
+
+int
+main(int argc, char **argv)
+{
+  if (argc == 2 && strcmp(argv[1], "engine") == 0) {
+    g_autoptr(SimProgram) p = bench_synthetic_program(180000);
+    g_autoptr(SimEngine) engine = sim_engine_new();
+    measure_engine(engine, p); /* grow the engine's buffers outside the count */
+    printf("events %" G_GUINT64_FORMAT "\n", measure_engine(engine, p));
+    return 0;
+  }
+  if (argc == 2 && strcmp(argv[1], "step") == 0) {
+    GString *t = g_string_new("[device]\nmemory = 80GiB\n[link]\nh2d_bandwidth = 55GB/s\nd2h_bandwidth = 55GB/s\n"
+                              "latency = 8us\ncompute_slowdown = 0.03\n[model]\nlayers = 96\nforward = 2ms\n"
+                              "input = 4MiB\ntensors = ");
+    for (guint i = 0; i < 32; i++)
+      g_string_append_printf(t, "%st%u:%uMiB", i ? ", " : "", i, 1 + i % 8);
+    g_string_append(t, "\n[policy.async]\nkind = offload\n");
+    g_autoptr(SimScenario) s = sim_scenario_load_data(t->str, "96x32", NULL);
+    g_string_free(t, TRUE);
+    g_autoptr(SimProgram) program = sim_program_new();
+    measure_step(program, s); /* warm: buffers and labels */
+    measure_step(program, s);
+    printf("steps 10 ops %u\n", sim_program_n_ops(program));
+    return 0;
+  }
+  fprintf(stderr, "usage: offsim-instructions engine|step\n");
+  return 2;
+}

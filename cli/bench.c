@@ -82,11 +82,8 @@ cli_bench_main(int argc, char **argv)
   g_autoptr(GOptionContext) ctx = g_option_context_new("- performance figures");
   g_option_context_add_main_entries(ctx, entries, NULL);
   CliFormat format = CLI_FORMAT_TABLE;
-  if (!g_option_context_parse(ctx, &argc, &argv, &error)) {
-    error->domain = SIM_ERROR;
-    error->code = SIM_ERROR_INPUT;
+  if (!cli_parse_options(ctx, "bench", &argc, &argv, &error))
     return cli_fail(error);
-  }
   if (format_text && !cli_report_parse_format(format_text, &format, &error))
     return cli_fail(error);
   if (repeats < 1 || repeats > 1000 || jobs < 0 || jobs > 1024) {

@@ -24,6 +24,10 @@ int cli_sweep_main(int argc, char **argv);   /* offsim sweep */
  * layer were offloaded, recompute time (for `plan` and `compare --budget`). */
 void cli_plan_format_layers(GString *out, const PlannerPlan *plan);
 
+/* g_option_context_parse, with its errors as bad input (exit 2) prefixed
+ * by the command's name. */
+gboolean cli_parse_options(GOptionContext *context, const char *command, int *argc, char ***argv, GError **error);
+
 /* Prints the error and returns its exit status. */
 int cli_fail(GError *error);
 

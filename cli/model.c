@@ -156,9 +156,7 @@ cli_model_main(int argc, char **argv)
   g_autoptr(GOptionContext) ctx = g_option_context_new("- print a scenario for a HuggingFace model");
   g_option_context_add_main_entries(ctx, entries, NULL);
   int status = 0;
-  if (!g_option_context_parse(ctx, &argc, &argv, &error)) {
-    error->domain = SIM_ERROR;
-    error->code = SIM_ERROR_INPUT;
+  if (!cli_parse_options(ctx, "model", &argc, &argv, &error)) {
     status = cli_fail(error);
   } else if (argc > 1) {
     g_set_error(&error, SIM_ERROR, SIM_ERROR_INPUT, "model: unexpected argument '%s'", argv[1]);

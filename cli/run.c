@@ -204,10 +204,7 @@ run_common(int argc, char **argv, gboolean compare)
   g_option_context_set_summary(ctx, "SCENARIO is an INI file; without it the embedded default runs.");
 
   int status = 0;
-  if (!g_option_context_parse(ctx, &argc, &argv, &error)) {
-    g_prefix_error(&error, "%s: ", compare ? "compare" : "run");
-    error->domain = SIM_ERROR;
-    error->code = SIM_ERROR_INPUT;
+  if (!cli_parse_options(ctx, compare ? "compare" : "run", &argc, &argv, &error)) {
     status = cli_fail(error);
   } else if (argc > 2) {
     g_set_error(&error, SIM_ERROR, SIM_ERROR_INPUT, "expected at most one scenario file, got '%s' and '%s'",

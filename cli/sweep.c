@@ -205,9 +205,7 @@ cli_sweep_main(int argc, char **argv)
   g_autoptr(GOptionContext) ctx = g_option_context_new("SCENARIO  - every combination of --set values, as CSV");
   g_option_context_add_main_entries(ctx, entries, NULL);
   int status = 0;
-  if (!g_option_context_parse(ctx, &argc, &argv, &error)) {
-    error->domain = SIM_ERROR;
-    error->code = SIM_ERROR_INPUT;
+  if (!cli_parse_options(ctx, "sweep", &argc, &argv, &error)) {
     status = cli_fail(error);
   } else if (argc != 2) {
     g_set_error(&error, SIM_ERROR, SIM_ERROR_INPUT, "sweep: expected one scenario file");

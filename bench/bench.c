@@ -104,21 +104,21 @@ bench_engine(const BenchOptions *o, BenchFigures *f, GError **error)
 }
 
 static char *
-scenario_96x32(void)
+scenario_layers(guint layers)
 {
   GString *t = g_string_new("[scenario]\nname = bench 96x32\n[device]\nmemory = 80GiB\n"
                             "[link]\nh2d_bandwidth = 55GB/s\nd2h_bandwidth = 55GB/s\nlatency = 8us\n"
-                            "compute_slowdown = 0.03\n[model]\nlayers = 96\nforward = 2ms\ninput = 4MiB\ntensors = ");
+                            "compute_slowdown = 0.03\n[model]\nforward = 2ms\ninput = 4MiB\ntensors = ");
   for (guint i = 0; i < 32; i++)
     g_string_append_printf(t, "%st%u:%uMiB", i ? ", " : "", i, 1 + i % 8);
-  g_string_append(t, "\n[policy.async]\nkind = offload\n");
+  g_string_append_printf(t, "\nlayers = %u\n[policy.async]\nkind = offload\n", layers);
   return g_string_free(t, FALSE);
 }
 
 static gboolean
 bench_step(const BenchOptions *o, BenchFigures *f, GError **error)
 {
-  g_autofree char *text = scenario_96x32();
+  g_autofree char *text = scenario_layers(96);
   g_autoptr(SimScenario) s = sim_scenario_load_data(text, "bench 96x32", error);
   if (s == NULL)
     return FALSE;
@@ -175,6 +175,48 @@ bench_plan(const BenchOptions *o, BenchFigures *f, GError **error)
   return TRUE;
 }
 
+/* Storage a program and its run hold: what the data structures cost per op. */
+static guint64
+program_bytes(const SimProgram *p, const SimRun *run)
+{
+  guint64 bytes = (guint64)p->ops_cap * sizeof(SimOp) + (guint64)p->mem_cap * sizeof(SimMemAction);
+  for (guint s = 0; s < p->streams->len; s++)
+    bytes += ((SimStream *)g_ptr_array_index(p->streams, s))->cap * sizeof(guint32);
+  return bytes + run->applied->len * sizeof(guint32);
+}
+
+static gboolean
+bench_scale(const BenchOptions *o, BenchFigures *f, GError **error)
+{
+  guint layers[2] = { 100, o->quick ? 1000 : 10000 };
+  for (int k = 0; k < 2; k++) {
+    g_autofree char *text = scenario_layers(layers[k]);
+    g_autoptr(SimScenario) s = sim_scenario_load_data(text, "bench scale", error);
+    if (s == NULL)
+      return FALSE;
+    const SimPolicy *policy = g_ptr_array_index(s->policies, 0);
+    g_autoptr(SimEngine) engine = sim_engine_new();
+    g_autoptr(SimProgram) program = sim_program_new();
+    guint repeats = MAX(2u, o->repeats / (k ? 2 : 1));
+    g_autofree double *ms = g_new(double, repeats);
+    /* The first run grows the buffers and touches their pages: not counted. */
+    for (guint r = 0; r <= repeats; r++) {
+      double t0 = now_s();
+      planner_lower_into(program, s->workload, policy, &s->machine.link);
+      g_autoptr(SimRun) run = sim_engine_run(engine, program, &s->machine.link, NULL, error);
+      double t1 = now_s();
+      if (run == NULL)
+        return FALSE;
+      if (r > 0)
+        ms[r - 1] = (t1 - t0) * 1e3;
+      f->scale_bytes[k] = program_bytes(program, run);
+    }
+    f->scale_ms[k] = median(ms, repeats);
+    f->scale_ops[k] = sim_program_n_ops(program);
+  }
+  return TRUE;
+}
+
 /* The embedded default (Qwen2.5-0.5B, four policies) over link bandwidths
  * and batch sizes: what a design-space sweep does. */
 static gboolean
@@ -218,6 +260,7 @@ bench_run(const BenchOptions *options, BenchFigures *f, GError **error)
     gboolean (*run)(const BenchOptions *, BenchFigures *, GError **);
   } figures[] = {
     { "engine", bench_engine }, { "step", bench_step }, { "plan", bench_plan }, { "sweep", bench_sweep },
+    { "scale", bench_scale },
   };
   BenchOptions o = *options;
   o.repeats = MAX(1u, o.repeats);
@@ -231,7 +274,7 @@ bench_run(const BenchOptions *options, BenchFigures *f, GError **error)
       return FALSE;
   }
   if (!known) {
-    g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "--only: expected engine, step, plan or sweep, got '%s'", o.only);
+    g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "--only: expected engine, step, plan, sweep or scale, got '%s'", o.only);
     return FALSE;
   }
   return TRUE;

@@ -12,7 +12,9 @@
  *                         saved tensors per layer under async offload;
  *   plan_96_ms            plan a 96-layer generated transformer under a budget;
  *   sweep_points_per_sec  sweep points (all four default policies each) per
- *                         second, on every core.
+ *                         second, on every core;
+ *   scale                 the 96x32 step's model at 100 and 10,000 layers: time
+ *                         and bytes per op, which must stay flat.
  */
 #pragma once
 
@@ -31,6 +33,10 @@ typedef struct {
   double sweep_points_per_sec;
   guint sweep_points;
   guint sweep_jobs;
+  /* Scaling: one async step of L layers x 32 tensors, L = 100 and 10,000. */
+  double scale_ms[2];
+  guint scale_ops[2];
+  guint64 scale_bytes[2]; /* program + run storage */
   guint repeats;
 } BenchFigures;
 
@@ -38,7 +44,7 @@ typedef struct {
   guint repeats;    /* runs per figure; the median is reported (>= 1) */
   guint jobs;       /* sweep threads (0 = every core) */
   gboolean quick;   /* smaller workloads, for tests */
-  const char *only; /* "engine", "step", "plan" or "sweep": that figure alone (for profilers); NULL = all */
+  const char *only; /* "engine", "step", "plan", "sweep" or "scale": that figure alone; NULL = all */
 } BenchOptions;
 
 gboolean bench_run(const BenchOptions *options, BenchFigures *figures, GError **error);

@@ -39,6 +39,18 @@ bench_format(const BenchFigures *f, CliFormat format)
     json_builder_add_int_value(b, f->sweep_points);
     json_builder_set_member_name(b, "sweep_jobs");
     json_builder_add_int_value(b, f->sweep_jobs);
+    for (int k = 0; k < 2; k++) {
+      g_autofree char *name = g_strdup_printf("scale_%u_layers", k ? 10000u : 100u);
+      json_builder_set_member_name(b, name);
+      json_builder_begin_object(b);
+      json_builder_set_member_name(b, "ms");
+      json_builder_add_double_value(b, f->scale_ms[k]);
+      json_builder_set_member_name(b, "ops");
+      json_builder_add_int_value(b, f->scale_ops[k]);
+      json_builder_set_member_name(b, "bytes");
+      json_builder_add_int_value(b, (gint64)f->scale_bytes[k]);
+      json_builder_end_object(b);
+    }
     json_builder_set_member_name(b, "repeats");
     json_builder_add_int_value(b, f->repeats);
     json_builder_set_member_name(b, "cpu");
@@ -56,10 +68,16 @@ bench_format(const BenchFigures *f, CliFormat format)
                          " heap operations)\n"
                          "step_96x32_ms         %14.3f   (%u ops, lowered and run)\n"
                          "plan_96_ms            %14.1f   (%" G_GUINT64_FORMAT " simulations)\n"
-                         "sweep_points_per_sec  %14.0f   (%u points, %u threads)\n",
+                         "sweep_points_per_sec  %14.0f   (%u points, %u threads)\n"
+                         "scale                 %u ops in %.3f ms, %.1f bytes/op; %u ops in %.3f ms, %.1f bytes/op:"
+                         " %.2fx the time per op\n",
                          cpu, cores, OFFSIM_BUILD_TYPE, f->repeats, f->events_per_sec, f->engine_events,
                          f->engine_heap_ops, f->step_96x32_ms, f->step_96x32_ops, f->plan_96_ms,
-                         f->plan_96_evaluations, f->sweep_points_per_sec, f->sweep_points, f->sweep_jobs);
+                         f->plan_96_evaluations, f->sweep_points_per_sec, f->sweep_points, f->sweep_jobs,
+                         f->scale_ops[0], f->scale_ms[0], f->scale_ops[0] ? (double)f->scale_bytes[0] / f->scale_ops[0] : 0,
+                         f->scale_ops[1], f->scale_ms[1], f->scale_ops[1] ? (double)f->scale_bytes[1] / f->scale_ops[1] : 0,
+                         f->scale_ops[0] && f->scale_ms[0] > 0
+                           ? (f->scale_ms[1] / f->scale_ops[1]) / (f->scale_ms[0] / f->scale_ops[0]) : 0);
 }
 
 int
@@ -75,7 +93,7 @@ cli_bench_main(int argc, char **argv)
     { "repeats", 'r', 0, G_OPTION_ARG_INT, &repeats, "Runs per figure; the median is reported (default 7)", "N" },
     { "jobs", 'j', 0, G_OPTION_ARG_INT, &jobs, "Sweep threads (default: every core)", "N" },
     { "quick", 0, 0, G_OPTION_ARG_NONE, &quick, "Small workloads (for a smoke test)", NULL },
-    { "only", 0, 0, G_OPTION_ARG_STRING, &only, "One figure: engine, step, plan or sweep (for profilers)", "NAME" },
+    { "only", 0, 0, G_OPTION_ARG_STRING, &only, "One figure: engine, step, plan, sweep or scale (for profilers)", "NAME" },
     { NULL },
   };
   g_set_prgname("offsim bench");

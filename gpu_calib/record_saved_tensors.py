@@ -22,8 +22,9 @@ The model mirrors what offsim's [transformer] generator assumes: RMSNorm as a
 fused autograd.Function that saves its input and the fp32 reciprocal RMS (as
 Apex, TransformerEngine and Liger kernels do), q/k/v projections with bias,
 RoPE, grouped-query attention without materialising repeated key/value
-heads, eager softmax attention in the activation dtype, SwiGLU, a tied or
-untied LM head and a cross-entropy loss.
+heads, eager softmax attention in the activation dtype (or, with "flash" in
+the config, torch's fused scaled_dot_product_attention: ground_truth.py),
+SwiGLU, a tied or untied LM head and a cross-entropy loss.
 
 Usage (Debian's python3-torch, CPU):
   /usr/bin/python3 gpu_calib/record_saved_tensors.py --preset tiny --out tests/data/trace/qwen2-tiny.csv
@@ -81,9 +82,10 @@ def rotate_half(x):
 
 
 class Attention(nn.Module):
-    def __init__(self, hidden, heads, kv_heads):
+    def __init__(self, hidden, heads, kv_heads, flash=False):
         super().__init__()
         self.heads, self.kv_heads, self.head_dim = heads, kv_heads, hidden // heads
+        self.flash = flash
         self.q_proj = nn.Linear(hidden, heads * self.head_dim, bias=True)
         self.k_proj = nn.Linear(hidden, kv_heads * self.head_dim, bias=True)
         self.v_proj = nn.Linear(hidden, kv_heads * self.head_dim, bias=True)
@@ -97,6 +99,8 @@ class Attention(nn.Module):
         v = self.v_proj(x).view(b, s, g, d).permute(0, 2, 1, 3)
         q = q * cos + rotate_half(q) * sin
         k = k * cos + rotate_half(k) * sin
+        if self.flash:
+            return self.o_proj(self.fused(q, k, v))
         # Grouped-query attention: the query heads of a group go into the row
         # dimension, so key and value heads are never repeated in memory.
         q = q.reshape(b, g, rep * s, d)
@@ -105,6 +109,18 @@ class Attention(nn.Module):
         out = torch.matmul(probs, v)                                       # b g rep*s d
         out = out.view(b, g, rep, s, d).permute(0, 3, 1, 2, 4).reshape(b, s, self.heads * d)
         return self.o_proj(out)
+
+    def fused(self, q, k, v):
+        """Causal attention in one fused kernel (torch >= 2.0, FlashAttention
+        on recent GPUs): it saves q, k, v, the output and the softmax
+        statistics instead of the score matrices.  Key and value heads are
+        repeated for the kernel, so it saves them heads / kv_heads times."""
+        b, g, rep, s, d = q.shape
+        heads = g * rep
+        k = k[:, :, None].expand(b, g, rep, s, d).reshape(b, heads, s, d)
+        v = v[:, :, None].expand(b, g, rep, s, d).reshape(b, heads, s, d)
+        out = F.scaled_dot_product_attention(q.reshape(b, heads, s, d), k, v, is_causal=True)
+        return out.view(b, g, rep, s, d).permute(0, 3, 1, 2, 4).reshape(b, s, heads * d)
 
 
 class MLP(nn.Module):
@@ -122,7 +138,7 @@ class DecoderLayer(nn.Module):
     def __init__(self, cfg):
         super().__init__()
         self.input_layernorm = RMSNorm(cfg["hidden"])
-        self.self_attn = Attention(cfg["hidden"], cfg["heads"], cfg["kv_heads"])
+        self.self_attn = Attention(cfg["hidden"], cfg["heads"], cfg["kv_heads"], cfg.get("flash", False))
         self.post_attention_layernorm = RMSNorm(cfg["hidden"])
         self.mlp = MLP(cfg["hidden"], cfg["ffn"])
 
@@ -148,10 +164,16 @@ class Decoder(nn.Module):
         rep = cfg["heads"] // cfg["kv_heads"]
         self.register_buffer("causal", causal.repeat(rep, 1), persistent=False)
 
-    def forward(self, ids, labels):
+    def forward(self, ids, labels, run_layer=None):
+        """The loss of one batch.  `run_layer(index, layer, x, cos, sin,
+        causal)`, when given, runs each decoder layer instead of a plain call
+        (checkpointing, offload hooks)."""
         x = self.embed_tokens(ids)
-        for layer in self.layers:
-            x = layer(x, self.cos, self.sin, self.causal)
+        for index, layer in enumerate(self.layers):
+            if run_layer is None:
+                x = layer(x, self.cos, self.sin, self.causal)
+            else:
+                x = run_layer(index, layer, x, self.cos, self.sin, self.causal)
         h = self.norm(x)
         weight = self.embed_tokens.weight if self.lm_head is None else self.lm_head.weight
         logits = F.linear(h, weight)

@@ -700,7 +700,7 @@ load_workload(const SimConfig *c, const char *name, SimWorkload **out, GError **
 
   g_autoptr(SimWorkload) w = sim_workload_new(name, n_layers);
   w->static_bytes = static_bytes;
-  guint64 total = static_bytes;
+  guint64 total = static_bytes, references = 0;
   for (guint i = 0; i < n_layers; i++) {
     LayerKeys k = defaults;
     k.tensors = g_array_ref(default_tensors);
@@ -709,6 +709,14 @@ load_workload(const SimConfig *c, const char *name, SimWorkload **out, GError **
     g_autoptr(GArray) tensors = k.tensors;
     if (!ok)
       return FALSE;
+    for (guint t = 0; t < tensors->len; t++)
+      references += g_array_index(tensors, SimTensor, t).refs;
+    if (references > SIM_SCENARIO_MAX_REFERENCES) {
+      g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT,
+                  "%s: [model] tensors: layers x tensors x refs comes to more than %u saved references, far "
+                  "beyond any real model", model->file, SIM_SCENARIO_MAX_REFERENCES);
+      return FALSE;
+    }
     SimLayer *layer = sim_workload_layer(w, i);
     layer->forward = k.forward;
     layer->backward = k.has_backward ? k.backward : 2 * k.forward;

@@ -1,0 +1,143 @@
+#!/usr/bin/env bash
+# gpu_calib/run-on-gpu.sh — the whole GPU check in one call, in under eight
+# minutes on one H100/H200-class GPU:
+#   1. build offsim and offsim-calib (CMake, OFFSIM_CUDA=ON) into OUTDIR/build;
+#   2. offsim-calib --out OUTDIR/profile.ini (the full run, or --quick when the
+#      build took long enough to put the budget at risk);
+#   3. ground_truth.py at two sizes (qwen0.5b: the seed chapter's workload,
+#      qwen1.5b: eight times its activations), each writing the scenario of
+#      what it ran, including the measured profile;
+#   4. offsim compare on each of those scenarios;
+#   5. the table, printed last: workload, policy, measured against predicted
+#      step time and peak memory, error in percent (OUTDIR/table.txt).
+# Every log, JSON and scenario stays in OUTDIR.
+#
+# --dry-run needs no GPU: it builds (OFFSIM_CUDA=AUTO: offsim-calib too where
+# nvcc exists), compiles every Python file, runs ground_truth.py --device cpu
+# at its tiny size, offsim on that scenario with the bundled H100 profile, and
+# prints the same table, labelled as a dry run: CPU timings are no measurement.
+#
+# Usage: run-on-gpu.sh [--dry-run] [--quick-calib] [--build-dir DIR] OUTDIR
+#   --quick-calib    offsim-calib --quick (under a minute) instead of the full run
+#   --build-dir DIR  use an existing build of this tree instead of building
+# Environment: PYTHON (default: the first of python3, /usr/bin/python3 that
+# imports torch), JOBS (default: nproc).
+set -euo pipefail
+
+usage() {
+  sed -n 's/^# Usage: //p' "$0" >&2
+  exit "$1"
+}
+
+dry_run=0
+quick_calib=0
+build_dir=
+out=
+while [ $# -gt 0 ]; do
+  case $1 in
+    --dry-run) dry_run=1 ;;
+    --quick-calib) quick_calib=1 ;;
+    --build-dir) [ $# -ge 2 ] || usage 2; build_dir=$2; shift ;;
+    -h|--help) usage 0 ;;
+    -*) echo "run-on-gpu.sh: unknown option $1" >&2; usage 2 ;;
+    *) [ -z "$out" ] || usage 2; out=$1 ;;
+  esac
+  shift
+done
+[ -n "$out" ] || usage 2
+
+src=$(cd "$(dirname "$0")/.." && pwd)
+mkdir -p "$out"
+out=$(cd "$out" && pwd)
+start=$SECONDS
+log() { printf '[%3ds] %s\n' $((SECONDS - start)) "$*" >&2; }
+fail() { printf 'run-on-gpu.sh: %s\n' "$1" >&2; exit "${2:-1}"; }
+# Runs a stage with a time limit (one that hangs must not eat the budget of
+# the rest), its output shown and kept in LOG; a failure stops everything
+# with the stage's status.  Usage: stage SECONDS LOG COMMAND...
+stage() {
+  local seconds=$1 stage_log=$2 status
+  shift 2
+  local run=("$@")
+  if command -v timeout >/dev/null 2>&1; then run=(timeout "$seconds" "$@"); fi
+  set +e
+  "${run[@]}" 2>&1 | tee "$stage_log" >&2
+  status=${PIPESTATUS[0]}
+  set -e
+  [ "$status" = 0 ] && return 0
+  [ "$status" = 124 ] && fail "$(basename "$1") ran past ${seconds}s: $stage_log" "$status"
+  [ "$status" = 3 ] && [ $dry_run = 0 ] && fail "$(basename "$1") found no GPU; without one, use --dry-run" 3
+  fail "$(basename "$1") failed with status $status: $stage_log" "$status"
+}
+
+if [ -z "${PYTHON:-}" ]; then
+  for candidate in python3 /usr/bin/python3; do
+    if command -v "$candidate" >/dev/null 2>&1 && "$candidate" -c 'import torch' >/dev/null 2>&1; then
+      PYTHON=$candidate
+      break
+    fi
+  done
+fi
+[ -n "${PYTHON:-}" ] || fail "no python3 that imports torch (set PYTHON)" 3
+
+# 1. Build.
+if [ -n "$build_dir" ]; then
+  build=$(cd "$build_dir" && pwd)
+  log "using the build in $build"
+else
+  build=$out/build
+  cuda=ON
+  [ $dry_run = 1 ] && cuda=AUTO
+  log "building into $build (OFFSIM_CUDA=$cuda)"
+  cmake -S "$src" -B "$build" -DCMAKE_BUILD_TYPE=Release -DBUILD_TESTING=OFF -DOFFSIM_CUDA=$cuda \
+    >"$out/build.log" 2>&1 || { tail -n 30 "$out/build.log" >&2; fail "cmake failed: $out/build.log"; }
+  cmake --build "$build" -j"${JOBS:-$(nproc)}" >>"$out/build.log" 2>&1 ||
+    { tail -n 30 "$out/build.log" >&2; fail "the build failed: $out/build.log"; }
+fi
+offsim=$build/cli/offsim
+calib=$build/gpu_calib/offsim-calib
+[ -x "$offsim" ] || fail "no offsim in $build"
+
+# 2. The Python, compiled (byte code kept out of the source tree).
+PYTHONPYCACHEPREFIX=$out/pycache "$PYTHON" -m py_compile "$src"/gpu_calib/*.py || fail "the Python does not compile"
+log "python: $PYTHON ($("$PYTHON" -c 'import torch; print("torch", torch.__version__)'))"
+
+if [ $dry_run = 1 ]; then
+  profile=$src/scenarios/profiles/h100-sxm-pcie-gen5.ini
+  presets=(tiny)
+  device=cpu
+  # A failed check stops the dry run (CTest runs it).
+  extra=(--warmup 1 --repeats 3 --check)
+  if [ -x "$calib" ]; then log "offsim-calib built: $calib (not run: dry run)"; fi
+else
+  [ -x "$calib" ] || fail "no offsim-calib in $build: is the CUDA toolkit installed?"
+  profile=$out/profile.ini
+  mode=()
+  # The full calibration is sized for about a minute on an H100 (at most
+  # five), the two ground truths for about three.  A slow build leaves less:
+  # go quick.
+  if [ $quick_calib = 1 ] || [ $((SECONDS - start)) -gt 150 ]; then mode=(--quick); fi
+  log "offsim-calib ${mode[*]:-(full)} --out $profile"
+  stage 330 "$out/calib.log" "$calib" ${mode[@]+"${mode[@]}"} --out "$profile"
+  presets=(qwen0.5b qwen1.5b)
+  device=cuda
+  # No --check: GPU time is precious, so a way whose gradients differ still
+  # gets its row; the table marks it and the script then exits 1.
+  extra=()
+fi
+
+# 3 and 4. Ground truth, then offsim on the same workload.
+pairs=()
+for preset in "${presets[@]}"; do
+  log "ground_truth.py --preset $preset --device $device"
+  stage 200 "$out/truth-$preset.log" "$PYTHON" "$src/gpu_calib/ground_truth.py" --preset "$preset" \
+    --device "$device" ${extra[@]+"${extra[@]}"} --out "$out/truth-$preset.json" \
+    --write-scenario "$out/truth-$preset.ini" --profile "$profile"
+  "$offsim" compare "$out/truth-$preset.ini" >"$out/predicted-$preset.txt"
+  "$offsim" compare "$out/truth-$preset.ini" --format json >"$out/predicted-$preset.json"
+  pairs+=("$out/truth-$preset.json" "$out/predicted-$preset.json")
+done
+
+# 5. The table, last.
+log "done in $((SECONDS - start)) s; everything is in $out"
+"$PYTHON" "$src/gpu_calib/compare_table.py" "${pairs[@]}" | tee "$out/table.txt"

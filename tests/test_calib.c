@@ -51,30 +51,6 @@ pseudo_noise(guint64 *state)
 }
 
 static char *
-make_tmp_dir(void)
-{
-  g_autoptr(GError) error = NULL;
-  char *dir = g_dir_make_tmp("offsim-calib-test-XXXXXX", &error);
-  ck_assert_msg(dir != NULL, "no temporary directory: %s", error ? error->message : "?");
-  return dir;
-}
-
-static void
-remove_tmp_dir(const char *dir)
-{
-  GDir *d = g_dir_open(dir, 0, NULL);
-  if (d) {
-    const char *name;
-    while ((name = g_dir_read_name(d)) != NULL) {
-      g_autofree char *path = g_build_filename(dir, name, NULL);
-      g_remove(path);
-    }
-    g_dir_close(d);
-  }
-  g_rmdir(dir);
-}
-
-static char *
 write_file(const char *dir, const char *name, const char *text)
 {
   char *path = g_build_filename(dir, name, NULL);
@@ -336,11 +312,11 @@ START_TEST(metadata_stays_on_one_line)
   g_autofree char *text = calib_profile_format(p, &error);
   ck_assert_msg(text != NULL, "%s", error ? error->message : "");
   assert_has(text, "\nodd-name_2 = line break escape end\n");
-  g_autofree char *dir = make_tmp_dir();
+  g_autofree char *dir = test_tmp_dir_new();
   g_autofree char *path = save_profile(p, dir);
   g_autoptr(SimScenario) s = load_through_scenario(dir, path, &error);
   ck_assert_msg(s != NULL, "%s", error ? error->message : "");
-  remove_tmp_dir(dir);
+  test_tmp_dir_remove(dir);
 }
 END_TEST
 
@@ -371,14 +347,14 @@ START_TEST(the_writer_refuses_values_the_loader_would_reject)
     ck_assert(g_error_matches(error, SIM_ERROR, SIM_ERROR_INPUT));
     assert_has(error->message, bad[i].message);
     /* Nothing is written, and an older file stays as it was. */
-    g_autofree char *dir = make_tmp_dir();
+    g_autofree char *dir = test_tmp_dir_new();
     g_autofree char *path = write_file(dir, "profile.ini", "old\n");
     g_clear_error(&error);
     ck_assert(!calib_profile_save(bad[i].p, path, &error));
     g_autofree char *still = NULL;
     ck_assert(g_file_get_contents(path, &still, NULL, NULL));
     ck_assert_str_eq(still, "old\n");
-    remove_tmp_dir(dir);
+    test_tmp_dir_remove(dir);
     calib_profile_free(bad[i].p);
   }
 }
@@ -389,7 +365,7 @@ END_TEST
 START_TEST(a_profile_survives_the_round_trip)
 {
   g_autoptr(CalibProfile) p = synthetic_profile();
-  g_autofree char *dir = make_tmp_dir();
+  g_autofree char *dir = test_tmp_dir_new();
   g_autofree char *path = save_profile(p, dir);
   g_autoptr(GError) error = NULL;
 
@@ -406,7 +382,7 @@ START_TEST(a_profile_survives_the_round_trip)
   SimMachine m;
   ck_assert_msg(calib_profile_verify(p, &m, &error), "%s", error ? error->message : "");
   assert_same_link(&m.link, &p->link);
-  remove_tmp_dir(dir);
+  test_tmp_dir_remove(dir);
 }
 END_TEST
 
@@ -414,7 +390,7 @@ START_TEST(a_scenario_overrides_the_profile)
 {
   /* The including file's keys win, tables stay. */
   g_autoptr(CalibProfile) p = synthetic_profile();
-  g_autofree char *dir = make_tmp_dir();
+  g_autofree char *dir = test_tmp_dir_new();
   g_autofree char *path = save_profile(p, dir);
   g_autoptr(GError) error = NULL;
   g_autofree char *scenario = write_file(dir, "override.ini",
@@ -424,14 +400,14 @@ START_TEST(a_scenario_overrides_the_profile)
   ck_assert_msg(s != NULL, "%s", error ? error->message : "");
   assert_rel(s->machine.link.latency, 5e-6, 1e-12);
   ck_assert_uint_eq(s->machine.link.table_points[SIM_DIR_H2D], 19);
-  remove_tmp_dir(dir);
+  test_tmp_dir_remove(dir);
 }
 END_TEST
 
 START_TEST(the_loaded_table_interpolates_copy_times)
 {
   g_autoptr(CalibProfile) p = synthetic_profile();
-  g_autofree char *dir = make_tmp_dir();
+  g_autofree char *dir = test_tmp_dir_new();
   g_autofree char *path = save_profile(p, dir);
   g_autoptr(GError) error = NULL;
   g_autoptr(SimScenario) s = load_through_scenario(dir, path, &error);
@@ -452,7 +428,7 @@ START_TEST(the_loaded_table_interpolates_copy_times)
   assert_rel(sim_link_copy_time(l, SIM_DIR_H2D, 1024, FALSE), ALPHA, 1e-9);
   /* Pageable: the part above the latency at pageable_factor. */
   assert_rel(sim_link_copy_time(l, SIM_DIR_H2D, 1048576, TRUE), ALPHA + (mib / BETA_H2D) / 0.4321987654, 1e-9);
-  remove_tmp_dir(dir);
+  test_tmp_dir_remove(dir);
 }
 END_TEST
 
@@ -468,7 +444,7 @@ START_TEST(bad_profiles_name_file_group_and_key)
     { "bad-negative-rate.ini", "h2d_table", "point 2: expected a non-negative value" },
     { "bad-unknown-key.ini", "h2d_tabel", "unknown key (expected one of h2d_bandwidth" },
   };
-  g_autofree char *dir = make_tmp_dir();
+  g_autofree char *dir = test_tmp_dir_new();
   for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
     g_autofree char *profile = g_build_filename(DATA, cases[i].file, NULL);
     g_autoptr(GError) error = NULL;
@@ -487,7 +463,7 @@ START_TEST(bad_profiles_name_file_group_and_key)
     ck_assert_int_eq(r.status, 2);
     assert_has(r.err, where);
   }
-  remove_tmp_dir(dir);
+  test_tmp_dir_remove(dir);
 }
 END_TEST
 
@@ -531,7 +507,7 @@ START_TEST(calib_without_a_device_says_so)
 {
   /* On a machine with a GPU this is a real --quick run whose profile must
    * load; without one, a clear error and status 3. */
-  g_autofree char *dir = make_tmp_dir();
+  g_autofree char *dir = test_tmp_dir_new();
   g_autofree char *out = g_build_filename(dir, "profile.ini", NULL);
   g_auto(TestRun) r = run_calib(OFFSIM_CALIB_BINARY, NULL, "--quick", "--out", out, NULL);
   if (r.status == 0) {
@@ -545,7 +521,7 @@ START_TEST(calib_without_a_device_says_so)
     assert_has(r.err, "offsim-calib: no CUDA device: cudaGetDeviceCount: ");
     ck_assert(!g_file_test(out, G_FILE_TEST_EXISTS));
   }
-  remove_tmp_dir(dir);
+  test_tmp_dir_remove(dir);
 }
 END_TEST
 
@@ -567,7 +543,7 @@ END_TEST
  * bf16, 1% noise. */
 START_TEST(calib_host_code_recovers_the_mock_link)
 {
-  g_autofree char *dir = make_tmp_dir();
+  g_autofree char *dir = test_tmp_dir_new();
   g_autofree char *out = g_build_filename(dir, "profile.ini", NULL);
   g_auto(TestRun) r = run_calib(OFFSIM_CALIB_MOCK, NULL, "--quick", "--out", out, NULL);
   ck_assert_msg(r.status == 0, "offsim-calib-mock --quick exited %d: %s", r.status, r.err);
@@ -604,7 +580,7 @@ START_TEST(calib_host_code_recovers_the_mock_link)
   assert_has(text, "\nh2d_pinned_us = 4096:");
   assert_has(text, "\npcie_max = not reported (no sysfs entry)\n");
   assert_has(text, "\ngemm_bf16 = qkv 8192x6144x4096: ");
-  remove_tmp_dir(dir);
+  test_tmp_dir_remove(dir);
 }
 END_TEST
 
@@ -617,13 +593,13 @@ START_TEST(calib_full_run_prints_the_profile)
   assert_has(r.out, ", 1073741824B:");
   assert_has(r.out, "\ngemm_fp32 = qkv 8192x6144x4096: ");
   assert_has(r.out, "small_mlp 1024x4864x896: ");
-  g_autofree char *dir = make_tmp_dir();
+  g_autofree char *dir = test_tmp_dir_new();
   g_autofree char *path = write_file(dir, "profile.ini", r.out);
   g_autoptr(GError) error = NULL;
   g_autoptr(SimScenario) s = load_through_scenario(dir, path, &error);
   ck_assert_msg(s != NULL, "%s", error ? error->message : "");
   ck_assert_uint_eq(s->machine.link.table_points[SIM_DIR_D2H], 19);
-  remove_tmp_dir(dir);
+  test_tmp_dir_remove(dir);
 }
 END_TEST
 

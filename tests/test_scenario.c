@@ -68,31 +68,6 @@ write_file(const char *dir, const char *name, const char *data, gssize len)
   return path;
 }
 
-static char *
-make_tmp_dir(void)
-{
-  g_autoptr(GError) error = NULL;
-  char *dir = g_dir_make_tmp("offsim-test-XXXXXX", &error);
-  ck_assert_msg(dir != NULL, "no temporary directory: %s", error ? error->message : "?");
-  return dir;
-}
-
-/* Removes a flat directory made by make_tmp_dir. */
-static void
-remove_tmp_dir(const char *dir)
-{
-  GDir *d = g_dir_open(dir, 0, NULL);
-  if (d) {
-    const char *name;
-    while ((name = g_dir_read_name(d)) != NULL) {
-      g_autofree char *path = g_build_filename(dir, name, NULL);
-      g_remove(path);
-    }
-    g_dir_close(d);
-  }
-  g_rmdir(dir);
-}
-
 /* Writes chain-00.ini ... chain-(n-1).ini, each including the next; the last
  * holds the minimal scenario.  Returns the path of chain-00.ini. */
 static char *
@@ -204,14 +179,14 @@ END_TEST
 
 START_TEST(test_include_chain_of_ten)
 {
-  g_autofree char *dir = make_tmp_dir();
+  g_autofree char *dir = test_tmp_dir_new();
   g_autofree char *first = write_chain(dir, 10);
   g_autoptr(GError) error = NULL;
   g_autoptr(SimScenario) s = sim_scenario_load_file(first, &error);
   ck_assert_msg(s != NULL, "a chain of 10 includes did not load: %s", error ? error->message : "?");
   ck_assert_uint_eq(sim_workload_n_layers(s->workload), 4);
   ck_assert_str_eq(s->name, "chain-00");
-  remove_tmp_dir(dir);
+  test_tmp_dir_remove(dir);
 }
 END_TEST
 
@@ -868,12 +843,12 @@ END_TEST
 
 START_TEST(test_include_self)
 {
-  g_autofree char *dir = make_tmp_dir();
+  g_autofree char *dir = test_tmp_dir_new();
   g_autofree char *path = write_file(dir, "self.ini", "[scenario]\ninclude = self.ini\n" MINIMAL, -1);
   g_autofree char *msg = file_error(path);
   assert_has(msg, "self.ini: [scenario] include: ");
   assert_has(msg, "cycle");
-  remove_tmp_dir(dir);
+  test_tmp_dir_remove(dir);
 }
 END_TEST
 
@@ -881,20 +856,20 @@ START_TEST(test_include_diamond_is_not_a_cycle)
 {
   /* top includes left and right, both include base: base is loaded twice,
    * but never while it is itself being loaded, so this is no cycle. */
-  g_autofree char *dir = make_tmp_dir();
+  g_autofree char *dir = test_tmp_dir_new();
   g_autofree char *base = write_file(dir, "base.ini", MINIMAL, -1);
   g_autofree char *left = write_file(dir, "left.ini", "[scenario]\ninclude = base.ini\n", -1);
   g_autofree char *right = write_file(dir, "right.ini", "[scenario]\ninclude = base.ini\n", -1);
   g_autofree char *top = write_file(dir, "top.ini", "[scenario]\ninclude = left.ini, right.ini\n", -1);
   g_autoptr(SimScenario) s = file_ok(top);
   ck_assert_uint_eq(sim_workload_n_layers(s->workload), 4);
-  remove_tmp_dir(dir);
+  test_tmp_dir_remove(dir);
 }
 END_TEST
 
 START_TEST(test_include_depth_limit)
 {
-  g_autofree char *dir = make_tmp_dir();
+  g_autofree char *dir = test_tmp_dir_new();
   g_autofree char *first = write_chain(dir, 70);
   g_autofree char *msg = file_error(first);
   assert_has(msg, "[scenario] include: ");
@@ -902,63 +877,63 @@ START_TEST(test_include_depth_limit)
   g_autofree char *limit = g_strdup_printf("%d", SIM_CONFIG_MAX_DEPTH);
   assert_has(msg, limit);
   assert_has(msg, "chain-"); /* names the file whose include went too deep */
-  remove_tmp_dir(dir);
+  test_tmp_dir_remove(dir);
 }
 END_TEST
 
 START_TEST(test_include_depth_boundary)
 {
   /* A chain of SIM_CONFIG_MAX_DEPTH files loads; one file more does not. */
-  g_autofree char *dir = make_tmp_dir();
+  g_autofree char *dir = test_tmp_dir_new();
   g_autofree char *first = write_chain(dir, SIM_CONFIG_MAX_DEPTH);
   g_autoptr(GError) error = NULL;
   g_autoptr(SimScenario) s = sim_scenario_load_file(first, &error);
   ck_assert_msg(s != NULL, "a chain of %d files did not load: %s", SIM_CONFIG_MAX_DEPTH,
                 error ? error->message : "?");
-  remove_tmp_dir(dir);
+  test_tmp_dir_remove(dir);
 
-  g_autofree char *dir2 = make_tmp_dir();
+  g_autofree char *dir2 = test_tmp_dir_new();
   g_autofree char *first2 = write_chain(dir2, SIM_CONFIG_MAX_DEPTH + 1);
   g_autofree char *msg = file_error(first2);
   assert_has(msg, "deeper than");
-  remove_tmp_dir(dir2);
+  test_tmp_dir_remove(dir2);
 }
 END_TEST
 
 START_TEST(test_nul_byte)
 {
   static const char data[] = "[device]\nmemory = 80\0GiB\n";
-  g_autofree char *dir = make_tmp_dir();
+  g_autofree char *dir = test_tmp_dir_new();
   g_autofree char *path = write_file(dir, "nul.ini", data, sizeof data - 1);
   g_autofree char *msg = file_error(path);
   assert_has(msg, path);
   assert_has(msg, "NUL");
-  remove_tmp_dir(dir);
+  test_tmp_dir_remove(dir);
 }
 END_TEST
 
 START_TEST(test_invalid_utf8)
 {
   static const char data[] = "[scenario]\nname = caf\xe9\n" MINIMAL;
-  g_autofree char *dir = make_tmp_dir();
+  g_autofree char *dir = test_tmp_dir_new();
   g_autofree char *path = write_file(dir, "latin1.ini", data, sizeof data - 1);
   g_autofree char *msg = file_error(path);
   assert_has(msg, path);
   assert_has(msg, "UTF-8");
-  remove_tmp_dir(dir);
+  test_tmp_dir_remove(dir);
 }
 END_TEST
 
 START_TEST(test_invalid_utf8_in_include)
 {
   static const char data[] = "[link]\nlatency = 8\xff" "us\n";
-  g_autofree char *dir = make_tmp_dir();
+  g_autofree char *dir = test_tmp_dir_new();
   g_autofree char *bad = write_file(dir, "bad.ini", data, sizeof data - 1);
   g_autofree char *top = write_file(dir, "top.ini", "[scenario]\ninclude = bad.ini\n" MINIMAL, -1);
   g_autofree char *msg = file_error(top);
   assert_has(msg, "bad.ini: ");
   assert_has(msg, "UTF-8");
-  remove_tmp_dir(dir);
+  test_tmp_dir_remove(dir);
 }
 END_TEST
 

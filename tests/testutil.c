@@ -5,6 +5,7 @@
 #include "invariants.h"
 
 #include <stdarg.h>
+#include <glib/gstdio.h>
 #include <stdlib.h>
 #include <sys/wait.h>
 
@@ -96,4 +97,28 @@ test_offsim_in(const char *cwd, const char *first, ...)
   TestRun r = offsim_va(cwd, first, ap);
   va_end(ap);
   return r;
+}
+
+char *
+test_tmp_dir_new(void)
+{
+  g_autoptr(GError) error = NULL;
+  char *dir = g_dir_make_tmp("offsim-test-XXXXXX", &error);
+  ck_assert_msg(dir != NULL, "no temporary directory: %s", error ? error->message : "?");
+  return dir;
+}
+
+void
+test_tmp_dir_remove(const char *dir)
+{
+  GDir *d = g_dir_open(dir, 0, NULL);
+  if (d) {
+    const char *name;
+    while ((name = g_dir_read_name(d)) != NULL) {
+      g_autofree char *path = g_build_filename(dir, name, NULL);
+      g_remove(path);
+    }
+    g_dir_close(d);
+  }
+  g_rmdir(dir);
 }

@@ -328,7 +328,7 @@ get_tensors(const SimConfigGroup *g, const char *key, GArray **out, GError **err
     g_strstrip(parts[0]);
     if (*parts[0] == '\0')
       return fail(error, g, e, "a tensor needs a name, got '%s'", *item);
-    SimTensor t = { .name = g_strdup(parts[0]), .offloadable = TRUE, .refs = 1 };
+    SimTensor t = { .name = g_intern_string(parts[0]), .offloadable = TRUE, .refs = 1 };
     g_array_append_val(tensors, t);
     SimTensor *added = &g_array_index(tensors, SimTensor, tensors->len - 1);
     GError *cause = NULL;
@@ -340,7 +340,7 @@ get_tensors(const SimConfigGroup *g, const char *key, GArray **out, GError **err
       g_error_free(cause);
       return fail(error, g, e, "%s", msg);
     }
-    if (!g_hash_table_add(seen, added->name))
+    if (!g_hash_table_add(seen, (gpointer)added->name))
       return fail(error, g, e, "tensor '%s' is listed twice", parts[0]);
     /* Each reference may be copied and reloaded on its own (dedup = false). */
     if (added->bytes > (SIM_UNITS_MAX_BYTES - total) / added->refs)

@@ -6,7 +6,7 @@ void
 sim_tensor_clear(gpointer data)
 {
   SimTensor *t = data;
-  g_clear_pointer(&t->name, g_free);
+  t->name = NULL; /* interned: not ours to free */
 }
 
 static void
@@ -74,7 +74,6 @@ sim_layer_set_tensors(SimLayer *layer, const GArray *tensors)
   g_array_set_size(layer->tensors, 0);
   for (guint i = 0; i < tensors->len; i++) {
     SimTensor t = g_array_index(tensors, SimTensor, i);
-    t.name = g_strdup(t.name);
     g_array_append_val(layer->tensors, t);
   }
 }
@@ -82,7 +81,7 @@ sim_layer_set_tensors(SimLayer *layer, const GArray *tensors)
 SimTensor *
 sim_layer_add_tensor(SimLayer *layer, const char *name, guint64 bytes)
 {
-  SimTensor t = { .name = g_strdup(name), .bytes = bytes, .offloadable = TRUE, .refs = 1 };
+  SimTensor t = { .name = g_intern_string(name), .bytes = bytes, .offloadable = TRUE, .refs = 1 };
   g_array_append_val(layer->tensors, t);
   return &g_array_index(layer->tensors, SimTensor, layer->tensors->len - 1);
 }

@@ -8,7 +8,9 @@
  * ([transformer], [trace]) build the same structure, so policies and the
  * engine never care where it came from.
  *
- * Ownership: a SimWorkload owns its layers and their tensors (names too).
+ * Ownership: a SimWorkload owns its layers and their tensors.  Tensor names
+ * are interned strings, shared by every workload: a sweep builds thousands of
+ * workloads from the same few names, and a lowering can key on the pointer.
  */
 #pragma once
 
@@ -17,7 +19,7 @@
 G_BEGIN_DECLS
 
 typedef struct {
-  char *name;
+  const char *name;     /* interned (g_intern_string): equal names are one pointer, never freed */
   guint64 bytes;
   gboolean offloadable; /* FALSE: a policy must keep it on the device */
   gboolean selective;   /* dropped and recomputed by selective checkpointing */
@@ -64,7 +66,7 @@ sim_workload_layer(const SimWorkload *w, guint i)
 /* Replaces a layer's tensor list with a copy of `tensors` (SimTensor). */
 void sim_layer_set_tensors(SimLayer *layer, const GArray *tensors);
 
-/* Appends a tensor (the name is copied); returns it for further fields. */
+/* Appends a tensor (the name is interned); returns it for further fields. */
 SimTensor *sim_layer_add_tensor(SimLayer *layer, const char *name, guint64 bytes);
 
 /* Adds an embedding or head stage (owned by the workload) and returns it. */
@@ -93,7 +95,7 @@ guint64 sim_workload_saved_bytes(const SimWorkload *workload);
  * level or copy total of a run can overflow 64 bits. */
 gboolean sim_workload_bytes_fit(const SimWorkload *workload);
 
-/* Frees the name of a SimTensor (for GArray clear functions). */
+/* Clears a SimTensor (for GArray clear functions). */
 void sim_tensor_clear(gpointer tensor);
 
 G_END_DECLS

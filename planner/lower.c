@@ -81,11 +81,12 @@ copies_of(const Lower *l, const SimTensor *t)
   return l->policy->dedup ? 1 : MAX(t->refs, 1u);
 }
 
+/* Whether action `a` sends any of the layer's tensors to the host. */
 static gboolean
-layer_moves_anything(const Lower *l, const SimLayer *layer)
+layer_moves_anything(const Lower *l, const SimLayer *layer, SimAction a)
 {
   for (guint k = 0; k < layer->tensors->len; k++)
-    if (moves(l, &g_array_index(layer->tensors, SimTensor, k)))
+    if (fate_of(l, a, &g_array_index(layer->tensors, SimTensor, k)) == FATE_OFFLOAD)
       return TRUE;
   return FALSE;
 }
@@ -317,7 +318,7 @@ planner_lower_into(SimProgram *p, const SimWorkload *w, const SimPolicy *policy,
   l.actions = sim_policy_actions(policy, n);
   for (guint i = 0; i < n; i++) {
     SimAction *a = &g_array_index(l.actions, SimAction, i);
-    if (offloads(*a) && !layer_moves_anything(&l, layer_at(&l, i)))
+    if (offloads(*a) && !layer_moves_anything(&l, layer_at(&l, i), *a))
       *a = *a == SIM_ACTION_OFFLOAD ? SIM_ACTION_KEEP : SIM_ACTION_SELECTIVE;
   }
   l.ev_d2h = g_new(guint32, n);

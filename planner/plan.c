@@ -187,7 +187,7 @@ dfs(Dfs *d, guint layer)
   if (d->failed)
     return;
   bounds(c, d->actions, layer, &mem, &time);
-  if (d->by_peak ? d->best->found && (gint64)mem >= d->best->eval.peak
+  if (d->by_peak ? d->best->found && (gint64)mem > d->best->eval.peak
                  : mem > c->budget || (d->best->found && time >= d->best->eval.step))
     return;
   if (layer == c->n) {
@@ -227,7 +227,7 @@ local_search(Ctx *c, Best *b, gboolean by_peak, GError **error)
         guint64 mem;
         double time;
         bounds(c, trial, c->n, &mem, &time);
-        if (by_peak ? (gint64)mem >= b->eval.peak : mem > c->budget || time >= b->eval.step)
+        if (by_peak ? (gint64)mem > b->eval.peak : mem > c->budget || time >= b->eval.step)
           continue;
         Eval e;
         if (!evaluate(c, trial, &options[b->option], &e, error))
@@ -337,8 +337,10 @@ lower_bound(const Ctx *c)
     const LayerCost *lc = &c->cost[i];
     peak_all += lc->keep[SIM_ACTION_KEEP];
     for (guint a = SIM_ACTION_RECOMPUTE; a < c->n_actions; a++) {
-      if (!lc->useful[a] || lc->redo[a] <= 0 || lc->keep[a] >= lc->keep[SIM_ACTION_KEEP])
+      if (!lc->useful[a] || lc->keep[a] >= lc->keep[SIM_ACTION_KEEP])
         continue;
+      if (lc->redo[a] <= 0)
+        return c->compute; /* bytes that go for free: no bound above the compute */
       best_rate = MAX(best_rate, (double)(lc->keep[SIM_ACTION_KEEP] - lc->keep[a]) / lc->redo[a]);
     }
   }
@@ -451,7 +453,7 @@ planner_plan(const SimScenario *s, guint64 budget, GError **error)
   if (p->result == NULL || p->resident == NULL)
     return NULL;
   p->lower_bound_ms = lower_bound(&c) * 1e3;
-  p->gap = p->result->step_ms / p->lower_bound_ms - 1;
+  p->gap = p->lower_bound_ms > 0 ? p->result->step_ms / p->lower_bound_ms - 1 : 0;
   verdict(p, s->workload->static_bytes);
 
   /* Per layer: what the choice saves, and what the alternatives would cost. */
@@ -459,7 +461,9 @@ planner_plan(const SimScenario *s, guint64 budget, GError **error)
   g_autofree SimAction *trial = g_memdup2(best.actions, sizeof(SimAction) * n);
   for (guint i = 0; i < n; i++) {
     PlannerLayerNote note = { .action = best.actions[i], .recompute_ms = c.cost[i].redo[SIM_ACTION_RECOMPUTE] * 1e3 };
-    note.bytes_saved = c.cost[i].keep[SIM_ACTION_KEEP] - c.cost[i].keep[best.actions[i]];
+    /* A checkpointed input can outweigh the tensors it replaces: never below 0. */
+    guint64 kept = c.cost[i].keep[best.actions[i]], all = c.cost[i].keep[SIM_ACTION_KEEP];
+    note.bytes_saved = all > kept ? all - kept : 0;
     note.exposed_if_offloaded_ms = NAN;
     if (c.cost[i].useful[SIM_ACTION_OFFLOAD] && options[best.option].async) {
       Eval with, without;

@@ -485,18 +485,23 @@ sim_engine_run(SimEngine *e, const SimProgram *p, const SimLink *link, const Sim
     g_assert(isfinite(next) && next >= r.now);
     double dt = next - r.now;
 
-    /* Advance the fluid, snapping whatever finishes at `next` exactly. */
+    /* Advance the fluid.  Whatever ends within a hair of `next` (1e-12 of
+     * it, far below any modelled effect) ends at `next`: near-ties that
+     * rounding would order by chance form one instant, finished in issue
+     * order. */
+    double hair = 1e-12 * MAX(1.0, next);
+    gboolean at[2] = { t_copy[0] <= next + hair, t_copy[1] <= next + hair };
     e->n_done = 0;
     if (e->compute.len) {
-      if (t_compute == next)
+      if (t_compute <= next + hair)
         r.vclock = sim_heap_peek(&e->compute)->key;
       else
         r.vclock += r.compute_rate * dt;
-      while (e->compute.len && sim_heap_peek(&e->compute)->key <= r.vclock) {
+      while (e->compute.len && sim_heap_peek(&e->compute)->key <= r.vclock + hair) {
         e->done[e->n_done++] = sim_heap_pop(&e->compute).value;
       }
     }
-    while (e->timers.len && sim_heap_peek(&e->timers)->key <= next) {
+    while (e->timers.len && sim_heap_peek(&e->timers)->key <= next + hair) {
       e->done[e->n_done++] = sim_heap_pop(&e->timers).value;
     }
     /* Decided on the state the deadlines were computed from, before either
@@ -510,9 +515,9 @@ sim_engine_run(SimEngine *e, const SimProgram *p, const SimLink *link, const Sim
       if (c[d].in_latency) {
         /* A copy whose deadline this is ends its latency (and, merged, the
          * whole copy) now, whatever rounding left of latency_left - dt. */
-        if (t_copy[d] == next && !merged) {
+        if (at[d] && !merged) {
           c[d].latency_left = 0.0;
-        } else if (c[d].latency_left > dt && t_copy[d] != next) {
+        } else if (c[d].latency_left > dt && !at[d]) {
           c[d].latency_left -= dt;
           continue;
         }
@@ -523,10 +528,11 @@ sim_engine_run(SimEngine *e, const SimProgram *p, const SimLink *link, const Sim
         c[d].rate = c[d].peak_rate; /* alone on the link: see copy_deadline */
         r.signature = G_MAXUINT;
         run->events++;
-        if (!merged)
+        /* A copy with no bytes ends with its latency, not a step later. */
+        if (!merged && c[d].bytes_left > 0.0)
           continue;
       }
-      c[d].bytes_left = t_copy[d] == next ? 0.0 : c[d].bytes_left - c[d].rate * moving_for;
+      c[d].bytes_left = at[d] ? 0.0 : c[d].bytes_left - c[d].rate * moving_for;
       if (c[d].bytes_left <= 0.0) {
         e->done[e->n_done++] = c[d].active;
         c[d].active = NONE;

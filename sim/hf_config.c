@@ -218,7 +218,7 @@ sim_hf_config_load(const char *path, SimTransformer *c, GError **error)
   g_autofree char *data = NULL;
   gsize len = 0;
   g_autoptr(GError) local = NULL;
-  if (!g_file_get_contents(path, &data, &len, &local)) {
+  if (!sim_config_read_file(path, &data, &len, &local)) {
     g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "%s: cannot read: %s", path, local->message);
     return FALSE;
   }

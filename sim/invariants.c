@@ -17,6 +17,17 @@ violation(GError **error, const SimProgram *p, const char *format, ...)
   return FALSE;
 }
 
+static gint
+compare_start(gconstpointer a, gconstpointer b, gpointer data)
+{
+  const SimRun *run = data;
+  double x = g_array_index(run->op_start, double, *(const guint32 *)a);
+  double y = g_array_index(run->op_start, double, *(const guint32 *)b);
+  if (x != y)
+    return x < y ? -1 : 1;
+  return *(const guint32 *)a < *(const guint32 *)b ? -1 : *(const guint32 *)a > *(const guint32 *)b;
+}
+
 static gboolean
 check_ops(const SimRun *run, const SimProgram *p, GError **error)
 {
@@ -41,17 +52,26 @@ check_ops(const SimRun *run, const SimProgram *p, GError **error)
       free_at = end;
     }
   }
-  double engine_free[2] = { 0, 0 };
-  for (guint32 i = 0; i < sim_program_n_ops(p); i++) {
-    const SimOp *op = sim_program_op(p, i);
-    if (op->kind != SIM_OP_COPY)
-      continue;
-    double start = g_array_index(run->op_start, double, i);
-    if (start < engine_free[op->dir] - eps) {
-      g_autofree char *what = sim_program_describe_op(p, i);
-      return violation(error, p, "%s overlaps another copy of its direction", what);
+  /* One copy engine per direction: sorted by start, each copy begins after
+   * the one before it ended (they run in the order they became ready, which
+   * need not be issue order). */
+  for (int dir = 0; dir < 2; dir++) {
+    g_autoptr(GArray) ids = g_array_new(FALSE, FALSE, sizeof(guint32));
+    for (guint32 i = 0; i < sim_program_n_ops(p); i++) {
+      const SimOp *op = sim_program_op(p, i);
+      if (op->kind == SIM_OP_COPY && op->dir == dir)
+        g_array_append_val(ids, i);
     }
-    engine_free[op->dir] = MAX(engine_free[op->dir], g_array_index(run->op_end, double, i));
+    g_array_sort_with_data(ids, compare_start, (gpointer)run);
+    double busy_until = 0;
+    for (guint k = 0; k < ids->len; k++) {
+      guint32 i = g_array_index(ids, guint32, k);
+      if (g_array_index(run->op_start, double, i) < busy_until - eps) {
+        g_autofree char *what = sim_program_describe_op(p, i);
+        return violation(error, p, "%s overlaps another copy of its direction", what);
+      }
+      busy_until = MAX(busy_until, g_array_index(run->op_end, double, i));
+    }
   }
   return TRUE;
 }

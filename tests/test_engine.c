@@ -2,6 +2,7 @@
 #include "testutil.h"
 
 #include "error.h"
+#include "invariants.h"
 
 #include <math.h>
 #include <string.h>
@@ -442,6 +443,58 @@ START_TEST(a_calibrated_table_sets_copy_times)
 }
 END_TEST
 
+/* Two things that end at the same instant in exact arithmetic end together,
+ * whatever rounding does: here a compute of 1/0.75 + 1/0.75 + 0.5/0.75... ends
+ * at 3.9999999999999996 beside a copy ending at 4, and the copy issued
+ * first (op 8) must still take the engine before op 10.  (Found by review
+ * against an independent fluid model.) */
+START_TEST(near_ties_finish_in_issue_order)
+{
+  g_autoptr(SimProgram) p = sim_program_new();
+  guint32 a = sim_program_add_stream(p, "s0"), b = sim_program_add_stream(p, "s1");
+  guint32 t = sim_program_intern(p, "t");
+  guint32 ev = sim_program_add_event(p, t, SIM_NO_LAYER);
+  sim_program_compute(p, b, 0, SIM_PHASE_FORWARD, 0, t);
+  sim_program_compute(p, a, 1, SIM_PHASE_FORWARD, 0, t);
+  sim_program_compute(p, a, 1, SIM_PHASE_FORWARD, 0, t);
+  sim_program_compute(p, a, 0.5, SIM_PHASE_FORWARD, 0, t);
+  sim_program_copy(p, b, SIM_DIR_H2D, 0, FALSE, 0, t);
+  sim_program_compute(p, b, 1, SIM_PHASE_FORWARD, 0, t);
+  sim_program_copy(p, b, SIM_DIR_H2D, 2, FALSE, 0, t);
+  sim_program_record(p, a, ev);
+  guint32 first = sim_program_copy(p, b, SIM_DIR_H2D, 2, FALSE, 0, t);
+  sim_program_compute(p, b, 1, SIM_PHASE_FORWARD, 0, t);
+  guint32 second = sim_program_copy(p, a, SIM_DIR_H2D, 4, TRUE, 0, t);
+  SimLink link = link_of(1, 2, 3, 0);
+  link.compute_slowdown = 0.25;
+  g_autoptr(SimRun) run = run_ok(p, &link);
+  ck_assert_close(start_of(run, first), 4.0, 1e-9);
+  ck_assert_close(start_of(run, second), 6.0, 1e-9);
+  ck_assert_close(run->step, 14.0, 1e-9);
+}
+END_TEST
+
+/* Copies of one direction run in the order they became ready, not their
+ * issue order; the invariant check must not call that an overlap. */
+START_TEST(invariants_accept_copies_in_ready_order)
+{
+  g_autoptr(SimProgram) p = sim_program_new();
+  guint32 x = sim_program_add_stream(p, "x"), y = sim_program_add_stream(p, "y");
+  guint32 t = sim_program_intern(p, "t");
+  sim_program_compute(p, x, 1e-3, SIM_PHASE_FORWARD, 0, t);
+  guint32 late = sim_program_copy(p, x, SIM_DIR_D2H, 1000000, FALSE, 0, t);
+  guint32 early = sim_program_copy(p, y, SIM_DIR_D2H, 1000000, FALSE, 1, t);
+  /* What went out comes back, so the copy balance holds too. */
+  sim_program_copy(p, x, SIM_DIR_H2D, 1000000, FALSE, 0, t);
+  sim_program_copy(p, y, SIM_DIR_H2D, 1000000, FALSE, 1, t);
+  SimLink link = link_of(1e9, 1e9, 2e9, 0);
+  g_autoptr(SimRun) run = run_ok(p, &link);
+  ck_assert(start_of(run, early) < start_of(run, late));
+  g_autoptr(GError) error = NULL;
+  ck_assert_msg(sim_invariants_check(run, p, &error), "%s", error ? error->message : "");
+}
+END_TEST
+
 /* The engine's work counters grow linearly with the program: a regression
  * to anything quadratic shows here, whatever the machine's speed. */
 START_TEST(work_grows_linearly_with_the_program)
@@ -499,6 +552,8 @@ engine_suite(void)
   tcase_add_test(tc, an_engine_is_reusable_across_programs);
   tcase_add_test(tc, a_calibrated_table_sets_copy_times);
   tcase_add_test(tc, work_grows_linearly_with_the_program);
+  tcase_add_test(tc, near_ties_finish_in_issue_order);
+  tcase_add_test(tc, invariants_accept_copies_in_ready_order);
   suite_add_tcase(s, tc);
   return s;
 }

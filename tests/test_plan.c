@@ -244,6 +244,22 @@ START_TEST(the_plan_block_reproduces_the_plan)
 }
 END_TEST
 
+/* Bytes that a recompute frees for nothing leave no bound above the compute
+ * (found by review: the bound once exceeded the plan's own step). */
+START_TEST(lower_bound_never_exceeds_the_step)
+{
+  g_autoptr(SimScenario) s = test_scenario_from_text(
+    "[device]\nmemory = 80GiB\n[link]\nh2d_bandwidth = 55GB/s\nd2h_bandwidth = 55GB/s\nlatency = 8us\n"
+    "[model]\nlayers = 4\nforward = 2ms\ninput = 8MiB\ntensors = attn:24MiB, mlp:32MiB, scores:4GiB:recompute=0ms\n");
+  g_autoptr(GError) error = NULL;
+  g_autoptr(PlannerPlan) p = planner_plan(s, 6ULL << 30, &error);
+  ck_assert_ptr_nonnull(p);
+  ck_assert(p->feasible);
+  ck_assert(p->lower_bound_ms <= p->result->step_ms + 1e-9);
+  ck_assert(p->gap >= 0);
+}
+END_TEST
+
 START_TEST(plan_cli_json_and_exit_codes)
 {
   g_autofree char *tiny = g_build_filename(OFFSIM_SCENARIOS, "tiny.ini", NULL);
@@ -282,6 +298,7 @@ plan_suite(void)
   tcase_add_test(tc, infeasible_budget_reports_the_smallest_feasible_one);
   tcase_add_test(tc, the_plan_block_reproduces_the_plan);
   tcase_add_test(tc, plan_cli_json_and_exit_codes);
+  tcase_add_test(tc, lower_bound_never_exceeds_the_step);
   suite_add_tcase(s, tc);
   return s;
 }

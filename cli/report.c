@@ -254,8 +254,10 @@ format_table(const SimScenario *s, GPtrArray *results)
   g_string_append_printf(out, "%s\n", s->name);
   g_string_append_printf(out, "%u layers, %s saved for backward, %s static; %s device, fits within %s\n",
                          sim_workload_n_layers(s->workload), saved, stat, mem, cap);
-  g_string_append_printf(out, "link: H2D %s, D2H %s, both %s, %.3g us per copy, compute -%.3g%% during copies\n\n",
-                         h2d, d2h, bidir, link->latency * 1e6, link->compute_slowdown * 100);
+  g_string_append_printf(out, "link: H2D %s, D2H %s, both %s, %.3g us per copy", h2d, d2h, bidir, link->latency * 1e6);
+  if (link->compute_slowdown > 0)
+    g_string_append_printf(out, ", compute -%.3g%% during copies", link->compute_slowdown * 100);
+  g_string_append(out, "\n\n");
 
   int w = 14;
   for (guint i = 0; i < results->len; i++)

@@ -293,8 +293,8 @@ planner_lower_into(SimProgram *p, const SimWorkload *w, const SimPolicy *policy,
   l.label_fwd = sim_program_intern(p, "forward");
   l.label_bwd = sim_program_intern(p, "backward");
   l.label_recompute = sim_program_intern(p, "recompute");
-  l.label_input = sim_program_intern(p, "input");
-  l.label_workspace = sim_program_intern(p, "workspace");
+  l.label_input = p->input_tag;
+  l.label_workspace = p->workspace_tag;
   l.label_pin = sim_program_intern(p, "cudaHostAlloc");
   l.label_reloaded = sim_program_intern(p, "reloaded");
   l.label_fwd_done = sim_program_intern(p, "forward done");

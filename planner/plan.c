@@ -431,7 +431,8 @@ planner_plan(const SimScenario *s, guint64 budget, GError **error)
   scratch->dedup = TRUE;
   Ctx c = { .s = s, .n = n, .budget = budget, .engine = engine, .program = program, .policy = scratch };
   layer_costs(&c);
-  g_autofree LayerCost *costs = c.cost;
+  g_autofree LayerCost *costs = c.cost; /* freed with the plan's context */
+  (void)costs;
   g_autofree SimAction *best_actions = g_new0(SimAction, n);
   Best best = { best_actions, 0, { 0, 0 }, FALSE };
 

@@ -32,6 +32,8 @@ sim_program_new(void)
   p->label_cache = g_hash_table_new(g_direct_hash, g_direct_equal);
   p->events = g_array_new(FALSE, FALSE, sizeof(SimEvent));
   p->baseline_tag = sim_program_intern(p, "static");
+  p->input_tag = sim_program_intern(p, "checkpointed input");
+  p->workspace_tag = sim_program_intern(p, "transient workspace");
   return p;
 }
 

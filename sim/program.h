@@ -119,6 +119,9 @@ struct SimProgram {
   GArray *events;      /* SimEvent, index = event id */
   guint64 baseline[2]; /* memory in use before the first op (static), per pool */
   guint32 baseline_tag;
+  /* Tags reserved for what is not a saved tensor, so that reports tell them
+   * apart even from a tensor a user named "input". */
+  guint32 input_tag, workspace_tag;
 };
 
 SimProgram *sim_program_new(void);

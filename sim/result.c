@@ -48,13 +48,12 @@ static void
 describe_visit(const SimLive *l, gpointer data)
 {
   Describe *d = data;
-  const char *tag = sim_program_label(d->program, l->tag);
   int b = l->layer == SIM_NO_LAYER ? 4 : 1;
   if (l->tag == d->program->baseline_tag)
     b = 0;
-  else if (strcmp(tag, "input") == 0)
+  else if (l->tag == d->program->input_tag)
     b = 2;
-  else if (strcmp(tag, "workspace") == 0)
+  else if (l->tag == d->program->workspace_tag)
     b = 3;
   bucket_add(&d->buckets[b], l);
   if (l->layer != SIM_NO_LAYER && (gsize)l->layer < d->layers && !d->seen[b][l->layer]) {

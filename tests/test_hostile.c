@@ -39,8 +39,9 @@ model_text(guint layers, const char *link, const char *model_extra, const char *
                          link ? link : LINK, layers, model_extra ? model_extra : "", rest ? rest : "");
 }
 
-/* A fresh directory for one test's files, removed with everything in it
- * when the test's g_autoptr(TempDir) goes (a failed test leaves it). */
+/* A fresh directory for one test's files (test_tmp_dir_new), removed with
+ * everything in it, folders included, when the test's g_autoptr(TempDir)
+ * goes (a failed test leaves it). */
 typedef char TempDir;
 
 static void
@@ -67,10 +68,7 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(TempDir, temp_dir_free)
 static TempDir *
 temp_dir(void)
 {
-  g_autoptr(GError) error = NULL;
-  char *dir = g_dir_make_tmp("offsim-hostile-XXXXXX", &error);
-  ck_assert_msg(dir != NULL, "%s", error ? error->message : "");
-  return dir;
+  return test_tmp_dir_new();
 }
 
 static char *
@@ -595,6 +593,7 @@ replay(const char *path, const char *file)
   } else if (g_str_has_prefix(file, "budget-")) {
     g_autoptr(GPtrArray) chunks = planner_budget_load_csv(path, &error);
     g_autoptr(PlannerBudgetSummary) summary = chunks ? planner_budget_summarize(chunks, 1 << 30, 8, &error) : NULL;
+    ck_assert(summary == NULL || summary->kept_bytes + summary->offloaded_bytes == summary->total_bytes);
   } else if (g_str_has_prefix(file, "units-")) {
     g_autofree char *text = NULL;
     ck_assert(g_file_get_contents(path, &text, NULL, NULL));

@@ -302,7 +302,8 @@ planner_lower_into(SimProgram *p, const SimWorkload *w, const SimPolicy *policy,
   l.label_due = sim_program_intern(p, "backward due");
   l.label_started = sim_program_intern(p, "backward started");
   l.label_boundary = sim_program_intern(p, "forward pass done");
-  /* Each tensor's name is interned once per lowering, not once per use. */
+  /* Each tensor's name is interned once per lowering, not once per use, and
+   * by pointer against the previous lowering's (tensor names are interned). */
   l.first = g_new(guint, n + 1);
   l.first[0] = 0;
   for (guint i = 0; i < n; i++)
@@ -311,7 +312,7 @@ planner_lower_into(SimProgram *p, const SimWorkload *w, const SimPolicy *policy,
   for (guint i = 0; i < n; i++) {
     const SimLayer *layer = layer_at(&l, i);
     for (guint k = 0; k < layer->tensors->len; k++)
-      l.labels[l.first[i] + k] = sim_program_intern(p, g_array_index(layer->tensors, SimTensor, k).name);
+      l.labels[l.first[i] + k] = sim_program_intern_slot(p, l.first[i] + k, g_array_index(layer->tensors, SimTensor, k).name);
   }
 
   /* An offload with nothing to move is no offload: no events, no waits. */

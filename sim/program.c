@@ -48,6 +48,8 @@ sim_program_free(SimProgram *p)
   g_ptr_array_unref(p->streams);
   g_hash_table_unref(p->label_ids);
   g_hash_table_unref(p->label_cache);
+  g_free(p->slot_names);
+  g_free(p->slot_ids);
   g_ptr_array_unref(p->labels);
   g_free(p);
 }
@@ -84,6 +86,17 @@ sim_program_intern(SimProgram *p, const char *label)
   }
   g_hash_table_insert(p->label_cache, (gpointer)label, GUINT_TO_POINTER(index + 1));
   return index;
+}
+
+void
+sim_program_grow_slots(SimProgram *p, guint slot)
+{
+  guint cap = MAX(slot + 1, 2 * p->slot_cap);
+  p->slot_names = g_renew(const char *, p->slot_names, cap);
+  p->slot_ids = g_renew(guint32, p->slot_ids, cap);
+  for (guint i = p->slot_cap; i < cap; i++)
+    p->slot_names[i] = NULL;
+  p->slot_cap = cap;
 }
 
 guint32

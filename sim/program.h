@@ -116,6 +116,9 @@ struct SimProgram {
   GPtrArray *labels;   /* char*, index = interned id */
   GHashTable *label_ids;
   GHashTable *label_cache; /* const char* (by address) -> id + 1: see sim_program_intern */
+  const char **slot_names; /* see sim_program_intern_slot */
+  guint32 *slot_ids;
+  guint slot_cap;
   GArray *events;      /* SimEvent, index = event id */
   guint64 baseline[2]; /* memory in use before the first op (static), per pool */
   guint32 baseline_tag;
@@ -137,6 +140,25 @@ void sim_program_reset(SimProgram *program);
  * address: a hit costs a pointer hash and a strcmp that confirms the content
  * (an address reused for another string just misses). */
 guint32 sim_program_intern(SimProgram *program, const char *label);
+
+void sim_program_grow_slots(SimProgram *program, guint slot);
+
+/* The id of an interned string (g_intern_string: one address per content,
+ * never freed), remembered at position `slot`: a lowering that interns the
+ * same workload's names in the same order on every run pays one pointer
+ * comparison per name instead of a hash lookup.  Correct whatever was at the
+ * slot before, since equal addresses of interned strings mean equal names. */
+static inline guint32
+sim_program_intern_slot(SimProgram *p, guint slot, const char *interned)
+{
+  if (slot >= p->slot_cap)
+    sim_program_grow_slots(p, slot);
+  if (p->slot_names[slot] != interned) {
+    p->slot_ids[slot] = sim_program_intern(p, interned);
+    p->slot_names[slot] = interned;
+  }
+  return p->slot_ids[slot];
+}
 guint32 sim_program_add_stream(SimProgram *program, const char *name);
 guint32 sim_program_add_event(SimProgram *program, guint32 label, gint32 layer);
 void sim_program_set_baseline(SimProgram *program, SimPool pool, guint64 bytes, const char *tag);

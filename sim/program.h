@@ -102,6 +102,7 @@ typedef struct {
 typedef struct {
   guint32 label; /* interned name, for stuck-schedule reports */
   gint32 layer;
+  guint32 recorder; /* the op that records it, or G_MAXUINT32 */
 } SimEvent;
 
 typedef struct SimProgram SimProgram;
@@ -125,6 +126,8 @@ struct SimProgram {
   /* Tags reserved for what is not a saved tensor, so that reports tell them
    * apart even from a tensor a user named "input". */
   guint32 input_tag, workspace_tag;
+  guint32 record_label, wait_label;
+  guint32 second_record; /* the first op that recorded an already recorded event, or G_MAXUINT32 */
 };
 
 SimProgram *sim_program_new(void);
@@ -235,9 +238,10 @@ sim_program_n_ops(const SimProgram *program)
   return program->n_ops;
 }
 
-/* Checks the build contract: every event recorded at most once, every event
- * and stream index in range, every memory action on an existing op.  A
- * failure is a bug in the lowering: SIM_ERROR_INTERNAL naming the op. */
+/* Checks the build contract: every event recorded at most once (indices of
+ * streams, events and ops are checked as the program is built).  O(1): the
+ * builders note a second record as it happens.  A failure is a bug in the
+ * lowering: SIM_ERROR_INTERNAL naming both ops. */
 gboolean sim_program_validate(const SimProgram *program, GError **error);
 
 /* "op 12 'backward mlp L3' on stream 'compute'": one op named for messages. */

@@ -2,6 +2,7 @@
 
 #include "error.h"
 #include "heap.h"
+#include "invariants.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -558,6 +559,12 @@ sim_engine_run(SimEngine *e, const SimProgram *p, const SimLink *link, const Sim
       return NULL;
     }
   }
+#ifndef NDEBUG
+  /* Debug builds check every run, with what it recorded (tests check every
+   * detailed run in release builds too). */
+  if (!sim_invariants_check_engine(run, p, error))
+    return NULL;
+#endif
   return g_steal_pointer(&run);
 }
 

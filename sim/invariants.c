@@ -132,16 +132,20 @@ check_memory(const SimRun *run, const SimProgram *p, GError **error)
 }
 
 gboolean
-sim_invariants_check(const SimRun *run, const SimProgram *p, GError **error)
+sim_invariants_check_engine(const SimRun *run, const SimProgram *p, GError **error)
 {
   if (run->step + 1e-12 * MAX(1.0, run->step) < run->compute_work + run->recompute_work)
     return violation(error, p, "step %.17g s is shorter than the compute it holds (%.17g s)", run->step,
                      run->compute_work + run->recompute_work);
-  if (!check_copies(p, error))
-    return FALSE;
   if (run->op_start && !check_ops(run, p, error))
     return FALSE;
   if (run->curve && !check_memory(run, p, error))
     return FALSE;
   return TRUE;
+}
+
+gboolean
+sim_invariants_check(const SimRun *run, const SimProgram *p, GError **error)
+{
+  return sim_invariants_check_engine(run, p, error) && check_copies(p, error);
 }

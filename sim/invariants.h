@@ -13,8 +13,11 @@
  *   - the reported peak equals the maximum of the ledger curve.
  *
  * A violation is SIM_ERROR_INTERNAL naming the op or tensor: a bug report,
- * not a silent wrong number.  Debug builds (no NDEBUG) run the checks after
- * every detailed evaluation; tests run them after every evaluation.
+ * not a silent wrong number.  Debug builds (no NDEBUG) run the engine's
+ * checks at the end of every sim_engine_run and the full ones after every
+ * planner_evaluate, with whatever the run recorded (op times and the curve
+ * only when asked for); the tests run the full checks after every detailed
+ * evaluation in every build.
  * Cost: O(ops + memory actions), one hash table for the copy balance.
  */
 #pragma once
@@ -24,5 +27,9 @@
 G_BEGIN_DECLS
 
 gboolean sim_invariants_check(const SimRun *run, const SimProgram *program, GError **error);
+
+/* The same without the copy balance, which holds for a training step (what
+ * a lowering builds) but not for any program: the engine's own check. */
+gboolean sim_invariants_check_engine(const SimRun *run, const SimProgram *program, GError **error);
 
 G_END_DECLS

@@ -204,6 +204,8 @@ record_event(Run *r, guint32 event)
   ev->first_waiter = NONE;
 }
 
+static void start_copy(Run *r, int d, guint32 op_index);
+
 /* Starts every op that can start now, lowest issue index first.  Record and
  * wait complete on the spot and may make other streams ready. */
 static void
@@ -244,8 +246,13 @@ start_ready(Run *r)
         sim_heap_push(&e->timers, r->now + op->work, op_index, op_index);
         break;
       case SIM_OP_COPY:
-        /* Started for its stream; the engine takes it when it is free. */
-        sim_heap_push(&e->copy[op->dir].queue, r->now, op_index, op_index);
+        /* Started for its stream; the engine takes it when it is free.  An
+         * idle engine with nothing queued takes it at once: ops start in
+         * issue order at an instant, so no earlier copy can still come. */
+        if (e->copy[op->dir].active == NONE && e->copy[op->dir].queue.len == 0)
+          start_copy(r, op->dir, op_index);
+        else
+          sim_heap_push(&e->copy[op->dir].queue, r->now, op_index, op_index);
         break;
       }
       if (!instant)
@@ -263,36 +270,43 @@ start_ready(Run *r)
   }
 }
 
+/* The copy engine of direction d takes op_index now. */
+static void
+start_copy(Run *r, int d, guint32 op_index)
+{
+  CopyEngine *c = &r->e->copy[d];
+  const SimOp *op = sim_program_op(r->p, op_index);
+  c->active = op_index;
+  c->in_latency = TRUE;
+  c->latency_left = r->link->latency;
+  c->bytes_left = (double)op->bytes;
+  if (r->link->table_points[d] == 0) {
+    double bw = d == SIM_DIR_D2H ? r->link->d2h_bandwidth : r->link->h2d_bandwidth;
+    c->peak_rate = op->pageable ? bw * r->link->pageable_factor : bw;
+  } else {
+    /* A calibrated copy: the latency phase, then the bytes at the rate
+     * that makes the whole copy take its measured time when alone. */
+    double t = sim_link_copy_time(r->link, d, op->bytes, op->pageable);
+    double move = t - r->link->latency;
+    c->peak_rate = d == SIM_DIR_D2H ? r->link->d2h_bandwidth : r->link->h2d_bandwidth;
+    if (move > 0 && op->bytes > 0)
+      c->peak_rate = (double)op->bytes / move;
+    else
+      c->bytes_left = 0; /* under the latency floor: the fixed cost is all of it */
+  }
+  r->run->copy_bytes[d] += op->bytes;
+  r->run->copies[d]++;
+  mark_start(r, op_index);
+}
+
+/* Idle engines take the earliest-ready queued copy. */
 static void
 start_copies(Run *r)
 {
   for (int d = 0; d < 2; d++) {
     CopyEngine *c = &r->e->copy[d];
-    if (c->active != NONE || c->queue.len == 0)
-      continue;
-    guint32 op_index = sim_heap_pop(&c->queue).value;
-    const SimOp *op = sim_program_op(r->p, op_index);
-    c->active = op_index;
-    c->in_latency = TRUE;
-    c->latency_left = r->link->latency;
-    c->bytes_left = (double)op->bytes;
-    if (r->link->table_points[d] == 0) {
-      double bw = d == SIM_DIR_D2H ? r->link->d2h_bandwidth : r->link->h2d_bandwidth;
-      c->peak_rate = op->pageable ? bw * r->link->pageable_factor : bw;
-    } else {
-      /* A calibrated copy: the latency phase, then the bytes at the rate
-       * that makes the whole copy take its measured time when alone. */
-      double t = sim_link_copy_time(r->link, d, op->bytes, op->pageable);
-      double move = t - r->link->latency;
-      c->peak_rate = d == SIM_DIR_D2H ? r->link->d2h_bandwidth : r->link->h2d_bandwidth;
-      if (move > 0 && op->bytes > 0)
-        c->peak_rate = (double)op->bytes / move;
-      else
-        c->bytes_left = 0; /* under the latency floor: the fixed cost is all of it */
-    }
-    r->run->copy_bytes[d] += op->bytes;
-    r->run->copies[d]++;
-    mark_start(r, op_index);
+    if (c->active == NONE && c->queue.len > 0)
+      start_copy(r, d, sim_heap_pop(&c->queue).value);
   }
 }
 

@@ -127,43 +127,15 @@ sim_program_set_baseline(SimProgram *p, SimPool pool, guint64 bytes, const char 
   p->baseline_tag = sim_program_intern(p, tag);
 }
 
-static guint32
-add_op(SimProgram *p, const SimOp *op)
+void
+sim_program_grow_ops(SimProgram *p, guint32 stream)
 {
-  g_return_val_if_fail(op->stream < p->streams->len, 0);
-  guint32 index = p->n_ops;
   GROW(p->ops, p->n_ops, p->ops_cap);
-  SimOp *copy = &p->ops[p->n_ops++];
-  *copy = *op;
-  copy->mem_first = p->n_mem;
-  copy->mem_count = 0;
-  copy->mem_starts = 0;
-  SimStream *stream = g_ptr_array_index(p->streams, op->stream);
-  GROW(stream->ops, stream->n_ops, stream->cap);
-  stream->ops[stream->n_ops++] = index;
-  return index;
+  SimStream *s = g_ptr_array_index(p->streams, stream);
+  GROW(s->ops, s->n_ops, s->cap);
 }
 
-guint32
-sim_program_compute(SimProgram *p, guint32 stream, double seconds, SimPhase phase, gint32 layer,
-                    guint32 label)
-{
-  g_return_val_if_fail(seconds >= 0, 0);
-  SimOp op = { .kind = SIM_OP_COMPUTE, .phase = phase, .stream = stream, .layer = layer,
-               .label = label, .work = seconds };
-  return add_op(p, &op);
-}
-
-guint32
-sim_program_copy(SimProgram *p, guint32 stream, SimDir dir, guint64 bytes, gboolean pageable,
-                 gint32 layer, guint32 label)
-{
-  SimOp op = { .kind = SIM_OP_COPY,
-               .phase = dir == SIM_DIR_D2H ? SIM_PHASE_OFFLOAD : SIM_PHASE_RELOAD,
-               .dir = dir, .pageable = pageable ? 1 : 0, .stream = stream, .layer = layer,
-               .label = label, .bytes = bytes };
-  return add_op(p, &op);
-}
+#define add_op sim_program_add_op
 
 static guint32
 add_sync(SimProgram *p, SimOpKind kind, guint32 stream, guint32 event)

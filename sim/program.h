@@ -166,11 +166,46 @@ guint32 sim_program_add_stream(SimProgram *program, const char *name);
 guint32 sim_program_add_event(SimProgram *program, guint32 label, gint32 layer);
 void sim_program_set_baseline(SimProgram *program, SimPool pool, guint64 bytes, const char *tag);
 
+void sim_program_grow_ops(SimProgram *program, guint32 stream);
+
+/* Appends `op` to the program and to its stream; returns its index.  Inline:
+ * a lowering adds thousands of ops per program. */
+static inline guint32
+sim_program_add_op(SimProgram *p, const SimOp *op)
+{
+  g_return_val_if_fail(op->stream < p->streams->len, 0);
+  SimStream *stream = (SimStream *)g_ptr_array_index(p->streams, op->stream);
+  if (p->n_ops == p->ops_cap || stream->n_ops == stream->cap)
+    sim_program_grow_ops(p, op->stream);
+  guint32 index = p->n_ops++;
+  SimOp *copy = &p->ops[index];
+  *copy = *op;
+  copy->mem_first = p->n_mem;
+  copy->mem_count = 0;
+  copy->mem_starts = 0;
+  stream->ops[stream->n_ops++] = index;
+  return index;
+}
+
 /* Each returns the new op's index. */
-guint32 sim_program_compute(SimProgram *program, guint32 stream, double seconds, SimPhase phase,
-                            gint32 layer, guint32 label);
-guint32 sim_program_copy(SimProgram *program, guint32 stream, SimDir dir, guint64 bytes,
-                         gboolean pageable, gint32 layer, guint32 label);
+static inline guint32
+sim_program_compute(SimProgram *p, guint32 stream, double seconds, SimPhase phase, gint32 layer, guint32 label)
+{
+  g_return_val_if_fail(seconds >= 0, 0);
+  SimOp op = { .kind = SIM_OP_COMPUTE, .phase = (guint8)phase, .stream = stream, .layer = layer, .label = label,
+               .work = seconds };
+  return sim_program_add_op(p, &op);
+}
+
+static inline guint32
+sim_program_copy(SimProgram *p, guint32 stream, SimDir dir, guint64 bytes, gboolean pageable, gint32 layer,
+                 guint32 label)
+{
+  SimOp op = { .kind = SIM_OP_COPY, .phase = dir == SIM_DIR_D2H ? SIM_PHASE_OFFLOAD : SIM_PHASE_RELOAD,
+               .dir = (guint8)dir, .pageable = pageable ? 1 : 0, .stream = stream, .layer = layer, .label = label,
+               .bytes = bytes };
+  return sim_program_add_op(p, &op);
+}
 guint32 sim_program_record(SimProgram *program, guint32 stream, guint32 event);
 guint32 sim_program_wait(SimProgram *program, guint32 stream, guint32 event);
 guint32 sim_program_host_alloc(SimProgram *program, guint32 stream, double seconds, gint32 layer,

@@ -1,6 +1,7 @@
 #include "report.h"
 
 #include "error.h"
+#include "output.h"
 #include "units.h"
 
 #include <math.h>
@@ -80,16 +81,6 @@ cli_report_result_json(const SimResult *r)
   return json_builder_get_root(b);
 }
 
-/* Numbers: up to 15 significant digits, which prints every value a user
- * typed exactly; no "-0"; null for what JSON cannot say. */
-static void
-append_number(GString *out, double v)
-{
-  char buf[G_ASCII_DTOSTR_BUF_SIZE];
-  g_ascii_formatd(buf, sizeof buf, "%.15g", v == 0 ? 0.0 : v);
-  g_string_append(out, isfinite(v) ? buf : "null");
-}
-
 /* Strings go through json-glib's own escaper (one string node at a time);
  * numbers through %.15g, which prints every value a user typed exactly. */
 static void
@@ -126,7 +117,10 @@ write_node(GString *out, JsonNode *node, guint indent)
   }
   case JSON_NODE_VALUE:
     if (json_node_get_value_type(node) == G_TYPE_DOUBLE) {
-      append_number(out, json_node_get_double(node));
+      if (isfinite(json_node_get_double(node)))
+        sim_output_number(out, json_node_get_double(node));
+      else
+        g_string_append(out, "null");
     } else {
       g_autofree char *text = json_to_string(node, FALSE);
       g_string_append(out, text);
@@ -169,23 +163,6 @@ format_json(const SimScenario *s, GPtrArray *results, gboolean single)
 
 /* ---- CSV ---------------------------------------------------------------- */
 
-/* RFC 4180: quote a field holding a comma, a quote or a line break. */
-void
-cli_report_csv_field(GString *out, const char *text)
-{
-  if (strpbrk(text, ",\"\r\n") == NULL) {
-    g_string_append(out, text);
-    return;
-  }
-  g_string_append_c(out, '"');
-  for (const char *p = text; *p; p++) {
-    if (*p == '"')
-      g_string_append_c(out, '"');
-    g_string_append_c(out, *p);
-  }
-  g_string_append_c(out, '"');
-}
-
 /* CSV columns are the JSON members, in order, so the two cannot drift. */
 void
 cli_report_csv_header(GString *out, const char *prefix)
@@ -196,7 +173,7 @@ cli_report_csv_header(GString *out, const char *prefix)
   g_autoptr(GList) members = json_object_get_members(json_node_get_object(node));
   g_string_append(out, prefix ? prefix : "");
   for (GList *m = members; m; m = m->next) {
-    cli_report_csv_field(out, m->data);
+    sim_output_csv_field(out, m->data);
     g_string_append_c(out, m->next ? ',' : '\n');
   }
 }
@@ -213,13 +190,13 @@ cli_report_csv_row(GString *out, const char *prefix, const SimResult *r)
     if (JSON_NODE_HOLDS_NULL(v)) {
       /* an empty field */
     } else if (json_node_get_value_type(v) == G_TYPE_STRING) {
-      cli_report_csv_field(out, json_node_get_string(v));
+      sim_output_csv_field(out, json_node_get_string(v));
     } else if (json_node_get_value_type(v) == G_TYPE_BOOLEAN) {
       g_string_append(out, json_node_get_boolean(v) ? "true" : "false");
     } else if (json_node_get_value_type(v) == G_TYPE_INT64) {
       g_string_append_printf(out, "%" G_GINT64_FORMAT, json_node_get_int(v));
     } else {
-      append_number(out, json_node_get_double(v));
+      sim_output_number(out, json_node_get_double(v));
     }
     g_string_append_c(out, m->next ? ',' : '\n');
   }

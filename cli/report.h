@@ -33,8 +33,6 @@ char *cli_report_format(const SimScenario *scenario, GPtrArray *results, CliForm
  * values there. */
 void cli_report_csv_header(GString *out, const char *prefix);
 void cli_report_csv_row(GString *out, const char *prefix, const SimResult *result);
-/* One CSV field, quoted when it holds a comma, a quote or a line break. */
-void cli_report_csv_field(GString *out, const char *text);
 
 /* One result as a JSON object node (the fields above). */
 JsonNode *cli_report_result_json(const SimResult *result);

@@ -4,6 +4,7 @@
 
 #include "error.h"
 #include "grid.h"
+#include "output.h"
 #include "report.h"
 #include "sweep.h"
 #include "units.h"
@@ -152,7 +153,7 @@ sweep_run(const char *path, const SweepOptions *o, GError **error)
   g_autoptr(GString) csv = g_string_new(NULL);
   g_autoptr(GString) prefix = g_string_new(NULL);
   for (guint a = 0; a < grid->axes->len; a++) {
-    cli_report_csv_field(prefix, ((PlannerGridAxis *)g_ptr_array_index(grid->axes, a))->name);
+    sim_output_csv_field(prefix, ((PlannerGridAxis *)g_ptr_array_index(grid->axes, a))->name);
     g_string_append_c(prefix, ',');
   }
   if (options.shard == 0)
@@ -161,19 +162,15 @@ sweep_run(const char *path, const SweepOptions *o, GError **error)
     const PlannerGridPoint *point = g_ptr_array_index(grid->points, i);
     g_string_truncate(prefix, 0);
     for (guint a = 0; a < grid->axes->len; a++) {
-      cli_report_csv_field(prefix, planner_grid_value(grid, a, point->index));
+      sim_output_csv_field(prefix, planner_grid_value(grid, a, point->index));
       g_string_append_c(prefix, ',');
     }
     for (guint k = 0; k < point->results->len; k++)
       cli_report_csv_row(csv, prefix->str, g_ptr_array_index(point->results, k));
   }
   if (o->out) {
-    if (!g_file_set_contents(o->out, csv->str, (gssize)csv->len, error)) {
-      (*error)->domain = SIM_ERROR;
-      (*error)->code = SIM_ERROR_INPUT;
-      g_prefix_error(error, "--out: ");
+    if (!sim_output_save("--out", o->out, csv->str, csv->len, error))
       return FALSE;
-    }
   } else {
     fputs(csv->str, stdout);
     fflush(stdout);

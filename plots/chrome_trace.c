@@ -128,5 +128,5 @@ plots_chrome_trace_write(const SimResult *r, const char *path, GError **error)
   json_generator_set_root(generator, root);
   gsize length = 0;
   g_autofree char *text = json_generator_to_data(generator, &length);
-  return plots_output_save("--trace", path, text, length, error);
+  return sim_output_save("--trace", path, text, length, error);
 }

@@ -74,7 +74,7 @@ plots_figures_write(GPtrArray *results, const PlotsFiguresOptions *o, char **sum
     return FALSE;
   if (o->script) {
     g_autofree char *script = plots_gnuplot_script(charts, formats, o->dir);
-    if (!plots_output_save("--plot-script", o->script, script, strlen(script), error))
+    if (!sim_output_save("--plot-script", o->script, script, strlen(script), error))
       return FALSE;
   }
   if (o->dir && !plots_gnuplot_render(charts, formats, o->dir, error))

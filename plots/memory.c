@@ -161,8 +161,8 @@ plots_memory_write(const SimResult *r, const char *path, GError **error)
   g_autoptr(GString) out = g_string_new("time_ms,device_bytes,host_bytes\n");
   for (guint k = 0; k < r->run->curve->len; k++) {
     const SimMemPoint *pt = &g_array_index(r->run->curve, SimMemPoint, k);
-    plots_output_number(out, pt->time * 1e3);
+    sim_output_number(out, pt->time * 1e3);
     g_string_append_printf(out, ",%" G_GINT64_FORMAT ",%" G_GINT64_FORMAT "\n", pt->device, pt->host);
   }
-  return plots_output_save("--memory", path, out->str, out->len, error);
+  return sim_output_save("--memory", path, out->str, out->len, error);
 }

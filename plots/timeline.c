@@ -143,17 +143,17 @@ plots_timeline_write(const SimResult *r, const char *path, GError **error)
     const SimOp *op = sim_program_op(p, span->op);
     const SimStream *stream = g_ptr_array_index(p->streams, span->stream);
     g_autofree char *what = plots_spans_op_name(p, span->op);
-    plots_output_csv_field(out, stream->name);
+    sim_output_csv_field(out, stream->name);
     g_string_append_c(out, ',');
-    plots_output_csv_field(out, what);
+    sim_output_csv_field(out, what);
     g_string_append_c(out, ',');
     if (span->layer != SIM_NO_LAYER)
       g_string_append_printf(out, "%d", span->layer);
     g_string_append_printf(out, ",%s,", sim_phase_name(op->phase));
-    plots_output_number(out, span->start * 1e3);
+    sim_output_number(out, span->start * 1e3);
     g_string_append_c(out, ',');
-    plots_output_number(out, span->end * 1e3);
+    sim_output_number(out, span->end * 1e3);
     g_string_append_printf(out, ",%" G_GUINT64_FORMAT "\n", op->kind == SIM_OP_COPY ? op->bytes : 0);
   }
-  return plots_output_save("--timeline", path, out->str, out->len, error);
+  return sim_output_save("--timeline", path, out->str, out->len, error);
 }

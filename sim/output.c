@@ -5,7 +5,7 @@
 #include <string.h>
 
 void
-plots_output_csv_field(GString *out, const char *text)
+sim_output_csv_field(GString *out, const char *text)
 {
   if (strpbrk(text, ",\"\r\n") == NULL) {
     g_string_append(out, text);
@@ -17,14 +17,14 @@ plots_output_csv_field(GString *out, const char *text)
 }
 
 void
-plots_output_number(GString *out, double value)
+sim_output_number(GString *out, double value)
 {
   char buf[G_ASCII_DTOSTR_BUF_SIZE];
   g_string_append(out, g_ascii_formatd(buf, sizeof buf, "%.15g", value == 0 ? 0.0 : value));
 }
 
 gboolean
-plots_output_save(const char *option, const char *path, const char *text, gsize length, GError **error)
+sim_output_save(const char *option, const char *path, const char *text, gsize length, GError **error)
 {
   g_autoptr(GError) local = NULL;
   if (!g_file_set_contents(path, text, (gssize)length, &local)) {

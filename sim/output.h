@@ -1,5 +1,5 @@
-/* plots/output.h — the plain files of the plots module: CSV fields, numbers
- * and atomic saves.
+/* sim/output.h — what every writer of results shares: CSV fields, numbers
+ * and atomic saves (the report, the sweep, the plots' exports).
  *
  * CSV follows RFC 4180 (a field holding a comma, a quote or a line break is
  * quoted, quotes doubled), numbers are locale-independent with up to 15
@@ -14,12 +14,12 @@
 
 G_BEGIN_DECLS
 
-void plots_output_csv_field(GString *out, const char *text);
+void sim_output_csv_field(GString *out, const char *text);
 
 /* "%.15g", '.' whatever the locale, no "-0". */
-void plots_output_number(GString *out, double value);
+void sim_output_number(GString *out, double value);
 
 /* Writes `text` to `path` atomically; `option` ("--trace") prefixes errors. */
-gboolean plots_output_save(const char *option, const char *path, const char *text, gsize length, GError **error);
+gboolean sim_output_save(const char *option, const char *path, const char *text, gsize length, GError **error);
 
 G_END_DECLS

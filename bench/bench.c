@@ -103,8 +103,8 @@ bench_engine(const BenchOptions *o, BenchFigures *f, GError **error)
   return TRUE;
 }
 
-static char *
-scenario_layers(guint layers)
+char *
+bench_scenario_text(guint layers)
 {
   GString *t = g_string_new("[scenario]\nname = bench 96x32\n[device]\nmemory = 80GiB\n"
                             "[link]\nh2d_bandwidth = 55GB/s\nd2h_bandwidth = 55GB/s\nlatency = 8us\n"
@@ -115,33 +115,52 @@ scenario_layers(guint layers)
   return g_string_free(t, FALSE);
 }
 
-static gboolean
-bench_step(const BenchOptions *o, BenchFigures *f, GError **error)
+/* Storage a program and its run hold: what the data structures cost per op. */
+static guint64
+program_bytes(const SimProgram *p, const SimRun *run)
 {
-  g_autofree char *text = scenario_layers(96);
-  g_autoptr(SimScenario) s = sim_scenario_load_data(text, "bench 96x32", error);
+  guint64 bytes = (guint64)p->ops_cap * sizeof(SimOp) + (guint64)p->mem_cap * sizeof(SimMemAction);
+  for (guint s = 0; s < p->streams->len; s++)
+    bytes += ((SimStream *)g_ptr_array_index(p->streams, s))->cap * sizeof(guint32);
+  return bytes + run->applied->len * sizeof(guint32);
+}
+
+/* The median of `repeats` async steps of the 96x32 model's layers at
+ * `layers` layers, lowered and run; a first, untimed run grows the buffers
+ * and touches their pages. */
+static gboolean
+time_steps(guint layers, guint repeats, double *median_ms, guint *ops, guint64 *bytes, GError **error)
+{
+  g_autofree char *text = bench_scenario_text(layers);
+  g_autoptr(SimScenario) s = sim_scenario_load_data(text, "bench steps", error);
   if (s == NULL)
     return FALSE;
   const SimPolicy *policy = g_ptr_array_index(s->policies, 0);
   g_autoptr(SimEngine) engine = sim_engine_new();
   g_autoptr(SimProgram) program = sim_program_new();
-  /* A step is short: ten times the repeats, so the median is steady. */
-  guint repeats = 10 * o->repeats;
   g_autofree double *ms = g_new(double, repeats);
-  /* Steady state: the engine and program buffers have grown once. */
-  planner_lower_into(program, s->workload, policy, &s->machine.link);
-  for (guint r = 0; r < repeats; r++) {
+  for (guint r = 0; r <= repeats; r++) {
     double t0 = now_s();
     planner_lower_into(program, s->workload, policy, &s->machine.link);
     g_autoptr(SimRun) run = sim_engine_run(engine, program, &s->machine.link, NULL, error);
     double t1 = now_s();
     if (run == NULL)
       return FALSE;
-    ms[r] = (t1 - t0) * 1e3;
+    if (r > 0)
+      ms[r - 1] = (t1 - t0) * 1e3;
+    *bytes = program_bytes(program, run);
   }
-  f->step_96x32_ms = median(ms, repeats);
-  f->step_96x32_ops = sim_program_n_ops(program);
+  *median_ms = median(ms, repeats);
+  *ops = sim_program_n_ops(program);
   return TRUE;
+}
+
+static gboolean
+bench_step(const BenchOptions *o, BenchFigures *f, GError **error)
+{
+  /* A step is short: ten times the repeats, so the median is steady. */
+  guint64 bytes;
+  return time_steps(96, 10 * o->repeats, &f->step_96x32_ms, &f->step_96x32_ops, &bytes, error);
 }
 
 /* GPT-3 175B shapes, 96 layers, TP 8 with SP, on an 80 GiB-class link. */
@@ -177,45 +196,14 @@ bench_plan(const BenchOptions *o, BenchFigures *f, GError **error)
   return TRUE;
 }
 
-/* Storage a program and its run hold: what the data structures cost per op. */
-static guint64
-program_bytes(const SimProgram *p, const SimRun *run)
-{
-  guint64 bytes = (guint64)p->ops_cap * sizeof(SimOp) + (guint64)p->mem_cap * sizeof(SimMemAction);
-  for (guint s = 0; s < p->streams->len; s++)
-    bytes += ((SimStream *)g_ptr_array_index(p->streams, s))->cap * sizeof(guint32);
-  return bytes + run->applied->len * sizeof(guint32);
-}
-
 static gboolean
 bench_scale(const BenchOptions *o, BenchFigures *f, GError **error)
 {
   guint layers[2] = { 100, o->quick ? 1000 : 10000 };
-  for (int k = 0; k < 2; k++) {
-    g_autofree char *text = scenario_layers(layers[k]);
-    g_autoptr(SimScenario) s = sim_scenario_load_data(text, "bench scale", error);
-    if (s == NULL)
+  for (int k = 0; k < 2; k++)
+    if (!time_steps(layers[k], MAX(2u, o->repeats / (k ? 2 : 1)), &f->scale_ms[k], &f->scale_ops[k],
+                    &f->scale_bytes[k], error))
       return FALSE;
-    const SimPolicy *policy = g_ptr_array_index(s->policies, 0);
-    g_autoptr(SimEngine) engine = sim_engine_new();
-    g_autoptr(SimProgram) program = sim_program_new();
-    guint repeats = MAX(2u, o->repeats / (k ? 2 : 1));
-    g_autofree double *ms = g_new(double, repeats);
-    /* The first run grows the buffers and touches their pages: not counted. */
-    for (guint r = 0; r <= repeats; r++) {
-      double t0 = now_s();
-      planner_lower_into(program, s->workload, policy, &s->machine.link);
-      g_autoptr(SimRun) run = sim_engine_run(engine, program, &s->machine.link, NULL, error);
-      double t1 = now_s();
-      if (run == NULL)
-        return FALSE;
-      if (r > 0)
-        ms[r - 1] = (t1 - t0) * 1e3;
-      f->scale_bytes[k] = program_bytes(program, run);
-    }
-    f->scale_ms[k] = median(ms, repeats);
-    f->scale_ops[k] = sim_program_n_ops(program);
-  }
   return TRUE;
 }
 

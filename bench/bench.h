@@ -54,6 +54,10 @@ gboolean bench_run(const BenchOptions *options, BenchFigures *figures, GError **
  * memory on every op.  Exposed for tests and profiling. */
 SimProgram *bench_synthetic_program(guint layers);
 
+/* The step and scale figures' model: `layers` layers of 32 saved tensors
+ * (1 to 8 MiB), 2 ms forward, one async offload policy, on PCIe Gen5. */
+char *bench_scenario_text(guint layers);
+
 /* "Intel(R) Xeon(R) ..." from /proc/cpuinfo, or "unknown". */
 char *bench_cpu_model(void);
 

@@ -49,14 +49,8 @@ main(int argc, char **argv)
     return 0;
   }
   if (argc == 2 && strcmp(argv[1], "step") == 0) {
-    GString *t = g_string_new("[device]\nmemory = 80GiB\n[link]\nh2d_bandwidth = 55GB/s\nd2h_bandwidth = 55GB/s\n"
-                              "latency = 8us\ncompute_slowdown = 0.03\n[model]\nlayers = 96\nforward = 2ms\n"
-                              "input = 4MiB\ntensors = ");
-    for (guint i = 0; i < 32; i++)
-      g_string_append_printf(t, "%st%u:%uMiB", i ? ", " : "", i, 1 + i % 8);
-    g_string_append(t, "\n[policy.async]\nkind = offload\n");
-    g_autoptr(SimScenario) s = sim_scenario_load_data(t->str, "96x32", NULL);
-    g_string_free(t, TRUE);
+    g_autofree char *text = bench_scenario_text(96);
+    g_autoptr(SimScenario) s = sim_scenario_load_data(text, "96x32", NULL);
     g_autoptr(SimProgram) program = sim_program_new();
     measure_step(program, s); /* warm: buffers and labels */
     measure_step(program, s);

@@ -148,6 +148,7 @@ assert_beats_fixed(const char *preset, const char *extra_text)
     g_ptr_array_add(s->policies, p);
   }
   double fractions[] = { 0.5, 0.7, 0.85 };
+  guint compared = 0;
   guint64 activations = (guint64)resident->peak_device.bytes - s->workload->static_bytes;
   for (guint f = 0; f < G_N_ELEMENTS(fractions); f++) {
     guint64 budget = s->workload->static_bytes + (guint64)(fractions[f] * (double)activations);
@@ -166,8 +167,10 @@ assert_beats_fixed(const char *preset, const char *extra_text)
       ck_assert_msg(plan->result->step_ms <= r->step_ms + 1e-9, "%s at %.2f: plan %.3f ms loses to %s %.3f ms", preset,
                     fractions[f], plan->result->step_ms, fixed->name, r->step_ms);
     }
-    ck_assert_msg(fitting > 0 || !plan->feasible || plan->result->step_ms > 0, "vacuous");
+    compared += fitting;
   }
+  /* At some budget at least one fixed policy fits, so the test compares. */
+  ck_assert_msg(compared > 0, "%s: no fixed policy fits any budget: nothing was compared", preset);
 }
 
 START_TEST(plan_beats_or_ties_every_fixed_policy_on_the_presets)

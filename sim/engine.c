@@ -42,10 +42,22 @@ struct SimEngine {
   guint n_done, done_cap;
 };
 
-/* Everything a single run mutates, so helpers take one pointer. */
+/* Everything a single run mutates, so helpers take one pointer.  The hot
+ * arrays are copied out of their containers once per run: through a GArray
+ * or a GPtrArray every access would reload the container's data pointer,
+ * since the stores of the loop might alias it. */
 typedef struct {
   SimEngine *e;
   const SimProgram *p;
+  const SimOp *ops;
+  const SimMemAction *mem;
+  SimStream *const *streams;
+  StreamState *stream_state;
+  EventState *event_state;
+  guint32 *applied;  /* run->applied, sized to every action */
+  double *op_start;  /* NULL unless recording */
+  double *op_end;
+  GArray *curve;     /* NULL unless recording */
   const SimLink *link;
   SimRun *run;
   double now;
@@ -53,6 +65,7 @@ typedef struct {
   double compute_rate; /* per running compute op */
   guint completed;
   gint64 level[2];
+  gint64 peak[2];      /* run->peak[pool].bytes, kept here for the per-action test */
   guint n_applied;
   guint signature; /* running computes, copies and their phases: rates change only with it */
   GError **error;
@@ -104,23 +117,11 @@ sim_run_free(SimRun *run)
   g_free(run);
 }
 
-static inline StreamState *
-stream_state(Run *r, guint32 s)
-{
-  return &g_array_index(r->e->streams, StreamState, s);
-}
-
-static inline const SimStream *
-stream_of(Run *r, guint32 s)
-{
-  return g_ptr_array_index(r->p->streams, s);
-}
-
 static inline guint32
 stream_head(Run *r, guint32 s)
 {
-  const SimStream *stream = stream_of(r, s);
-  guint32 pos = stream_state(r, s)->pos;
+  const SimStream *stream = r->streams[s];
+  guint32 pos = r->stream_state[s].pos;
   return pos < stream->n_ops ? stream->ops[pos] : NONE;
 }
 
@@ -132,54 +133,77 @@ push_ready(Run *r, guint32 s)
     sim_heap_push(&r->e->ready, 0.0, head, s);
 }
 
-static inline void
-apply_memory(Run *r, guint32 op_index, SimWhen when)
+/* Cold paths of apply_memory, out of line so that its loop stays small. */
+G_GNUC_NO_INLINE static void
+memory_negative(Run *r, guint32 op_index, SimPool pool)
 {
-  const SimOp *op = sim_program_op(r->p, op_index);
-  guint32 first = when == SIM_AT_START ? op->mem_first : op->mem_first + op->mem_starts;
-  guint32 last = when == SIM_AT_START ? op->mem_first + op->mem_starts : op->mem_first + op->mem_count;
+  if (r->failed)
+    return;
+  g_autofree char *what = sim_program_describe_op(r->p, op_index);
+  g_set_error(r->error, SIM_ERROR, SIM_ERROR_INTERNAL,
+              "%s memory went negative (%" G_GINT64_FORMAT " B) at %s: a lowering frees what it never allocated",
+              pool == SIM_POOL_DEVICE ? "device" : "host", r->level[pool], what);
+  r->failed = TRUE;
+}
+
+G_GNUC_NO_INLINE static void
+memory_curve(Run *r)
+{
+  SimMemPoint point = { r->now, r->level[SIM_POOL_DEVICE], r->level[SIM_POOL_HOST] };
+  g_array_append_val(r->curve, point);
+}
+
+/* Applies actions [first, last) of op_index: the engine's innermost loop,
+ * run once per action (two or three per op).  A new peak can only come from
+ * an allocation and a negative level only from a free, so each action makes
+ * one test besides the log append. */
+static inline void
+apply_memory(Run *r, guint32 op_index, guint32 first, guint32 last)
+{
+  const SimMemAction *mem = r->mem;
+  guint32 *applied = r->applied;
+  guint n = r->n_applied;
   for (guint32 m = first; m < last; m++) {
-    const SimMemAction *a = &r->p->mem[m];
-    r->level[a->pool] += a->delta;
-    /* Sized to every action at the start: each is applied exactly once. */
-    ((guint32 *)(void *)r->run->applied->data)[r->n_applied++] = m;
-    if (r->level[a->pool] < 0 && !r->failed) {
-      g_autofree char *what = sim_program_describe_op(r->p, op_index);
-      g_set_error(r->error, SIM_ERROR, SIM_ERROR_INTERNAL,
-                  "%s memory went negative (%" G_GINT64_FORMAT " B) at %s: a lowering frees what it never allocated",
-                  a->pool == SIM_POOL_DEVICE ? "device" : "host", r->level[a->pool], what);
-      r->failed = TRUE;
+    const SimMemAction *a = &mem[m];
+    guint pool = a->pool;
+    gint64 level = r->level[pool] + a->delta;
+    r->level[pool] = level;
+    applied[n++] = m;
+    if (a->delta > 0) {
+      if (level > r->peak[pool]) {
+        const SimOp *op = &r->ops[op_index];
+        r->peak[pool] = level;
+        r->run->peak[pool] = (SimPeak){ .bytes = level, .time = r->now, .op = op_index, .phase = op->phase,
+                                        .layer = op->layer, .applied = n };
+      }
+    } else if (G_UNLIKELY(level < 0)) {
+      memory_negative(r, op_index, pool);
     }
-    SimPeak *peak = &r->run->peak[a->pool];
-    if (r->level[a->pool] > peak->bytes) {
-      *peak = (SimPeak){ .bytes = r->level[a->pool], .time = r->now, .op = op_index,
-                         .phase = op->phase, .layer = op->layer, .applied = r->n_applied };
-    }
-    if (r->run->curve) {
-      SimMemPoint point = { r->now, r->level[SIM_POOL_DEVICE], r->level[SIM_POOL_HOST] };
-      g_array_append_val(r->run->curve, point);
-    }
+    if (G_UNLIKELY(r->curve != NULL))
+      memory_curve(r);
   }
+  r->n_applied = n;
 }
 
 static inline void
-mark_start(Run *r, guint32 op)
+mark_start(Run *r, guint32 op_index)
 {
-  if (r->run->op_start)
-    g_array_index(r->run->op_start, double, op) = r->now;
-  apply_memory(r, op, SIM_AT_START);
+  const SimOp *op = &r->ops[op_index];
+  if (G_UNLIKELY(r->op_start != NULL))
+    r->op_start[op_index] = r->now;
+  apply_memory(r, op_index, op->mem_first, op->mem_first + op->mem_starts);
 }
 
 /* An op finished: free what it frees, advance its stream past it. */
 static inline void
 complete_op(Run *r, guint32 op_index)
 {
-  const SimOp *op = sim_program_op(r->p, op_index);
-  if (r->run->op_end)
-    g_array_index(r->run->op_end, double, op_index) = r->now;
-  apply_memory(r, op_index, SIM_AT_END);
+  const SimOp *op = &r->ops[op_index];
+  if (G_UNLIKELY(r->op_end != NULL))
+    r->op_end[op_index] = r->now;
+  apply_memory(r, op_index, op->mem_first + op->mem_starts, op->mem_first + op->mem_count);
   r->completed++;
-  stream_state(r, op->stream)->pos++;
+  r->stream_state[op->stream].pos++;
 }
 
 /* A timed op finished: its stream may start its next op. */
@@ -187,17 +211,17 @@ static void
 finish_op(Run *r, guint32 op_index)
 {
   complete_op(r, op_index);
-  push_ready(r, sim_program_op(r->p, op_index)->stream);
+  push_ready(r, r->ops[op_index].stream);
 }
 
 static void
 record_event(Run *r, guint32 event)
 {
-  EventState *ev = &g_array_index(r->e->events, EventState, event);
+  EventState *ev = &r->event_state[event];
   ev->recorded = TRUE;
   for (guint32 s = ev->first_waiter; s != NONE;) {
-    guint32 next = stream_state(r, s)->next_waiter;
-    stream_state(r, s)->next_waiter = NONE;
+    guint32 next = r->stream_state[s].next_waiter;
+    r->stream_state[s].next_waiter = NONE;
     push_ready(r, s);
     s = next;
   }
@@ -216,13 +240,13 @@ start_ready(Run *r)
     SimHeapItem item = sim_heap_pop(&e->ready);
     guint32 s = item.value, op_index = item.seq;
     for (;;) {
-      const SimOp *op = sim_program_op(r->p, op_index);
+      const SimOp *op = &r->ops[op_index];
       gboolean instant = FALSE;
       switch ((SimOpKind)op->kind) {
       case SIM_OP_WAIT: {
-        EventState *ev = &g_array_index(e->events, EventState, op->event);
+        EventState *ev = &r->event_state[op->event];
         if (!ev->recorded) {
-          stream_state(r, s)->next_waiter = ev->first_waiter;
+          r->stream_state[s].next_waiter = ev->first_waiter;
           ev->first_waiter = s;
           break;
         }
@@ -275,7 +299,7 @@ static void
 start_copy(Run *r, int d, guint32 op_index)
 {
   CopyEngine *c = &r->e->copy[d];
-  const SimOp *op = sim_program_op(r->p, op_index);
+  const SimOp *op = &r->ops[op_index];
   c->active = op_index;
   c->in_latency = TRUE;
   c->latency_left = r->link->latency;
@@ -325,7 +349,8 @@ update_rates(Run *r)
   gboolean in_flight = c[0].active != NONE || c[1].active != NONE;
   guint k = r->e->compute.len;
   double base = in_flight ? 1.0 - r->link->compute_slowdown : 1.0;
-  r->compute_rate = k ? base / k : 0.0;
+  /* One compute stream is the common case: no division, same value. */
+  r->compute_rate = k == 1 ? base : k ? base / k : 0.0;
 
   gboolean moving[2];
   for (int d = 0; d < 2; d++) {
@@ -452,21 +477,19 @@ sim_engine_run(SimEngine *e, const SimProgram *p, const SimLink *link, const Sim
   if (options && options->record_curve)
     run->curve = g_array_sized_new(FALSE, FALSE, sizeof(SimMemPoint), p->n_mem + 1);
 
-  for (guint32 i = 0; i < n_ops; i++) {
-    const SimOp *op = sim_program_op(p, i);
-    if (op->kind == SIM_OP_COMPUTE) {
-      if (op->phase == SIM_PHASE_RECOMPUTE)
-        run->recompute_work += op->work;
-      else
-        run->compute_work += op->work;
-    }
-  }
+  run->compute_work = p->compute_work[0];
+  run->recompute_work = p->compute_work[1];
 
   reset_engine(e, p);
   guint64 heap_ops_before = heap_ops(e);
-  Run r = { .e = e, .p = p, .link = link, .run = run, .error = error, .signature = G_MAXUINT };
+  Run r = { .e = e, .p = p, .ops = p->ops, .mem = p->mem, .streams = (SimStream *const *)p->streams->pdata,
+            .stream_state = (StreamState *)(void *)e->streams->data,
+            .event_state = (EventState *)(void *)e->events->data, .applied = (guint32 *)(void *)run->applied->data,
+            .op_start = run->op_start ? (double *)(void *)run->op_start->data : NULL,
+            .op_end = run->op_end ? (double *)(void *)run->op_end->data : NULL, .curve = run->curve,
+            .link = link, .run = run, .error = error, .signature = G_MAXUINT };
   for (int pool = 0; pool < 2; pool++) {
-    r.level[pool] = (gint64)p->baseline[pool];
+    r.level[pool] = r.peak[pool] = (gint64)p->baseline[pool];
     run->peak[pool] = (SimPeak){ .bytes = r.level[pool], .op = NONE, .phase = SIM_PHASE_SYNC,
                                  .layer = SIM_NO_LAYER };
   }
@@ -540,8 +563,10 @@ sim_engine_run(SimEngine *e, const SimProgram *p, const SimLink *link, const Sim
         moving_for = MAX(0.0, dt - c[d].latency_left);
         c[d].latency_left = 0.0;
         c[d].in_latency = FALSE;
-        c[d].rate = c[d].peak_rate; /* alone on the link: see copy_deadline */
-        r.signature = G_MAXUINT;
+        /* Alone on the link (see copy_deadline).  No need to force a rate
+         * update: the phase is part of the signature, and where a new copy
+         * takes over the engine at once, its latency phase uses no rate. */
+        c[d].rate = c[d].peak_rate;
         run->events++;
         /* A copy with no bytes ends with its latency, not a step later. */
         if (!merged && c[d].bytes_left > 0.0)

@@ -66,6 +66,7 @@ sim_program_reset(SimProgram *p)
   g_array_set_size(p->events, 0);
   p->second_record = G_MAXUINT32;
   p->baseline[0] = p->baseline[1] = 0;
+  p->compute_work[0] = p->compute_work[1] = 0.0;
   /* Labels stay interned: a planner reuses the same names on every lowering.
    * The address cache is dropped when it grows: a sweep lowers workload after
    * workload into one program, and their freed names leave stale entries. */
@@ -135,15 +136,13 @@ sim_program_grow_ops(SimProgram *p, guint32 stream)
   GROW(s->ops, s->n_ops, s->cap);
 }
 
-#define add_op sim_program_add_op
-
 static guint32
 add_sync(SimProgram *p, SimOpKind kind, guint32 stream, guint32 event)
 {
   g_return_val_if_fail(event < p->events->len, 0);
-  SimOp op = { .kind = kind, .phase = SIM_PHASE_SYNC, .stream = stream, .layer = SIM_NO_LAYER,
-               .label = kind == SIM_OP_RECORD ? p->record_label : p->wait_label, .event = event };
-  guint32 index = add_op(p, &op);
+  guint32 index = sim_program_add_op(p, kind, SIM_PHASE_SYNC, stream, SIM_NO_LAYER,
+                                     kind == SIM_OP_RECORD ? p->record_label : p->wait_label);
+  p->ops[index].event = event;
   if (kind == SIM_OP_RECORD) {
     SimEvent *ev = &g_array_index(p->events, SimEvent, event);
     if (ev->recorder == G_MAXUINT32)
@@ -170,9 +169,9 @@ guint32
 sim_program_host_alloc(SimProgram *p, guint32 stream, double seconds, gint32 layer, guint32 label)
 {
   g_return_val_if_fail(seconds >= 0, 0);
-  SimOp op = { .kind = SIM_OP_HOST_ALLOC, .phase = SIM_PHASE_ALLOC, .stream = stream,
-               .layer = layer, .label = label, .work = seconds };
-  return add_op(p, &op);
+  guint32 index = sim_program_add_op(p, SIM_OP_HOST_ALLOC, SIM_PHASE_ALLOC, stream, layer, label);
+  p->ops[index].work = seconds;
+  return index;
 }
 
 void

@@ -77,7 +77,7 @@ typedef struct {
   guint32 stream;
   gint32 layer;    /* SIM_NO_LAYER when none */
   guint32 label;   /* interned name */
-  guint32 event;   /* record and wait only */
+  guint32 event;   /* record and wait only; G_MAXUINT32 on others */
   guint32 mem_first, mem_count; /* its memory actions: the starts first, then the ends */
   guint32 mem_starts;           /* how many of them apply at the start */
   double work;     /* seconds: compute, host_alloc */
@@ -128,6 +128,9 @@ struct SimProgram {
   guint32 input_tag, workspace_tag;
   guint32 record_label, wait_label;
   guint32 second_record; /* the first op that recorded an already recorded event, or G_MAXUINT32 */
+  /* Nominal seconds of compute ops, summed in issue order as they are added:
+   * [0] forward and backward, [1] recompute. */
+  double compute_work[2];
 };
 
 SimProgram *sim_program_new(void);
@@ -168,22 +171,36 @@ void sim_program_set_baseline(SimProgram *program, SimPool pool, guint64 bytes, 
 
 void sim_program_grow_ops(SimProgram *program, guint32 stream);
 
-/* Appends `op` to the program and to its stream; returns its index.  Inline:
- * a lowering adds thousands of ops per program. */
+/* Appends an op of `kind` to the program and to its stream and returns its
+ * index; the caller then sets the fields of its kind (work, bytes, dir,
+ * event) in place.  Inline, and written field by field into the array: a
+ * lowering adds thousands of ops per program, and an op built on the stack
+ * and copied in costs a failed store-to-load forward (its byte fields are
+ * written narrow and read back wide), which perf showed as half of the
+ * lowering's time. */
 static inline guint32
-sim_program_add_op(SimProgram *p, const SimOp *op)
+sim_program_add_op(SimProgram *p, SimOpKind kind, SimPhase phase, guint32 stream, gint32 layer, guint32 label)
 {
-  g_return_val_if_fail(op->stream < p->streams->len, 0);
-  SimStream *stream = (SimStream *)g_ptr_array_index(p->streams, op->stream);
-  if (p->n_ops == p->ops_cap || stream->n_ops == stream->cap)
-    sim_program_grow_ops(p, op->stream);
+  g_return_val_if_fail(stream < p->streams->len, 0);
+  SimStream *s = (SimStream *)g_ptr_array_index(p->streams, stream);
+  if (p->n_ops == p->ops_cap || s->n_ops == s->cap)
+    sim_program_grow_ops(p, stream);
   guint32 index = p->n_ops++;
-  SimOp *copy = &p->ops[index];
-  *copy = *op;
-  copy->mem_first = p->n_mem;
-  copy->mem_count = 0;
-  copy->mem_starts = 0;
-  stream->ops[stream->n_ops++] = index;
+  SimOp *op = &p->ops[index];
+  op->kind = (guint8)kind;
+  op->phase = (guint8)phase;
+  op->dir = 0;
+  op->pageable = 0;
+  op->stream = stream;
+  op->layer = layer;
+  op->label = label;
+  op->event = G_MAXUINT32;
+  op->mem_first = p->n_mem;
+  op->mem_count = 0;
+  op->mem_starts = 0;
+  op->work = 0.0;
+  op->bytes = 0;
+  s->ops[s->n_ops++] = index;
   return index;
 }
 
@@ -192,19 +209,23 @@ static inline guint32
 sim_program_compute(SimProgram *p, guint32 stream, double seconds, SimPhase phase, gint32 layer, guint32 label)
 {
   g_return_val_if_fail(seconds >= 0, 0);
-  SimOp op = { .kind = SIM_OP_COMPUTE, .phase = (guint8)phase, .stream = stream, .layer = layer, .label = label,
-               .work = seconds };
-  return sim_program_add_op(p, &op);
+  guint32 index = sim_program_add_op(p, SIM_OP_COMPUTE, phase, stream, layer, label);
+  p->ops[index].work = seconds;
+  p->compute_work[phase == SIM_PHASE_RECOMPUTE] += seconds;
+  return index;
 }
 
 static inline guint32
 sim_program_copy(SimProgram *p, guint32 stream, SimDir dir, guint64 bytes, gboolean pageable, gint32 layer,
                  guint32 label)
 {
-  SimOp op = { .kind = SIM_OP_COPY, .phase = dir == SIM_DIR_D2H ? SIM_PHASE_OFFLOAD : SIM_PHASE_RELOAD,
-               .dir = (guint8)dir, .pageable = pageable ? 1 : 0, .stream = stream, .layer = layer, .label = label,
-               .bytes = bytes };
-  return sim_program_add_op(p, &op);
+  guint32 index = sim_program_add_op(p, SIM_OP_COPY, dir == SIM_DIR_D2H ? SIM_PHASE_OFFLOAD : SIM_PHASE_RELOAD,
+                                     stream, layer, label);
+  SimOp *op = &p->ops[index];
+  op->dir = (guint8)dir;
+  op->pageable = pageable ? 1 : 0;
+  op->bytes = bytes;
+  return index;
 }
 guint32 sim_program_record(SimProgram *program, guint32 stream, guint32 event);
 guint32 sim_program_wait(SimProgram *program, guint32 stream, guint32 event);
@@ -219,19 +240,22 @@ static inline void
 sim_program_mem(SimProgram *p, guint32 op, SimWhen when, SimPool pool, gint64 delta, guint32 tag, gint32 layer)
 {
   g_return_if_fail(op + 1 == p->n_ops);
-  SimMemAction action = { .op = op, .pool = (guint8)pool, .when = (guint8)when, .tag = tag, .layer = layer,
-                          .delta = delta };
   SimOp *o = &p->ops[op];
   if (p->n_mem == p->mem_cap)
     sim_program_grow_mem(p);
+  SimMemAction *a = &p->mem[o->mem_first + o->mem_count];
   if (when == SIM_AT_START && o->mem_starts < o->mem_count) {
     /* Keep the starts ahead of the ends so the engine walks each once. */
-    SimMemAction *block = &p->mem[o->mem_first];
-    memmove(block + o->mem_starts + 1, block + o->mem_starts, (o->mem_count - o->mem_starts) * sizeof(SimMemAction));
-    block[o->mem_starts] = action;
-  } else {
-    p->mem[o->mem_first + o->mem_count] = action;
+    a = &p->mem[o->mem_first + o->mem_starts];
+    memmove(a + 1, a, (o->mem_count - o->mem_starts) * sizeof(SimMemAction));
   }
+  /* Field by field, like sim_program_add_op. */
+  a->op = op;
+  a->pool = (guint8)pool;
+  a->when = (guint8)when;
+  a->tag = tag;
+  a->layer = layer;
+  a->delta = delta;
   p->n_mem++;
   o->mem_starts += when == SIM_AT_START;
   o->mem_count++;

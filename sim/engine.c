@@ -68,6 +68,10 @@ typedef struct {
   gint64 peak[2];      /* run->peak[pool].bytes, kept here for the per-action test */
   guint n_applied;
   guint signature; /* running computes, copies and their phases: rates change only with it */
+  guint copy_state; /* per direction d, bit 2 << 2d: a copy is active; bit 1 << 2d: in its latency */
+  /* An uncalibrated copy's bandwidth alone, per [SimDir][pageable]: the link
+   * is fixed for the run, so a copy start is a lookup. */
+  double peak_rate[2][2];
   GError **error;
   gboolean failed;
 } Run;
@@ -302,11 +306,11 @@ start_copy(Run *r, int d, guint32 op_index)
   const SimOp *op = &r->ops[op_index];
   c->active = op_index;
   c->in_latency = TRUE;
+  r->copy_state |= 3u << (2 * d);
   c->latency_left = r->link->latency;
   c->bytes_left = (double)op->bytes;
   if (r->link->table_points[d] == 0) {
-    double bw = d == SIM_DIR_D2H ? r->link->d2h_bandwidth : r->link->h2d_bandwidth;
-    c->peak_rate = op->pageable ? bw * r->link->pageable_factor : bw;
+    c->peak_rate = r->peak_rate[d][op->pageable];
   } else {
     /* A calibrated copy: the latency phase, then the bytes at the rate
      * that makes the whole copy take its measured time when alone. */
@@ -318,8 +322,6 @@ start_copy(Run *r, int d, guint32 op_index)
     else
       c->bytes_left = 0; /* under the latency floor: the fixed cost is all of it */
   }
-  r->run->copy_bytes[d] += op->bytes;
-  r->run->copies[d]++;
   mark_start(r, op_index);
 }
 
@@ -341,8 +343,7 @@ static void
 update_rates(Run *r)
 {
   CopyEngine *c = r->e->copy;
-  guint signature = r->e->compute.len << 4 | (c[0].active != NONE) << 3 | (c[0].in_latency ? 4u : 0u) |
-                    (c[1].active != NONE) << 1 | (c[1].in_latency ? 1u : 0u);
+  guint signature = r->e->compute.len << 4 | r->copy_state;
   if (signature == r->signature)
     return;
   r->signature = signature;
@@ -479,6 +480,10 @@ sim_engine_run(SimEngine *e, const SimProgram *p, const SimLink *link, const Sim
 
   run->compute_work = p->compute_work[0];
   run->recompute_work = p->compute_work[1];
+  for (int d = 0; d < 2; d++) {
+    run->copy_bytes[d] = p->copy_bytes[d];
+    run->copies[d] = p->copies[d];
+  }
 
   reset_engine(e, p);
   guint64 heap_ops_before = heap_ops(e);
@@ -488,6 +493,11 @@ sim_engine_run(SimEngine *e, const SimProgram *p, const SimLink *link, const Sim
             .op_start = run->op_start ? (double *)(void *)run->op_start->data : NULL,
             .op_end = run->op_end ? (double *)(void *)run->op_end->data : NULL, .curve = run->curve,
             .link = link, .run = run, .error = error, .signature = G_MAXUINT };
+  for (int d = 0; d < 2; d++) {
+    double bw = d == SIM_DIR_D2H ? link->d2h_bandwidth : link->h2d_bandwidth;
+    r.peak_rate[d][0] = bw;
+    r.peak_rate[d][1] = bw * link->pageable_factor;
+  }
   for (int pool = 0; pool < 2; pool++) {
     r.level[pool] = r.peak[pool] = (gint64)p->baseline[pool];
     run->peak[pool] = (SimPeak){ .bytes = r.level[pool], .op = NONE, .phase = SIM_PHASE_SYNC,
@@ -563,6 +573,7 @@ sim_engine_run(SimEngine *e, const SimProgram *p, const SimLink *link, const Sim
         moving_for = MAX(0.0, dt - c[d].latency_left);
         c[d].latency_left = 0.0;
         c[d].in_latency = FALSE;
+        r.copy_state &= ~(1u << (2 * d));
         /* Alone on the link (see copy_deadline).  No need to force a rate
          * update: the phase is part of the signature, and where a new copy
          * takes over the engine at once, its latency phase uses no rate. */
@@ -576,6 +587,7 @@ sim_engine_run(SimEngine *e, const SimProgram *p, const SimLink *link, const Sim
       if (c[d].bytes_left <= 0.0) {
         e->done[e->n_done++] = c[d].active;
         c[d].active = NONE;
+        r.copy_state &= ~(3u << (2 * d));
       }
     }
     r.now = next;

@@ -67,6 +67,8 @@ sim_program_reset(SimProgram *p)
   p->second_record = G_MAXUINT32;
   p->baseline[0] = p->baseline[1] = 0;
   p->compute_work[0] = p->compute_work[1] = 0.0;
+  p->copy_bytes[0] = p->copy_bytes[1] = 0;
+  p->copies[0] = p->copies[1] = 0;
   /* Labels stay interned: a planner reuses the same names on every lowering.
    * The address cache is dropped when it grows: a sweep lowers workload after
    * workload into one program, and their freed names leave stale entries. */

@@ -131,6 +131,9 @@ struct SimProgram {
   /* Nominal seconds of compute ops, summed in issue order as they are added:
    * [0] forward and backward, [1] recompute. */
   double compute_work[2];
+  /* Copies and their bytes per SimDir, summed as they are added. */
+  guint64 copy_bytes[2];
+  guint copies[2];
 };
 
 SimProgram *sim_program_new(void);
@@ -225,6 +228,8 @@ sim_program_copy(SimProgram *p, guint32 stream, SimDir dir, guint64 bytes, gbool
   op->dir = (guint8)dir;
   op->pageable = pageable ? 1 : 0;
   op->bytes = bytes;
+  p->copy_bytes[dir] += bytes;
+  p->copies[dir]++;
   return index;
 }
 guint32 sim_program_record(SimProgram *program, guint32 stream, guint32 event);

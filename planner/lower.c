@@ -119,22 +119,25 @@ static void
 emit_copies(const Lower *l, guint i, SimDir dir, guint32 stream)
 {
   const SimLayer *layer = layer_at(l, i);
+  SimAction a = action_at(l, i);
   gboolean pageable = l->policy->pinned == SIM_PINNED_NONE;
+  const guint32 *labels = &l->labels[l->first[i]];
+  SimProgram *p = l->p;
   for (guint k = 0; k < layer->tensors->len; k++) {
     const SimTensor *t = &g_array_index(layer->tensors, SimTensor, k);
-    if (tensor_fate(l, i, t) != FATE_OFFLOAD)
+    if (fate_of(l, a, t) != FATE_OFFLOAD)
       continue;
-    guint32 label = tensor_label(l, i, k);
     guint n = copies_of(l, t);
+    gint64 bytes = (gint64)t->bytes;
     for (guint c = 0; c < n; c++) {
-      guint32 op = sim_program_copy(l->p, stream, dir, t->bytes, pageable, (gint32)i, label);
+      guint32 op = sim_program_copy(p, stream, dir, t->bytes, pageable, (gint32)i, labels[k]);
       if (dir == SIM_DIR_D2H) {
-        sim_program_mem(l->p, op, SIM_AT_START, SIM_POOL_HOST, (gint64)t->bytes, label, (gint32)i);
+        sim_program_mem(p, op, SIM_AT_START, SIM_POOL_HOST, bytes, labels[k], (gint32)i);
         if (c + 1 == n)
-          sim_program_mem(l->p, op, SIM_AT_END, SIM_POOL_DEVICE, -(gint64)t->bytes, label, (gint32)i);
+          sim_program_mem(p, op, SIM_AT_END, SIM_POOL_DEVICE, -bytes, labels[k], (gint32)i);
       } else {
-        sim_program_mem(l->p, op, SIM_AT_START, SIM_POOL_DEVICE, (gint64)t->bytes, label, (gint32)i);
-        sim_program_mem(l->p, op, SIM_AT_END, SIM_POOL_HOST, -(gint64)t->bytes, label, (gint32)i);
+        sim_program_mem(p, op, SIM_AT_START, SIM_POOL_DEVICE, bytes, labels[k], (gint32)i);
+        sim_program_mem(p, op, SIM_AT_END, SIM_POOL_HOST, -bytes, labels[k], (gint32)i);
       }
     }
   }

@@ -232,7 +232,33 @@ record_event(Run *r, guint32 event)
   ev->first_waiter = NONE;
 }
 
-static void start_copy(Run *r, int d, guint32 op_index);
+/* The copy engine of direction d takes op_index now. */
+/* Inline: a copy start is the commonest thing the engine does. */
+static inline __attribute__((always_inline)) void
+start_copy(Run *r, int d, guint32 op_index)
+{
+  CopyEngine *c = &r->e->copy[d];
+  const SimOp *op = &r->ops[op_index];
+  c->active = op_index;
+  c->in_latency = TRUE;
+  r->copy_state |= 3u << (2 * d);
+  c->latency_left = r->link->latency;
+  c->bytes_left = (double)op->bytes;
+  if (r->link->table_points[d] == 0) {
+    c->peak_rate = r->peak_rate[d][op->pageable];
+  } else {
+    /* A calibrated copy: the latency phase, then the bytes at the rate
+     * that makes the whole copy take its measured time when alone. */
+    double t = sim_link_copy_time(r->link, d, op->bytes, op->pageable);
+    double move = t - r->link->latency;
+    c->peak_rate = d == SIM_DIR_D2H ? r->link->d2h_bandwidth : r->link->h2d_bandwidth;
+    if (move > 0 && op->bytes > 0)
+      c->peak_rate = (double)op->bytes / move;
+    else
+      c->bytes_left = 0; /* under the latency floor: the fixed cost is all of it */
+  }
+  mark_start(r, op_index);
+}
 
 /* Starts every op that can start now, lowest issue index first.  Record and
  * wait complete on the spot and may make other streams ready. */
@@ -296,33 +322,6 @@ start_ready(Run *r)
       }
     }
   }
-}
-
-/* The copy engine of direction d takes op_index now. */
-static void
-start_copy(Run *r, int d, guint32 op_index)
-{
-  CopyEngine *c = &r->e->copy[d];
-  const SimOp *op = &r->ops[op_index];
-  c->active = op_index;
-  c->in_latency = TRUE;
-  r->copy_state |= 3u << (2 * d);
-  c->latency_left = r->link->latency;
-  c->bytes_left = (double)op->bytes;
-  if (r->link->table_points[d] == 0) {
-    c->peak_rate = r->peak_rate[d][op->pageable];
-  } else {
-    /* A calibrated copy: the latency phase, then the bytes at the rate
-     * that makes the whole copy take its measured time when alone. */
-    double t = sim_link_copy_time(r->link, d, op->bytes, op->pageable);
-    double move = t - r->link->latency;
-    c->peak_rate = d == SIM_DIR_D2H ? r->link->d2h_bandwidth : r->link->h2d_bandwidth;
-    if (move > 0 && op->bytes > 0)
-      c->peak_rate = (double)op->bytes / move;
-    else
-      c->bytes_left = 0; /* under the latency floor: the fixed cost is all of it */
-  }
-  mark_start(r, op_index);
 }
 
 /* Idle engines take the earliest-ready queued copy. */

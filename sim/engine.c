@@ -260,15 +260,22 @@ start_copy(Run *r, int d, guint32 op_index)
   mark_start(r, op_index);
 }
 
-/* Starts every op that can start now, lowest issue index first.  Record and
- * wait complete on the spot and may make other streams ready. */
+/* Starts every op that can start now, lowest issue index first: stream s
+ * from its head op_index first (s = NONE: none), then every stream in the
+ * ready heap.  Record and wait complete on the spot and may make other
+ * streams ready. */
 static void
-start_ready(Run *r)
+start_ready(Run *r, guint32 s, guint32 op_index)
 {
   SimEngine *e = r->e;
-  while (e->ready.len > 0) {
-    SimHeapItem item = sim_heap_pop(&e->ready);
-    guint32 s = item.value, op_index = item.seq;
+  for (;;) {
+    if (s == NONE) {
+      if (e->ready.len == 0)
+        return;
+      SimHeapItem item = sim_heap_pop(&e->ready);
+      s = item.value;
+      op_index = item.seq;
+    }
     for (;;) {
       const SimOp *op = &r->ops[op_index];
       gboolean instant = FALSE;
@@ -321,6 +328,7 @@ start_ready(Run *r)
         break;
       }
     }
+    s = NONE;
   }
 }
 
@@ -508,9 +516,9 @@ sim_engine_run(SimEngine *e, const SimProgram *p, const SimLink *link, const Sim
   }
   for (guint32 s = 0; s < p->streams->len; s++)
     push_ready(&r, s);
+  start_ready(&r, NONE, 0);
 
   for (;;) {
-    start_ready(&r);
     start_copies(&r);
     if (r.failed)
       return NULL;
@@ -590,11 +598,21 @@ sim_engine_run(SimEngine *e, const SimProgram *p, const SimLink *link, const Sim
       }
     }
     r.now = next;
+    run->events += e->n_done;
+    if (e->n_done == 1) {
+      /* The commonest step: one op ends and only its stream can go on, so it
+       * goes on at once, without a trip through the ready heap. */
+      guint32 s = r.ops[e->done[0]].stream;
+      complete_op(&r, e->done[0]);
+      guint32 head = stream_head(&r, s);
+      start_ready(&r, head == NONE ? NONE : s, head);
+      continue;
+    }
     if (e->n_done > 1)
       qsort(e->done, e->n_done, sizeof(guint32), compare_u32);
     for (guint i = 0; i < e->n_done; i++)
       finish_op(&r, e->done[i]);
-    run->events += e->n_done;
+    start_ready(&r, NONE, 0);
   }
 
   g_array_set_size(run->applied, r.n_applied);

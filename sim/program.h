@@ -247,21 +247,18 @@ sim_program_mem(SimProgram *p, guint32 op, SimWhen when, SimPool pool, gint64 de
   g_return_if_fail(op + 1 == p->n_ops);
   if (p->n_mem == p->mem_cap)
     sim_program_grow_mem(p);
-  /* The op's counts in locals: the stores below are of the same types and
-   * would make the compiler reload them. */
+  /* The op is the newest, so its actions end at n_mem. */
   SimOp *o = &p->ops[op];
-  guint32 first = o->mem_first, count = o->mem_count, starts = o->mem_starts;
-  SimMemAction *a = &p->mem[first + count];
+  SimMemAction *a = &p->mem[p->n_mem++];
   if (when == SIM_AT_START) {
-    if (starts < count) {
+    if (G_UNLIKELY(o->mem_starts < o->mem_count)) {
       /* Keep the starts ahead of the ends so the engine walks each once. */
-      a = &p->mem[first + starts];
-      memmove(a + 1, a, (count - starts) * sizeof(SimMemAction));
+      a = &p->mem[o->mem_first + o->mem_starts];
+      memmove(a + 1, a, (o->mem_count - o->mem_starts) * sizeof(SimMemAction));
     }
-    o->mem_starts = starts + 1;
+    o->mem_starts++;
   }
-  o->mem_count = count + 1;
-  p->n_mem++;
+  o->mem_count++;
   /* Field by field, like sim_program_add_op. */
   a->op = op;
   a->pool = (guint8)pool;

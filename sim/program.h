@@ -84,13 +84,14 @@ typedef struct {
   guint64 bytes;   /* copy */
 } SimOp;
 
+/* 24 bytes, in this order (the engine walks tens of thousands a step). */
 typedef struct {
+  gint64 delta;  /* bytes: > 0 allocates, < 0 frees */
   guint32 op;
-  guint8 pool;   /* SimPool */
-  guint8 when;   /* SimWhen */
   guint32 tag;   /* interned name */
   gint32 layer;
-  gint64 delta;  /* bytes: > 0 allocates, < 0 frees */
+  guint8 pool;   /* SimPool */
+  guint8 when;   /* SimWhen */
 } SimMemAction;
 
 typedef struct {

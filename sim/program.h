@@ -69,7 +69,14 @@ typedef enum {
 
 #define SIM_NO_LAYER (-1)
 
+/* 40 bytes (the engine reads one or two per event): the fields of
+ * different kinds share one union. */
 typedef struct {
+  union {
+    double work;    /* seconds: compute, host_alloc */
+    guint64 bytes;  /* copy */
+    guint32 event;  /* record and wait */
+  };
   guint8 kind;     /* SimOpKind */
   guint8 phase;    /* SimPhase */
   guint8 dir;      /* SimDir, copies only */
@@ -77,12 +84,10 @@ typedef struct {
   guint32 stream;
   gint32 layer;    /* SIM_NO_LAYER when none */
   guint32 label;   /* interned name */
-  guint32 event;   /* record and wait only; G_MAXUINT32 on others */
   guint32 mem_first, mem_count; /* its memory actions: the starts first, then the ends */
   guint32 mem_starts;           /* how many of them apply at the start */
-  double work;     /* seconds: compute, host_alloc */
-  guint64 bytes;   /* copy */
 } SimOp;
+G_STATIC_ASSERT(sizeof(SimOp) == 40);
 
 /* 24 bytes, in this order (the engine walks tens of thousands a step). */
 typedef struct {
@@ -93,6 +98,7 @@ typedef struct {
   guint8 pool;   /* SimPool */
   guint8 when;   /* SimWhen */
 } SimMemAction;
+G_STATIC_ASSERT(sizeof(SimMemAction) == 24);
 
 typedef struct {
   char *name;
@@ -191,6 +197,7 @@ sim_program_add_op(SimProgram *p, SimOpKind kind, SimPhase phase, guint32 stream
     sim_program_grow_ops(p, stream);
   guint32 index = p->n_ops++;
   SimOp *op = &p->ops[index];
+  op->bytes = 0;
   op->kind = (guint8)kind;
   op->phase = (guint8)phase;
   op->dir = 0;
@@ -198,12 +205,9 @@ sim_program_add_op(SimProgram *p, SimOpKind kind, SimPhase phase, guint32 stream
   op->stream = stream;
   op->layer = layer;
   op->label = label;
-  op->event = G_MAXUINT32;
   op->mem_first = p->n_mem;
   op->mem_count = 0;
   op->mem_starts = 0;
-  op->work = 0.0;
-  op->bytes = 0;
   s->ops[s->n_ops++] = index;
   return index;
 }

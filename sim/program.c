@@ -86,6 +86,8 @@ sim_program_intern(SimProgram *p, const char *label)
   if (g_hash_table_lookup_extended(p->label_ids, label, NULL, &id)) {
     index = GPOINTER_TO_UINT(id);
   } else {
+    /* A tag is 31 bits in a SimMemAction. */
+    g_assert(p->labels->len < G_MAXINT32);
     char *copy = g_strdup(label);
     index = p->labels->len;
     g_ptr_array_add(p->labels, copy);

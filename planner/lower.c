@@ -21,6 +21,7 @@ typedef struct {
   guint32 label_fwd, label_bwd, label_recompute, label_input, label_workspace, label_pin;
   guint32 label_reloaded, label_fwd_done, label_offloaded, label_due, label_started, label_boundary;
   guint32 *labels; /* every layer tensor's interned name: labels[first[i] + k] */
+  guint8 *fates;   /* every layer tensor's Fate under its layer's action, same indexing */
   guint *first;
 } Lower;
 
@@ -68,10 +69,11 @@ fate_of(const Lower *l, SimAction a, const SimTensor *t)
   }
 }
 
+/* The fate of tensor k of layer i, decided once per lowering. */
 static inline Fate
-tensor_fate(const Lower *l, guint i, const SimTensor *t)
+tensor_fate(const Lower *l, guint i, guint k)
 {
-  return fate_of(l, action_at(l, i), t);
+  return (Fate)l->fates[l->first[i] + k];
 }
 
 /* An offloaded tensor is copied once, or once per saved reference. */
@@ -119,13 +121,13 @@ static void
 emit_copies(const Lower *l, guint i, SimDir dir, guint32 stream)
 {
   const SimLayer *layer = layer_at(l, i);
-  SimAction a = action_at(l, i);
   gboolean pageable = l->policy->pinned == SIM_PINNED_NONE;
   const guint32 *labels = &l->labels[l->first[i]];
+  const guint8 *fates = &l->fates[l->first[i]];
   SimProgram *p = l->p;
   for (guint k = 0; k < layer->tensors->len; k++) {
     const SimTensor *t = &g_array_index(layer->tensors, SimTensor, k);
-    if (fate_of(l, a, t) != FATE_OFFLOAD)
+    if (fates[k] != FATE_OFFLOAD)
       continue;
     guint n = copies_of(l, t);
     gint64 bytes = (gint64)t->bytes;
@@ -151,7 +153,7 @@ emit_pinning(const Lower *l, guint i)
   const SimLayer *layer = layer_at(l, i);
   for (guint k = 0; k < layer->tensors->len; k++) {
     const SimTensor *t = &g_array_index(layer->tensors, SimTensor, k);
-    if (tensor_fate(l, i, t) != FATE_OFFLOAD)
+    if (tensor_fate(l, i, k) != FATE_OFFLOAD)
       continue;
     for (guint c = 0; c < copies_of(l, t); c++)
       sim_program_host_alloc(l->p, PLANNER_STREAM_COMPUTE, l->link->host_alloc, (gint32)i, l->label_pin);
@@ -205,7 +207,7 @@ emit_forward(Lower *l, guint i)
     sim_program_mem(p, op, SIM_AT_START, SIM_POOL_DEVICE, (gint64)layer->input_bytes, l->label_input, (gint32)i);
   for (guint k = 0; k < layer->tensors->len; k++) {
     const SimTensor *t = &g_array_index(layer->tensors, SimTensor, k);
-    Fate fate = tensor_fate(l, i, t);
+    Fate fate = tensor_fate(l, i, k);
     if (fate == FATE_FULL)
       continue;
     /* Every tensor exists while the forward runs; dropped ones go at its end. */
@@ -263,7 +265,7 @@ emit_backward(Lower *l, guint i)
                                      l->label_recompute);
     for (guint k = 0; k < layer->tensors->len; k++) {
       const SimTensor *t = &g_array_index(layer->tensors, SimTensor, k);
-      Fate fate = tensor_fate(l, i, t);
+      Fate fate = tensor_fate(l, i, k);
       if (fate == FATE_FULL || fate == FATE_DROP)
         sim_program_mem(p, op, SIM_AT_START, SIM_POOL_DEVICE, (gint64)t->bytes, tensor_label(l, i, k), (gint32)i);
     }
@@ -275,7 +277,7 @@ emit_backward(Lower *l, guint i)
   workspace(l, op, layer, (gint32)i);
   for (guint k = 0; k < layer->tensors->len; k++) {
     const SimTensor *t = &g_array_index(layer->tensors, SimTensor, k);
-    guint n = tensor_fate(l, i, t) == FATE_OFFLOAD ? copies_of(l, t) : 1;
+    guint n = tensor_fate(l, i, k) == FATE_OFFLOAD ? copies_of(l, t) : 1;
     sim_program_mem(p, op, SIM_AT_END, SIM_POOL_DEVICE, -(gint64)(t->bytes * n), tensor_label(l, i, k), (gint32)i);
   }
   if (full)
@@ -325,6 +327,12 @@ planner_lower_into(SimProgram *p, const SimWorkload *w, const SimPolicy *policy,
     if (offloads(*a) && !layer_moves_anything(&l, layer_at(&l, i), *a))
       *a = *a == SIM_ACTION_OFFLOAD ? SIM_ACTION_KEEP : SIM_ACTION_SELECTIVE;
   }
+  l.fates = g_new(guint8, MAX(l.first[n], 1u));
+  for (guint i = 0; i < n; i++) {
+    const SimLayer *layer = layer_at(&l, i);
+    for (guint k = 0; k < layer->tensors->len; k++)
+      l.fates[l.first[i] + k] = (guint8)fate_of(&l, action_at(&l, i), &g_array_index(layer->tensors, SimTensor, k));
+  }
   l.ev_d2h = g_new(guint32, n);
   l.ev_h2d = g_new(guint32, n);
   for (guint i = 0; i < n; i++)
@@ -357,6 +365,7 @@ planner_lower_into(SimProgram *p, const SimWorkload *w, const SimPolicy *policy,
   g_free(l.ev_d2h);
   g_free(l.ev_h2d);
   g_free(l.labels);
+  g_free(l.fates);
   g_free(l.first);
 }
 

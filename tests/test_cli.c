@@ -9,8 +9,7 @@ static char *
 write_temp(const char *name, const char *text)
 {
   g_autoptr(GError) error = NULL;
-  g_autofree char *dir = g_dir_make_tmp("offsim-cli-XXXXXX", &error);
-  ck_assert_ptr_nonnull(dir);
+  g_autofree char *dir = test_tmp_dir_new();
   char *path = g_build_filename(dir, name, NULL);
   ck_assert(g_file_set_contents(path, text, -1, &error));
   return path;

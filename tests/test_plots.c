@@ -33,15 +33,6 @@
   } while (0)
 
 static char *
-temp_dir(void)
-{
-  g_autoptr(GError) error = NULL;
-  char *dir = g_dir_make_tmp("offsim-plots-XXXXXX", &error);
-  ck_assert_msg(dir != NULL, "no temp dir: %s", error ? error->message : "?");
-  return dir;
-}
-
-static char *
 read_text(const char *path)
 {
   g_autoptr(GError) error = NULL;
@@ -156,7 +147,7 @@ END_TEST
 START_TEST(quoted_strings_reach_gnuplot_as_literal_text)
 {
   NEEDS_GNUPLOT();
-  g_autofree char *dir = temp_dir();
+  g_autofree char *dir = test_tmp_dir_new();
   g_autofree char *out = g_build_filename(dir, "printed.txt", NULL);
   g_autofree char *out_q = plots_gnuplot_quote(out);
   g_autoptr(GString) script = g_string_new(NULL);
@@ -500,7 +491,7 @@ START_TEST(sweep_draws_a_line_per_policy)
 
   if (!plots_gnuplot_available())
     return;
-  g_autofree char *dir = temp_dir();
+  g_autofree char *dir = test_tmp_dir_new();
   g_autoptr(GPtrArray) charts = g_ptr_array_new();
   g_ptr_array_add(charts, chart);
   ck_assert_msg(plots_gnuplot_render(charts, PLOTS_FORMAT_PNG, dir, &error), "%s",
@@ -525,7 +516,7 @@ assert_png(const char *path)
 START_TEST(compare_plot_writes_every_picture)
 {
   NEEDS_GNUPLOT();
-  g_autofree char *dir = temp_dir();
+  g_autofree char *dir = test_tmp_dir_new();
   g_autofree char *plots = g_build_filename(dir, "plots", NULL);
   g_auto(TestRun) r = test_offsim("compare", "--plot", plots, NULL);
   ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err);
@@ -563,7 +554,7 @@ START_TEST(renders_at_96_layers)
 {
   NEEDS_GNUPLOT();
   g_autoptr(GPtrArray) results = uniform(96);
-  g_autofree char *dir = temp_dir();
+  g_autofree char *dir = test_tmp_dir_new();
   PlotsFiguresOptions o = { .dir = dir, .formats = PLOTS_FORMAT_PNG, .device_memory = 80ull << 30 };
   g_autoptr(GError) error = NULL;
   g_autofree char *summary = NULL;
@@ -579,7 +570,7 @@ END_TEST
 START_TEST(hostile_scenario_name_is_drawn_literally)
 {
   NEEDS_GNUPLOT();
-  g_autofree char *dir = temp_dir();
+  g_autofree char *dir = test_tmp_dir_new();
   const char *name = "evil `touch BQ` $(touch DOLLAR) it's \"dq\" x_1^2 @y {z} '; system('touch SYSTEM'); print '";
   g_autofree char *ini = g_strdup_printf("[scenario]\nname = %s\ninclude = %s\n", name, TINY);
   g_autofree char *path = g_build_filename(dir, "evil.ini", NULL);
@@ -630,7 +621,7 @@ START_TEST(gnuplot_errors_come_back_and_leave_no_file)
   ck_assert_msg(strstr(error->message, "undefined function") != NULL, "%s", error->message);
   ck_assert_ptr_null(strchr(error->message, '\n'));
 
-  g_autofree char *dir = temp_dir();
+  g_autofree char *dir = test_tmp_dir_new();
   g_autoptr(PlotsChart) good = plots_gnuplot_chart_new("good", 400, 300);
   g_string_append(good->commands, "plot x\n");
   g_autoptr(PlotsChart) broken = plots_gnuplot_chart_new("broken", 400, 300);
@@ -647,7 +638,7 @@ END_TEST
 
 START_TEST(missing_gnuplot_exits_3_and_still_writes_the_script)
 {
-  g_autofree char *dir = temp_dir();
+  g_autofree char *dir = test_tmp_dir_new();
   g_autofree char *empty = g_build_filename(dir, "empty-path", NULL);
   ck_assert_int_eq(g_mkdir(empty, 0755), 0);
   g_autofree char *saved = g_strdup(g_getenv("PATH"));
@@ -677,7 +668,7 @@ END_TEST
 
 START_TEST(unwritable_paths_exit_2)
 {
-  g_autofree char *dir = temp_dir();
+  g_autofree char *dir = test_tmp_dir_new();
   g_autofree char *blocker = g_build_filename(dir, "blocker", NULL);
   ck_assert(g_file_set_contents(blocker, "a file, not a directory", -1, NULL));
   g_autofree char *under = g_build_filename(blocker, "sub", NULL);
@@ -705,7 +696,7 @@ START_TEST(trace_has_every_op_once_and_the_ledger)
   g_autoptr(SimResult) r = tiny("async");
   g_free(r->scenario);
   r->scenario = g_strdup("quote \" backslash \\ newline \n tab \t control \x01 end");
-  g_autofree char *dir = temp_dir();
+  g_autofree char *dir = test_tmp_dir_new();
   g_autofree char *path = g_build_filename(dir, "trace.json", NULL);
   g_autoptr(GError) error = NULL;
   ck_assert_msg(plots_chrome_trace_write(r, path, &error), "%s", error ? error->message : "");
@@ -786,7 +777,7 @@ END_TEST
 
 START_TEST(csvs_agree_with_the_json_result)
 {
-  g_autofree char *dir = temp_dir();
+  g_autofree char *dir = test_tmp_dir_new();
   g_auto(TestRun) r = test_offsim_in(dir, "run", TINY, "--policy", "async", "--format", "json", "--timeline",
                                      "timeline.csv", "--memory", "memory.csv", "--trace", "trace.json", NULL);
   ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err);

@@ -8,6 +8,7 @@
 #include <glib/gstdio.h>
 #include <stdlib.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 int
 test_run_suite(Suite *suite)
@@ -99,26 +100,60 @@ test_offsim_in(const char *cwd, const char *first, ...)
   return r;
 }
 
+/* Everything under `path`, then `path`. */
+static void
+remove_tree(const char *path)
+{
+  GDir *d = g_dir_open(path, 0, NULL);
+  if (d == NULL) {
+    g_remove(path);
+    return;
+  }
+  const char *name;
+  while ((name = g_dir_read_name(d)) != NULL) {
+    g_autofree char *child = g_build_filename(path, name, NULL);
+    remove_tree(child);
+  }
+  g_dir_close(d);
+  g_rmdir(path);
+}
+
+/* The directories this process made, removed when it exits.  Check runs
+ * each test in a forked child by default: a child inherits the parent's
+ * list and exit handler, so the list names its owner and only the owner
+ * removes what is on it. */
+static GPtrArray *tmp_dirs;
+static pid_t tmp_dirs_owner;
+
+static void
+tmp_dirs_remove(void)
+{
+  if (tmp_dirs == NULL || tmp_dirs_owner != getpid())
+    return;
+  for (guint i = 0; i < tmp_dirs->len; i++)
+    remove_tree(g_ptr_array_index(tmp_dirs, i));
+  g_ptr_array_set_size(tmp_dirs, 0);
+}
+
 char *
 test_tmp_dir_new(void)
 {
   g_autoptr(GError) error = NULL;
   char *dir = g_dir_make_tmp("offsim-test-XXXXXX", &error);
   ck_assert_msg(dir != NULL, "no temporary directory: %s", error ? error->message : "?");
+  if (tmp_dirs == NULL)
+    atexit(tmp_dirs_remove);
+  if (tmp_dirs == NULL || tmp_dirs_owner != getpid()) {
+    /* A forked child's copy of its parent's list is the parent's to empty. */
+    tmp_dirs = g_ptr_array_new_with_free_func(g_free);
+    tmp_dirs_owner = getpid();
+  }
+  g_ptr_array_add(tmp_dirs, g_strdup(dir));
   return dir;
 }
 
 void
 test_tmp_dir_remove(const char *dir)
 {
-  GDir *d = g_dir_open(dir, 0, NULL);
-  if (d) {
-    const char *name;
-    while ((name = g_dir_read_name(d)) != NULL) {
-      g_autofree char *path = g_build_filename(dir, name, NULL);
-      g_remove(path);
-    }
-    g_dir_close(d);
-  }
-  g_rmdir(dir);
+  remove_tree(dir);
 }

@@ -35,8 +35,9 @@ G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(TestRun, test_run_clear)
 TestRun test_offsim(const char *first, ...) G_GNUC_NULL_TERMINATED;
 TestRun test_offsim_in(const char *cwd, const char *first, ...) G_GNUC_NULL_TERMINATED;
 
-/* A fresh temporary directory (the test fails if none can be made), and its
- * removal with every plain file in it. */
+/* A fresh temporary directory (the test fails if none can be made), removed
+ * with everything in it when the process that made it exits; and its
+ * removal now. */
 char *test_tmp_dir_new(void);
 void test_tmp_dir_remove(const char *dir);
 

@@ -94,7 +94,7 @@ cli_bench_main(int argc, char **argv)
     { "jobs", 'j', 0, G_OPTION_ARG_INT, &jobs, "Sweep threads (default: every core)", "N" },
     { "quick", 0, 0, G_OPTION_ARG_NONE, &quick, "Small workloads (for a smoke test)", NULL },
     { "only", 0, 0, G_OPTION_ARG_STRING, &only, "One figure: engine, step, plan, sweep or scale (for profilers)", "NAME" },
-    { NULL },
+    G_OPTION_ENTRY_NULL,
   };
   g_set_prgname("offsim bench");
   g_autoptr(GOptionContext) ctx = g_option_context_new("- performance figures");

@@ -325,7 +325,7 @@ cli_budget_main(int argc, char **argv)
     { "checkpoint-saved", 0, 0, G_OPTION_ARG_STRING, &o.checkpoint_saved, "Compare with checkpointing that saves "
       "SIZE...", "SIZE" },
     { "checkpoint-extra", 0, 0, G_OPTION_ARG_STRING, &o.checkpoint_extra, "...for TIME of recompute", "TIME" },
-    { NULL },
+    G_OPTION_ENTRY_NULL,
   };
   g_set_prgname("offsim budget");
   g_autoptr(GOptionContext) ctx = g_option_context_new("CHUNKS.csv  - which activations to offload to fit a budget");

@@ -150,7 +150,7 @@ cli_model_main(int argc, char **argv)
     { "optimizer", 0, 0, G_OPTION_ARG_STRING, &o.optimizer, "adamw (default) or none", "KIND" },
     { "profile", 0, 0, G_OPTION_ARG_FILENAME, &o.profile, "Include this device and link profile", "FILE" },
     { "name", 0, 0, G_OPTION_ARG_STRING, &o.name, "Scenario name", "NAME" },
-    { NULL },
+    G_OPTION_ENTRY_NULL,
   };
   g_set_prgname("offsim model");
   g_autoptr(GOptionContext) ctx = g_option_context_new("- print a scenario for a HuggingFace model");

@@ -180,7 +180,7 @@ cli_plan_main(int argc, char **argv)
   const GOptionEntry entries[] = {
     { "budget", 'b', 0, G_OPTION_ARG_STRING, &o.budget, "Device memory budget (required)", "SIZE" },
     { "format", 'f', 0, G_OPTION_ARG_STRING, &o.format, "Output: table (default) or json", "FORMAT" },
-    { NULL },
+    G_OPTION_ENTRY_NULL,
   };
   g_set_prgname("offsim plan");
   g_autoptr(GOptionContext) ctx = g_option_context_new("SCENARIO  - choose keep, offload or recompute per layer");

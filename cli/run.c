@@ -185,14 +185,14 @@ run_common(int argc, char **argv, gboolean compare)
     { "plot-script", 0, 0, G_OPTION_ARG_FILENAME, &o.plot_script,
       "Write the gnuplot script, data inline, to FILE (no gnuplot needed)", "FILE" },
     { "plot-format", 0, 0, G_OPTION_ARG_STRING, &o.plot_format, "Pictures as png, svg or both (default)", "FORMAT" },
-    { NULL },
+    G_OPTION_ENTRY_NULL,
   };
   const GOptionEntry run_entries[] = {
     { "policy", 'p', 0, G_OPTION_ARG_STRING, &o.policy, "Policy to run (default: the scenario's first)", "NAME" },
     { "trace", 0, 0, G_OPTION_ARG_FILENAME, &o.trace, "Write a Chrome/Perfetto trace of the step to FILE.json", "FILE" },
     { "timeline", 0, 0, G_OPTION_ARG_FILENAME, &o.timeline, "Write every op's start and end to FILE.csv", "FILE" },
     { "memory", 0, 0, G_OPTION_ARG_FILENAME, &o.memory, "Write the device and host memory curve to FILE.csv", "FILE" },
-    { NULL },
+    G_OPTION_ENTRY_NULL,
   };
   g_set_prgname(compare ? "offsim compare" : "offsim run");
   g_autoptr(GOptionContext) ctx = g_option_context_new(compare ? "[SCENARIO]  - compare every policy"

@@ -196,7 +196,7 @@ cli_sweep_main(int argc, char **argv)
     { "shard", 0, 0, G_OPTION_ARG_STRING, &o.shard, "Run every N-th point from I (0-based), for batch systems", "I/N" },
     { "out", 'o', 0, G_OPTION_ARG_FILENAME, &o.out, "Write the CSV to FILE (atomically) instead of stdout", "FILE" },
     { "plot", 0, 0, G_OPTION_ARG_FILENAME, &o.plot, "Draw step time against the first --set key into DIR", "DIR" },
-    { NULL },
+    G_OPTION_ENTRY_NULL,
   };
   g_set_prgname("offsim sweep");
   g_autoptr(GOptionContext) ctx = g_option_context_new("SCENARIO  - every combination of --set values, as CSV");

@@ -366,7 +366,7 @@ START_TEST(a_profile_survives_the_round_trip)
 {
   g_autoptr(CalibProfile) p = synthetic_profile();
   g_autofree char *dir = test_tmp_dir_new();
-  g_autofree char *path = save_profile(p, dir);
+  g_free(save_profile(p, dir)); /* included by name below */
   g_autoptr(GError) error = NULL;
 
   /* Included by its name relative to the scenario, as users write it. */
@@ -391,7 +391,7 @@ START_TEST(a_scenario_overrides_the_profile)
   /* The including file's keys win, tables stay. */
   g_autoptr(CalibProfile) p = synthetic_profile();
   g_autofree char *dir = test_tmp_dir_new();
-  g_autofree char *path = save_profile(p, dir);
+  g_free(save_profile(p, dir)); /* included by name below */
   g_autoptr(GError) error = NULL;
   g_autofree char *scenario = write_file(dir, "override.ini",
                                          "[scenario]\ninclude = profile.ini\n[link]\nlatency = 5us\n"

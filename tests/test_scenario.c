@@ -857,9 +857,9 @@ START_TEST(test_include_diamond_is_not_a_cycle)
   /* top includes left and right, both include base: base is loaded twice,
    * but never while it is itself being loaded, so this is no cycle. */
   g_autofree char *dir = test_tmp_dir_new();
-  g_autofree char *base = write_file(dir, "base.ini", MINIMAL, -1);
-  g_autofree char *left = write_file(dir, "left.ini", "[scenario]\ninclude = base.ini\n", -1);
-  g_autofree char *right = write_file(dir, "right.ini", "[scenario]\ninclude = base.ini\n", -1);
+  g_free(write_file(dir, "base.ini", MINIMAL, -1));
+  g_free(write_file(dir, "left.ini", "[scenario]\ninclude = base.ini\n", -1));
+  g_free(write_file(dir, "right.ini", "[scenario]\ninclude = base.ini\n", -1));
   g_autofree char *top = write_file(dir, "top.ini", "[scenario]\ninclude = left.ini, right.ini\n", -1);
   g_autoptr(SimScenario) s = file_ok(top);
   ck_assert_uint_eq(sim_workload_n_layers(s->workload), 4);
@@ -928,7 +928,7 @@ START_TEST(test_invalid_utf8_in_include)
 {
   static const char data[] = "[link]\nlatency = 8\xff" "us\n";
   g_autofree char *dir = test_tmp_dir_new();
-  g_autofree char *bad = write_file(dir, "bad.ini", data, sizeof data - 1);
+  g_free(write_file(dir, "bad.ini", data, sizeof data - 1));
   g_autofree char *top = write_file(dir, "top.ini", "[scenario]\ninclude = bad.ini\n" MINIMAL, -1);
   g_autofree char *msg = file_error(top);
   assert_has(msg, "bad.ini: ");

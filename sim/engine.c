@@ -68,7 +68,11 @@ typedef struct {
   gint64 peak[2];      /* run->peak[pool].bytes, kept here for the per-action test */
   guint n_applied;
   guint signature; /* running computes, copies and their phases: rates change only with it */
-  guint copy_state; /* per direction d, bit 2 << 2d: a copy is active; bit 1 << 2d: in its latency */
+  /* The copy engines' half of the signature, per direction d: bit 2 << 2d,
+   * a copy is active; bit 1 << 2d, it is in its latency.  It mirrors their
+   * `active` and `in_latency` and is set wherever those change (checked in
+   * debug builds), so the signature costs a shift and an or. */
+  guint copy_state;
   /* An uncalibrated copy's bandwidth alone, per [SimDir][pageable]: the link
    * is fixed for the run, so a copy start is a lookup. */
   double peak_rate[2][2];
@@ -232,8 +236,8 @@ record_event(Run *r, guint32 event)
   ev->first_waiter = NONE;
 }
 
-/* The copy engine of direction d takes op_index now. */
-/* Inline: a copy start is the commonest thing the engine does. */
+/* The copy engine of direction d takes op_index now.  Inline: a copy start
+ * is the commonest thing the engine does. */
 static inline __attribute__((always_inline)) void
 start_copy(Run *r, int d, guint32 op_index)
 {
@@ -350,6 +354,10 @@ static void
 update_rates(Run *r)
 {
   CopyEngine *c = r->e->copy;
+#ifndef NDEBUG
+  for (int d = 0; d < 2; d++)
+    g_assert(((r->copy_state >> (2 * d)) & 3u) == (c[d].active == NONE ? 0u : 2u | (c[d].in_latency ? 1u : 0u)));
+#endif
   guint signature = r->e->compute.len << 4 | r->copy_state;
   if (signature == r->signature)
     return;

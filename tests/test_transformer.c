@@ -284,6 +284,23 @@ START_TEST(hf_config_reads_qwen2_llama_mistral_gpt2)
   ck_assert(!sim_hf_config_load_data(typed, -1, "t.json", &t, &error));
   ck_assert_ptr_nonnull(strstr(error->message, "field 'hidden_size': expected an integer"));
   g_clear_error(&error);
+  /* Each reader names the field and what it expected: range, type, probability. */
+#define LLAMA_BASE "{\"model_type\": \"llama\", \"hidden_size\": 64, \"num_hidden_layers\": 2, " \
+                   "\"num_attention_heads\": 4, \"intermediate_size\": 128, \"vocab_size\": 1000"
+  static const struct {
+    const char *json, *message;
+  } bad[] = {
+    { LLAMA_BASE ", \"num_key_value_heads\": 70000}", "r.json: field 'num_key_value_heads': expected an integer from 1 to 65536" },
+    { LLAMA_BASE ", \"tie_word_embeddings\": 1}", "r.json: field 'tie_word_embeddings': expected true or false" },
+    { LLAMA_BASE ", \"attention_dropout\": 1.0}", "r.json: field 'attention_dropout': expected a probability in [0, 1)" },
+    { LLAMA_BASE ", \"attention_dropout\": [0.1]}", "r.json: field 'attention_dropout': expected a probability in [0, 1)" },
+  };
+#undef LLAMA_BASE
+  for (guint i = 0; i < G_N_ELEMENTS(bad); i++) {
+    ck_assert(!sim_hf_config_load_data(bad[i].json, -1, "r.json", &t, &error));
+    ck_assert_str_eq(error->message, bad[i].message);
+    g_clear_error(&error);
+  }
   ck_assert(!sim_hf_config_load_data("{", -1, "x.json", &t, &error));
   ck_assert_ptr_nonnull(strstr(error->message, "x.json: not valid JSON"));
 }

@@ -277,12 +277,6 @@ sim_program_op(const SimProgram *program, guint32 index)
   return &program->ops[index];
 }
 
-static inline const SimMemAction *
-sim_program_mem_action(const SimProgram *program, guint32 index)
-{
-  return &program->mem[index];
-}
-
 static inline guint
 sim_program_n_mem(const SimProgram *program)
 {

@@ -13,13 +13,37 @@ typedef struct {
   GError **error;
 } Reader;
 
+/* A field's value node and its type; NULL (type G_TYPE_INVALID) when the
+ * field is absent or null, which every reader treats as "use the default".
+ * Objects and arrays have type G_TYPE_NONE, which no reader accepts. */
+static JsonNode *
+field_value(Reader *r, const char *field, GType *type)
+{
+  JsonNode *node = json_object_get_member(r->root, field);
+  if (node == NULL || JSON_NODE_HOLDS_NULL(node)) {
+    *type = G_TYPE_INVALID;
+    return NULL;
+  }
+  *type = JSON_NODE_HOLDS_VALUE(node) ? json_node_get_value_type(node) : G_TYPE_NONE;
+  return node;
+}
+
+/* "origin: field 'name': expected ..." */
+static gboolean
+wrong_field(Reader *r, const char *field, const char *expected)
+{
+  g_set_error(r->error, SIM_ERROR, SIM_ERROR_INPUT, "%s: field '%s': expected %s", r->origin, field, expected);
+  return FALSE;
+}
+
 /* An integer field in [1, max]; absent fields fall back to `fallback` when
  * it is not 0, and are an error otherwise. */
 static gboolean
 read_uint(Reader *r, const char *field, guint64 max, guint64 fallback, guint64 *out)
 {
-  JsonNode *node = json_object_get_member(r->root, field);
-  if (node == NULL || JSON_NODE_HOLDS_NULL(node)) {
+  GType type;
+  JsonNode *node = field_value(r, field, &type);
+  if (node == NULL) {
     if (fallback) {
       *out = fallback;
       return TRUE;
@@ -28,11 +52,9 @@ read_uint(Reader *r, const char *field, guint64 max, guint64 fallback, guint64 *
                 r->origin, field);
     return FALSE;
   }
-  if (!JSON_NODE_HOLDS_VALUE(node) || json_node_get_value_type(node) != G_TYPE_INT64 ||
-      json_node_get_int(node) < 1 || (guint64)json_node_get_int(node) > max) {
-    g_set_error(r->error, SIM_ERROR, SIM_ERROR_INPUT,
-                "%s: field '%s': expected an integer from 1 to %" G_GUINT64_FORMAT, r->origin, field, max);
-    return FALSE;
+  if (type != G_TYPE_INT64 || json_node_get_int(node) < 1 || (guint64)json_node_get_int(node) > max) {
+    g_autofree char *range = g_strdup_printf("an integer from 1 to %" G_GUINT64_FORMAT, max);
+    return wrong_field(r, field, range);
   }
   *out = (guint64)json_node_get_int(node);
   return TRUE;
@@ -41,15 +63,14 @@ read_uint(Reader *r, const char *field, guint64 max, guint64 fallback, guint64 *
 static gboolean
 read_bool(Reader *r, const char *field, gboolean fallback, gboolean *out)
 {
-  JsonNode *node = json_object_get_member(r->root, field);
-  if (node == NULL || JSON_NODE_HOLDS_NULL(node)) {
+  GType type;
+  JsonNode *node = field_value(r, field, &type);
+  if (node == NULL) {
     *out = fallback;
     return TRUE;
   }
-  if (!JSON_NODE_HOLDS_VALUE(node) || json_node_get_value_type(node) != G_TYPE_BOOLEAN) {
-    g_set_error(r->error, SIM_ERROR, SIM_ERROR_INPUT, "%s: field '%s': expected true or false", r->origin, field);
-    return FALSE;
-  }
+  if (type != G_TYPE_BOOLEAN)
+    return wrong_field(r, field, "true or false");
   *out = json_node_get_boolean(node);
   return TRUE;
 }
@@ -57,18 +78,15 @@ read_bool(Reader *r, const char *field, gboolean fallback, gboolean *out)
 static gboolean
 read_probability(Reader *r, const char *field, double fallback, double *out)
 {
-  JsonNode *node = json_object_get_member(r->root, field);
-  if (node == NULL || JSON_NODE_HOLDS_NULL(node)) {
+  GType type;
+  JsonNode *node = field_value(r, field, &type);
+  if (node == NULL) {
     *out = fallback;
     return TRUE;
   }
-  GType type = JSON_NODE_HOLDS_VALUE(node) ? json_node_get_value_type(node) : G_TYPE_INVALID;
   double v = type == G_TYPE_DOUBLE ? json_node_get_double(node) : type == G_TYPE_INT64 ? (double)json_node_get_int(node) : -1;
-  if (!(v >= 0 && v < 1)) {
-    g_set_error(r->error, SIM_ERROR, SIM_ERROR_INPUT, "%s: field '%s': expected a probability in [0, 1)", r->origin,
-                field);
-    return FALSE;
-  }
+  if (!(v >= 0 && v < 1))
+    return wrong_field(r, field, "a probability in [0, 1)");
   *out = v;
   return TRUE;
 }

@@ -4,7 +4,7 @@
  * offsim-calib fills a CalibProfile and saves it; a scenario says
  * `include = profile.ini` and the simulator reads [device] and [link] from it
  * like any hand-written profile.  The writer prints exactly the syntax the
- * scenario loader parses (sim/units.h): sizes in exact bytes ("4096B"),
+ * scenario loader parses (sim/base/units.h): sizes in exact bytes ("4096B"),
  * rates and times in a unit that keeps the number in [1, 1000) with twelve
  * significant digits ("55.1234567891GB/s", "7.93us"), plain decimals without
  * exponents, so that write-then-load gives the same doubles to about 1e-12.

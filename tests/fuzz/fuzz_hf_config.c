@@ -1,5 +1,5 @@
-/* Fuzz target: a HuggingFace config.json (sim/hf_config.c), the transformer
- * it describes (sim/transformer.c), the [transformer] group `offsim model`
+/* Fuzz target: a HuggingFace config.json (sim/input/hf_config.c), the transformer
+ * it describes (sim/input/transformer.c), the [transformer] group `offsim model`
  * prints for it, which must load back, and every policy on the result. */
 #include "hf_config.h"
 

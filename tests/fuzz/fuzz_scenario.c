@@ -1,5 +1,5 @@
-/* Fuzz target: scenario files with their includes (sim/config.c,
- * sim/scenario.c), and through them the HF config and trace importers, then
+/* Fuzz target: scenario files with their includes (sim/input/config.c,
+ * sim/input/scenario.c), and through them the HF config and trace importers, then
  * every policy on what loaded.
  *
  * One input is several files: the first is top.ini, and each line

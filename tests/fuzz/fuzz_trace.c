@@ -1,4 +1,4 @@
-/* Fuzz target: a recording of saved tensors (sim/trace.c), then every policy
+/* Fuzz target: a recording of saved tensors (sim/input/trace.c), then every policy
  * on the workload it describes. */
 #include "trace.h"
 

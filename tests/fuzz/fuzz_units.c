@@ -1,4 +1,4 @@
-/* Fuzz target: sizes, rates and times as people write them (sim/units.c).
+/* Fuzz target: sizes, rates and times as people write them (sim/base/units.c).
  * Beyond not crashing, every accepted value must be inside the documented
  * range, and formatting any value must work. */
 #include "units.h"

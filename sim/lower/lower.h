@@ -1,4 +1,4 @@
-/* planner/lower.h — policy lowering: workload + policy -> stream program.
+/* sim/lower/lower.h — policy lowering: workload + policy -> stream program.
  *
  * Every policy reduces to one action per layer (keep, offload, recompute)
  * and one mechanism emits all of them, so a hybrid plan is not a special

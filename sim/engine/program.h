@@ -1,4 +1,4 @@
-/* sim/program.h — what the engine runs: ops on in-order streams, events
+/* sim/engine/program.h — what the engine runs: ops on in-order streams, events
  * between streams, and the memory each op allocates and frees.
  *
  * A program is built once by a policy lowering (planner/) and may be run many

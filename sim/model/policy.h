@@ -1,4 +1,4 @@
-/* sim/policy.h — what a [policy.NAME] group asks for.
+/* sim/model/policy.h — what a [policy.NAME] group asks for.
  *
  * A policy is a spec, not a schedule: planner_lower() turns it and a workload
  * into a program.  Every kind reduces to one action per layer (keep, offload

@@ -1,4 +1,4 @@
-/* sim/heap.h — a binary min-heap of (key, seq, value) triples.
+/* sim/engine/heap.h — a binary min-heap of (key, seq, value) triples.
  *
  * The engine keeps its pending completions and ready queues here.  Order is by
  * key, then by seq, so equal keys come out in a fixed order (the engine passes

@@ -1,4 +1,4 @@
-/* sim/output.h — what every writer of results shares: CSV fields, numbers
+/* sim/base/output.h — what every writer of results shares: CSV fields, numbers
  * and atomic saves (the report, the sweep, the plots' exports).
  *
  * CSV follows RFC 4180 (a field holding a comma, a quote or a line break is

@@ -1,4 +1,4 @@
-/* planner/evaluate.h — one policy on one scenario: lower, run, measure.
+/* sim/result/evaluate.h — one policy on one scenario: lower, run, measure.
  *
  * The one path from a scenario and a policy to a SimResult, shared by
  * `offsim run`, `offsim compare` and the planner, so they cannot disagree.

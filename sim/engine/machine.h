@@ -1,4 +1,4 @@
-/* sim/machine.h — the device and the host link, as the engine sees them.
+/* sim/engine/machine.h — the device and the host link, as the engine sees them.
  *
  * Plain value structs, filled by the scenario loader (defaults in one place:
  * sim_machine_defaults) and read by the engine and the workload generators.

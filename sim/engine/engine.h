@@ -1,4 +1,4 @@
-/* sim/engine.h — the fluid discrete-event engine.
+/* sim/engine/engine.h — the fluid discrete-event engine.
  *
  * The engine runs a SimProgram against a SimLink and returns a SimRun: the
  * step time, when each op ran, the memory curve of both pools and their

@@ -1,4 +1,4 @@
-/* sim/scenario.h — a scenario file turned into a machine, a workload and
+/* sim/input/scenario.h — a scenario file turned into a machine, a workload and
  * the policies to run on it.
  *
  * The loader is strict: every group and key must be known, every value must

@@ -1,4 +1,4 @@
-/* sim/error.h — the one error domain of offsim.
+/* sim/base/error.h — the one error domain of offsim.
  *
  * Every function that can fail on user input takes `GError **error` last and
  * returns FALSE/NULL.  The code says what the command line does with it:

@@ -1,4 +1,4 @@
-/* sim/units.h — sizes, rates and times as people write them in scenario files.
+/* sim/base/units.h — sizes, rates and times as people write them in scenario files.
  *
  * Sizes take B, KB, MB, GB, TB (powers of 1000) and KiB, MiB, GiB, TiB (powers
  * of 1024); rates take the same per second ("55GB/s", "12.5GiB/s"); times take

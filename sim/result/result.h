@@ -1,4 +1,4 @@
-/* sim/result.h — the figures of one policy on one scenario.
+/* sim/result/result.h — the figures of one policy on one scenario.
  *
  * A SimResult is what `offsim run` prints and what the planner compares:
  * the JSON fields of DESIGN.md section 6 plus where each peak happened and

@@ -1,4 +1,4 @@
-/* sim/config.h — scenario files merged across includes, each value with the
+/* sim/input/config.h — scenario files merged across includes, each value with the
  * file it came from.
  *
  * GKeyFile parses one file; a scenario is a chain of them.  `include` in a

@@ -1,4 +1,4 @@
-/* sim/trace.h — a workload from a recording of what autograd saved.
+/* sim/input/trace.h — a workload from a recording of what autograd saved.
  *
  * gpu_calib/record_saved_tensors.py writes one CSV row per saved reference
  * (see its header for the columns).  This module turns such a file into a

@@ -1,4 +1,4 @@
-/* sim/invariants.h — what must hold after every simulation.
+/* sim/engine/invariants.h — what must hold after every simulation.
  *
  * The engine's results are only as trustworthy as these checks.  After a
  * run that recorded op times and the memory curve:

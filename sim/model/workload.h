@@ -1,4 +1,4 @@
-/* sim/workload.h — what one training step does, layer by layer.
+/* sim/model/workload.h — what one training step does, layer by layer.
  *
  * A workload is a list of layers, each with forward and backward time, the
  * tensors it saves for backward, the input that full checkpointing keeps,

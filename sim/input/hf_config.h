@@ -1,4 +1,4 @@
-/* sim/hf_config.h — a HuggingFace config.json as a transformer shape.
+/* sim/input/hf_config.h — a HuggingFace config.json as a transformer shape.
  *
  * Reads the model_type and the shape fields of llama, qwen2, mistral and
  * gpt2 configs (GQA, tied embeddings, QKV bias, GPT-2's learned positions

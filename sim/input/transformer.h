@@ -1,4 +1,4 @@
-/* sim/transformer.h — a decoder-only transformer turned into a workload.
+/* sim/input/transformer.h — a decoder-only transformer turned into a workload.
  *
  * Users know their model config, not their activation sizes.  This module
  * expands a config into one tensor per storage that autograd saves in each

@@ -4,7 +4,7 @@
 #include "engine.h"
 #include "error.h"
 #include "grid.h"
-#include "lower.h"
+#include "evaluate.h"
 #include "plan.h"
 #include "scenario.h"
 
@@ -136,22 +136,20 @@ time_steps(guint layers, guint repeats, double *median_ms, guint *ops, guint64 *
   if (s == NULL)
     return FALSE;
   const SimPolicy *policy = g_ptr_array_index(s->policies, 0);
-  g_autoptr(SimEngine) engine = sim_engine_new();
-  g_autoptr(SimProgram) program = sim_program_new();
+  g_autoptr(SimEvaluator) evaluator = sim_evaluate_new();
   g_autofree double *ms = g_new(double, repeats);
   for (guint r = 0; r <= repeats; r++) {
     double t0 = now_s();
-    planner_lower_into(program, s->workload, policy, &s->machine.link);
-    g_autoptr(SimRun) run = sim_engine_run(engine, program, &s->machine.link, NULL, error);
+    g_autoptr(SimRun) run = sim_evaluate_run(evaluator, s, policy, error);
     double t1 = now_s();
     if (run == NULL)
       return FALSE;
     if (r > 0)
       ms[r - 1] = (t1 - t0) * 1e3;
-    *bytes = program_bytes(program, run);
+    *bytes = program_bytes(sim_evaluate_program(evaluator), run);
   }
   *median_ms = median(ms, repeats);
-  *ops = sim_program_n_ops(program);
+  *ops = sim_program_n_ops(sim_evaluate_program(evaluator));
   return TRUE;
 }
 

@@ -8,8 +8,7 @@
  */
 #include "bench.h"
 #include "engine.h"
-#include "lower.h"
-#include "scenario.h"
+#include "evaluate.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -27,13 +26,11 @@ measure_engine(SimEngine *engine, const SimProgram *p)
 }
 
 __attribute__((noinline)) static void
-measure_step(SimProgram *program, const SimScenario *s)
+measure_step(SimEvaluator *evaluator, const SimScenario *s)
 {
-  g_autoptr(SimEngine) engine = sim_engine_new();
   const SimPolicy *policy = g_ptr_array_index(s->policies, 0);
   for (int i = 0; i < 10; i++) {
-    planner_lower_into(program, s->workload, policy, &s->machine.link);
-    g_autoptr(SimRun) run = sim_engine_run(engine, program, &s->machine.link, NULL, NULL);
+    g_autoptr(SimRun) run = sim_evaluate_run(evaluator, s, policy, NULL);
     g_assert(run != NULL);
   }
 }
@@ -51,10 +48,10 @@ main(int argc, char **argv)
   if (argc == 2 && strcmp(argv[1], "step") == 0) {
     g_autofree char *text = bench_scenario_text(96);
     g_autoptr(SimScenario) s = sim_scenario_load_data(text, "96x32", NULL);
-    g_autoptr(SimProgram) program = sim_program_new();
-    measure_step(program, s); /* warm: buffers and labels */
-    measure_step(program, s);
-    printf("steps 10 ops %u\n", sim_program_n_ops(program));
+    g_autoptr(SimEvaluator) evaluator = sim_evaluate_new();
+    measure_step(evaluator, s); /* warm: buffers and labels */
+    measure_step(evaluator, s);
+    printf("steps 10 ops %u\n", sim_program_n_ops(sim_evaluate_program(evaluator)));
     return 0;
   }
   fprintf(stderr, "usage: offsim-instructions engine|step\n");

@@ -129,11 +129,11 @@ run_scenario(const char *path, const RunOptions *o, gboolean compare, GError **e
     g_ptr_array_add(chosen, g_ptr_array_index(scenario->policies, 0));
   }
 
-  g_autoptr(SimEngine) engine = sim_engine_new();
+  g_autoptr(SimEvaluator) evaluator = sim_evaluate_new();
   g_autoptr(GPtrArray) results = g_ptr_array_new_with_free_func((GDestroyNotify)sim_result_free);
-  PlannerEvalOptions eval = { .budget = budget, .detail = wants_detail(o) };
+  SimEvaluateOptions eval = { .budget = budget, .detail = wants_detail(o) };
   for (guint i = 0; i < chosen->len; i++) {
-    SimResult *r = planner_evaluate(scenario, g_ptr_array_index(chosen, i), engine, &eval, error);
+    SimResult *r = sim_evaluate(evaluator, scenario, g_ptr_array_index(chosen, i), &eval, error);
     if (r == NULL)
       return FALSE;
     g_ptr_array_add(results, r);

@@ -88,16 +88,14 @@ point_scenario(const SimConfig *base, const PlannerGrid *g, guint64 index, GErro
 
 /* What each worker thread keeps between its points. */
 typedef struct {
-  SimEngine *engine;
-  SimProgram *program;
+  SimEvaluator *evaluator;
 } Worker;
 
 static void
 worker_free(gpointer data)
 {
   Worker *w = data;
-  sim_engine_free(w->engine);
-  sim_program_free(w->program);
+  sim_evaluate_free(w->evaluator);
   g_free(w);
 }
 
@@ -120,16 +118,15 @@ run_point(gpointer data, gpointer user)
   Worker *w = g_private_get(&worker_key);
   if (w == NULL) {
     w = g_new0(Worker, 1);
-    w->engine = sim_engine_new();
-    w->program = sim_program_new();
+    w->evaluator = sim_evaluate_new();
     g_private_set(&worker_key, w);
   }
   GError *error = NULL;
   g_autoptr(SimScenario) s = point_scenario(sh->base, sh->grid, point->index, &error);
   point->results = g_ptr_array_new_with_free_func((GDestroyNotify)sim_result_free);
-  PlannerEvalOptions options = { .program = w->program };
+  SimEvaluateOptions options = { 0 };
   for (guint i = 0; s && i < s->policies->len && !error; i++) {
-    SimResult *r = planner_evaluate(s, g_ptr_array_index(s->policies, i), w->engine, &options, &error);
+    SimResult *r = sim_evaluate(w->evaluator, s, g_ptr_array_index(s->policies, i), &options, &error);
     if (r)
       g_ptr_array_add(point->results, r);
   }

@@ -3,7 +3,6 @@
 #include "budget.h"
 #include "error.h"
 #include "evaluate.h"
-#include "lower.h"
 #include "units.h"
 
 #include <math.h>
@@ -42,8 +41,7 @@ typedef struct {
   const SimScenario *s;
   guint n;
   guint64 budget;
-  SimEngine *engine;
-  SimProgram *program;
+  SimEvaluator *evaluator;
   SimPolicy *policy; /* scratch: kind = plan, actions rewritten per evaluation */
   LayerCost *cost;
   guint64 base_bytes; /* static + embedding and head, live at the end of the forward pass */
@@ -59,8 +57,7 @@ evaluate(Ctx *c, const SimAction *actions, const Option *o, Eval *out, GError **
   c->policy->async = o->async;
   c->policy->prefetch = o->prefetch;
   c->policy->inflight = o->inflight;
-  planner_lower_into(c->program, c->s->workload, c->policy, &c->s->machine.link);
-  g_autoptr(SimRun) run = sim_engine_run(c->engine, c->program, &c->s->machine.link, NULL, error);
+  g_autoptr(SimRun) run = sim_evaluate_run(c->evaluator, c->s, c->policy, error);
   c->evaluations++;
   if (run == NULL)
     return FALSE;
@@ -422,14 +419,13 @@ plan_policy(const Ctx *c, const Best *b)
 PlannerPlan *
 planner_plan(const SimScenario *s, guint64 budget, GError **error)
 {
-  g_autoptr(SimEngine) engine = sim_engine_new();
-  g_autoptr(SimProgram) program = sim_program_new();
+  g_autoptr(SimEvaluator) evaluator = sim_evaluate_new();
   g_autoptr(SimPolicy) scratch = sim_policy_new("plan", SIM_POLICY_PLAN);
   guint n = sim_workload_n_layers(s->workload);
   scratch->actions = g_array_sized_new(FALSE, TRUE, sizeof(SimAction), n);
   g_array_set_size(scratch->actions, n);
   scratch->dedup = TRUE;
-  Ctx c = { .s = s, .n = n, .budget = budget, .engine = engine, .program = program, .policy = scratch };
+  Ctx c = { .s = s, .n = n, .budget = budget, .evaluator = evaluator, .policy = scratch };
   layer_costs(&c);
   g_autofree LayerCost *costs = c.cost; /* freed with the plan's context */
   (void)costs;
@@ -447,10 +443,10 @@ planner_plan(const SimScenario *s, guint64 budget, GError **error)
     p->min_budget = (guint64)best.eval.peak;
   }
   p->policy = plan_policy(&c, &best);
-  PlannerEvalOptions eval = { .budget = budget, .detail = TRUE };
-  p->result = planner_evaluate(s, p->policy, engine, &eval, error);
+  SimEvaluateOptions eval = { .budget = budget, .detail = TRUE };
+  p->result = sim_evaluate(evaluator, s, p->policy, &eval, error);
   g_autoptr(SimPolicy) resident = sim_policy_new("resident", SIM_POLICY_RESIDENT);
-  p->resident = p->result ? planner_evaluate(s, resident, engine, &eval, error) : NULL;
+  p->resident = p->result ? sim_evaluate(evaluator, s, resident, &eval, error) : NULL;
   if (p->result == NULL || p->resident == NULL)
     return NULL;
   p->lower_bound_ms = lower_bound(&c) * 1e3;

@@ -42,7 +42,7 @@ enumerate(const SimScenario *s, guint64 budget, Best *feasible, Best *least)
       guint x = code;
       for (guint i = 0; i < n; i++, x /= 3)
         g_array_index(policy->actions, SimAction, i) = (SimAction)(x % 3);
-      planner_lower_into(program, s->workload, policy, &s->machine.link);
+      sim_lower_into(program, s->workload, policy, &s->machine.link);
       g_autoptr(SimRun) run = sim_engine_run(engine, program, &s->machine.link, NULL, NULL);
       ck_assert_ptr_nonnull(run);
       gint64 peak = run->peak[SIM_POOL_DEVICE].bytes;

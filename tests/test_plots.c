@@ -235,8 +235,8 @@ START_TEST(spans_cover_every_op_once)
   }
   /* Without detail there is nothing to draw, and the error says so. */
   g_autoptr(SimScenario) s = sim_scenario_load_file(TINY, NULL);
-  PlannerEvalOptions plain = { 0 };
-  g_autoptr(SimResult) bare = planner_evaluate(s, sim_scenario_policy(s, "async"), NULL, &plain, NULL);
+  SimEvaluateOptions plain = { 0 };
+  g_autoptr(SimResult) bare = sim_evaluate(NULL, s, sim_scenario_policy(s, "async"), &plain, NULL);
   g_autoptr(GError) no_detail = NULL;
   ck_assert_ptr_null(plots_spans_new(bare, &no_detail));
   ck_assert(g_error_matches(no_detail, SIM_ERROR, SIM_ERROR_INTERNAL));
@@ -391,9 +391,9 @@ START_TEST(memory_chart_marks_capacity_or_budget)
 {
   g_autoptr(SimScenario) s = sim_scenario_load_file(TINY, NULL);
   const SimPolicy *resident = sim_scenario_policy(s, "resident");
-  PlannerEvalOptions far = { .detail = TRUE }, near = { .detail = TRUE, .budget = 3ull << 29 };
-  g_autoptr(SimResult) a = planner_evaluate(s, resident, NULL, &far, NULL);
-  g_autoptr(SimResult) b = planner_evaluate(s, resident, NULL, &near, NULL);
+  SimEvaluateOptions far = { .detail = TRUE }, near = { .detail = TRUE, .budget = 3ull << 29 };
+  g_autoptr(SimResult) a = sim_evaluate(NULL, s, resident, &far, NULL);
+  g_autoptr(SimResult) b = sim_evaluate(NULL, s, resident, &near, NULL);
   ck_assert(a->peak_device.bytes * 1.5 < (double)a->capacity_bytes);
   ck_assert(b->peak_device.bytes * 1.5 > (double)b->capacity_bytes);
   g_autoptr(GPtrArray) one = g_ptr_array_new();

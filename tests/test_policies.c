@@ -266,15 +266,15 @@ START_TEST(the_program_has_three_named_streams)
 {
   g_autoptr(SimScenario) s = uniform(4000000, all_policies);
   const SimPolicy *p = sim_scenario_policy(s, "async");
-  g_autoptr(SimProgram) program = planner_lower(s->workload, p, &s->machine.link);
+  g_autoptr(SimProgram) program = sim_lower(s->workload, p, &s->machine.link);
   ck_assert_uint_eq(program->streams->len, 3);
-  ck_assert_str_eq(((SimStream *)g_ptr_array_index(program->streams, PLANNER_STREAM_COMPUTE))->name, "compute");
-  ck_assert_str_eq(((SimStream *)g_ptr_array_index(program->streams, PLANNER_STREAM_D2H))->name, "d2h");
-  ck_assert_str_eq(((SimStream *)g_ptr_array_index(program->streams, PLANNER_STREAM_H2D))->name, "h2d");
+  ck_assert_str_eq(((SimStream *)g_ptr_array_index(program->streams, SIM_LOWER_STREAM_COMPUTE))->name, "compute");
+  ck_assert_str_eq(((SimStream *)g_ptr_array_index(program->streams, SIM_LOWER_STREAM_D2H))->name, "d2h");
+  ck_assert_str_eq(((SimStream *)g_ptr_array_index(program->streams, SIM_LOWER_STREAM_H2D))->name, "h2d");
   /* Lowering into a reused program gives the same ops. */
   g_autoptr(SimProgram) again = sim_program_new();
-  planner_lower_into(again, s->workload, sim_scenario_policy(s, "resident"), &s->machine.link);
-  planner_lower_into(again, s->workload, p, &s->machine.link);
+  sim_lower_into(again, s->workload, sim_scenario_policy(s, "resident"), &s->machine.link);
+  sim_lower_into(again, s->workload, p, &s->machine.link);
   ck_assert_uint_eq(sim_program_n_ops(again), sim_program_n_ops(program));
   ck_assert(memcmp(again->ops, program->ops, sizeof(SimOp) * sim_program_n_ops(program)) == 0);
 }

@@ -45,8 +45,8 @@ test_evaluate(const SimScenario *s, const char *policy)
   g_autoptr(GError) error = NULL;
   const SimPolicy *p = sim_scenario_policy(s, policy);
   ck_assert_msg(p != NULL, "no policy %s", policy);
-  PlannerEvalOptions options = { .detail = TRUE };
-  SimResult *r = planner_evaluate(s, p, NULL, &options, &error);
+  SimEvaluateOptions options = { .detail = TRUE };
+  SimResult *r = sim_evaluate(NULL, s, p, &options, &error);
   ck_assert_msg(r != NULL, "evaluation failed: %s", error ? error->message : "?");
   /* Every evaluation in the tests is checked, in release builds too. */
   ck_assert_msg(sim_invariants_check(r->run, r->program, &error), "%s", error ? error->message : "");

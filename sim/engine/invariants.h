@@ -15,7 +15,7 @@
  * A violation is SIM_ERROR_INTERNAL naming the op or tensor: a bug report,
  * not a silent wrong number.  Debug builds (no NDEBUG) run the engine's
  * checks at the end of every sim_engine_run and the full ones after every
- * planner_evaluate, with whatever the run recorded (op times and the curve
+ * sim_evaluate, with whatever the run recorded (op times and the curve
  * only when asked for); the tests run the full checks after every detailed
  * evaluation in every build.
  * Cost: O(ops + memory actions), one hash table for the copy balance.

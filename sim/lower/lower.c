@@ -25,6 +25,42 @@ typedef struct {
   guint *first;
 } Lower;
 
+static gboolean
+policy_selects(const SimPolicy *p, guint layer)
+{
+  return p->selected == NULL || (layer < p->selected->len && g_array_index(p->selected, gboolean, layer));
+}
+
+/* The action of each layer, for a model of n_layers: a new SimAction array.
+ * Every policy kind reduces to this, so nothing below is kind-specific. */
+static GArray *
+policy_actions(const SimPolicy *p, guint n_layers)
+{
+  GArray *actions = g_array_sized_new(FALSE, TRUE, sizeof(SimAction), n_layers);
+  g_array_set_size(actions, n_layers);
+  for (guint i = 0; i < n_layers; i++) {
+    SimAction a = SIM_ACTION_KEEP;
+    switch (p->kind) {
+    case SIM_POLICY_RESIDENT:
+      break;
+    case SIM_POLICY_OFFLOAD:
+      if (policy_selects(p, i) && i + p->keep_last < n_layers)
+        a = SIM_ACTION_OFFLOAD;
+      break;
+    case SIM_POLICY_CHECKPOINT:
+      if (policy_selects(p, i) && i % p->every == 0)
+        a = p->selective ? SIM_ACTION_SELECTIVE : SIM_ACTION_RECOMPUTE;
+      break;
+    case SIM_POLICY_PLAN:
+      g_assert(p->actions != NULL && p->actions->len == n_layers);
+      a = g_array_index(p->actions, SimAction, i);
+      break;
+    }
+    g_array_index(actions, SimAction, i) = a;
+  }
+  return actions;
+}
+
 static inline const SimLayer *
 layer_at(const Lower *l, guint i)
 {
@@ -156,7 +192,7 @@ emit_pinning(const Lower *l, guint i)
     if (tensor_fate(l, i, k) != FATE_OFFLOAD)
       continue;
     for (guint c = 0; c < copies_of(l, t); c++)
-      sim_program_host_alloc(l->p, PLANNER_STREAM_COMPUTE, l->link->host_alloc, (gint32)i, l->label_pin);
+      sim_program_host_alloc(l->p, SIM_LOWER_STREAM_COMPUTE, l->link->host_alloc, (gint32)i, l->label_pin);
   }
 }
 
@@ -165,11 +201,11 @@ emit_pinning(const Lower *l, guint i)
 static void
 emit_reload(Lower *l, guint j, guint32 trigger)
 {
-  sim_program_wait(l->p, PLANNER_STREAM_H2D, trigger);
-  sim_program_wait(l->p, PLANNER_STREAM_H2D, l->ev_d2h[j]);
-  emit_copies(l, j, SIM_DIR_H2D, PLANNER_STREAM_H2D);
+  sim_program_wait(l->p, SIM_LOWER_STREAM_H2D, trigger);
+  sim_program_wait(l->p, SIM_LOWER_STREAM_H2D, l->ev_d2h[j]);
+  emit_copies(l, j, SIM_DIR_H2D, SIM_LOWER_STREAM_H2D);
   l->ev_h2d[j] = sim_program_add_event(l->p, l->label_reloaded, (gint32)j);
-  sim_program_record(l->p, PLANNER_STREAM_H2D, l->ev_h2d[j]);
+  sim_program_record(l->p, SIM_LOWER_STREAM_H2D, l->ev_h2d[j]);
 }
 
 /* The embedding or the loss head: it keeps its tensors. */
@@ -180,7 +216,7 @@ emit_stage(Lower *l, const SimLayer *stage, const char *name, SimPhase phase)
     return;
   guint32 label = sim_program_intern(l->p, name);
   gboolean forward = phase == SIM_PHASE_FORWARD;
-  guint32 op = sim_program_compute(l->p, PLANNER_STREAM_COMPUTE, forward ? stage->forward : stage->backward, phase,
+  guint32 op = sim_program_compute(l->p, SIM_LOWER_STREAM_COMPUTE, forward ? stage->forward : stage->backward, phase,
                                    SIM_NO_LAYER, label);
   workspace(l, op, stage, SIM_NO_LAYER);
   for (guint k = 0; k < stage->tensors->len; k++) {
@@ -199,9 +235,9 @@ emit_forward(Lower *l, guint i)
   SimAction a = action_at(l, i);
 
   if (l->policy->async && i >= inflight && l->ev_d2h[i - inflight] != NONE)
-    sim_program_wait(p, PLANNER_STREAM_COMPUTE, l->ev_d2h[i - inflight]);
+    sim_program_wait(p, SIM_LOWER_STREAM_COMPUTE, l->ev_d2h[i - inflight]);
 
-  guint32 op = sim_program_compute(p, PLANNER_STREAM_COMPUTE, layer->forward, SIM_PHASE_FORWARD, (gint32)i,
+  guint32 op = sim_program_compute(p, SIM_LOWER_STREAM_COMPUTE, layer->forward, SIM_PHASE_FORWARD, (gint32)i,
                                    l->label_fwd);
   if (a == SIM_ACTION_RECOMPUTE)
     sim_program_mem(p, op, SIM_AT_START, SIM_POOL_DEVICE, (gint64)layer->input_bytes, l->label_input, (gint32)i);
@@ -221,15 +257,15 @@ emit_forward(Lower *l, guint i)
     return;
   emit_pinning(l, i);
   if (!l->policy->async) {
-    emit_copies(l, i, SIM_DIR_D2H, PLANNER_STREAM_COMPUTE);
+    emit_copies(l, i, SIM_DIR_D2H, SIM_LOWER_STREAM_COMPUTE);
     return;
   }
   guint32 done = sim_program_add_event(p, l->label_fwd_done, (gint32)i);
-  sim_program_record(p, PLANNER_STREAM_COMPUTE, done);
-  sim_program_wait(p, PLANNER_STREAM_D2H, done);
-  emit_copies(l, i, SIM_DIR_D2H, PLANNER_STREAM_D2H);
+  sim_program_record(p, SIM_LOWER_STREAM_COMPUTE, done);
+  sim_program_wait(p, SIM_LOWER_STREAM_D2H, done);
+  emit_copies(l, i, SIM_DIR_D2H, SIM_LOWER_STREAM_D2H);
   l->ev_d2h[i] = sim_program_add_event(p, l->label_offloaded, (gint32)i);
-  sim_program_record(p, PLANNER_STREAM_D2H, l->ev_d2h[i]);
+  sim_program_record(p, SIM_LOWER_STREAM_D2H, l->ev_d2h[i]);
 }
 
 static void
@@ -243,25 +279,25 @@ emit_backward(Lower *l, guint i)
   /* Without prefetch a layer asks for its own group when its backward is due. */
   if (prefetch == 0 && is_async_offload(l, i)) {
     guint32 due = sim_program_add_event(p, l->label_due, (gint32)i);
-    sim_program_record(p, PLANNER_STREAM_COMPUTE, due);
+    sim_program_record(p, SIM_LOWER_STREAM_COMPUTE, due);
     emit_reload(l, i, due);
   }
   if (is_async_offload(l, i))
-    sim_program_wait(p, PLANNER_STREAM_COMPUTE, l->ev_h2d[i]);
+    sim_program_wait(p, SIM_LOWER_STREAM_COMPUTE, l->ev_h2d[i]);
   if (prefetch > 0 && i >= prefetch && is_async_offload(l, i - prefetch)) {
     guint32 started = sim_program_add_event(p, l->label_started, (gint32)i);
-    sim_program_record(p, PLANNER_STREAM_COMPUTE, started);
+    sim_program_record(p, SIM_LOWER_STREAM_COMPUTE, started);
     emit_reload(l, i - prefetch, started);
   }
   if (offloads(a) && !l->policy->async)
-    emit_copies(l, i, SIM_DIR_H2D, PLANNER_STREAM_COMPUTE);
+    emit_copies(l, i, SIM_DIR_H2D, SIM_LOWER_STREAM_COMPUTE);
 
   /* Full recompute reruns the forward and rebuilds every tensor; selective
    * recompute rebuilds only the dropped ones, at their own cost. */
   gboolean full = a == SIM_ACTION_RECOMPUTE;
   double redo = full ? layer->forward : sim_layer_selective_recompute(layer);
   if (full || a == SIM_ACTION_SELECTIVE || a == SIM_ACTION_SELECTIVE_OFFLOAD) {
-    guint32 op = sim_program_compute(p, PLANNER_STREAM_COMPUTE, redo, SIM_PHASE_RECOMPUTE, (gint32)i,
+    guint32 op = sim_program_compute(p, SIM_LOWER_STREAM_COMPUTE, redo, SIM_PHASE_RECOMPUTE, (gint32)i,
                                      l->label_recompute);
     for (guint k = 0; k < layer->tensors->len; k++) {
       const SimTensor *t = &g_array_index(layer->tensors, SimTensor, k);
@@ -272,7 +308,7 @@ emit_backward(Lower *l, guint i)
     workspace(l, op, layer, (gint32)i);
   }
 
-  guint32 op = sim_program_compute(p, PLANNER_STREAM_COMPUTE, layer->backward, SIM_PHASE_BACKWARD, (gint32)i,
+  guint32 op = sim_program_compute(p, SIM_LOWER_STREAM_COMPUTE, layer->backward, SIM_PHASE_BACKWARD, (gint32)i,
                                    l->label_bwd);
   workspace(l, op, layer, (gint32)i);
   for (guint k = 0; k < layer->tensors->len; k++) {
@@ -285,7 +321,7 @@ emit_backward(Lower *l, guint i)
 }
 
 void
-planner_lower_into(SimProgram *p, const SimWorkload *w, const SimPolicy *policy, const SimLink *link)
+sim_lower_into(SimProgram *p, const SimWorkload *w, const SimPolicy *policy, const SimLink *link)
 {
   guint n = sim_workload_n_layers(w);
   Lower l = { .p = p, .w = w, .policy = policy, .link = link };
@@ -321,7 +357,7 @@ planner_lower_into(SimProgram *p, const SimWorkload *w, const SimPolicy *policy,
   }
 
   /* An offload with nothing to move is no offload: no events, no waits. */
-  l.actions = sim_policy_actions(policy, n);
+  l.actions = policy_actions(policy, n);
   for (guint i = 0; i < n; i++) {
     SimAction *a = &g_array_index(l.actions, SimAction, i);
     if (offloads(*a) && !layer_moves_anything(&l, layer_at(&l, i), *a))
@@ -351,7 +387,7 @@ planner_lower_into(SimProgram *p, const SimWorkload *w, const SimPolicy *policy,
         continue;
       if (boundary == NONE) {
         boundary = sim_program_add_event(p, l.label_boundary, SIM_NO_LAYER);
-        sim_program_record(p, PLANNER_STREAM_COMPUTE, boundary);
+        sim_program_record(p, SIM_LOWER_STREAM_COMPUTE, boundary);
       }
       emit_reload(&l, j, boundary);
     }
@@ -370,9 +406,9 @@ planner_lower_into(SimProgram *p, const SimWorkload *w, const SimPolicy *policy,
 }
 
 SimProgram *
-planner_lower(const SimWorkload *w, const SimPolicy *policy, const SimLink *link)
+sim_lower(const SimWorkload *w, const SimPolicy *policy, const SimLink *link)
 {
   SimProgram *p = sim_program_new();
-  planner_lower_into(p, w, policy, link);
+  sim_lower_into(p, w, policy, link);
   return p;
 }

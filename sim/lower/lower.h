@@ -1,34 +1,51 @@
-/* sim/lower/lower.h — policy lowering: workload + policy -> stream program.
+/* sim/lower/lower.h — lowering: workload + policy -> stream program.
  *
- * Every policy reduces to one action per layer (keep, offload, recompute)
- * and one mechanism emits all of them, so a hybrid plan is not a special
- * case.  The program has three streams, in this order: compute, d2h, h2d.
+ * The only place a policy becomes a schedule.  Every policy kind reduces to
+ * one SimAction per layer (resident: keep everywhere; offload: offload the
+ * selected layers except the last keep_last; checkpoint: recompute or
+ * selective every `every`-th selected layer; plan: its actions), and one
+ * mechanism emits all five actions, so a hybrid plan is not a special case.
+ * The program has three streams, in this order: compute, d2h, h2d.
  *
- *   keep       forward allocates the layer's saved tensors and backward
- *              frees them.
- *   recompute  forward keeps only the layer input; right before backward a
- *              recompute op (the layer's forward time) re-allocates the
- *              tensors.
- *   offload    tensors that are offloadable and at least min_tensor bytes
- *              go to the host after the forward and come back before the
- *              backward; the rest stay.
- *     sync:  copies on the compute stream, right after the forward and right
- *            before the backward (PyTorch save_on_cpu).
- *     async: verl's double-buffered group offload.  After layer i's forward
- *            the d2h stream waits on it and copies its group; each tensor's
- *            device memory is freed when its copy ends.  The forward of
- *            layer i waits until the group of layer i - inflight is out.  The
- *            h2d of layer j starts when the backward of layer j + prefetch
- *            starts (at the forward/backward boundary for the top layers)
- *            and never before layer j's own d2h is done; the backward of j
- *            waits for it.
+ *   keep               forward allocates the layer's saved tensors and
+ *                      backward frees them.
+ *   recompute          forward keeps only the layer input; right before
+ *                      backward a recompute op (the layer's forward time)
+ *                      re-allocates the tensors.
+ *   selective          forward allocates every tensor and frees the
+ *                      selective ones at its end; right before backward a
+ *                      recompute op (their recompute cost) re-allocates them.
+ *   offload            tensors that are offloadable and at least min_tensor
+ *                      bytes go to the host after the forward and come back
+ *                      before the backward; the rest stay.
+ *   selective+offload  selective recompute of the attention core, offload of
+ *                      the rest.
+ *
+ * An offload that has nothing to move is lowered as keep (or selective):
+ * no events, no waits.  How offloaded tensors travel:
+ *
+ *   sync:  copies on the compute stream, right after the forward and right
+ *          before the backward (PyTorch save_on_cpu).
+ *   async: verl's double-buffered group offload.  After layer i's forward
+ *          the d2h stream waits on it and copies its group; each tensor's
+ *          device memory is freed when its copy ends.  The forward of layer
+ *          i waits until the group of layer i - inflight is out.  The h2d of
+ *          layer j starts when the backward of layer j + prefetch starts (at
+ *          the forward/backward boundary for the top layers) and never before
+ *          layer j's own d2h is done; the backward of j waits for it.
+ *   dedup: each saved storage copied once, or once per saved reference.
  *   pinned = per-tensor: each offloaded tensor first pays host_alloc on the
- *            compute stream (cudaHostAlloc blocks the issuing thread and
- *            synchronises, so it cannot hide under copies).
+ *          compute stream (cudaHostAlloc blocks the issuing thread and
+ *          synchronises, so it cannot hide under copies).
  *   pinned = none: copies from pageable memory, at pageable_factor.
  *
- * Memory: static bytes are the device baseline; forward allocates workspace
- * at its start and frees it at its end, as do recompute and backward.
+ * The embedding and the loss head are lowered as stages that always keep
+ * their tensors on the device.  Memory: static bytes are the device
+ * baseline; forward allocates workspace at its start and frees it at its
+ * end, as do recompute and backward.
+ *
+ * Cost: linear in layers x tensors x references; nothing is allocated per op
+ * once the program's buffers have grown (sim_lower_into reuses them).
  */
 #pragma once
 
@@ -40,16 +57,16 @@
 G_BEGIN_DECLS
 
 enum {
-  PLANNER_STREAM_COMPUTE = 0,
-  PLANNER_STREAM_D2H = 1,
-  PLANNER_STREAM_H2D = 2,
+  SIM_LOWER_STREAM_COMPUTE = 0,
+  SIM_LOWER_STREAM_D2H = 1,
+  SIM_LOWER_STREAM_H2D = 2,
 };
 
-/* Builds a new program. */
-SimProgram *planner_lower(const SimWorkload *workload, const SimPolicy *policy, const SimLink *link);
+/* A new program, the caller's. */
+SimProgram *sim_lower(const SimWorkload *workload, const SimPolicy *policy, const SimLink *link);
 
-/* Lowers into `program` after sim_program_reset(), reusing its storage. */
-void planner_lower_into(SimProgram *program, const SimWorkload *workload, const SimPolicy *policy,
+/* Resets `program` and lowers into it, reusing its storage. */
+void sim_lower_into(SimProgram *program, const SimWorkload *workload, const SimPolicy *policy,
                         const SimLink *link);
 
 G_END_DECLS

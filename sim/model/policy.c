@@ -31,40 +31,6 @@ sim_policy_free(SimPolicy *p)
   g_free(p);
 }
 
-static gboolean
-selected(const SimPolicy *p, guint layer)
-{
-  return p->selected == NULL || (layer < p->selected->len && g_array_index(p->selected, gboolean, layer));
-}
-
-GArray *
-sim_policy_actions(const SimPolicy *p, guint n_layers)
-{
-  GArray *actions = g_array_sized_new(FALSE, TRUE, sizeof(SimAction), n_layers);
-  g_array_set_size(actions, n_layers);
-  for (guint i = 0; i < n_layers; i++) {
-    SimAction a = SIM_ACTION_KEEP;
-    switch (p->kind) {
-    case SIM_POLICY_RESIDENT:
-      break;
-    case SIM_POLICY_OFFLOAD:
-      if (selected(p, i) && i + p->keep_last < n_layers)
-        a = SIM_ACTION_OFFLOAD;
-      break;
-    case SIM_POLICY_CHECKPOINT:
-      if (selected(p, i) && i % p->every == 0)
-        a = p->selective ? SIM_ACTION_SELECTIVE : SIM_ACTION_RECOMPUTE;
-      break;
-    case SIM_POLICY_PLAN:
-      g_assert(p->actions != NULL && p->actions->len == n_layers);
-      a = g_array_index(p->actions, SimAction, i);
-      break;
-    }
-    g_array_index(actions, SimAction, i) = a;
-  }
-  return actions;
-}
-
 GPtrArray *
 sim_policy_default_set(void)
 {

@@ -1,6 +1,6 @@
 /* sim/model/policy.h — what a [policy.NAME] group asks for.
  *
- * A policy is a spec, not a schedule: planner_lower() turns it and a workload
+ * A policy is a spec, not a schedule: sim_lower() turns it and a workload
  * into a program.  Every kind reduces to one action per layer (keep, offload
  * or recompute) plus the options that say how offloaded layers are copied:
  *
@@ -69,9 +69,6 @@ typedef struct {
 SimPolicy *sim_policy_new(const char *name, SimPolicyKind kind);
 void sim_policy_free(SimPolicy *policy);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(SimPolicy, sim_policy_free)
-
-/* The action of each layer, for a model of n_layers; SimAction array. */
-GArray *sim_policy_actions(const SimPolicy *policy, guint n_layers);
 
 /* The default set: resident, offload-sync, offload-async, checkpoint-full. */
 GPtrArray *sim_policy_default_set(void);

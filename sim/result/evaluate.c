@@ -3,36 +3,85 @@
 #include "invariants.h"
 #include "lower.h"
 
-SimResult *
-planner_evaluate(const SimScenario *s, const SimPolicy *policy, SimEngine *engine,
-                 const PlannerEvalOptions *options, GError **error)
-{
-  g_autoptr(SimEngine) own = engine ? NULL : sim_engine_new();
-  gboolean detail = options && options->detail;
-  guint64 capacity = options && options->budget ? options->budget : s->machine.device.memory;
-  SimEngineOptions engine_options = { .record_ops = detail, .record_curve = detail };
+struct SimEvaluator {
+  SimEngine *engine;
+  SimProgram *program; /* scratch: every run without detail lowers into it */
+};
 
-  SimProgram *scratch = options && !detail ? options->program : NULL;
-  g_autoptr(SimProgram) program = scratch ? NULL : planner_lower(s->workload, policy, &s->machine.link);
-  if (scratch)
-    planner_lower_into(scratch, s->workload, policy, &s->machine.link);
-  SimProgram *lowered = scratch ? scratch : program;
-  g_autoptr(SimRun) run = sim_engine_run(engine ? engine : own, lowered, &s->machine.link, &engine_options, error);
+SimEvaluator *
+sim_evaluate_new(void)
+{
+  SimEvaluator *ev = g_new0(SimEvaluator, 1);
+  ev->engine = sim_engine_new();
+  ev->program = sim_program_new();
+  return ev;
+}
+
+void
+sim_evaluate_free(SimEvaluator *ev)
+{
+  if (ev == NULL)
+    return;
+  sim_engine_free(ev->engine);
+  sim_program_free(ev->program);
+  g_free(ev);
+}
+
+/* Lowers into `program` (reset first) and runs it: the one place both paths meet. */
+static SimRun *
+lower_and_run(SimEngine *engine, SimProgram *program, const SimScenario *s, const SimPolicy *policy,
+              const SimEngineOptions *options, GError **error)
+{
+  sim_lower_into(program, s->workload, policy, &s->machine.link);
+  g_autoptr(SimRun) run = sim_engine_run(engine, program, &s->machine.link, options, error);
   if (run == NULL) {
     g_prefix_error(error, "policy '%s': ", policy->name);
     return NULL;
   }
 #ifndef NDEBUG
   /* A lowered step also sends back every byte it sent out. */
-  if (!sim_invariants_check(run, lowered, error)) {
+  if (!sim_invariants_check(run, program, error)) {
     g_prefix_error(error, "policy '%s': ", policy->name);
     return NULL;
   }
 #endif
-  if (!detail)
-    return sim_result_new(s->name, policy->name, s->workload, lowered, run, capacity, FALSE);
-  SimResult *r = sim_result_new(s->name, policy->name, s->workload, program, run, capacity, TRUE);
-  g_steal_pointer(&program);
-  g_steal_pointer(&run);
-  return r;
+  return g_steal_pointer(&run);
+}
+
+SimRun *
+sim_evaluate_run(SimEvaluator *ev, const SimScenario *s, const SimPolicy *policy, GError **error)
+{
+  g_return_val_if_fail(ev != NULL, NULL);
+  g_return_val_if_fail(error == NULL || *error == NULL, NULL);
+  return lower_and_run(ev->engine, ev->program, s, policy, NULL, error);
+}
+
+const SimProgram *
+sim_evaluate_program(const SimEvaluator *ev)
+{
+  return ev->program;
+}
+
+SimResult *
+sim_evaluate(SimEvaluator *ev, const SimScenario *s, const SimPolicy *policy, const SimEvaluateOptions *options,
+             GError **error)
+{
+  g_return_val_if_fail(error == NULL || *error == NULL, NULL);
+  g_autoptr(SimEvaluator) own = ev ? NULL : sim_evaluate_new();
+  SimEvaluator *use = ev ? ev : own;
+  gboolean detail = options && options->detail;
+  guint64 capacity = options && options->budget ? options->budget : s->machine.device.memory;
+  SimEngineOptions engine_options = { .record_ops = detail, .record_curve = detail };
+
+  /* With detail the result keeps its program, so it gets one of its own. */
+  g_autoptr(SimProgram) kept = detail ? sim_program_new() : NULL;
+  SimProgram *program = detail ? kept : use->program;
+  SimRun *run = lower_and_run(use->engine, program, s, policy, &engine_options, error);
+  if (run == NULL)
+    return NULL;
+  if (!detail) {
+    g_autoptr(SimRun) borrowed = run;
+    return sim_result_new(s->name, policy->name, s->workload, program, borrowed, capacity, FALSE);
+  }
+  return sim_result_new(s->name, policy->name, s->workload, g_steal_pointer(&kept), run, capacity, TRUE);
 }

@@ -1,7 +1,26 @@
 /* sim/result/evaluate.h — one policy on one scenario: lower, run, measure.
  *
- * The one path from a scenario and a policy to a SimResult, shared by
- * `offsim run`, `offsim compare` and the planner, so they cannot disagree.
+ * The one path from a scenario and a policy to figures.  `offsim run` and
+ * `compare`, the sweep, the planner, the benchmarks and the tests all come
+ * through here, so they cannot disagree on how a policy is lowered, which
+ * link it runs against, or which invariants are checked:
+ *
+ *   sim_evaluate_run   lowers into the evaluator's scratch program and runs
+ *                      it: the raw SimRun, no op times, no memory curve.  The
+ *                      planner's inner loop (thousands of candidates) and the
+ *                      step benchmark use it; nothing is allocated per call
+ *                      once the buffers have grown.
+ *   sim_evaluate       the same, turned into a SimResult (the figures every
+ *                      output prints); with `detail` the result keeps its own
+ *                      program, the op times and the memory curve for plots
+ *                      and traces.
+ *
+ * In builds without NDEBUG every run is checked by sim_invariants_check
+ * (every byte sent out comes back, memory never negative, ...): a failure is
+ * a lowering or engine bug and comes back as SIM_ERROR_INTERNAL.
+ *
+ * Ownership: a SimEvaluator owns an engine and a program; it is not shared
+ * between threads (the sweep keeps one per worker).
  */
 #pragma once
 
@@ -14,11 +33,28 @@ G_BEGIN_DECLS
 typedef struct {
   guint64 budget;  /* capacity for `fits`; 0 = the device's memory */
   gboolean detail; /* keep the program, op times and memory curve in the result */
-  SimProgram *program; /* scratch to lower into without detail (reused, not kept); NULL = a new one */
-} PlannerEvalOptions;
+} SimEvaluateOptions;
 
-/* `engine` may be NULL (a temporary one is used); pass one to reuse buffers. */
-SimResult *planner_evaluate(const SimScenario *scenario, const SimPolicy *policy, SimEngine *engine,
-                            const PlannerEvalOptions *options, GError **error);
+typedef struct SimEvaluator SimEvaluator;
+
+SimEvaluator *sim_evaluate_new(void);
+void sim_evaluate_free(SimEvaluator *evaluator);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(SimEvaluator, sim_evaluate_free)
+
+/* Lowers `policy` on `scenario` into the evaluator's program and runs it.
+ * Returns a new SimRun (the caller's), or NULL with `error` set; the program
+ * it was run from is the evaluator's and valid until the next call. */
+SimRun *sim_evaluate_run(SimEvaluator *evaluator, const SimScenario *scenario, const SimPolicy *policy,
+                         GError **error);
+
+/* The program of the evaluator's last sim_evaluate_run (empty before one). */
+const SimProgram *sim_evaluate_program(const SimEvaluator *evaluator);
+
+/* The figures of `policy` on `scenario`: a new SimResult, the caller's, or
+ * NULL with `error` set.  `evaluator` may be NULL (a temporary one is used);
+ * pass one to reuse its buffers.  `options` may be NULL (device memory as
+ * the capacity, no detail). */
+SimResult *sim_evaluate(SimEvaluator *evaluator, const SimScenario *scenario, const SimPolicy *policy,
+                        const SimEvaluateOptions *options, GError **error);
 
 G_END_DECLS

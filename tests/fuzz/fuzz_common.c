@@ -103,11 +103,11 @@ extra_policies(guint n_layers)
 }
 
 static void
-evaluate(const SimScenario *s, const SimPolicy *p, SimEngine *engine)
+evaluate(const SimScenario *s, const SimPolicy *p, SimEvaluator *evaluator)
 {
   g_autoptr(GError) error = NULL;
-  PlannerEvalOptions options = { .detail = TRUE };
-  g_autoptr(SimResult) r = planner_evaluate(s, p, engine, &options, &error);
+  SimEvaluateOptions options = { .detail = TRUE };
+  g_autoptr(SimResult) r = sim_evaluate(evaluator, s, p, &options, &error);
   if (r == NULL) {
     fprintf(stderr, "fuzz: policy '%s' failed: %s\n", p->name, error ? error->message : "(no message)");
     abort();
@@ -127,10 +127,10 @@ fuzz_evaluate_all(const SimScenario *s)
 {
   if (work_of(s->workload) > FUZZ_MAX_WORK)
     return;
-  g_autoptr(SimEngine) engine = sim_engine_new();
+  g_autoptr(SimEvaluator) evaluator = sim_evaluate_new();
   for (guint i = 0; i < s->policies->len; i++)
-    evaluate(s, g_ptr_array_index(s->policies, i), engine);
+    evaluate(s, g_ptr_array_index(s->policies, i), evaluator);
   g_autoptr(GPtrArray) extra = extra_policies(sim_workload_n_layers(s->workload));
   for (guint i = 0; i < extra->len; i++)
-    evaluate(s, g_ptr_array_index(extra, i), engine);
+    evaluate(s, g_ptr_array_index(extra, i), evaluator);
 }

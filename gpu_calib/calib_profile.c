@@ -13,7 +13,7 @@ calib_profile_new(void)
 {
   CalibProfile *p = g_new0(CalibProfile, 1);
   SimMachine m;
-  sim_machine_defaults(&m);
+  sim_scenario_machine_defaults(&m);
   p->link = m.link;
   p->notes = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
   p->meta = g_ptr_array_new_with_free_func(g_free);

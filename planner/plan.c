@@ -406,7 +406,7 @@ verdict(PlannerPlan *p, guint64 static_bytes)
 static SimPolicy *
 plan_policy(const Ctx *c, const Best *b)
 {
-  SimPolicy *p = sim_policy_new("plan", SIM_POLICY_PLAN);
+  SimPolicy *p = sim_scenario_policy_new("plan", SIM_POLICY_PLAN);
   p->actions = g_array_sized_new(FALSE, FALSE, sizeof(SimAction), c->n);
   g_array_append_vals(p->actions, b->actions, c->n);
   p->async = options[b->option].async;
@@ -420,7 +420,7 @@ PlannerPlan *
 planner_plan(const SimScenario *s, guint64 budget, GError **error)
 {
   g_autoptr(SimEvaluator) evaluator = sim_evaluate_new();
-  g_autoptr(SimPolicy) scratch = sim_policy_new("plan", SIM_POLICY_PLAN);
+  g_autoptr(SimPolicy) scratch = sim_scenario_policy_new("plan", SIM_POLICY_PLAN);
   guint n = sim_workload_n_layers(s->workload);
   scratch->actions = g_array_sized_new(FALSE, TRUE, sizeof(SimAction), n);
   g_array_set_size(scratch->actions, n);
@@ -445,7 +445,7 @@ planner_plan(const SimScenario *s, guint64 budget, GError **error)
   p->policy = plan_policy(&c, &best);
   SimEvaluateOptions eval = { .budget = budget, .detail = TRUE };
   p->result = sim_evaluate(evaluator, s, p->policy, &eval, error);
-  g_autoptr(SimPolicy) resident = sim_policy_new("resident", SIM_POLICY_RESIDENT);
+  g_autoptr(SimPolicy) resident = sim_scenario_policy_new("resident", SIM_POLICY_RESIDENT);
   p->resident = p->result ? sim_evaluate(evaluator, s, resident, &eval, error) : NULL;
   if (p->result == NULL || p->resident == NULL)
     return NULL;

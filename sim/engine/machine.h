@@ -1,7 +1,8 @@
 /* sim/engine/machine.h — the device and the host link, as the engine sees them.
  *
- * Plain value structs, filled by the scenario loader (defaults in one place:
- * sim_machine_defaults) and read by the engine and the workload generators.
+ * Plain value structs, filled by the scenario loader (the defaults are the
+ * schema's: sim_scenario_machine_defaults in sim/input) and read by the
+ * engine and the workload generators.
  * Rates are bytes per second, times seconds, sizes bytes.
  */
 #pragma once
@@ -43,9 +44,6 @@ typedef struct {
   SimDevice device;
   SimLink link;
 } SimMachine;
-
-/* The documented defaults of every optional [device] and [link] key. */
-void sim_machine_defaults(SimMachine *machine);
 
 /* Seconds one copy of `bytes` takes alone on the link in direction `dir`
  * (0 = D2H, 1 = H2D), pageable or pinned.  Without a table: latency +

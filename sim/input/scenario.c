@@ -3,127 +3,13 @@
 #include "config.h"
 #include "error.h"
 #include "hf_config.h"
+#include "schema.h"
 #include "trace.h"
 #include "transformer.h"
 #include "units.h"
 
 #include <math.h>
 #include <string.h>
-
-/* ---- the schema: every group's keys, with what each expects ------------ */
-
-typedef struct {
-  const char *key;
-  const char *expect; /* for "missing" and "unknown key" messages */
-} KeySpec;
-
-static const KeySpec scenario_keys[] = {
-  { "name", "a scenario name" },
-  { "description", "free text" },
-  { NULL, NULL },
-};
-
-static const KeySpec device_keys[] = {
-  { "memory", "a size such as 80GiB" },
-  { "matmul_tflops", "a positive number of TFLOP/s such as 790" },
-  { "efficiency", "a number in (0, 1]" },
-  { "hbm_bandwidth", "a rate such as 3.35TB/s" },
-  { NULL, NULL },
-};
-
-static const KeySpec link_keys[] = {
-  { "h2d_bandwidth", "a rate such as 55GB/s" },
-  { "d2h_bandwidth", "a rate such as 55GB/s" },
-  { "bidir_bandwidth", "a rate such as 100GB/s" },
-  { "latency", "a time such as 8us" },
-  { "pageable_factor", "a number in (0, 1]" },
-  { "compute_slowdown", "a number in [0, 1)" },
-  { "host_alloc", "a time such as 3ms" },
-  { "h2d_table", "measured SIZE:RATE points in increasing size, such as 4KiB:1.9GB/s, 1MiB:40GB/s" },
-  { "d2h_table", "measured SIZE:RATE points in increasing size, such as 4KiB:1.9GB/s, 1MiB:40GB/s" },
-  { NULL, NULL },
-};
-
-static const KeySpec model_keys[] = {
-  { "layers", "a layer count such as 24" },
-  { "forward", "a time such as 2ms" },
-  { "backward", "a time such as 4ms" },
-  { "input", "a size such as 8MiB" },
-  { "tensors", "a list such as attn:24MiB, mlp:32MiB, mask:1MiB:keep" },
-  { "static", "a size such as 1GiB" },
-  { "workspace", "a size such as 64MiB" },
-  { NULL, NULL },
-};
-
-static const KeySpec transformer_keys[] = {
-  { "hf_config", "the path of a HuggingFace config.json" },
-  { "hidden", "a whole number such as 896" },
-  { "layers", "a layer count such as 24" },
-  { "heads", "a whole number such as 14" },
-  { "kv_heads", "a whole number dividing heads" },
-  { "head_dim", "a whole number such as 64" },
-  { "ffn", "a whole number such as 4864" },
-  { "vocab", "a whole number such as 151936" },
-  { "positions", "a whole number (learned position embeddings)" },
-  { "batch", "a whole number such as 2" },
-  { "seq", "a whole number such as 512" },
-  { "dtype", "fp32, bf16 or fp16" },
-  { "norm", "rmsnorm or layernorm" },
-  { "mlp", "swiglu or gelu" },
-  { "attention", "eager or flash" },
-  { "dropout", "a probability in [0, 1)" },
-  { "tied_embeddings", "true or false" },
-  { "qkv_bias", "true or false" },
-  { "linear_bias", "true or false" },
-  { "tp", "a tensor-parallel degree such as 8" },
-  { "sp", "true or false" },
-  { "optimizer", "adamw or none" },
-  { "master_weights", "true or false" },
-  { NULL, NULL },
-};
-
-static const KeySpec trace_keys[] = {
-  { "file", "the path of a CSV from gpu_calib/record_saved_tensors.py" },
-  { "forward", "a time such as 2ms (per layer)" },
-  { "backward", "a time such as 4ms (per layer)" },
-  { "workspace", "a size such as 64MiB" },
-  { "static", "a size such as 1GiB" },
-  { NULL, NULL },
-};
-
-/* [layer.N] overrides the per-layer keys of [model]. */
-static const KeySpec layer_keys[] = {
-  { "forward", "a time such as 2ms" },
-  { "backward", "a time such as 4ms" },
-  { "input", "a size such as 8MiB" },
-  { "tensors", "a list such as attn:24MiB, mlp:32MiB, mask:1MiB:keep" },
-  { "workspace", "a size such as 64MiB" },
-  { NULL, NULL },
-};
-
-static const KeySpec policy_keys[] = {
-  { "kind", "resident, offload, checkpoint or plan" },
-  { "mode", "sync or async (offload, plan); full or selective (checkpoint)" },
-  { "prefetch", "a layer count such as 1" },
-  { "inflight", "a group count of at least 1" },
-  { "layers", "all, none, first:N, last:N or indices such as 0-21 or 0,2,5" },
-  { "keep_last", "a layer count such as 1" },
-  { "min_tensor", "a size such as 1MiB" },
-  { "pinned", "pooled, per-tensor or none" },
-  { "every", "a layer stride of at least 1" },
-  { "actions", "one of keep, offload, recompute, selective, selective+offload per layer" },
-  { "dedup", "true or false" },
-  { NULL, NULL },
-};
-
-/* Which policy keys each kind takes. */
-static const char *const policy_kind_keys[][10] = {
-  [SIM_POLICY_RESIDENT] = { NULL },
-  [SIM_POLICY_OFFLOAD] = { "mode", "prefetch", "inflight", "layers", "keep_last", "min_tensor", "pinned", "dedup",
-                           NULL },
-  [SIM_POLICY_CHECKPOINT] = { "mode", "layers", "every", NULL },
-  [SIM_POLICY_PLAN] = { "actions", "mode", "prefetch", "inflight", "min_tensor", "pinned", "dedup", NULL },
-};
 
 /* ---- errors that name the place ---------------------------------------- */
 
@@ -148,93 +34,65 @@ fail(GError **error, const SimConfigGroup *g, const SimConfigEntry *e, const cha
   return FALSE;
 }
 
-static const KeySpec *
-find_spec(const KeySpec *specs, const char *key)
-{
-  for (const KeySpec *s = specs; s->key; s++)
-    if (strcmp(s->key, key) == 0)
-      return s;
-  return NULL;
-}
-
+/* Every key of `g` must be one of `group`'s, of any policy kind. */
 static gboolean
-check_keys(const SimConfigGroup *g, const KeySpec *specs, GError **error)
+check_keys(const SimConfigGroup *g, SimSchemaGroup group, GError **error)
 {
   for (guint i = 0; i < g->entries->len; i++) {
     const SimConfigEntry *e = g_ptr_array_index(g->entries, i);
-    if (find_spec(specs, e->key))
+    if (sim_schema_find(group, e->key, SIM_SCHEMA_ANY_KIND) != SIM_KEY_COUNT)
       continue;
-    g_autoptr(GString) known = g_string_new(NULL);
-    for (const KeySpec *s = specs; s->key; s++)
-      g_string_append_printf(known, "%s%s", known->len ? ", " : "", s->key);
-    return fail(error, g, e, "unknown key (expected one of %s)", known->str);
+    g_autofree char *known = sim_schema_key_list(group, 0);
+    return fail(error, g, e, "unknown key (expected one of %s)", known);
   }
   return TRUE;
 }
 
+/* `g` (NULL when the file has no such group, named `group_name`) must give key `id`. */
 static gboolean
-require(const char *top, const char *group_name, const SimConfigGroup *g, const KeySpec *specs, const char *key,
-        GError **error)
+require(const char *top, const char *group_name, const SimConfigGroup *g, SimKeyId id, GError **error)
 {
-  if (sim_config_lookup(g, key))
+  const SimSchemaKey *k = sim_schema_key(id);
+  if (sim_config_lookup(g, k->key))
     return TRUE;
-  const KeySpec *spec = find_spec(specs, key);
   g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "%s: [%s] %s: missing required key (expected %s)",
-              g ? g->file : top, group_name, key, spec->expect);
+              g ? g->file : top, group_name, k->key, k->expect);
   return FALSE;
 }
 
-/* ---- typed getters: absent keys leave *out untouched -------------------- */
+/* ---- typed readers: absent keys leave their target untouched ---------- */
 
+/* Key `id` of `g`, when given, parsed into `value` (storage of its type). */
 static gboolean
-get_size(const SimConfigGroup *g, const char *key, guint64 *out, GError **error)
+get(const SimConfigGroup *g, SimKeyId id, gpointer value, GError **error)
 {
-  SimConfigEntry *e = sim_config_lookup(g, key);
+  SimConfigEntry *e = sim_config_lookup(g, sim_schema_key(id)->key);
   GError *cause = NULL;
-  if (e && !sim_units_parse_size(e->value, out, &cause))
+  if (e && !sim_schema_parse_value(id, e->value, value, &cause))
     return fail_at(error, g, e, cause);
   return TRUE;
 }
 
+/* Every field-mapped key of `group` that `g` gives (for policies, those of
+ * `kind`), parsed into its field of `target`, in the schema's order. */
 static gboolean
-get_time(const SimConfigGroup *g, const char *key, double *out, GError **error)
+read_fields(const SimConfigGroup *g, SimSchemaGroup group, guint kind, gpointer target, GError **error)
 {
-  SimConfigEntry *e = sim_config_lookup(g, key);
-  GError *cause = NULL;
-  if (e && !sim_units_parse_time(e->value, out, &cause))
-    return fail_at(error, g, e, cause);
-  return TRUE;
-}
-
-static gboolean
-get_rate(const SimConfigGroup *g, const char *key, double *out, GError **error)
-{
-  SimConfigEntry *e = sim_config_lookup(g, key);
-  GError *cause = NULL;
-  if (e && !sim_units_parse_rate(e->value, out, &cause))
-    return fail_at(error, g, e, cause);
-  return TRUE;
-}
-
-/* A plain decimal in [lo, hi], with lo or hi excluded as asked. */
-static gboolean
-get_number(const SimConfigGroup *g, const char *key, double lo, gboolean lo_open, double hi, gboolean hi_open,
-           double *out, GError **error)
-{
-  SimConfigEntry *e = sim_config_lookup(g, key);
-  if (e == NULL)
-    return TRUE;
-  const char *s = e->value;
-  char *end = NULL;
-  gboolean plain = *s != '\0' && strspn(s, "0123456789.") == strlen(s) && strchr(s, '.') == strrchr(s, '.');
-  double v = plain ? g_ascii_strtod(s, &end) : NAN;
-  if (!plain || end == s || *end != '\0' || !isfinite(v) || (lo_open ? v <= lo : v < lo) ||
-      (hi_open ? v >= hi : v > hi)) {
-    return fail(error, g, e, "expected a number in %c%g, %g%c, got '%s'", lo_open ? '(' : '[', lo, hi,
-                hi_open ? ')' : ']', s);
+  for (guint id = 0; id < SIM_KEY_COUNT; id++) {
+    const SimSchemaKey *k = sim_schema_key((SimKeyId)id);
+    if (k->group != group || k->offset == SIM_SCHEMA_BY_HAND ||
+        (group == SIM_GROUP_POLICY && (k->kinds & (1u << kind)) == 0))
+      continue;
+    if (!get(g, (SimKeyId)id, (char *)target + k->offset, error))
+      return FALSE;
   }
-  *out = v;
   return TRUE;
+}
+
+static gboolean
+given(const SimConfigGroup *g, SimKeyId id)
+{
+  return sim_config_lookup(g, sim_schema_key(id)->key) != NULL;
 }
 
 static gboolean
@@ -242,39 +100,6 @@ parse_uint(const char *s, guint64 lo, guint64 hi, guint64 *out)
 {
   g_autofree char *trimmed = g_strstrip(g_strdup(s));
   return g_ascii_string_to_unsigned(trimmed, 10, lo, hi, out, NULL);
-}
-
-static gboolean
-get_uint(const SimConfigGroup *g, const char *key, guint64 lo, guint64 hi, guint *out, GError **error)
-{
-  SimConfigEntry *e = sim_config_lookup(g, key);
-  guint64 v;
-  if (e == NULL)
-    return TRUE;
-  if (!parse_uint(e->value, lo, hi, &v))
-    return fail(error, g, e, "expected a whole number from %" G_GUINT64_FORMAT " to %" G_GUINT64_FORMAT
-                ", got '%s'", lo, hi, e->value);
-  *out = (guint)v;
-  return TRUE;
-}
-
-/* One of `names` (NULL-terminated); *out is its index. */
-static gboolean
-get_enum(const SimConfigGroup *g, const char *key, const char *const *names, guint *out, GError **error)
-{
-  SimConfigEntry *e = sim_config_lookup(g, key);
-  if (e == NULL)
-    return TRUE;
-  g_autofree char *value = g_strstrip(g_strdup(e->value));
-  g_autoptr(GString) choices = g_string_new(NULL);
-  for (guint i = 0; names[i]; i++) {
-    if (strcmp(names[i], value) == 0) {
-      *out = i;
-      return TRUE;
-    }
-    g_string_append_printf(choices, "%s%s", i ? ", " : "", names[i]);
-  }
-  return fail(error, g, e, "expected one of %s, got '%s'", choices->str, e->value);
 }
 
 /* One flag after a tensor's size: keep, recompute=TIME or refs=N. */
@@ -303,9 +128,9 @@ parse_tensor_flag(SimTensor *t, const char *flag, GError **error)
 
 /* "attn:24MiB, mlp:32MiB, mask:1MiB:keep, scores:40MiB:recompute=0.2ms" */
 static gboolean
-get_tensors(const SimConfigGroup *g, const char *key, GArray **out, GError **error)
+get_tensors(const SimConfigGroup *g, SimKeyId id, GArray **out, GError **error)
 {
-  SimConfigEntry *e = sim_config_lookup(g, key);
+  SimConfigEntry *e = sim_config_lookup(g, sim_schema_key(id)->key);
   if (e == NULL)
     return TRUE;
   g_autoptr(GArray) tensors = g_array_new(FALSE, TRUE, sizeof(SimTensor));
@@ -353,9 +178,9 @@ get_tensors(const SimConfigGroup *g, const char *key, GArray **out, GError **err
 
 /* "4KiB:1.9GB/s, 64KiB:12GB/s": a measured size -> bandwidth table. */
 static gboolean
-get_table(const SimConfigGroup *g, const char *key, SimBandwidthPoint *points, guint *n_points, GError **error)
+get_table(const SimConfigGroup *g, SimKeyId id, SimBandwidthPoint *points, guint *n_points, GError **error)
 {
-  SimConfigEntry *e = sim_config_lookup(g, key);
+  SimConfigEntry *e = sim_config_lookup(g, sim_schema_key(id)->key);
   if (e == NULL)
     return TRUE;
   g_auto(GStrv) items = g_strsplit(e->value, ",", -1);
@@ -383,9 +208,10 @@ get_table(const SimConfigGroup *g, const char *key, SimBandwidthPoint *points, g
 
 /* "all", "none", "first:N", "last:N", or indices and ranges "0-3,7". */
 static gboolean
-get_layer_set(const SimConfigGroup *g, const char *key, guint n_layers, GArray **out, GError **error)
+get_layer_set(const SimConfigGroup *g, guint n_layers, GArray **out, GError **error)
 {
-  SimConfigEntry *e = sim_config_lookup(g, key);
+  const SimSchemaKey *k = sim_schema_key(SIM_KEY_POLICY_LAYERS);
+  SimConfigEntry *e = sim_config_lookup(g, k->key);
   if (e == NULL)
     return TRUE;
   g_autoptr(GArray) set = g_array_sized_new(FALSE, TRUE, sizeof(gboolean), n_layers);
@@ -394,7 +220,7 @@ get_layer_set(const SimConfigGroup *g, const char *key, guint n_layers, GArray *
   guint64 a, b;
 
   if (*value == '\0')
-    return fail(error, g, e, "expected %s, got nothing", find_spec(policy_keys, "layers")->expect);
+    return fail(error, g, e, "expected %s, got nothing", k->expect);
   if (strcmp(value, "all") == 0 || strcmp(value, "none") == 0) {
     for (guint i = 0; i < n_layers; i++)
       g_array_index(set, gboolean, i) = value[0] == 'a';
@@ -420,7 +246,7 @@ get_layer_set(const SimConfigGroup *g, const char *key, guint n_layers, GArray *
         b = a;
       }
       if (!ok)
-        return fail(error, g, e, "expected %s, got '%s'", find_spec(policy_keys, "layers")->expect, *item);
+        return fail(error, g, e, "expected %s, got '%s'", k->expect, *item);
       if (b >= n_layers)
         return fail(error, g, e, "layer %" G_GUINT64_FORMAT " is out of range (the model has %u layers, 0-%u)", b,
                     n_layers, n_layers - 1);
@@ -433,10 +259,10 @@ get_layer_set(const SimConfigGroup *g, const char *key, guint n_layers, GArray *
 }
 
 static gboolean
-get_actions(const SimConfigGroup *g, const char *key, guint n_layers, GArray **out, GError **error)
+get_actions(const SimConfigGroup *g, guint n_layers, GArray **out, GError **error)
 {
-  static const char *const names[] = { "keep", "offload", "recompute", "selective", "selective+offload", NULL };
-  SimConfigEntry *e = sim_config_lookup(g, key);
+  const char *const *names = sim_action_names;
+  SimConfigEntry *e = sim_config_lookup(g, sim_schema_key(SIM_KEY_POLICY_ACTIONS)->key);
   if (e == NULL)
     return TRUE;
   g_auto(GStrv) items = g_strsplit(e->value, ",", -1);
@@ -461,35 +287,32 @@ get_actions(const SimConfigGroup *g, const char *key, guint n_layers, GArray **o
 
 /* ---- groups ------------------------------------------------------------- */
 
+void
+sim_scenario_machine_defaults(SimMachine *m)
+{
+  *m = (SimMachine){ 0 };
+  sim_schema_apply_defaults(SIM_GROUP_DEVICE, m);
+  sim_schema_apply_defaults(SIM_GROUP_LINK, m);
+}
+
 static gboolean
 load_machine(const SimConfig *c, SimMachine *m, GError **error)
 {
   const SimConfigGroup *dev = sim_config_group(c, "device");
   const SimConfigGroup *link = sim_config_group(c, "link");
-  double tflops = 0;
 
-  sim_machine_defaults(m);
-  if (!require(c->top, "device", dev, device_keys, "memory", error) || !get_size(dev, "memory", &m->device.memory, error) ||
-      !get_number(dev, "matmul_tflops", 0, TRUE, 1e9, FALSE, &tflops, error) ||
-      !get_number(dev, "efficiency", 0, TRUE, 1, FALSE, &m->device.efficiency, error) ||
-      !get_rate(dev, "hbm_bandwidth", &m->device.hbm_bandwidth, error))
+  sim_scenario_machine_defaults(m);
+  if (!require(c->top, "device", dev, SIM_KEY_DEVICE_MEMORY, error) ||
+      !read_fields(dev, SIM_GROUP_DEVICE, 0, m, error))
     return FALSE;
-  m->device.matmul_flops = tflops * 1e12;
-
   SimLink *l = &m->link;
-  if (!require(c->top, "link", link, link_keys, "h2d_bandwidth", error) ||
-      !require(c->top, "link", link, link_keys, "d2h_bandwidth", error) ||
-      !get_rate(link, "h2d_bandwidth", &l->h2d_bandwidth, error) ||
-      !get_rate(link, "d2h_bandwidth", &l->d2h_bandwidth, error) ||
-      !get_rate(link, "bidir_bandwidth", &l->bidir_bandwidth, error) ||
-      !get_time(link, "latency", &l->latency, error) ||
-      !get_number(link, "pageable_factor", 0, TRUE, 1, FALSE, &l->pageable_factor, error) ||
-      !get_number(link, "compute_slowdown", 0, FALSE, 1, TRUE, &l->compute_slowdown, error) ||
-      !get_time(link, "host_alloc", &l->host_alloc, error) ||
-      !get_table(link, "d2h_table", l->table[0], &l->table_points[0], error) ||
-      !get_table(link, "h2d_table", l->table[1], &l->table_points[1], error))
+  if (!require(c->top, "link", link, SIM_KEY_LINK_H2D_BANDWIDTH, error) ||
+      !require(c->top, "link", link, SIM_KEY_LINK_D2H_BANDWIDTH, error) ||
+      !read_fields(link, SIM_GROUP_LINK, 0, m, error) ||
+      !get_table(link, SIM_KEY_LINK_D2H_TABLE, l->table[0], &l->table_points[0], error) ||
+      !get_table(link, SIM_KEY_LINK_H2D_TABLE, l->table[1], &l->table_points[1], error))
     return FALSE;
-  if (l->bidir_bandwidth == 0)
+  if (!given(link, SIM_KEY_LINK_BIDIR_BANDWIDTH))
     l->bidir_bandwidth = l->h2d_bandwidth + l->d2h_bandwidth;
   return TRUE;
 }
@@ -502,15 +325,25 @@ typedef struct {
   GArray *tensors;
 } LayerKeys;
 
+/* [model] and [layer.N] rows of one per-layer key, in that order. */
+typedef struct {
+  SimKeyId forward, backward, input, workspace, tensors;
+} LayerKeyIds;
+
+static const LayerKeyIds model_layer_keys = { SIM_KEY_MODEL_FORWARD, SIM_KEY_MODEL_BACKWARD, SIM_KEY_MODEL_INPUT,
+                                              SIM_KEY_MODEL_WORKSPACE, SIM_KEY_MODEL_TENSORS };
+static const LayerKeyIds layer_layer_keys = { SIM_KEY_LAYER_FORWARD, SIM_KEY_LAYER_BACKWARD, SIM_KEY_LAYER_INPUT,
+                                              SIM_KEY_LAYER_WORKSPACE, SIM_KEY_LAYER_TENSORS };
+
 static gboolean
-get_layer_keys(const SimConfigGroup *g, LayerKeys *k, GError **error)
+get_layer_keys(const SimConfigGroup *g, const LayerKeyIds *ids, LayerKeys *k, GError **error)
 {
   GArray *tensors = NULL;
-  if (!get_time(g, "forward", &k->forward, error) || !get_time(g, "backward", &k->backward, error) ||
-      !get_size(g, "input", &k->input, error) || !get_size(g, "workspace", &k->workspace, error) ||
-      !get_tensors(g, "tensors", &tensors, error))
+  if (!get(g, ids->forward, &k->forward, error) || !get(g, ids->backward, &k->backward, error) ||
+      !get(g, ids->input, &k->input, error) || !get(g, ids->workspace, &k->workspace, error) ||
+      !get_tensors(g, ids->tensors, &tensors, error))
     return FALSE;
-  if (sim_config_lookup(g, "backward"))
+  if (given(g, ids->backward))
     k->has_backward = TRUE;
   if (tensors) {
     if (k->tensors)
@@ -546,92 +379,65 @@ layer_overrides(const SimConfig *c, guint n_layers, GError **error)
                   g->name, index, n_layers, n_layers - 1);
       return NULL;
     }
-    if (!check_keys(g, layer_keys, error))
+    if (!check_keys(g, SIM_GROUP_LAYER, error))
       return NULL;
     g_ptr_array_index(overrides, index) = (gpointer)g;
   }
   return g_steal_pointer(&overrides);
 }
 
-static gboolean
-get_bool(const SimConfigGroup *g, const char *key, gboolean *out, GError **error)
+/* A path key, relative to the file that gives it: a new string. */
+static char *
+relative_path(const SimConfigEntry *e)
 {
-  static const char *const names[] = { "false", "true", NULL };
-  guint v = *out ? 1 : 0;
-  if (!get_enum(g, key, names, &v, error))
-    return FALSE;
-  *out = v == 1;
-  return TRUE;
+  g_autofree char *dir = g_path_get_dirname(e->file);
+  return g_path_is_absolute(e->value) ? g_strdup(e->value) : g_build_filename(dir, e->value, NULL);
+}
+
+/* kv_heads and head_dim follow heads and hidden unless given (or, with an
+ * hf_config and neither heads nor hidden given, the config's). */
+static void
+derive_heads(const SimConfigGroup *g, gboolean from_hf, SimTransformer *t)
+{
+  gboolean heads = given(g, SIM_KEY_TRANSFORMER_HEADS), hidden = given(g, SIM_KEY_TRANSFORMER_HIDDEN);
+  if (!given(g, SIM_KEY_TRANSFORMER_KV_HEADS) && (!from_hf || heads))
+    t->kv_heads = t->heads;
+  if (!given(g, SIM_KEY_TRANSFORMER_HEAD_DIM) && (!from_hf || hidden || heads))
+    t->head_dim = t->hidden % t->heads == 0 ? t->hidden / t->heads : 0;
 }
 
 /* [transformer]: hf_config first, then the keys, which override it. */
 static gboolean
 load_transformer(const SimConfig *c, const SimMachine *m, const char *name, SimWorkload **out, GError **error)
 {
-  static const char *const dtypes[] = { "fp32", "bf16", "fp16", NULL };
-  static const guint dtype_bytes[] = { 4, 2, 2 };
-  static const char *const norms[] = { "rmsnorm", "layernorm", NULL };
-  static const char *const mlps[] = { "swiglu", "gelu", NULL };
-  static const char *const attentions[] = { "eager", "flash", NULL };
-  static const char *const optimizers[] = { "none", "adamw", NULL };
+  static const SimKeyId shape[] = { SIM_KEY_TRANSFORMER_HIDDEN, SIM_KEY_TRANSFORMER_LAYERS, SIM_KEY_TRANSFORMER_HEADS,
+                                    SIM_KEY_TRANSFORMER_FFN, SIM_KEY_TRANSFORMER_VOCAB };
   const SimConfigGroup *g = sim_config_group(c, "transformer");
   SimTransformer t;
   sim_transformer_defaults(&t);
 
-  SimConfigEntry *hf = sim_config_lookup(g, "hf_config");
+  SimConfigEntry *hf = sim_config_lookup(g, sim_schema_key(SIM_KEY_TRANSFORMER_HF_CONFIG)->key);
   if (hf) {
-    g_autofree char *dir = g_path_get_dirname(hf->file);
-    g_autofree char *path = g_path_is_absolute(hf->value) ? g_strdup(hf->value)
-                                                          : g_build_filename(dir, hf->value, NULL);
+    g_autofree char *path = relative_path(hf);
     GError *cause = NULL;
     if (!sim_hf_config_load(path, &t, &cause))
       return fail_at(error, g, hf, cause);
   } else {
-    const char *shape[] = { "hidden", "layers", "heads", "ffn", "vocab" };
     for (guint i = 0; i < G_N_ELEMENTS(shape); i++)
-      if (!require(c->top, "transformer", g, transformer_keys, shape[i], error))
+      if (!require(c->top, "transformer", g, shape[i], error))
         return FALSE;
   }
-  if (!require(c->top, "transformer", g, transformer_keys, "batch", error) ||
-      !require(c->top, "transformer", g, transformer_keys, "seq", error))
+  if (!require(c->top, "transformer", g, SIM_KEY_TRANSFORMER_BATCH, error) ||
+      !require(c->top, "transformer", g, SIM_KEY_TRANSFORMER_SEQ, error) ||
+      !read_fields(g, SIM_GROUP_TRANSFORMER, 0, &t, error))
     return FALSE;
-
-  guint dtype = 1, norm = t.layernorm, mlp = t.gelu, attention = t.flash, optimizer = 1, vocab = (guint)t.vocab;
-  if (!get_uint(g, "hidden", 1, 1 << 20, &t.hidden, error) ||
-      !get_uint(g, "layers", 1, SIM_SCENARIO_MAX_LAYERS, &t.layers, error) ||
-      !get_uint(g, "heads", 1, 1 << 16, &t.heads, error) || !get_uint(g, "ffn", 1, 1 << 24, &t.ffn, error) ||
-      !get_uint(g, "vocab", 1, 1 << 30, &vocab, error) || !get_uint(g, "positions", 0, 1 << 24, &t.max_positions, error) ||
-      !get_uint(g, "batch", 1, 1 << 20, &t.batch, error) || !get_uint(g, "seq", 1, 1 << 24, &t.seq, error) ||
-      !get_uint(g, "tp", 1, 1 << 16, &t.tp, error) || !get_enum(g, "dtype", dtypes, &dtype, error) ||
-      !get_enum(g, "norm", norms, &norm, error) || !get_enum(g, "mlp", mlps, &mlp, error) ||
-      !get_enum(g, "attention", attentions, &attention, error) ||
-      !get_enum(g, "optimizer", optimizers, &optimizer, error) ||
-      !get_number(g, "dropout", 0, FALSE, 1, TRUE, &t.dropout, error) ||
-      !get_bool(g, "tied_embeddings", &t.tied_embeddings, error) || !get_bool(g, "qkv_bias", &t.qkv_bias, error) ||
-      !get_bool(g, "linear_bias", &t.linear_bias, error) || !get_bool(g, "sp", &t.sp, error) ||
-      !get_bool(g, "master_weights", &t.master_weights, error))
-    return FALSE;
-  t.vocab = vocab;
-  /* kv_heads and head_dim follow heads and hidden unless given. */
-  if (!hf || sim_config_lookup(g, "heads"))
-    t.kv_heads = t.heads;
-  if (!hf || sim_config_lookup(g, "hidden") || sim_config_lookup(g, "heads"))
-    t.head_dim = t.hidden % t.heads == 0 ? t.hidden / t.heads : 0;
-  if (!get_uint(g, "kv_heads", 1, 1 << 16, &t.kv_heads, error) ||
-      !get_uint(g, "head_dim", 1, 1 << 16, &t.head_dim, error))
-    return FALSE;
+  derive_heads(g, hf != NULL, &t);
   if (t.head_dim == 0) {
     g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT,
                 "%s: [transformer] head_dim: heads (%u) does not divide hidden (%u); give head_dim", g->file, t.heads,
                 t.hidden);
     return FALSE;
   }
-  t.dtype = dtypes[dtype];
-  t.dtype_bytes = dtype_bytes[dtype];
-  t.layernorm = norm == 1;
-  t.gelu = mlp == 1;
-  t.flash = attention == 1;
-  t.adamw = optimizer == 1;
 
   g_autoptr(GError) cause = NULL;
   *out = sim_transformer_build(&t, &m->device, name, &cause);
@@ -649,20 +455,18 @@ load_trace(const SimConfig *c, const char *name, SimWorkload **out, GError **err
   const SimConfigGroup *g = sim_config_group(c, "trace");
   double forward = 0, backward = 0;
   guint64 workspace = 0, static_bytes = 0;
-  if (!require(c->top, "trace", g, trace_keys, "file", error) ||
-      !require(c->top, "trace", g, trace_keys, "forward", error) || !get_time(g, "forward", &forward, error) ||
-      !get_time(g, "backward", &backward, error) || !get_size(g, "workspace", &workspace, error) ||
-      !get_size(g, "static", &static_bytes, error))
+  if (!require(c->top, "trace", g, SIM_KEY_TRACE_FILE, error) ||
+      !require(c->top, "trace", g, SIM_KEY_TRACE_FORWARD, error) || !get(g, SIM_KEY_TRACE_FORWARD, &forward, error) ||
+      !get(g, SIM_KEY_TRACE_BACKWARD, &backward, error) || !get(g, SIM_KEY_TRACE_WORKSPACE, &workspace, error) ||
+      !get(g, SIM_KEY_TRACE_STATIC, &static_bytes, error))
     return FALSE;
-  SimConfigEntry *file = sim_config_lookup(g, "file");
-  g_autofree char *dir = g_path_get_dirname(file->file);
-  g_autofree char *path = g_path_is_absolute(file->value) ? g_strdup(file->value)
-                                                          : g_build_filename(dir, file->value, NULL);
+  SimConfigEntry *file = sim_config_lookup(g, sim_schema_key(SIM_KEY_TRACE_FILE)->key);
+  g_autofree char *path = relative_path(file);
   GError *cause = NULL;
   g_autoptr(SimWorkload) w = sim_trace_load(path, name, &cause);
   if (w == NULL)
     return fail_at(error, g, file, cause);
-  if (!sim_config_lookup(g, "backward"))
+  if (!given(g, SIM_KEY_TRACE_BACKWARD))
     backward = 2 * forward;
   for (guint i = 0; i < sim_workload_n_layers(w); i++) {
     SimLayer *layer = sim_workload_layer(w, i);
@@ -678,19 +482,19 @@ load_trace(const SimConfig *c, const char *name, SimWorkload **out, GError **err
 static gboolean
 load_workload(const SimConfig *c, const char *name, SimWorkload **out, GError **error)
 {
+  static const SimKeyId required[] = { SIM_KEY_MODEL_LAYERS, SIM_KEY_MODEL_FORWARD, SIM_KEY_MODEL_INPUT,
+                                       SIM_KEY_MODEL_TENSORS };
   const SimConfigGroup *model = sim_config_group(c, "model");
   guint n_layers = 0;
   guint64 static_bytes = 0;
   LayerKeys defaults = { 0 };
 
-  if (!require(c->top, "model", model, model_keys, "layers", error) ||
-      !require(c->top, "model", model, model_keys, "forward", error) ||
-      !require(c->top, "model", model, model_keys, "input", error) ||
-      !require(c->top, "model", model, model_keys, "tensors", error) ||
-      !get_uint(model, "layers", 1, SIM_SCENARIO_MAX_LAYERS, &n_layers, error) ||
-      !get_size(model, "static", &static_bytes, error))
+  for (guint i = 0; i < G_N_ELEMENTS(required); i++)
+    if (!require(c->top, "model", model, required[i], error))
+      return FALSE;
+  if (!get(model, SIM_KEY_MODEL_LAYERS, &n_layers, error) || !get(model, SIM_KEY_MODEL_STATIC, &static_bytes, error))
     return FALSE;
-  gboolean ok = get_layer_keys(model, &defaults, error);
+  gboolean ok = get_layer_keys(model, &model_layer_keys, &defaults, error);
   g_autoptr(GArray) default_tensors = defaults.tensors; /* owns it from here on */
   if (!ok)
     return FALSE;
@@ -705,7 +509,7 @@ load_workload(const SimConfig *c, const char *name, SimWorkload **out, GError **
     LayerKeys k = defaults;
     k.tensors = g_array_ref(default_tensors);
     const SimConfigGroup *g = g_ptr_array_index(overrides, i);
-    ok = g == NULL || get_layer_keys(g, &k, error);
+    ok = g == NULL || get_layer_keys(g, &layer_layer_keys, &k, error);
     g_autoptr(GArray) tensors = k.tensors;
     if (!ok)
       return FALSE;
@@ -735,98 +539,147 @@ load_workload(const SimConfig *c, const char *name, SimWorkload **out, GError **
   return TRUE;
 }
 
+/* What depends on the mode unless given: PyTorch's save_on_cpu offloads
+ * every layer and packs every reference; verl never offloads the last layer
+ * and copies each storage once. */
+static void
+derive_mode_defaults(const SimConfigGroup *g, SimPolicy *p)
+{
+  if (!given(g, SIM_KEY_POLICY_KEEP_LAST))
+    p->keep_last = p->async ? 1 : 0;
+  if (!given(g, SIM_KEY_POLICY_DEDUP))
+    p->dedup = p->async;
+}
+
+SimPolicy *
+sim_scenario_policy_new(const char *name, SimPolicyKind kind)
+{
+  SimPolicy *p = sim_policy_new(name, kind);
+  sim_schema_apply_defaults(SIM_GROUP_POLICY, p);
+  p->kind = kind;
+  derive_mode_defaults(NULL, p);
+  return p;
+}
+
+/* Keys of other kinds are errors: a typo'd policy must not silently run as something else. */
+static gboolean
+check_kind_keys(const SimConfigGroup *g, SimPolicyKind kind, GError **error)
+{
+  for (guint i = 0; i < g->entries->len; i++) {
+    const SimConfigEntry *e = g_ptr_array_index(g->entries, i);
+    SimKeyId id = sim_schema_find(SIM_GROUP_POLICY, e->key, kind);
+    if (id == SIM_KEY_POLICY_KIND || id != SIM_KEY_COUNT)
+      continue;
+    guint mask = 1u << kind;
+    g_autofree char *all = sim_schema_key_list(SIM_GROUP_POLICY, mask);
+    /* `kind` itself is every kind's: not listed among the options. */
+    const char *known = g_str_has_prefix(all, "kind, ") ? all + strlen("kind, ") : strcmp(all, "kind") == 0 ? "" : all;
+    return fail(error, g, e, "not an option of kind = %s (its options: %s)", sim_policy_kind_name(kind),
+                *known ? known : "none");
+  }
+  return TRUE;
+}
+
 static gboolean
 load_policy(const SimConfigGroup *g, guint n_layers, SimPolicy **out, GError **error)
 {
-  static const char *const kinds[] = { "resident", "offload", "checkpoint", "plan", NULL };
-  static const char *const modes[] = { "sync", "async", NULL };
-  static const char *const checkpoint_modes[] = { "full", "selective", NULL };
-  static const char *const booleans[] = { "false", "true", NULL };
-  static const char *const pinned[] = { "pooled", "per-tensor", "none", NULL };
   const char *name = g->name + strlen("policy.");
-  guint kind = 0, mode = 1, pin = SIM_PINNED_POOLED, checkpoint_mode = 0, dedup = 2;
+  guint kind = 0;
 
   if (*name == '\0') {
     g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "%s: [%s]: expected [policy.NAME] with a name", g->file, g->name);
     return FALSE;
   }
-  if (!check_keys(g, policy_keys, error) || !require(NULL, g->name, g, policy_keys, "kind", error) ||
-      !get_enum(g, "kind", kinds, &kind, error))
+  if (!check_keys(g, SIM_GROUP_POLICY, error) || !require(NULL, g->name, g, SIM_KEY_POLICY_KIND, error) ||
+      !get(g, SIM_KEY_POLICY_KIND, &kind, error) || !check_kind_keys(g, (SimPolicyKind)kind, error))
     return FALSE;
-  /* Keys of other kinds are errors: a typo'd policy must not silently run as something else. */
-  for (guint i = 0; i < g->entries->len; i++) {
-    const SimConfigEntry *e = g_ptr_array_index(g->entries, i);
-    if (strcmp(e->key, "kind") == 0 || g_strv_contains((const char *const *)policy_kind_keys[kind], e->key))
-      continue;
-    g_autofree char *known = g_strjoinv(", ", (char **)policy_kind_keys[kind]);
-    return fail(error, g, e, "not an option of kind = %s (its options: %s)", kinds[kind],
-                *known ? known : "none");
-  }
-  if (kind == SIM_POLICY_PLAN && !require(NULL, g->name, g, policy_keys, "actions", error))
+  if (kind == SIM_POLICY_PLAN && !require(NULL, g->name, g, SIM_KEY_POLICY_ACTIONS, error))
     return FALSE;
 
   g_autoptr(SimPolicy) p = sim_policy_new(name, (SimPolicyKind)kind);
-  if (kind == SIM_POLICY_CHECKPOINT) {
-    if (!get_enum(g, "mode", checkpoint_modes, &checkpoint_mode, error))
-      return FALSE;
-  } else if (!get_enum(g, "mode", modes, &mode, error)) {
+  sim_schema_apply_defaults(SIM_GROUP_POLICY, p);
+  p->kind = (SimPolicyKind)kind;
+  if (!read_fields(g, SIM_GROUP_POLICY, kind, p, error) || !get_layer_set(g, n_layers, &p->selected, error) ||
+      !get_actions(g, n_layers, &p->actions, error))
     return FALSE;
-  }
-  if (!get_enum(g, "pinned", pinned, &pin, error) || !get_enum(g, "dedup", booleans, &dedup, error) ||
-      !get_uint(g, "prefetch", 0, G_MAXUINT32, &p->prefetch, error) ||
-      !get_uint(g, "inflight", 1, G_MAXUINT32, &p->inflight, error) ||
-      !get_uint(g, "every", 1, G_MAXUINT32, &p->every, error) ||
-      !get_size(g, "min_tensor", &p->min_tensor, error) ||
-      !get_layer_set(g, "layers", n_layers, &p->selected, error) ||
-      !get_actions(g, "actions", n_layers, &p->actions, error))
-    return FALSE;
-  p->async = mode == 1;
-  p->selective = checkpoint_mode == 1;
-  p->pinned = (SimPinned)pin;
-  /* PyTorch's save_on_cpu offloads every layer and packs every reference;
-   * verl never offloads the last layer and copies each storage once. */
-  p->keep_last = p->async ? 1 : 0;
-  p->dedup = dedup == 2 ? p->async : dedup == 1;
-  if (!get_uint(g, "keep_last", 0, G_MAXUINT32, &p->keep_last, error))
-    return FALSE;
+  derive_mode_defaults(g, p);
   /* Beyond the model it means every layer; clamped, layer + keep_last cannot wrap. */
   p->keep_last = MIN(p->keep_last, n_layers);
   *out = g_steal_pointer(&p);
   return TRUE;
 }
 
+/* The groups a scenario may have, by name; layer.N and policy.NAME are checked where they are loaded. */
 static gboolean
 check_groups(const SimConfig *c, GError **error)
 {
+  static const SimSchemaGroup plain[] = { SIM_GROUP_SCENARIO, SIM_GROUP_DEVICE, SIM_GROUP_LINK,
+                                          SIM_GROUP_MODEL, SIM_GROUP_TRANSFORMER, SIM_GROUP_TRACE };
   for (guint i = 0; i < c->groups->len; i++) {
     const SimConfigGroup *g = g_ptr_array_index(c->groups, i);
-    const KeySpec *specs = NULL;
-    if (strcmp(g->name, "scenario") == 0)
-      specs = scenario_keys;
-    else if (strcmp(g->name, "device") == 0)
-      specs = device_keys;
-    else if (strcmp(g->name, "link") == 0)
-      specs = link_keys;
-    else if (strcmp(g->name, "model") == 0)
-      specs = model_keys;
-    else if (strcmp(g->name, "transformer") == 0)
-      specs = transformer_keys;
-    else if (strcmp(g->name, "trace") == 0)
-      specs = trace_keys;
-    else if (g_str_has_prefix(g->name, "layer.") || g_str_has_prefix(g->name, "policy."))
-      continue; /* checked where they are loaded */
-    else if (strcmp(g->name, "calibration") == 0)
-      continue; /* offsim-calib's metadata and raw samples: kept for people, not read */
-    else {
-      g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT,
-                  "%s: [%s]: unknown group (expected scenario, device, link, model, transformer, trace, layer.N, policy.NAME or calibration)",
-                  g->file, g->name);
-      return FALSE;
+    guint j;
+    for (j = 0; j < G_N_ELEMENTS(plain) && strcmp(g->name, sim_schema_group_name(plain[j])) != 0; j++)
+      ;
+    if (j < G_N_ELEMENTS(plain)) {
+      if (!check_keys(g, plain[j], error))
+        return FALSE;
+      continue;
     }
-    if (!check_keys(g, specs, error))
-      return FALSE;
+    if (g_str_has_prefix(g->name, "layer.") || g_str_has_prefix(g->name, "policy."))
+      continue;
+    if (strcmp(g->name, "calibration") == 0)
+      continue; /* offsim-calib's metadata and raw samples: kept for people, not read */
+    g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT,
+                "%s: [%s]: unknown group (expected scenario, device, link, model, transformer, trace, layer.N, policy.NAME or calibration)",
+                g->file, g->name);
+    return FALSE;
   }
   return TRUE;
+}
+
+/* Every [policy.NAME] of `c`, in file order, appended to `policies`. */
+static gboolean
+load_policies(const SimConfig *c, guint n_layers, GPtrArray *policies, GError **error)
+{
+  for (guint i = 0; i < c->groups->len; i++) {
+    const SimConfigGroup *g = g_ptr_array_index(c->groups, i);
+    SimPolicy *p = NULL;
+    if (!g_str_has_prefix(g->name, "policy."))
+      continue;
+    if (!load_policy(g, n_layers, &p, error))
+      return FALSE;
+    g_ptr_array_add(policies, p);
+  }
+  return TRUE;
+}
+
+/* The policies of a scenario that names none, written as a scenario would
+ * write them so that their defaults are the schema's.  Parsed once per
+ * process (the sweep loads a scenario per point) and never freed. */
+static const SimConfig *
+default_policies(void)
+{
+  static const char text[] = "[policy.resident]\nkind = resident\n"
+                             "[policy.offload-sync]\nkind = offload\nmode = sync\n"
+                             "[policy.offload-async]\nkind = offload\n"
+                             "[policy.checkpoint-full]\nkind = checkpoint\n";
+  static gsize parsed = 0;
+  if (g_once_init_enter(&parsed)) {
+    SimConfig *c = sim_config_load_data(text, "(default policies)", NULL, NULL);
+    g_assert(c != NULL);
+    g_once_init_leave(&parsed, (gsize)c);
+  }
+  return (const SimConfig *)parsed;
+}
+
+GPtrArray *
+sim_scenario_default_policies(void)
+{
+  GPtrArray *set = g_ptr_array_new_with_free_func((GDestroyNotify)sim_policy_free);
+  /* None of them names layers, so they hold for a model of any size. */
+  gboolean ok = load_policies(default_policies(), G_MAXUINT, set, NULL);
+  g_assert(ok);
+  return set;
 }
 
 SimScenario *
@@ -873,18 +726,11 @@ sim_scenario_from_config(const SimConfig *c, GError **error)
                 "than 4 EiB", source->file, source->name);
     return NULL;
   }
-  for (guint i = 0; i < c->groups->len; i++) {
-    const SimConfigGroup *g = g_ptr_array_index(c->groups, i);
-    SimPolicy *p = NULL;
-    if (!g_str_has_prefix(g->name, "policy."))
-      continue;
-    if (!load_policy(g, sim_workload_n_layers(s->workload), &p, error))
-      return NULL;
-    g_ptr_array_add(s->policies, p);
-  }
+  if (!load_policies(c, sim_workload_n_layers(s->workload), s->policies, error))
+    return NULL;
   if (s->policies->len == 0) {
     g_ptr_array_unref(s->policies);
-    s->policies = sim_policy_default_set();
+    s->policies = sim_scenario_default_policies();
   }
   return g_steal_pointer(&s);
 }

@@ -3,10 +3,12 @@
  *
  * The loader is strict: every group and key must be known, every value must
  * parse, and a failure is one SIM_ERROR_INPUT line naming the file, the
- * group, the key and what was expected.  Optional keys get their documented
- * defaults here and nowhere else (README lists them).  Without [policy.*]
- * groups the default set runs: resident, offload-sync, offload-async,
- * checkpoint-full.
+ * group, the key and what was expected.  Which keys exist, how each parses,
+ * its range and its default are the schema's (schema.h); this module reads
+ * the groups in order and derives what depends on other keys (the link's
+ * bidir_bandwidth, backward = 2 x forward, kv_heads and head_dim, a
+ * policy's keep_last and dedup).  Without [policy.*] groups the default set
+ * runs: resident, offload-sync, offload-async, checkpoint-full.
  *
  * Ownership: a SimScenario owns its workload and policies.
  */
@@ -19,8 +21,9 @@
 
 G_BEGIN_DECLS
 
-/* Sanity bound on layer counts: far above any real model, low enough that a
- * typo like `layers = 1000000000` is an error instead of an out-of-memory. */
+/* Sanity bound on layer counts (the schema's range of every `layers` key):
+ * far above any real model, low enough that a typo like
+ * `layers = 1000000000` is an error instead of an out-of-memory. */
 #define SIM_SCENARIO_MAX_LAYERS 1000000
 /* The same for what [model] multiplies: layers x tensors x refs, each a copy
  * an offload may make.  A million-layer generated transformer saves about
@@ -51,5 +54,18 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(SimScenario, sim_scenario_free)
 
 /* The policy called `name`, or NULL. */
 const SimPolicy *sim_scenario_policy(const SimScenario *scenario, const char *name);
+
+/* The policies a scenario without [policy.*] groups runs: resident,
+ * offload-sync, offload-async, checkpoint-full.  A new array of SimPolicy,
+ * the caller's. */
+GPtrArray *sim_scenario_default_policies(void);
+
+/* What a [policy.NAME] group with only `kind` loads as: every option at its
+ * scenario default.  A new policy, the caller's. */
+SimPolicy *sim_scenario_policy_new(const char *name, SimPolicyKind kind);
+
+/* Every [device] and [link] key at its scenario default, the rest zero
+ * (memory, bandwidths and the GEMM rate have none: scenarios give them). */
+void sim_scenario_machine_defaults(SimMachine *machine);
 
 G_END_DECLS

@@ -1,26 +1,27 @@
 #include "transformer.h"
 
 #include "error.h"
+#include "schema.h"
 #include "units.h"
 
 #include <math.h>
 
+const char *const sim_dtype_names[] = { "fp32", "bf16", "fp16", NULL };
+G_STATIC_ASSERT(G_N_ELEMENTS(sim_dtype_names) == SIM_DTYPE_COUNT + 1);
+
+guint
+sim_dtype_bytes(SimDtype dtype)
+{
+  static const guint bytes[SIM_DTYPE_COUNT] = { 4, 2, 2 };
+  g_assert(dtype < SIM_DTYPE_COUNT);
+  return bytes[dtype];
+}
+
 void
 sim_transformer_defaults(SimTransformer *c)
 {
-  *c = (SimTransformer){
-    .dtype_bytes = 2,
-    .dtype = "bf16",
-    .layernorm = FALSE,
-    .gelu = FALSE,
-    .flash = TRUE,
-    .dropout = 0,
-    .tied_embeddings = FALSE,
-    .tp = 1,
-    .sp = FALSE,
-    .adamw = TRUE,
-    .master_weights = TRUE,
-  };
+  *c = (SimTransformer){ 0 };
+  sim_schema_apply_defaults(SIM_GROUP_TRANSFORMER, c);
 }
 
 /* Products of user sizes, with overflow folded into one flag so the build
@@ -245,7 +246,7 @@ sim_transformer_build(const SimTransformer *c, const SimDevice *dev, const char 
   Checked k = { FALSE };
   Geometry g = {
     .rows = mul(&k, c->batch, c->seq),
-    .e = c->dtype_bytes,
+    .e = sim_dtype_bytes(c->dtype),
     .h = c->hidden,
     .qd = (guint64)c->heads * c->head_dim,
     .kvd = (guint64)c->kv_heads * c->head_dim,
@@ -262,7 +263,8 @@ sim_transformer_build(const SimTransformer *c, const SimDevice *dev, const char 
   build_head(sim_workload_add_head(w), c, &g, dev, &k);
 
   guint64 p = sim_transformer_parameters(c);
-  guint64 per_param = 2 * c->dtype_bytes + (c->adamw ? 8 : 0) + (c->master_weights && c->dtype_bytes != 4 ? 4 : 0);
+  guint e = sim_dtype_bytes(c->dtype);
+  guint64 per_param = 2 * e + (c->adamw ? 8 : 0) + (c->master_weights && e != 4 ? 4 : 0);
   w->static_bytes = mul(&k, p, per_param);
   if (k.overflow || !sim_workload_bytes_fit(w)) {
     g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "the model's memory adds up to more than 4 EiB");
@@ -274,29 +276,20 @@ sim_transformer_build(const SimTransformer *c, const SimDevice *dev, const char 
 void
 sim_transformer_format_ini(const SimTransformer *c, GString *out)
 {
-  g_string_append_printf(out,
-                         "[transformer]\n"
-                         "hidden = %u\nlayers = %u\nheads = %u\nkv_heads = %u\nhead_dim = %u\nffn = %u\n"
-                         "vocab = %" G_GUINT64_FORMAT "\n",
-                         c->hidden, c->layers, c->heads, c->kv_heads, c->head_dim, c->ffn, c->vocab);
-  if (c->max_positions)
-    g_string_append_printf(out, "positions = %u\n", c->max_positions);
-  g_string_append_printf(out,
-                         "norm = %s\nmlp = %s\ntied_embeddings = %s\nqkv_bias = %s\nlinear_bias = %s\n"
-                         "batch = %u\nseq = %u\ndtype = %s\nattention = %s\n",
-                         c->layernorm ? "layernorm" : "rmsnorm", c->gelu ? "gelu" : "swiglu",
-                         c->tied_embeddings ? "true" : "false", c->qkv_bias ? "true" : "false",
-                         c->linear_bias ? "true" : "false", c->batch, c->seq, c->dtype,
-                         c->flash ? "flash" : "eager");
-  /* A plain decimal, the only form the loader reads ("%g" would write 1e-05),
-   * with the fewest digits that read back as the same double. */
-  char dropout[400], format[16];
-  for (int digits = 1; digits < 340; digits++) {
-    g_snprintf(format, sizeof format, "%%.%df", digits);
-    if (g_ascii_strtod(g_ascii_formatd(dropout, sizeof dropout, format, c->dropout), NULL) == c->dropout)
-      break;
-  }
-  g_string_append_printf(out, "dropout = %s\ntp = %u\nsp = %s\noptimizer = %s\nmaster_weights = %s\n", dropout,
-                         c->tp, c->sp ? "true" : "false", c->adamw ? "adamw" : "none",
-                         c->master_weights ? "true" : "false");
+  /* The order `offsim model` has always written; positions only when the
+   * model has learned position embeddings. */
+  static const SimKeyId order[] = {
+    SIM_KEY_TRANSFORMER_HIDDEN, SIM_KEY_TRANSFORMER_LAYERS, SIM_KEY_TRANSFORMER_HEADS,
+    SIM_KEY_TRANSFORMER_KV_HEADS, SIM_KEY_TRANSFORMER_HEAD_DIM, SIM_KEY_TRANSFORMER_FFN,
+    SIM_KEY_TRANSFORMER_VOCAB, SIM_KEY_TRANSFORMER_POSITIONS, SIM_KEY_TRANSFORMER_NORM,
+    SIM_KEY_TRANSFORMER_MLP, SIM_KEY_TRANSFORMER_TIED_EMBEDDINGS, SIM_KEY_TRANSFORMER_QKV_BIAS,
+    SIM_KEY_TRANSFORMER_LINEAR_BIAS, SIM_KEY_TRANSFORMER_BATCH, SIM_KEY_TRANSFORMER_SEQ,
+    SIM_KEY_TRANSFORMER_DTYPE, SIM_KEY_TRANSFORMER_ATTENTION, SIM_KEY_TRANSFORMER_DROPOUT,
+    SIM_KEY_TRANSFORMER_TP, SIM_KEY_TRANSFORMER_SP, SIM_KEY_TRANSFORMER_OPTIMIZER,
+    SIM_KEY_TRANSFORMER_MASTER_WEIGHTS,
+  };
+  g_string_append(out, "[transformer]\n");
+  for (guint i = 0; i < G_N_ELEMENTS(order); i++)
+    if (order[i] != SIM_KEY_TRANSFORMER_POSITIONS || c->max_positions)
+      sim_schema_format(order[i], c, out);
 }

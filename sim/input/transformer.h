@@ -47,13 +47,25 @@
 
 G_BEGIN_DECLS
 
+/* Activation and weight types. */
+typedef enum {
+  SIM_DTYPE_FP32,
+  SIM_DTYPE_BF16,
+  SIM_DTYPE_FP16,
+  SIM_DTYPE_COUNT,
+} SimDtype;
+
+/* "fp32", "bf16", "fp16", indexed by SimDtype, NULL-terminated. */
+extern const char *const sim_dtype_names[];
+/* Bytes per element. */
+guint sim_dtype_bytes(SimDtype dtype);
+
 typedef struct {
   guint hidden, layers, heads, kv_heads, head_dim, ffn;
   guint64 vocab;
   guint max_positions;     /* learned position embeddings (gpt2); 0 = none */
   guint batch, seq;
-  guint dtype_bytes;       /* 4 fp32, 2 bf16 or fp16 */
-  const char *dtype;       /* static string: "fp32", "bf16", "fp16" */
+  SimDtype dtype;
   gboolean layernorm;      /* FALSE: rmsnorm */
   gboolean gelu;           /* FALSE: swiglu */
   gboolean flash;          /* FALSE: eager */
@@ -67,7 +79,8 @@ typedef struct {
   gboolean master_weights;
 } SimTransformer;
 
-/* Every field at its documented default; shape fields zero (required). */
+/* Every field at its scenario default (sim/input/schema.c); shape fields
+ * zero (required). */
 void sim_transformer_defaults(SimTransformer *config);
 
 /* Checks the shape: positive sizes, heads divisible by kv_heads and by tp,
@@ -84,7 +97,8 @@ SimWorkload *sim_transformer_build(const SimTransformer *config, const SimDevice
 guint64 sim_transformer_parameters(const SimTransformer *config);
 
 /* Appends the [transformer] group that describes `config` in full, one key
- * per line, so that loading it builds the same workload. */
+ * per line as the schema formats it, so that loading it builds the same
+ * workload. */
 void sim_transformer_format_ini(const SimTransformer *config, GString *out);
 
 G_END_DECLS

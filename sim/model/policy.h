@@ -65,13 +65,18 @@ typedef struct {
   GArray *actions;    /* SimAction per layer (kind = plan), else NULL */
 } SimPolicy;
 
-/* A policy of `kind` with every option at its documented default. */
+/* A policy of `kind` called `name` with every option zero, FALSE or NULL;
+ * the caller sets what the kind needs.  What a scenario file means by a
+ * policy, every option at its default, is sim_scenario_policy_new()'s
+ * (sim/input/scenario.h): the defaults live in the schema, not here. */
 SimPolicy *sim_policy_new(const char *name, SimPolicyKind kind);
 void sim_policy_free(SimPolicy *policy);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(SimPolicy, sim_policy_free)
 
-/* The default set: resident, offload-sync, offload-async, checkpoint-full. */
-GPtrArray *sim_policy_default_set(void);
+/* The names scenarios write, indexed by the enum, NULL-terminated: the one
+ * table the loader, the reports and the plan block read. */
+extern const char *const sim_policy_kind_names[];
+extern const char *const sim_action_names[];
 
 const char *sim_policy_kind_name(SimPolicyKind kind);
 const char *sim_action_name(SimAction action);

@@ -42,7 +42,7 @@ fuzz_scenario_new(SimWorkload *workload)
   SimScenario *s = g_new0(SimScenario, 1);
   s->name = g_strdup("fuzz");
   s->origin = g_strdup("fuzz");
-  sim_machine_defaults(&s->machine);
+  sim_scenario_machine_defaults(&s->machine);
   s->machine.device.memory = 80ull << 30;
   s->machine.device.matmul_flops = 790e12;
   s->machine.device.hbm_bandwidth = 3.35e12;
@@ -51,7 +51,7 @@ fuzz_scenario_new(SimWorkload *workload)
   s->machine.link.latency = 8e-6;
   s->machine.link.compute_slowdown = 0.03;
   s->workload = workload;
-  s->policies = sim_policy_default_set();
+  s->policies = sim_scenario_default_policies();
   return s;
 }
 
@@ -73,12 +73,12 @@ static GPtrArray *
 extra_policies(guint n_layers)
 {
   GPtrArray *set = g_ptr_array_new_with_free_func((GDestroyNotify)sim_policy_free);
-  SimPolicy *selective = sim_policy_new("fuzz-selective", SIM_POLICY_CHECKPOINT);
+  SimPolicy *selective = sim_scenario_policy_new("fuzz-selective", SIM_POLICY_CHECKPOINT);
   selective->selective = TRUE;
   selective->every = 2;
   g_ptr_array_add(set, selective);
 
-  SimPolicy *pinned = sim_policy_new("fuzz-offload-pinned", SIM_POLICY_OFFLOAD);
+  SimPolicy *pinned = sim_scenario_policy_new("fuzz-offload-pinned", SIM_POLICY_OFFLOAD);
   pinned->pinned = SIM_PINNED_PER_TENSOR;
   pinned->prefetch = 0;
   pinned->inflight = 1;
@@ -87,7 +87,7 @@ extra_policies(guint n_layers)
   g_ptr_array_add(set, pinned);
 
   for (int async = 0; async < 2; async++) {
-    SimPolicy *plan = sim_policy_new(async ? "fuzz-plan-async" : "fuzz-plan-sync", SIM_POLICY_PLAN);
+    SimPolicy *plan = sim_scenario_policy_new(async ? "fuzz-plan-async" : "fuzz-plan-sync", SIM_POLICY_PLAN);
     plan->async = async;
     plan->dedup = async;
     plan->prefetch = async ? 3 : 0;

@@ -1,0 +1,447 @@
+#include "schema.h"
+
+#include "error.h"
+#include "machine.h"
+#include "policy.h"
+#include "scenario.h"
+#include "transformer.h"
+#include "units.h"
+
+#include <math.h>
+#include <string.h>
+
+/* Choices are stored as guint: an enum field must be that size. */
+G_STATIC_ASSERT(sizeof(SimPinned) == sizeof(guint));
+G_STATIC_ASSERT(sizeof(SimDtype) == sizeof(guint));
+G_STATIC_ASSERT(sizeof(SimPolicyKind) == sizeof(guint));
+
+static const char *const group_names[SIM_GROUP_COUNT] = {
+  [SIM_GROUP_SCENARIO] = "scenario", [SIM_GROUP_DEVICE] = "device",         [SIM_GROUP_LINK] = "link",
+  [SIM_GROUP_MODEL] = "model",       [SIM_GROUP_LAYER] = "layer.N",         [SIM_GROUP_TRANSFORMER] = "transformer",
+  [SIM_GROUP_TRACE] = "trace",       [SIM_GROUP_POLICY] = "policy.NAME",
+};
+
+static const char *const bool_names[] = { "false", "true", NULL };
+static const char *const offload_modes[] = { "sync", "async", NULL };
+static const char *const checkpoint_modes[] = { "full", "selective", NULL };
+static const char *const pinned_names[] = { "pooled", "per-tensor", "none", NULL };
+static const char *const norm_names[] = { "rmsnorm", "layernorm", NULL };
+static const char *const mlp_names[] = { "swiglu", "gelu", NULL };
+static const char *const attention_names[] = { "eager", "flash", NULL };
+static const char *const optimizer_names[] = { "none", "adamw", NULL };
+
+#define OFFLOAD_PLAN ((1u << SIM_POLICY_OFFLOAD) | (1u << SIM_POLICY_PLAN))
+#define ALL_KINDS ((1u << SIM_POLICY_RESIDENT) | (1u << SIM_POLICY_OFFLOAD) | (1u << SIM_POLICY_CHECKPOINT) | \
+                   (1u << SIM_POLICY_PLAN))
+#define BIT(kind) (1u << (kind))
+
+#define M(field) ((gssize)offsetof(SimMachine, field))
+#define T(field) ((gssize)offsetof(SimTransformer, field))
+#define P(field) ((gssize)offsetof(SimPolicy, field))
+#define HAND SIM_SCHEMA_BY_HAND
+
+/* Layer counts: far above any real model, low enough that a typo such as
+ * `layers = 1000000000` is an error instead of an out-of-memory. */
+#define LAYERS_MAX SIM_SCENARIO_MAX_LAYERS
+
+static const char layer_set_expect[] = "all, none, first:N, last:N or indices such as 0-21 or 0,2,5";
+static const char tensors_expect[] = "a list such as attn:24MiB, mlp:32MiB, mask:1MiB:keep";
+static const char table_expect[] = "measured SIZE:RATE points in increasing size, such as 4KiB:1.9GB/s, 1MiB:40GB/s";
+
+static const SimSchemaKey keys[SIM_KEY_COUNT] = {
+  [SIM_KEY_SCENARIO_NAME] = { SIM_GROUP_SCENARIO, "name", SIM_VALUE_TEXT, .offset = HAND,
+                              .doc_default = "the file name without `.ini`", .expect = "a scenario name" },
+  [SIM_KEY_SCENARIO_DESCRIPTION] = { SIM_GROUP_SCENARIO, "description", SIM_VALUE_TEXT, .offset = HAND,
+                                     .expect = "free text" },
+  /* Read and removed by the config layer (config.c) before any group is checked. */
+  [SIM_KEY_SCENARIO_INCLUDE] = { SIM_GROUP_SCENARIO, "include", SIM_VALUE_LIST, .offset = HAND,
+                                 .expect = "comma-separated file names" },
+
+  [SIM_KEY_DEVICE_MEMORY] = { SIM_GROUP_DEVICE, "memory", SIM_VALUE_SIZE, SIM_NEED_REQUIRED, .offset = M(device.memory),
+                              .expect = "a size such as 80GiB" },
+  [SIM_KEY_DEVICE_MATMUL_TFLOPS] = { SIM_GROUP_DEVICE, "matmul_tflops", SIM_VALUE_NUMBER, SIM_NEED_SOMETIMES,
+                                     "for `[transformer]`", M(device.matmul_flops), .lo = 0, .hi = 1e9, .scale = 1e12,
+                                     .open = SIM_OPEN_LO, .expect = "a positive number of TFLOP/s such as 790" },
+  [SIM_KEY_DEVICE_EFFICIENCY] = { SIM_GROUP_DEVICE, "efficiency", SIM_VALUE_NUMBER, .offset = M(device.efficiency),
+                                  .lo = 0, .hi = 1, .open = SIM_OPEN_LO, .fallback = "0.5", .doc_default = "`0.5`",
+                                  .expect = "a number in (0, 1]" },
+  [SIM_KEY_DEVICE_HBM_BANDWIDTH] = { SIM_GROUP_DEVICE, "hbm_bandwidth", SIM_VALUE_RATE, SIM_NEED_SOMETIMES,
+                                     "for `[transformer]`", M(device.hbm_bandwidth),
+                                     .expect = "a rate such as 3.35TB/s" },
+
+  [SIM_KEY_LINK_H2D_BANDWIDTH] = { SIM_GROUP_LINK, "h2d_bandwidth", SIM_VALUE_RATE, SIM_NEED_REQUIRED,
+                                   .offset = M(link.h2d_bandwidth), .expect = "a rate such as 55GB/s" },
+  [SIM_KEY_LINK_D2H_BANDWIDTH] = { SIM_GROUP_LINK, "d2h_bandwidth", SIM_VALUE_RATE, SIM_NEED_REQUIRED,
+                                   .offset = M(link.d2h_bandwidth), .expect = "a rate such as 55GB/s" },
+  [SIM_KEY_LINK_BIDIR_BANDWIDTH] = { SIM_GROUP_LINK, "bidir_bandwidth", SIM_VALUE_RATE,
+                                     .offset = M(link.bidir_bandwidth), .doc_default = "the sum",
+                                     .expect = "a rate such as 100GB/s" },
+  [SIM_KEY_LINK_LATENCY] = { SIM_GROUP_LINK, "latency", SIM_VALUE_TIME, .offset = M(link.latency), .fallback = "0",
+                             .doc_default = "`0`", .expect = "a time such as 8us" },
+  [SIM_KEY_LINK_PAGEABLE_FACTOR] = { SIM_GROUP_LINK, "pageable_factor", SIM_VALUE_NUMBER,
+                                     .offset = M(link.pageable_factor), .lo = 0, .hi = 1, .open = SIM_OPEN_LO,
+                                     .fallback = "0.5", .doc_default = "`0.5`", .expect = "a number in (0, 1]" },
+  [SIM_KEY_LINK_COMPUTE_SLOWDOWN] = { SIM_GROUP_LINK, "compute_slowdown", SIM_VALUE_NUMBER,
+                                      .offset = M(link.compute_slowdown), .lo = 0, .hi = 1, .open = SIM_OPEN_HI,
+                                      .fallback = "0", .doc_default = "`0`", .expect = "a number in [0, 1)" },
+  /* The published cost of one cudaHostAlloc (docs/reference.md). */
+  [SIM_KEY_LINK_HOST_ALLOC] = { SIM_GROUP_LINK, "host_alloc", SIM_VALUE_TIME, .offset = M(link.host_alloc),
+                                .fallback = "3ms", .doc_default = "`3ms`", .expect = "a time such as 3ms" },
+  [SIM_KEY_LINK_H2D_TABLE] = { SIM_GROUP_LINK, "h2d_table", SIM_VALUE_LIST, .offset = HAND, .doc_default = "none",
+                               .expect = table_expect },
+  [SIM_KEY_LINK_D2H_TABLE] = { SIM_GROUP_LINK, "d2h_table", SIM_VALUE_LIST, .offset = HAND, .doc_default = "none",
+                               .expect = table_expect },
+
+  [SIM_KEY_MODEL_LAYERS] = { SIM_GROUP_MODEL, "layers", SIM_VALUE_COUNT, SIM_NEED_REQUIRED, .offset = HAND, .min = 1,
+                             .max = LAYERS_MAX, .expect = "a layer count such as 24" },
+  [SIM_KEY_MODEL_FORWARD] = { SIM_GROUP_MODEL, "forward", SIM_VALUE_TIME, SIM_NEED_REQUIRED, .offset = HAND,
+                              .expect = "a time such as 2ms" },
+  [SIM_KEY_MODEL_BACKWARD] = { SIM_GROUP_MODEL, "backward", SIM_VALUE_TIME, .offset = HAND,
+                               .doc_default = "2 × forward", .expect = "a time such as 4ms" },
+  [SIM_KEY_MODEL_INPUT] = { SIM_GROUP_MODEL, "input", SIM_VALUE_SIZE, SIM_NEED_REQUIRED, .offset = HAND,
+                            .expect = "a size such as 8MiB" },
+  [SIM_KEY_MODEL_TENSORS] = { SIM_GROUP_MODEL, "tensors", SIM_VALUE_LIST, SIM_NEED_REQUIRED, .offset = HAND,
+                              .expect = tensors_expect },
+  [SIM_KEY_MODEL_STATIC] = { SIM_GROUP_MODEL, "static", SIM_VALUE_SIZE, .offset = HAND, .fallback = "0",
+                             .doc_default = "`0`", .expect = "a size such as 1GiB" },
+  [SIM_KEY_MODEL_WORKSPACE] = { SIM_GROUP_MODEL, "workspace", SIM_VALUE_SIZE, .offset = HAND, .fallback = "0",
+                                .doc_default = "`0`", .expect = "a size such as 64MiB" },
+
+  [SIM_KEY_LAYER_FORWARD] = { SIM_GROUP_LAYER, "forward", SIM_VALUE_TIME, .offset = HAND,
+                              .doc_default = "[model]'s", .expect = "a time such as 2ms" },
+  [SIM_KEY_LAYER_BACKWARD] = { SIM_GROUP_LAYER, "backward", SIM_VALUE_TIME, .offset = HAND,
+                               .doc_default = "[model]'s", .expect = "a time such as 4ms" },
+  [SIM_KEY_LAYER_INPUT] = { SIM_GROUP_LAYER, "input", SIM_VALUE_SIZE, .offset = HAND, .doc_default = "[model]'s",
+                            .expect = "a size such as 8MiB" },
+  [SIM_KEY_LAYER_TENSORS] = { SIM_GROUP_LAYER, "tensors", SIM_VALUE_LIST, .offset = HAND,
+                              .doc_default = "[model]'s", .expect = tensors_expect },
+  [SIM_KEY_LAYER_WORKSPACE] = { SIM_GROUP_LAYER, "workspace", SIM_VALUE_SIZE, .offset = HAND,
+                                .doc_default = "[model]'s", .expect = "a size such as 64MiB" },
+
+  [SIM_KEY_TRANSFORMER_HF_CONFIG] = { SIM_GROUP_TRANSFORMER, "hf_config", SIM_VALUE_PATH, .offset = HAND,
+                                      .expect = "the path of a HuggingFace config.json" },
+  [SIM_KEY_TRANSFORMER_HIDDEN] = { SIM_GROUP_TRANSFORMER, "hidden", SIM_VALUE_COUNT, SIM_NEED_SOMETIMES,
+                                   "without `hf_config`", T(hidden), .min = 1, .max = 1 << 20,
+                                   .expect = "a whole number such as 896" },
+  [SIM_KEY_TRANSFORMER_LAYERS] = { SIM_GROUP_TRANSFORMER, "layers", SIM_VALUE_COUNT, SIM_NEED_SOMETIMES,
+                                   "without `hf_config`", T(layers), .min = 1, .max = LAYERS_MAX,
+                                   .expect = "a layer count such as 24" },
+  [SIM_KEY_TRANSFORMER_HEADS] = { SIM_GROUP_TRANSFORMER, "heads", SIM_VALUE_COUNT, SIM_NEED_SOMETIMES,
+                                  "without `hf_config`", T(heads), .min = 1, .max = 1 << 16,
+                                  .expect = "a whole number such as 14" },
+  [SIM_KEY_TRANSFORMER_KV_HEADS] = { SIM_GROUP_TRANSFORMER, "kv_heads", SIM_VALUE_COUNT, .offset = T(kv_heads),
+                                     .min = 1, .max = 1 << 16, .doc_default = "`heads`",
+                                     .expect = "a whole number dividing heads" },
+  [SIM_KEY_TRANSFORMER_HEAD_DIM] = { SIM_GROUP_TRANSFORMER, "head_dim", SIM_VALUE_COUNT, .offset = T(head_dim),
+                                     .min = 1, .max = 1 << 16, .doc_default = "`hidden / heads`",
+                                     .expect = "a whole number such as 64" },
+  [SIM_KEY_TRANSFORMER_FFN] = { SIM_GROUP_TRANSFORMER, "ffn", SIM_VALUE_COUNT, SIM_NEED_SOMETIMES,
+                                "without `hf_config`", T(ffn), .min = 1, .max = 1 << 24,
+                                .expect = "a whole number such as 4864" },
+  [SIM_KEY_TRANSFORMER_VOCAB] = { SIM_GROUP_TRANSFORMER, "vocab", SIM_VALUE_COUNT64, SIM_NEED_SOMETIMES,
+                                  "without `hf_config`", T(vocab), .min = 1, .max = 1 << 30,
+                                  .expect = "a whole number such as 151936" },
+  [SIM_KEY_TRANSFORMER_POSITIONS] = { SIM_GROUP_TRANSFORMER, "positions", SIM_VALUE_COUNT, .offset = T(max_positions),
+                                      .min = 0, .max = 1 << 24, .fallback = "0", .doc_default = "`0`",
+                                      .expect = "a whole number (learned position embeddings)" },
+  [SIM_KEY_TRANSFORMER_BATCH] = { SIM_GROUP_TRANSFORMER, "batch", SIM_VALUE_COUNT, SIM_NEED_REQUIRED,
+                                  .offset = T(batch), .min = 1, .max = 1 << 20, .expect = "a whole number such as 2" },
+  [SIM_KEY_TRANSFORMER_SEQ] = { SIM_GROUP_TRANSFORMER, "seq", SIM_VALUE_COUNT, SIM_NEED_REQUIRED, .offset = T(seq),
+                                .min = 1, .max = 1 << 24, .expect = "a whole number such as 512" },
+  [SIM_KEY_TRANSFORMER_DTYPE] = { SIM_GROUP_TRANSFORMER, "dtype", SIM_VALUE_CHOICE, .offset = T(dtype),
+                                  .names = sim_dtype_names, .fallback = "bf16", .doc_default = "`bf16`",
+                                  .expect = "fp32, bf16 or fp16" },
+  [SIM_KEY_TRANSFORMER_NORM] = { SIM_GROUP_TRANSFORMER, "norm", SIM_VALUE_CHOICE, .offset = T(layernorm),
+                                 .names = norm_names, .fallback = "rmsnorm", .doc_default = "`rmsnorm`",
+                                 .expect = "rmsnorm or layernorm" },
+  [SIM_KEY_TRANSFORMER_MLP] = { SIM_GROUP_TRANSFORMER, "mlp", SIM_VALUE_CHOICE, .offset = T(gelu), .names = mlp_names,
+                                .fallback = "swiglu", .doc_default = "`swiglu`", .expect = "swiglu or gelu" },
+  [SIM_KEY_TRANSFORMER_ATTENTION] = { SIM_GROUP_TRANSFORMER, "attention", SIM_VALUE_CHOICE, .offset = T(flash),
+                                      .names = attention_names, .fallback = "flash", .doc_default = "`flash`",
+                                      .expect = "eager or flash" },
+  [SIM_KEY_TRANSFORMER_DROPOUT] = { SIM_GROUP_TRANSFORMER, "dropout", SIM_VALUE_NUMBER, .offset = T(dropout), .lo = 0,
+                                    .hi = 1, .open = SIM_OPEN_HI, .fallback = "0", .doc_default = "`0`",
+                                    .expect = "a probability in [0, 1)" },
+  [SIM_KEY_TRANSFORMER_TIED_EMBEDDINGS] = { SIM_GROUP_TRANSFORMER, "tied_embeddings", SIM_VALUE_BOOL,
+                                            .offset = T(tied_embeddings), .fallback = "false",
+                                            .doc_default = "`false`", .expect = "true or false" },
+  [SIM_KEY_TRANSFORMER_QKV_BIAS] = { SIM_GROUP_TRANSFORMER, "qkv_bias", SIM_VALUE_BOOL, .offset = T(qkv_bias),
+                                     .fallback = "false", .doc_default = "`false`", .expect = "true or false" },
+  [SIM_KEY_TRANSFORMER_LINEAR_BIAS] = { SIM_GROUP_TRANSFORMER, "linear_bias", SIM_VALUE_BOOL, .offset = T(linear_bias),
+                                        .fallback = "false", .doc_default = "`false`", .expect = "true or false" },
+  [SIM_KEY_TRANSFORMER_TP] = { SIM_GROUP_TRANSFORMER, "tp", SIM_VALUE_COUNT, .offset = T(tp), .min = 1, .max = 1 << 16,
+                               .fallback = "1", .doc_default = "`1`", .expect = "a tensor-parallel degree such as 8" },
+  [SIM_KEY_TRANSFORMER_SP] = { SIM_GROUP_TRANSFORMER, "sp", SIM_VALUE_BOOL, .offset = T(sp), .fallback = "false",
+                               .doc_default = "`false`", .expect = "true or false" },
+  [SIM_KEY_TRANSFORMER_OPTIMIZER] = { SIM_GROUP_TRANSFORMER, "optimizer", SIM_VALUE_CHOICE, .offset = T(adamw),
+                                      .names = optimizer_names, .fallback = "adamw", .doc_default = "`adamw`",
+                                      .expect = "adamw or none" },
+  [SIM_KEY_TRANSFORMER_MASTER_WEIGHTS] = { SIM_GROUP_TRANSFORMER, "master_weights", SIM_VALUE_BOOL,
+                                           .offset = T(master_weights), .fallback = "true", .doc_default = "`true`",
+                                           .expect = "true or false" },
+
+  [SIM_KEY_TRACE_FILE] = { SIM_GROUP_TRACE, "file", SIM_VALUE_PATH, SIM_NEED_REQUIRED, .offset = HAND,
+                           .expect = "the path of a CSV from gpu_calib/record_saved_tensors.py" },
+  [SIM_KEY_TRACE_FORWARD] = { SIM_GROUP_TRACE, "forward", SIM_VALUE_TIME, SIM_NEED_REQUIRED, .offset = HAND,
+                              .expect = "a time such as 2ms (per layer)" },
+  [SIM_KEY_TRACE_BACKWARD] = { SIM_GROUP_TRACE, "backward", SIM_VALUE_TIME, .offset = HAND,
+                               .doc_default = "2 × forward", .expect = "a time such as 4ms (per layer)" },
+  [SIM_KEY_TRACE_WORKSPACE] = { SIM_GROUP_TRACE, "workspace", SIM_VALUE_SIZE, .offset = HAND, .fallback = "0",
+                                .doc_default = "`0`", .expect = "a size such as 64MiB" },
+  [SIM_KEY_TRACE_STATIC] = { SIM_GROUP_TRACE, "static", SIM_VALUE_SIZE, .offset = HAND, .fallback = "0",
+                             .doc_default = "`0`", .expect = "a size such as 1GiB" },
+
+  [SIM_KEY_POLICY_KIND] = { SIM_GROUP_POLICY, "kind", SIM_VALUE_CHOICE, SIM_NEED_REQUIRED, .offset = P(kind),
+                            .names = sim_policy_kind_names, .kinds = ALL_KINDS,
+                            .expect = "resident, offload, checkpoint or plan" },
+  [SIM_KEY_POLICY_MODE] = { SIM_GROUP_POLICY, "mode", SIM_VALUE_CHOICE, .offset = P(async), .names = offload_modes,
+                            .fallback = "async", .doc_default = "`async`", .kinds = OFFLOAD_PLAN,
+                            .expect = "sync or async (offload, plan); full or selective (checkpoint)" },
+  [SIM_KEY_POLICY_CHECKPOINT_MODE] = { SIM_GROUP_POLICY, "mode", SIM_VALUE_CHOICE, .offset = P(selective),
+                                       .names = checkpoint_modes, .fallback = "full", .doc_default = "`full`",
+                                       .kinds = BIT(SIM_POLICY_CHECKPOINT),
+                                       .expect = "sync or async (offload, plan); full or selective (checkpoint)" },
+  /* Follows the mode: verl copies each storage once, save_on_cpu every reference. */
+  [SIM_KEY_POLICY_DEDUP] = { SIM_GROUP_POLICY, "dedup", SIM_VALUE_BOOL, .offset = P(dedup),
+                             .doc_default = "`false` for sync, `true` for async", .kinds = OFFLOAD_PLAN,
+                             .expect = "true or false" },
+  [SIM_KEY_POLICY_PREFETCH] = { SIM_GROUP_POLICY, "prefetch", SIM_VALUE_COUNT, .offset = P(prefetch), .min = 0,
+                                .max = G_MAXUINT32, .fallback = "1", .doc_default = "`1`", .kinds = OFFLOAD_PLAN,
+                                .expect = "a layer count such as 1" },
+  [SIM_KEY_POLICY_INFLIGHT] = { SIM_GROUP_POLICY, "inflight", SIM_VALUE_COUNT, .offset = P(inflight), .min = 1,
+                                .max = G_MAXUINT32, .fallback = "2", .doc_default = "`2`", .kinds = OFFLOAD_PLAN,
+                                .expect = "a group count of at least 1" },
+  [SIM_KEY_POLICY_LAYERS] = { SIM_GROUP_POLICY, "layers", SIM_VALUE_LIST, .offset = HAND, .doc_default = "`all`",
+                              .kinds = BIT(SIM_POLICY_OFFLOAD) | BIT(SIM_POLICY_CHECKPOINT), .expect = layer_set_expect },
+  /* Follows the mode: verl keeps the last layer, save_on_cpu none. */
+  [SIM_KEY_POLICY_KEEP_LAST] = { SIM_GROUP_POLICY, "keep_last", SIM_VALUE_COUNT, .offset = P(keep_last), .min = 0,
+                                 .max = G_MAXUINT32, .doc_default = "`0` for sync, `1` for async",
+                                 .kinds = BIT(SIM_POLICY_OFFLOAD), .expect = "a layer count such as 1" },
+  [SIM_KEY_POLICY_MIN_TENSOR] = { SIM_GROUP_POLICY, "min_tensor", SIM_VALUE_SIZE, .offset = P(min_tensor),
+                                  .fallback = "0", .doc_default = "`0`", .kinds = OFFLOAD_PLAN,
+                                  .expect = "a size such as 1MiB" },
+  [SIM_KEY_POLICY_PINNED] = { SIM_GROUP_POLICY, "pinned", SIM_VALUE_CHOICE, .offset = P(pinned),
+                              .names = pinned_names, .fallback = "pooled", .doc_default = "`pooled`",
+                              .kinds = OFFLOAD_PLAN, .expect = "pooled, per-tensor or none" },
+  [SIM_KEY_POLICY_EVERY] = { SIM_GROUP_POLICY, "every", SIM_VALUE_COUNT, .offset = P(every), .min = 1,
+                             .max = G_MAXUINT32, .fallback = "1", .doc_default = "`1`",
+                             .kinds = BIT(SIM_POLICY_CHECKPOINT), .expect = "a layer stride of at least 1" },
+  [SIM_KEY_POLICY_ACTIONS] = { SIM_GROUP_POLICY, "actions", SIM_VALUE_LIST, SIM_NEED_SOMETIMES, "for `plan`",
+                               HAND, .kinds = BIT(SIM_POLICY_PLAN),
+                               .expect = "one of keep, offload, recompute, selective, selective+offload per layer" },
+};
+
+const SimSchemaKey *
+sim_schema_key(SimKeyId id)
+{
+  g_assert(id < SIM_KEY_COUNT);
+  return &keys[id];
+}
+
+const char *
+sim_schema_group_name(SimSchemaGroup group)
+{
+  g_assert(group < SIM_GROUP_COUNT);
+  return group_names[group];
+}
+
+static gboolean
+applies(const SimSchemaKey *k, SimSchemaGroup group, guint kind_mask)
+{
+  return k->group == group && (group != SIM_GROUP_POLICY || kind_mask == 0 || (k->kinds & kind_mask) != 0);
+}
+
+SimKeyId
+sim_schema_find(SimSchemaGroup group, const char *key, guint kind)
+{
+  guint mask = group == SIM_GROUP_POLICY && kind != SIM_SCHEMA_ANY_KIND ? 1u << kind : 0;
+  for (guint id = 0; id < SIM_KEY_COUNT; id++)
+    if (applies(&keys[id], group, mask) && strcmp(keys[id].key, key) == 0)
+      return (SimKeyId)id;
+  return SIM_KEY_COUNT;
+}
+
+char *
+sim_schema_key_list(SimSchemaGroup group, guint kind_mask)
+{
+  GString *list = g_string_new(NULL);
+  for (guint id = 0; id < SIM_KEY_COUNT; id++) {
+    if (!applies(&keys[id], group, kind_mask) || id == SIM_KEY_SCENARIO_INCLUDE)
+      continue;
+    if (id > 0 && keys[id - 1].group == group && strcmp(keys[id - 1].key, keys[id].key) == 0 &&
+        applies(&keys[id - 1], group, kind_mask))
+      continue; /* a key of two rows (policy `mode`) is listed once */
+    g_string_append_printf(list, "%s%s", list->len ? ", " : "", keys[id].key);
+  }
+  return g_string_free(list, FALSE);
+}
+
+/* A plain decimal in [lo, hi], ends open as asked: no sign, exponent or unit. */
+static gboolean
+parse_number(const SimSchemaKey *k, const char *s, double *out, GError **error)
+{
+  char *end = NULL;
+  gboolean plain = *s != '\0' && strspn(s, "0123456789.") == strlen(s) && strchr(s, '.') == strrchr(s, '.');
+  double v = plain ? g_ascii_strtod(s, &end) : NAN;
+  gboolean lo_open = (k->open & SIM_OPEN_LO) != 0, hi_open = (k->open & SIM_OPEN_HI) != 0;
+  if (!plain || end == s || *end != '\0' || !isfinite(v) || (lo_open ? v <= k->lo : v < k->lo) ||
+      (hi_open ? v >= k->hi : v > k->hi)) {
+    g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "expected a number in %c%g, %g%c, got '%s'", lo_open ? '(' : '[',
+                k->lo, k->hi, hi_open ? ')' : ']', s);
+    return FALSE;
+  }
+  *out = v * (k->scale ? k->scale : 1);
+  return TRUE;
+}
+
+static gboolean
+parse_count(const SimSchemaKey *k, const char *s, guint64 *out, GError **error)
+{
+  g_autofree char *trimmed = g_strstrip(g_strdup(s));
+  if (g_ascii_string_to_unsigned(trimmed, 10, k->min, k->max, out, NULL))
+    return TRUE;
+  g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT,
+              "expected a whole number from %" G_GUINT64_FORMAT " to %" G_GUINT64_FORMAT ", got '%s'", k->min, k->max,
+              s);
+  return FALSE;
+}
+
+static gboolean
+parse_choice(const char *const *names, const char *s, guint *out, GError **error)
+{
+  g_autofree char *value = g_strstrip(g_strdup(s));
+  for (guint i = 0; names[i]; i++) {
+    if (strcmp(names[i], value) == 0) {
+      *out = i;
+      return TRUE;
+    }
+  }
+  g_autofree char *choices = g_strjoinv(", ", (char **)names);
+  g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "expected one of %s, got '%s'", choices, s);
+  return FALSE;
+}
+
+/* Writes a choice index where the field is a gboolean (two names) or an enum. */
+static void
+store_choice(const SimSchemaKey *k, gpointer field, guint index)
+{
+  if (g_strv_length((char **)k->names) == 2)
+    *(gboolean *)field = index == 1;
+  else
+    *(guint *)field = index;
+}
+
+gboolean
+sim_schema_parse_value(SimKeyId id, const char *text, gpointer field, GError **error)
+{
+  const SimSchemaKey *k = sim_schema_key(id);
+  g_return_val_if_fail(error == NULL || *error == NULL, FALSE);
+  guint64 count;
+  guint index;
+  switch (k->type) {
+  case SIM_VALUE_SIZE:
+    return sim_units_parse_size(text, field, error);
+  case SIM_VALUE_TIME:
+    return sim_units_parse_time(text, field, error);
+  case SIM_VALUE_RATE:
+    return sim_units_parse_rate(text, field, error);
+  case SIM_VALUE_NUMBER:
+    return parse_number(k, text, field, error);
+  case SIM_VALUE_COUNT:
+  case SIM_VALUE_COUNT64:
+    if (!parse_count(k, text, &count, error))
+      return FALSE;
+    if (k->type == SIM_VALUE_COUNT)
+      *(guint *)field = (guint)count;
+    else
+      *(guint64 *)field = count;
+    return TRUE;
+  case SIM_VALUE_BOOL:
+    if (!parse_choice(bool_names, text, &index, error))
+      return FALSE;
+    *(gboolean *)field = index == 1;
+    return TRUE;
+  case SIM_VALUE_CHOICE:
+    if (!parse_choice(k->names, text, &index, error))
+      return FALSE;
+    store_choice(k, field, index);
+    return TRUE;
+  case SIM_VALUE_TEXT:
+  case SIM_VALUE_PATH:
+  case SIM_VALUE_LIST:
+    break;
+  }
+  g_return_val_if_reached(FALSE);
+}
+
+gboolean
+sim_schema_parse(SimKeyId id, const char *text, gpointer target, GError **error)
+{
+  const SimSchemaKey *k = sim_schema_key(id);
+  g_return_val_if_fail(k->offset != SIM_SCHEMA_BY_HAND, FALSE);
+  return sim_schema_parse_value(id, text, (char *)target + k->offset, error);
+}
+
+void
+sim_schema_apply_defaults(SimSchemaGroup group, gpointer target)
+{
+  for (guint id = 0; id < SIM_KEY_COUNT; id++) {
+    const SimSchemaKey *k = &keys[id];
+    if (!applies(k, group, 0) || k->fallback == NULL || k->offset == SIM_SCHEMA_BY_HAND)
+      continue;
+    g_autoptr(GError) error = NULL;
+    if (!sim_schema_parse((SimKeyId)id, k->fallback, target, &error))
+      g_error("schema: [%s] %s: default '%s' does not parse: %s", group_names[group], k->key, k->fallback,
+              error->message);
+  }
+}
+
+/* The shortest plain decimal that reads back as the same double: "%g"
+ * would write 1e-05, which the loader refuses. */
+static void
+format_number(double v, GString *out)
+{
+  char text[400], format[16];
+  for (int digits = 1; digits < 340; digits++) {
+    g_snprintf(format, sizeof format, "%%.%df", digits);
+    if (g_ascii_strtod(g_ascii_formatd(text, sizeof text, format, v), NULL) == v)
+      break;
+  }
+  g_string_append(out, text);
+}
+
+void
+sim_schema_format(SimKeyId id, gconstpointer target, GString *out)
+{
+  const SimSchemaKey *k = sim_schema_key(id);
+  g_return_if_fail(k->offset != SIM_SCHEMA_BY_HAND);
+  gconstpointer field = (const char *)target + k->offset;
+  g_string_append_printf(out, "%s = ", k->key);
+  switch (k->type) {
+  case SIM_VALUE_SIZE:
+    g_string_append_printf(out, "%" G_GUINT64_FORMAT "B", *(const guint64 *)field);
+    break;
+  case SIM_VALUE_NUMBER:
+    format_number(*(const double *)field / (k->scale ? k->scale : 1), out);
+    break;
+  case SIM_VALUE_COUNT:
+    g_string_append_printf(out, "%u", *(const guint *)field);
+    break;
+  case SIM_VALUE_COUNT64:
+    g_string_append_printf(out, "%" G_GUINT64_FORMAT, *(const guint64 *)field);
+    break;
+  case SIM_VALUE_BOOL:
+    g_string_append(out, *(const gboolean *)field ? "true" : "false");
+    break;
+  case SIM_VALUE_CHOICE:
+    if (g_strv_length((char **)k->names) == 2)
+      g_string_append(out, k->names[*(const gboolean *)field ? 1 : 0]);
+    else
+      g_string_append(out, k->names[*(const guint *)field]);
+    break;
+  default:
+    /* Times and rates have no exact text form yet; nothing writes them. */
+    g_return_if_reached();
+  }
+  g_string_append_c(out, '\n');
+}

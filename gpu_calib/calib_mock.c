@@ -4,10 +4,12 @@
  *
  * Linked instead of cudart, cuBLAS and calib_kernels.cu into
  * `offsim-calib-mock` (tests only).  It implements exactly the calls
- * calib_main.c makes, with the signatures of the real headers, over a virtual
- * clock per stream: an operation advances its stream's clock by the time a
- * model link and device would take (below, with ±1% deterministic noise), an
- * event records its stream's clock, and elapsed time is the difference.
+ * offsim-calib's host code (OFFSIM_CALIB_HOST_SOURCES: calib_main.c,
+ * calib_timing.c, calib_measure.c and the rest) makes, with the signatures
+ * of the real headers, over a virtual clock per stream: an operation
+ * advances its stream's clock by the time a model link and device would
+ * take (below, with ±1% deterministic noise), an event records its stream's
+ * clock, and elapsed time is the difference.
  * Streams do not contend, so every overlap slowdown is noise.  Device memory
  * is never touched (cudaMalloc hands out fake addresses); pinned host memory
  * is real, so that what the host writes (the spin flag) works as on a GPU.

@@ -1,0 +1,111 @@
+/* gpu_calib/calib_measure.h — the measurements: copy size sweeps and their
+ * fit, both directions at once, device memory, GEMM throughput, the FMA
+ * kernel's rate, copy/compute overlap and pinned allocation.
+ *
+ * Each measurement runs on a Calib that calib_timing_setup prepared, times
+ * through the harness (calib_timing.h), prints its progress lines as it
+ * goes, and fills a plain value that the caller owns; only
+ * CalibBidir.pcie_during is allocated (calib_probe_pcie_link), and the
+ * caller frees it with g_free.  A measurement may change the Calib's kernel
+ * sizing (calib_measure_fma sets fma_iterations) and the contents of its
+ * buffers, never its allocations.  Figures are medians of c->repeats
+ * samples in seconds per operation, bandwidths are bytes per second, and
+ * directions are numbered as SimLink's tables: 0 D2H, 1 H2D.  Errors end
+ * the program (calib_report.h).
+ */
+#pragma once
+
+#include "calib_fit.h"
+#include "calib_timing.h"
+
+#include <glib.h>
+
+G_BEGIN_DECLS
+
+#define CALIB_MAX_SIZES 32
+
+/* ---- copies: the size sweeps -------------------------------------------- */
+
+typedef struct {
+  guint64 bytes;
+  int count;
+  double seconds; /* median per copy */
+  double samples[CALIB_MAX_REPEATS];
+} CalibSweepPoint;
+
+typedef struct {
+  const char *name; /* "h2d_pinned" */
+  int dir;          /* 0 = D2H, 1 = H2D, as SimLink tables */
+  gboolean pinned;
+  CalibSweepPoint points[CALIB_MAX_SIZES];
+  guint n;
+  double plateau;   /* median bandwidth of the copies >= 64 MiB */
+} CalibSweep;
+
+/* Copies of 4 KiB to c->max_copy in the direction and memory `s` names,
+ * into its points and plateau. */
+void calib_measure_sweep(Calib *c, CalibSweep *s);
+
+/* t = alpha + bytes / beta over the sweep's points; exits 1 when it fails. */
+CalibFit calib_measure_fit_sweep(const CalibSweep *s);
+
+/* ---- both directions at once --------------------------------------------- */
+
+typedef struct {
+  double d2h, h2d; /* bandwidth of each direction while the other ran longer */
+  double copy_seconds[2]; /* per copy of `bytes`, by direction, contended */
+  guint64 bytes;
+  char *pcie_during; /* the link while copies ran; owned */
+} CalibBidir;
+
+void calib_measure_bidirectional(Calib *c, CalibBidir *b);
+
+/* ---- device memory -------------------------------------------------------- */
+
+/* Seconds of one device-to-device copy; its size into `bytes`. */
+double calib_measure_device_to_device(Calib *c, guint64 *bytes);
+
+/* The triad kernel's bandwidth, bytes read and written per second. */
+double calib_measure_triad(Calib *c);
+
+/* ---- GEMM throughput ------------------------------------------------------ */
+
+typedef struct {
+  double tflops[CALIB_GEMM_TYPES][CALIB_GEMM_SHAPES]; /* 0: not run */
+  double best_bf16;
+  const CalibGemmShape *best_shape;
+} CalibGemms;
+
+/* Every dtype at every shape (--quick: three shapes). */
+void calib_measure_gemms(Calib *c, CalibGemms *out);
+
+/* ---- overlap: each victim alone and with traffic both ways ----------------- */
+
+typedef struct {
+  const char *name;
+  double alone, with_copies;  /* seconds per victim op */
+  double slowdown;            /* with / alone - 1 */
+  double copy_slowdown[2];    /* by direction: copies with the victim / without - 1 */
+} CalibOverlap;
+
+#define CALIB_OVERLAPS 3
+
+/* Sizes the FMA kernel to about 2 ms a launch (c->fma_iterations); returns
+ * its TFLOP/s. */
+double calib_measure_fma(Calib *c);
+
+/* The bf16 square GEMM, the FMA kernel and the triad, in that order, each
+ * alone and under the copies of `b`; after calib_measure_fma. */
+void calib_measure_overlaps(Calib *c, const CalibBidir *b, CalibOverlap o[CALIB_OVERLAPS]);
+
+/* ---- pinned allocation ---------------------------------------------------- */
+
+#define CALIB_ALLOC_SIZES 3
+extern const guint64 calib_measure_alloc_sizes[CALIB_ALLOC_SIZES];
+
+/* Seconds of one cudaHostAlloc of `bytes`: host clock, median of repeats,
+ * each sample into `samples`; the matching cudaFreeHost is outside the
+ * timing. */
+double calib_measure_host_alloc(const Calib *c, guint64 bytes, double *samples);
+
+G_END_DECLS

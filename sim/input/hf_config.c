@@ -2,6 +2,7 @@
 
 #include "config.h"
 #include "error.h"
+#include "schema.h"
 
 #include <glib/gstdio.h>
 #include <json-glib/json-glib.h>
@@ -36,11 +37,13 @@ wrong_field(Reader *r, const char *field, const char *expected)
   return FALSE;
 }
 
-/* An integer field in [1, max]; absent fields fall back to `fallback` when
- * it is not 0, and are an error otherwise. */
+/* An integer field in [1, max], where max is the range of the [transformer]
+ * key `id` it sets (one validation for both ways in); absent fields fall
+ * back to `fallback` when it is not 0, and are an error otherwise. */
 static gboolean
-read_uint(Reader *r, const char *field, guint64 max, guint64 fallback, guint64 *out)
+read_uint(Reader *r, const char *field, SimKeyId id, guint64 fallback, guint64 *out)
 {
+  guint64 max = sim_schema_key(id)->max;
   GType type;
   JsonNode *node = field_value(r, field, &type);
   if (node == NULL) {
@@ -97,11 +100,13 @@ load_llama_like(Reader *r, const char *type, SimTransformer *c)
 {
   guint64 hidden, layers, heads, kv, head_dim, ffn, vocab;
   gboolean tied, bias = FALSE;
-  if (!read_uint(r, "hidden_size", 1 << 20, 0, &hidden) || !read_uint(r, "num_hidden_layers", 1000000, 0, &layers) ||
-      !read_uint(r, "num_attention_heads", 1 << 16, 0, &heads) ||
-      !read_uint(r, "num_key_value_heads", 1 << 16, heads, &kv) ||
-      !read_uint(r, "head_dim", 1 << 16, hidden / heads ? hidden / heads : 1, &head_dim) ||
-      !read_uint(r, "intermediate_size", 1 << 24, 0, &ffn) || !read_uint(r, "vocab_size", 1 << 30, 0, &vocab) ||
+  if (!read_uint(r, "hidden_size", SIM_KEY_TRANSFORMER_HIDDEN, 0, &hidden) ||
+      !read_uint(r, "num_hidden_layers", SIM_KEY_TRANSFORMER_LAYERS, 0, &layers) ||
+      !read_uint(r, "num_attention_heads", SIM_KEY_TRANSFORMER_HEADS, 0, &heads) ||
+      !read_uint(r, "num_key_value_heads", SIM_KEY_TRANSFORMER_KV_HEADS, heads, &kv) ||
+      !read_uint(r, "head_dim", SIM_KEY_TRANSFORMER_HEAD_DIM, hidden / heads ? hidden / heads : 1, &head_dim) ||
+      !read_uint(r, "intermediate_size", SIM_KEY_TRANSFORMER_FFN, 0, &ffn) ||
+      !read_uint(r, "vocab_size", SIM_KEY_TRANSFORMER_VOCAB, 0, &vocab) ||
       !read_bool(r, "tie_word_embeddings", FALSE, &tied))
     return FALSE;
   /* Qwen2 always has q, k and v biases; llama says so in attention_bias. */
@@ -134,9 +139,12 @@ load_gpt2(Reader *r, SimTransformer *c)
 {
   guint64 hidden, layers, heads, vocab, positions, inner;
   double dropout;
-  if (!read_uint(r, "n_embd", 1 << 20, 0, &hidden) || !read_uint(r, "n_layer", 1000000, 0, &layers) ||
-      !read_uint(r, "n_head", 1 << 16, 0, &heads) || !read_uint(r, "vocab_size", 1 << 30, 0, &vocab) ||
-      !read_uint(r, "n_positions", 1 << 24, 0, &positions) || !read_uint(r, "n_inner", 1 << 24, 4 * hidden, &inner) ||
+  if (!read_uint(r, "n_embd", SIM_KEY_TRANSFORMER_HIDDEN, 0, &hidden) ||
+      !read_uint(r, "n_layer", SIM_KEY_TRANSFORMER_LAYERS, 0, &layers) ||
+      !read_uint(r, "n_head", SIM_KEY_TRANSFORMER_HEADS, 0, &heads) ||
+      !read_uint(r, "vocab_size", SIM_KEY_TRANSFORMER_VOCAB, 0, &vocab) ||
+      !read_uint(r, "n_positions", SIM_KEY_TRANSFORMER_POSITIONS, 0, &positions) ||
+      !read_uint(r, "n_inner", SIM_KEY_TRANSFORMER_FFN, 4 * hidden, &inner) ||
       !read_probability(r, "resid_pdrop", 0.1, &dropout))
     return FALSE;
   c->hidden = (guint)hidden;

@@ -5,7 +5,16 @@
  * and biases) into a SimTransformer, leaving batch, seq, dtype and the
  * training options to the caller.  A missing or mistyped field is a
  * SIM_ERROR_INPUT naming the file and the field; an unknown model_type
- * names the ones supported.
+ * names the ones supported.  Integer fields take the range of the
+ * [transformer] key they set (sim/input/schema.c), so a config.json and a
+ * scenario that spell the same model accept the same values.
+ *
+ * Cache: a sweep loads the same config.json for every point, so
+ * sim_hf_config_load keeps each parsed shape in a process-wide table keyed
+ * by path, guarded by a mutex (sweep workers load concurrently), and reuses
+ * it while the file's size and modification time are unchanged.  The table
+ * lives until the process exits (a few hundred bytes per distinct path);
+ * sim_hf_config_load_data parses without it.
  */
 #pragma once
 

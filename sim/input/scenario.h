@@ -21,10 +21,6 @@
 
 G_BEGIN_DECLS
 
-/* Sanity bound on layer counts (the schema's range of every `layers` key):
- * far above any real model, low enough that a typo like
- * `layers = 1000000000` is an error instead of an out-of-memory. */
-#define SIM_SCENARIO_MAX_LAYERS 1000000
 /* The same for what [model] multiplies: layers x tensors x refs, each a copy
  * an offload may make.  A million-layer generated transformer saves about
  * 27 million; `layers = 1000000` with `tensors = a:1KiB:refs=1000` would be

@@ -40,9 +40,7 @@ static const char *const optimizer_names[] = { "none", "adamw", NULL };
 #define P(field) ((gssize)offsetof(SimPolicy, field))
 #define HAND SIM_SCHEMA_BY_HAND
 
-/* Layer counts: far above any real model, low enough that a typo such as
- * `layers = 1000000000` is an error instead of an out-of-memory. */
-#define LAYERS_MAX SIM_SCENARIO_MAX_LAYERS
+#define LAYERS_MAX SIM_WORKLOAD_MAX_LAYERS
 
 static const char layer_set_expect[] = "all, none, first:N, last:N or indices such as 0-21 or 0,2,5";
 static const char tensors_expect[] = "a list such as attn:24MiB, mlp:32MiB, mask:1MiB:keep";

@@ -57,6 +57,77 @@ strip_layer_prefix(const char *op)
   return op;
 }
 
+/* The header line: where each known column is (-1 when absent). */
+static gboolean
+parse_header(char **fields, const char *origin, int index[N_COLS], GError **error)
+{
+  for (guint i = 0; i < N_COLS; i++)
+    index[i] = -1;
+  for (guint f = 0; fields[f]; f++)
+    for (guint c = 0; c < N_COLS; c++)
+      if (strcmp(g_strstrip(fields[f]), column_names[c]) == 0)
+        index[c] = (int)f;
+  for (guint c = 0; c < N_REQUIRED; c++) {
+    if (index[c] < 0) {
+      g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT,
+                  "%s:1: missing column '%s' (expected a header with layer, op, name, bytes, dtype, shape, "
+                  "is_parameter)", origin, column_names[c]);
+      return FALSE;
+    }
+  }
+  return TRUE;
+}
+
+static gboolean
+parse_scope(const char *layer, const char *origin, guint line, gint64 *scope, GError **error)
+{
+  guint64 v;
+  if (strcmp(layer, "embed") == 0) {
+    *scope = SCOPE_EMBED;
+  } else if (strcmp(layer, "head") == 0) {
+    *scope = SCOPE_HEAD;
+  } else if (g_ascii_string_to_unsigned(layer, 10, 0, SIM_WORKLOAD_MAX_LAYERS - 1, &v, NULL)) {
+    *scope = (gint64)v;
+  } else {
+    g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "%s:%u: column 'layer': expected embed, head or an index, got '%s'",
+                origin, line, layer);
+    return FALSE;
+  }
+  return TRUE;
+}
+
+/* One data line; a parameter's row is checked and dropped (static memory, not an activation). */
+static gboolean
+parse_row(char **fields, const int index[N_COLS], const char *origin, guint line, GArray *rows, GError **error)
+{
+  Row row = { .storage = G_MAXUINT64, .saved = TRUE };
+  guint64 v, bytes;
+  if (!parse_scope(fields[index[COL_LAYER]], origin, line, &row.scope, error) ||
+      !parse_count(origin, line, "is_parameter", fields[index[COL_PARAM]], 1, &v, error))
+    return FALSE;
+  gboolean parameter = v == 1;
+  if (!parse_count(origin, line, "bytes", fields[index[COL_BYTES]], SIM_UNITS_MAX_BYTES, &bytes, error))
+    return FALSE;
+  if (index[COL_STORAGE_BYTES] >= 0 &&
+      !parse_count(origin, line, "storage_bytes", fields[index[COL_STORAGE_BYTES]], SIM_UNITS_MAX_BYTES, &bytes, error))
+    return FALSE;
+  if (index[COL_STORAGE] >= 0 &&
+      !parse_count(origin, line, "storage", fields[index[COL_STORAGE]], G_MAXUINT64 - 1, &row.storage, error))
+    return FALSE;
+  if (index[COL_SAVED] >= 0) {
+    if (!parse_count(origin, line, "saved", fields[index[COL_SAVED]], 1, &v, error))
+      return FALSE;
+    row.saved = v == 1;
+  }
+  if (parameter)
+    return TRUE;
+  const char *op = fields[index[COL_OP]];
+  row.name = row.saved ? g_strdup(strip_layer_prefix(op)) : g_strdup(fields[index[COL_NAME]]);
+  row.bytes = bytes;
+  g_array_append_val(rows, row);
+  return TRUE;
+}
+
 static gboolean
 parse_rows(const char *data, gsize length, const char *origin, GArray *rows, GError **error)
 {
@@ -69,8 +140,6 @@ parse_rows(const char *data, gsize length, const char *origin, GArray *rows, GEr
   int index[N_COLS];
   guint n_header = 0;
 
-  for (guint i = 0; i < N_COLS; i++)
-    index[i] = -1;
   for (guint ln = 0; lines[ln]; ln++) {
     char *line = lines[ln];
     gsize len = strlen(line);
@@ -86,18 +155,8 @@ parse_rows(const char *data, gsize length, const char *origin, GArray *rows, GEr
     guint n = g_strv_length(fields);
     if (ln == 0) {
       n_header = n;
-      for (guint f = 0; f < n; f++)
-        for (guint c = 0; c < N_COLS; c++)
-          if (strcmp(g_strstrip(fields[f]), column_names[c]) == 0)
-            index[c] = (int)f;
-      for (guint c = 0; c < N_REQUIRED; c++) {
-        if (index[c] < 0) {
-          g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT,
-                      "%s:1: missing column '%s' (expected a header with layer, op, name, bytes, dtype, shape, "
-                      "is_parameter)", origin, column_names[c]);
-          return FALSE;
-        }
-      }
+      if (!parse_header(fields, origin, index, error))
+        return FALSE;
       continue;
     }
     if (n != n_header) {
@@ -105,44 +164,8 @@ parse_rows(const char *data, gsize length, const char *origin, GArray *rows, GEr
                   ln + 1, n_header, n);
       return FALSE;
     }
-    Row row = { .storage = G_MAXUINT64, .saved = TRUE };
-    guint64 v;
-    const char *layer = fields[index[COL_LAYER]];
-    if (strcmp(layer, "embed") == 0) {
-      row.scope = SCOPE_EMBED;
-    } else if (strcmp(layer, "head") == 0) {
-      row.scope = SCOPE_HEAD;
-    } else if (g_ascii_string_to_unsigned(layer, 10, 0, 999999, &v, NULL)) {
-      row.scope = (gint64)v;
-    } else {
-      g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "%s:%u: column 'layer': expected embed, head or an index, got '%s'",
-                  origin, ln + 1, layer);
+    if (!parse_row(fields, index, origin, ln + 1, rows, error))
       return FALSE;
-    }
-    if (!parse_count(origin, ln + 1, "is_parameter", fields[index[COL_PARAM]], 1, &v, error))
-      return FALSE;
-    gboolean parameter = v == 1;
-    guint64 bytes;
-    if (!parse_count(origin, ln + 1, "bytes", fields[index[COL_BYTES]], SIM_UNITS_MAX_BYTES, &bytes, error))
-      return FALSE;
-    if (index[COL_STORAGE_BYTES] >= 0 &&
-        !parse_count(origin, ln + 1, "storage_bytes", fields[index[COL_STORAGE_BYTES]], SIM_UNITS_MAX_BYTES, &bytes,
-                     error))
-      return FALSE;
-    if (index[COL_STORAGE] >= 0 &&
-        !parse_count(origin, ln + 1, "storage", fields[index[COL_STORAGE]], G_MAXUINT64 - 1, &row.storage, error))
-      return FALSE;
-    if (index[COL_SAVED] >= 0) {
-      if (!parse_count(origin, ln + 1, "saved", fields[index[COL_SAVED]], 1, &v, error))
-        return FALSE;
-      row.saved = v == 1;
-    }
-    if (parameter)
-      continue; /* static memory, not an activation */
-    const char *op = fields[index[COL_OP]];
-    row.name = row.saved ? g_strdup(strip_layer_prefix(op)) : g_strdup(fields[index[COL_NAME]]);
-    row.bytes = bytes;
-    g_array_append_val(rows, row);
   }
   if (n_header == 0) {
     g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "%s: empty file (expected a CSV header and rows)", origin);

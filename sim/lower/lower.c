@@ -320,78 +320,100 @@ emit_backward(Lower *l, guint i)
     sim_program_mem(p, op, SIM_AT_END, SIM_POOL_DEVICE, -(gint64)layer->input_bytes, l->label_input, (gint32)i);
 }
 
+/* The program's streams, baseline and every label the lowering uses,
+ * interned once per lowering: each tensor's name by pointer against the
+ * previous lowering's (tensor names are interned strings). */
+static void
+begin_program(Lower *l)
+{
+  SimProgram *p = l->p;
+  guint n = sim_workload_n_layers(l->w);
+  sim_program_reset(p);
+  sim_program_add_stream(p, "compute");
+  sim_program_add_stream(p, "d2h");
+  sim_program_add_stream(p, "h2d");
+  sim_program_set_baseline(p, SIM_POOL_DEVICE, l->w->static_bytes, "static");
+  l->label_fwd = sim_program_intern(p, "forward");
+  l->label_bwd = sim_program_intern(p, "backward");
+  l->label_recompute = sim_program_intern(p, "recompute");
+  l->label_input = p->input_tag;
+  l->label_workspace = p->workspace_tag;
+  l->label_pin = sim_program_intern(p, "cudaHostAlloc");
+  l->label_reloaded = sim_program_intern(p, "reloaded");
+  l->label_fwd_done = sim_program_intern(p, "forward done");
+  l->label_offloaded = sim_program_intern(p, "offloaded");
+  l->label_due = sim_program_intern(p, "backward due");
+  l->label_started = sim_program_intern(p, "backward started");
+  l->label_boundary = sim_program_intern(p, "forward pass done");
+  l->first = g_new(guint, n + 1);
+  l->first[0] = 0;
+  for (guint i = 0; i < n; i++)
+    l->first[i + 1] = l->first[i] + layer_at(l, i)->tensors->len;
+  l->labels = g_new(guint32, MAX(l->first[n], 1u));
+  for (guint i = 0; i < n; i++) {
+    const SimLayer *layer = layer_at(l, i);
+    for (guint k = 0; k < layer->tensors->len; k++)
+      l->labels[l->first[i] + k] =
+        sim_program_intern_slot(p, l->first[i] + k, g_array_index(layer->tensors, SimTensor, k).name);
+  }
+}
+
+/* Each layer's action and each tensor's fate, decided once.  An offload with
+ * nothing to move is no offload: no events, no waits. */
+static void
+decide(Lower *l)
+{
+  guint n = sim_workload_n_layers(l->w);
+  l->actions = policy_actions(l->policy, n);
+  for (guint i = 0; i < n; i++) {
+    SimAction *a = &g_array_index(l->actions, SimAction, i);
+    if (offloads(*a) && !layer_moves_anything(l, layer_at(l, i), *a))
+      *a = *a == SIM_ACTION_OFFLOAD ? SIM_ACTION_KEEP : SIM_ACTION_SELECTIVE;
+  }
+  l->fates = g_new(guint8, MAX(l->first[n], 1u));
+  for (guint i = 0; i < n; i++) {
+    const SimLayer *layer = layer_at(l, i);
+    for (guint k = 0; k < layer->tensors->len; k++)
+      l->fates[l->first[i] + k] = (guint8)fate_of(l, action_at(l, i), &g_array_index(layer->tensors, SimTensor, k));
+  }
+  l->ev_d2h = g_new(guint32, n);
+  l->ev_h2d = g_new(guint32, n);
+  for (guint i = 0; i < n; i++)
+    l->ev_d2h[i] = l->ev_h2d[i] = NONE;
+}
+
+/* The top `prefetch` layers reload as soon as the forward pass is over. */
+static void
+emit_boundary_reloads(Lower *l)
+{
+  guint n = sim_workload_n_layers(l->w);
+  if (!l->policy->async || l->policy->prefetch == 0)
+    return;
+  guint32 boundary = NONE;
+  for (guint j = n; j-- > 0 && (guint64)j + l->policy->prefetch >= n;) {
+    if (!is_async_offload(l, j))
+      continue;
+    if (boundary == NONE) {
+      boundary = sim_program_add_event(l->p, l->label_boundary, SIM_NO_LAYER);
+      sim_program_record(l->p, SIM_LOWER_STREAM_COMPUTE, boundary);
+    }
+    emit_reload(l, j, boundary);
+  }
+}
+
 void
 sim_lower_into(SimProgram *p, const SimWorkload *w, const SimPolicy *policy, const SimLink *link)
 {
   guint n = sim_workload_n_layers(w);
   Lower l = { .p = p, .w = w, .policy = policy, .link = link };
 
-  sim_program_reset(p);
-  sim_program_add_stream(p, "compute");
-  sim_program_add_stream(p, "d2h");
-  sim_program_add_stream(p, "h2d");
-  sim_program_set_baseline(p, SIM_POOL_DEVICE, w->static_bytes, "static");
-  l.label_fwd = sim_program_intern(p, "forward");
-  l.label_bwd = sim_program_intern(p, "backward");
-  l.label_recompute = sim_program_intern(p, "recompute");
-  l.label_input = p->input_tag;
-  l.label_workspace = p->workspace_tag;
-  l.label_pin = sim_program_intern(p, "cudaHostAlloc");
-  l.label_reloaded = sim_program_intern(p, "reloaded");
-  l.label_fwd_done = sim_program_intern(p, "forward done");
-  l.label_offloaded = sim_program_intern(p, "offloaded");
-  l.label_due = sim_program_intern(p, "backward due");
-  l.label_started = sim_program_intern(p, "backward started");
-  l.label_boundary = sim_program_intern(p, "forward pass done");
-  /* Each tensor's name is interned once per lowering, not once per use, and
-   * by pointer against the previous lowering's (tensor names are interned). */
-  l.first = g_new(guint, n + 1);
-  l.first[0] = 0;
-  for (guint i = 0; i < n; i++)
-    l.first[i + 1] = l.first[i] + layer_at(&l, i)->tensors->len;
-  l.labels = g_new(guint32, MAX(l.first[n], 1u));
-  for (guint i = 0; i < n; i++) {
-    const SimLayer *layer = layer_at(&l, i);
-    for (guint k = 0; k < layer->tensors->len; k++)
-      l.labels[l.first[i] + k] = sim_program_intern_slot(p, l.first[i] + k, g_array_index(layer->tensors, SimTensor, k).name);
-  }
-
-  /* An offload with nothing to move is no offload: no events, no waits. */
-  l.actions = policy_actions(policy, n);
-  for (guint i = 0; i < n; i++) {
-    SimAction *a = &g_array_index(l.actions, SimAction, i);
-    if (offloads(*a) && !layer_moves_anything(&l, layer_at(&l, i), *a))
-      *a = *a == SIM_ACTION_OFFLOAD ? SIM_ACTION_KEEP : SIM_ACTION_SELECTIVE;
-  }
-  l.fates = g_new(guint8, MAX(l.first[n], 1u));
-  for (guint i = 0; i < n; i++) {
-    const SimLayer *layer = layer_at(&l, i);
-    for (guint k = 0; k < layer->tensors->len; k++)
-      l.fates[l.first[i] + k] = (guint8)fate_of(&l, action_at(&l, i), &g_array_index(layer->tensors, SimTensor, k));
-  }
-  l.ev_d2h = g_new(guint32, n);
-  l.ev_h2d = g_new(guint32, n);
-  for (guint i = 0; i < n; i++)
-    l.ev_d2h[i] = l.ev_h2d[i] = NONE;
-
+  begin_program(&l);
+  decide(&l);
   emit_stage(&l, w->embed, "embed", SIM_PHASE_FORWARD);
   for (guint i = 0; i < n; i++)
     emit_forward(&l, i);
   emit_stage(&l, w->head, "head", SIM_PHASE_FORWARD);
-
-  /* The top `prefetch` layers reload as soon as the forward pass is over. */
-  if (policy->async && policy->prefetch > 0) {
-    guint32 boundary = NONE;
-    for (guint j = n; j-- > 0 && (guint64)j + policy->prefetch >= n;) {
-      if (!is_async_offload(&l, j))
-        continue;
-      if (boundary == NONE) {
-        boundary = sim_program_add_event(p, l.label_boundary, SIM_NO_LAYER);
-        sim_program_record(p, SIM_LOWER_STREAM_COMPUTE, boundary);
-      }
-      emit_reload(&l, j, boundary);
-    }
-  }
+  emit_boundary_reloads(&l);
   emit_stage(&l, w->head, "head", SIM_PHASE_BACKWARD);
   for (guint i = n; i-- > 0;)
     emit_backward(&l, i);

@@ -18,6 +18,11 @@
 
 G_BEGIN_DECLS
 
+/* Sanity bound on layer counts, the range of every `layers` key and of a
+ * recording's layer column: far above any real model, low enough that a
+ * typo like `layers = 1000000000` is an error instead of an out-of-memory. */
+#define SIM_WORKLOAD_MAX_LAYERS 1000000
+
 typedef struct {
   const char *name;     /* interned (g_intern_string): equal names are one pointer, never freed */
   guint64 bytes;

@@ -46,7 +46,7 @@ typedef struct {
   LayerCost *cost;
   guint64 base_bytes; /* static + embedding and head, live at the end of the forward pass */
   double compute;     /* forward + backward of everything, seconds */
-  guint n_actions;    /* 3, or 5 when the workload has selective tensors */
+  guint n_actions;    /* SIM_ACTION_N_PLAIN, or SIM_ACTION_COUNT when the workload has selective tensors */
   guint64 evaluations;
 } Ctx;
 
@@ -100,7 +100,7 @@ layer_costs(Ctx *c)
     any_selective |= sel > 0;
     c->compute += layer->forward + layer->backward;
   }
-  c->n_actions = any_selective ? SIM_ACTION_COUNT : 3;
+  c->n_actions = any_selective ? SIM_ACTION_COUNT : SIM_ACTION_N_PLAIN;
   c->base_bytes = w->static_bytes;
   for (const SimLayer *stage = w->embed;; stage = w->head) {
     if (stage) {
@@ -198,7 +198,7 @@ dfs(Dfs *d, guint layer)
     return;
   }
   /* The exhaustive space is keep / offload / recompute: 3^L plans. */
-  for (guint a = 0; a < 3; a++) {
+  for (guint a = 0; a < SIM_ACTION_N_PLAIN; a++) {
     if (!c->cost[layer].useful[a])
       continue;
     d->actions[layer] = (SimAction)a;
@@ -256,7 +256,7 @@ seeds(const Ctx *c)
   /* Offload (or selective+offload) the first m layers, m = 1, 2, 4, ...,
    * and n - 1 (verl's keep_last = 1); checkpoint every k-th layer. */
   for (guint m = 1; m < n; m = m * 2 < n - 1 || m == n - 1 ? m * 2 : n - 1) {
-    for (guint k = 0; k < (c->n_actions > 3 ? 2u : 1u); k++) {
+    for (guint k = 0; k < (c->n_actions > SIM_ACTION_N_PLAIN ? 2u : 1u); k++) {
       SimAction *a = g_new(SimAction, n);
       for (guint i = 0; i < n; i++)
         a[i] = i < m ? (k ? SIM_ACTION_SELECTIVE_OFFLOAD : SIM_ACTION_OFFLOAD) : (k ? SIM_ACTION_SELECTIVE : SIM_ACTION_KEEP);
@@ -284,7 +284,7 @@ search(Ctx *c, Best *best, gboolean by_peak, GError **error)
         return FALSE;
     }
     /* Selective moves go beyond the 3^L space: they can only improve it. */
-    return !best->found || c->n_actions == 3 || local_search(c, best, by_peak, error);
+    return !best->found || c->n_actions == SIM_ACTION_N_PLAIN || local_search(c, best, by_peak, error);
   }
   /* Seeds under every option; then local search from the best two. */
   g_autoptr(GPtrArray) list = seeds(c);
@@ -392,7 +392,7 @@ verdict(PlannerPlan *p, guint64 static_bytes)
   summary.transfer_ms = planner_budget_round(extra, 2);
   summary.saved_ratio = planner_budget_round((double)removed / (double)summary.total_bytes, 3);
   PlannerBudgetVerdict v = PLANNER_BUDGET_REJECT;
-  planner_budget_recommend(&summary, 0.25, 60.0, &v, NULL);
+  planner_budget_recommend(&summary, PLANNER_BUDGET_MIN_SAVED_RATIO, PLANNER_BUDGET_MAX_TRANSFER_MS, &v, NULL);
   p->verdict = planner_budget_verdict_name(v);
   if (!p->feasible)
     p->verdict_reason = g_strdup("no plan fits the budget");

@@ -43,6 +43,10 @@ typedef enum {
   SIM_ACTION_COUNT,
 } SimAction;
 
+/* The actions before SIM_ACTION_SELECTIVE (keep, offload, recompute) need
+ * nothing of the workload; the selective ones need selective tensors. */
+#define SIM_ACTION_N_PLAIN SIM_ACTION_SELECTIVE
+
 typedef enum {
   SIM_PINNED_POOLED,     /* pinned buffers allocated once, outside the step */
   SIM_PINNED_PER_TENSOR, /* each offloaded tensor pays host_alloc */

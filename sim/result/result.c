@@ -7,7 +7,19 @@
 #include <string.h>
 
 /* The buckets a reader cares about at a peak.  Any tag that is not one of
- * the named ones is a saved tensor. */
+ * the named ones is a saved tensor: of a layer, or of the embedding or the
+ * loss head (no layer). */
+typedef enum {
+  BUCKET_STATIC,
+  BUCKET_SAVED,
+  BUCKET_INPUT,
+  BUCKET_WORKSPACE,
+  BUCKET_STAGES,
+  N_BUCKETS,
+} BucketKind;
+
+static const char *const bucket_names[N_BUCKETS] = { "static", "saved", "input", "workspace", "embed/head saved" };
+
 typedef struct {
   const char *name;
   gint64 bytes;
@@ -38,8 +50,8 @@ compare_bucket(gconstpointer a, gconstpointer b)
 
 typedef struct {
   const SimProgram *program;
-  Bucket buckets[5];
-  guint8 *seen[5]; /* per bucket, per layer + 1: counted already */
+  Bucket buckets[N_BUCKETS];
+  guint8 *seen[N_BUCKETS]; /* per bucket, per layer + 1: counted already */
   gsize layers;
 } Describe;
 
@@ -48,13 +60,13 @@ static void
 describe_visit(const SimLive *l, gpointer data)
 {
   Describe *d = data;
-  int b = l->layer == SIM_NO_LAYER ? 4 : 1;
+  BucketKind b = l->layer == SIM_NO_LAYER ? BUCKET_STAGES : BUCKET_SAVED;
   if (l->tag == d->program->baseline_tag)
-    b = 0;
+    b = BUCKET_STATIC;
   else if (l->tag == d->program->input_tag)
-    b = 2;
+    b = BUCKET_INPUT;
   else if (l->tag == d->program->workspace_tag)
-    b = 3;
+    b = BUCKET_WORKSPACE;
   bucket_add(&d->buckets[b], l);
   if (l->layer != SIM_NO_LAYER && (gsize)l->layer < d->layers && !d->seen[b][l->layer]) {
     d->seen[b][l->layer] = 1;
@@ -65,24 +77,23 @@ describe_visit(const SimLive *l, gpointer data)
 char *
 sim_result_describe_live(const SimRun *run, const SimProgram *program, SimPool pool)
 {
-  static const char *names[] = { "static", "saved", "input", "workspace", "embed/head saved" };
   Describe d = { .program = program };
   /* Layers are few: one byte each per bucket, sized by the widest layer index. */
   gint32 max_layer = -1;
   for (guint i = 0; i < run->peak[pool].applied; i++)
     max_layer = MAX(max_layer, program->mem[g_array_index(run->applied, guint32, i)].layer);
   d.layers = (gsize)(max_layer + 1);
-  g_autofree guint8 *seen = g_new0(guint8, 5 * MAX(d.layers, 1u));
-  for (int b = 0; b < 5; b++) {
-    d.buckets[b] = (Bucket){ names[b], 0, SIM_NO_LAYER, SIM_NO_LAYER, 0 };
+  g_autofree guint8 *seen = g_new0(guint8, N_BUCKETS * MAX(d.layers, 1u));
+  for (int b = 0; b < N_BUCKETS; b++) {
+    d.buckets[b] = (Bucket){ bucket_names[b], 0, SIM_NO_LAYER, SIM_NO_LAYER, 0 };
     d.seen[b] = seen + b * MAX(d.layers, 1u);
   }
   sim_run_live_visit(run, program, pool, describe_visit, &d);
   Bucket *buckets = d.buckets;
-  qsort(buckets, 5, sizeof(Bucket), compare_bucket);
+  qsort(buckets, N_BUCKETS, sizeof(Bucket), compare_bucket);
 
   g_autoptr(GString) out = g_string_new(NULL);
-  for (int b = 0; b < 5; b++) {
+  for (int b = 0; b < N_BUCKETS; b++) {
     if (buckets[b].bytes <= 0)
       continue;
     g_autofree char *size = sim_units_format_size((guint64)buckets[b].bytes);

@@ -224,8 +224,8 @@ static const SimSchemaKey keys[SIM_KEY_COUNT] = {
   [SIM_KEY_POLICY_EVERY] = { SIM_GROUP_POLICY, "every", SIM_VALUE_COUNT, .offset = P(every), .min = 1,
                              .max = G_MAXUINT32, .fallback = "1", .doc_default = "`1`",
                              .kinds = BIT(SIM_POLICY_CHECKPOINT), .expect = "a layer stride of at least 1" },
-  [SIM_KEY_POLICY_ACTIONS] = { SIM_GROUP_POLICY, "actions", SIM_VALUE_LIST, SIM_NEED_SOMETIMES, "for `plan`",
-                               HAND, .kinds = BIT(SIM_POLICY_PLAN),
+  [SIM_KEY_POLICY_ACTIONS] = { SIM_GROUP_POLICY, "actions", SIM_VALUE_LIST, SIM_NEED_REQUIRED, .offset = HAND,
+                               .kinds = BIT(SIM_POLICY_PLAN),
                                .expect = "one of keep, offload, recompute, selective, selective+offload per layer" },
 };
 

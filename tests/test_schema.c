@@ -1,0 +1,267 @@
+/* tests/test_schema.c — the schema is the one description of scenario keys:
+ * every row is whole, every default parses and is what the loader applies,
+ * and the README's key tables and the fuzz dictionary say what it says. */
+#include "testutil.h"
+
+#include "schema.h"
+#include "transformer.h"
+
+#include <string.h>
+
+#define README OFFSIM_SCENARIOS "/../README.md"
+#define FUZZ_DICT OFFSIM_SCENARIOS "/../tests/fuzz/scenario.dict"
+
+START_TEST(test_every_row_is_whole)
+{
+  for (guint id = 0; id < SIM_KEY_COUNT; id++) {
+    const SimSchemaKey *k = sim_schema_key((SimKeyId)id);
+    ck_assert_msg(k->key != NULL && k->expect != NULL, "row %u is empty", id);
+    ck_assert_msg(k->need != SIM_NEED_SOMETIMES || k->doc_need != NULL, "%s: says when it is needed", k->key);
+    ck_assert_msg(k->type != SIM_VALUE_CHOICE || k->names != NULL, "%s: a choice names its choices", k->key);
+    ck_assert_msg(k->group != SIM_GROUP_POLICY || k->kinds != 0, "%s: names the kinds that take it", k->key);
+    ck_assert_msg(k->fallback == NULL || k->need == SIM_NEED_OPTIONAL, "%s: a required key has no default", k->key);
+    /* A fallback is a default the README shows: the two agree. */
+    if (k->fallback) {
+      g_autofree char *shown = g_strdup_printf("`%s`", k->fallback);
+      ck_assert_msg(k->doc_default && strcmp(k->doc_default, shown) == 0, "%s: README shows %s, the loader uses %s",
+                    k->key, k->doc_default, shown);
+    }
+    /* Each key is found under its own group. */
+    SimKeyId found = sim_schema_find(k->group, k->key, k->group == SIM_GROUP_POLICY ? (guint)g_bit_nth_lsf(k->kinds, -1) : 0);
+    ck_assert_msg(found == id, "%s: found as row %u, not %u", k->key, found, id);
+  }
+}
+END_TEST
+
+/* A default is scenario text and parses like a user's value. */
+START_TEST(test_every_default_parses)
+{
+  for (guint id = 0; id < SIM_KEY_COUNT; id++) {
+    const SimSchemaKey *k = sim_schema_key((SimKeyId)id);
+    if (k->fallback == NULL || k->offset == SIM_SCHEMA_BY_HAND)
+      continue;
+    guint64 storage[4] = { 0 };
+    g_autoptr(GError) error = NULL;
+    ck_assert_msg(sim_schema_parse_value((SimKeyId)id, k->fallback, storage, &error), "%s = %s: %s", k->key,
+                  k->fallback, error ? error->message : "");
+  }
+}
+END_TEST
+
+/* The struct defaults are the schema's: a transformer at its defaults is what
+ * a group giving every default explicitly loads. */
+START_TEST(test_defaults_are_the_loaded_values)
+{
+  SimTransformer t;
+  sim_transformer_defaults(&t);
+  ck_assert_uint_eq(t.dtype, SIM_DTYPE_BF16);
+  ck_assert_uint_eq(sim_dtype_bytes(t.dtype), 2);
+  ck_assert(t.flash && t.adamw && t.master_weights && !t.layernorm && !t.gelu && !t.sp);
+  ck_assert_uint_eq(t.tp, 1);
+
+  SimMachine m;
+  sim_scenario_machine_defaults(&m);
+  ck_assert_double_eq(m.device.efficiency, 0.5);
+  ck_assert_double_eq(m.link.pageable_factor, 0.5);
+  ck_assert_double_eq(m.link.host_alloc, 3e-3);
+  ck_assert_double_eq(m.link.latency, 0);
+
+  /* What [policy.x] kind = offload loads as, and sim_scenario_policy_new, agree field by field. */
+  g_autoptr(SimScenario) s = sim_scenario_load_data(
+    "[device]\nmemory = 1GiB\n[link]\nh2d_bandwidth = 1GB/s\nd2h_bandwidth = 1GB/s\n"
+    "[model]\nlayers = 4\nforward = 1ms\ninput = 1MiB\ntensors = a:1MiB\n[policy.x]\nkind = offload\n",
+    "defaults", NULL);
+  ck_assert_ptr_nonnull(s);
+  const SimPolicy *loaded = sim_scenario_policy(s, "x");
+  g_autoptr(SimPolicy) made = sim_scenario_policy_new("x", SIM_POLICY_OFFLOAD);
+  ck_assert(loaded->async == made->async && made->async);
+  ck_assert_uint_eq(loaded->prefetch, made->prefetch);
+  ck_assert_uint_eq(loaded->inflight, made->inflight);
+  ck_assert_uint_eq(loaded->keep_last, made->keep_last);
+  ck_assert_uint_eq(loaded->every, made->every);
+  ck_assert_uint_eq(loaded->pinned, made->pinned);
+  ck_assert(loaded->dedup == made->dedup && made->dedup);
+  ck_assert_uint_eq(made->prefetch, 1);
+  ck_assert_uint_eq(made->inflight, 2);
+}
+END_TEST
+
+/* The choices `offsim model` writes read back as the same struct. */
+START_TEST(test_format_reads_back)
+{
+  SimTransformer t, back;
+  sim_transformer_defaults(&t);
+  t.dtype = SIM_DTYPE_FP16;
+  t.dropout = 1e-5;
+  t.layernorm = TRUE;
+  back = t;
+  back.dtype = SIM_DTYPE_FP32;
+  back.dropout = 0.5;
+  back.layernorm = FALSE;
+  const SimKeyId ids[] = { SIM_KEY_TRANSFORMER_DTYPE, SIM_KEY_TRANSFORMER_DROPOUT, SIM_KEY_TRANSFORMER_NORM };
+  for (guint i = 0; i < G_N_ELEMENTS(ids); i++) {
+    g_autoptr(GString) line = g_string_new(NULL);
+    sim_schema_format(ids[i], &t, line);
+    const char *value = strstr(line->str, " = ") + 3;
+    g_autofree char *text = g_strndup(value, strcspn(value, "\n"));
+    ck_assert_msg(sim_schema_parse(ids[i], text, &back, NULL), "%s", line->str);
+  }
+  ck_assert_uint_eq(back.dtype, SIM_DTYPE_FP16);
+  ck_assert_double_eq(back.dropout, 1e-5);
+  ck_assert(back.layernorm);
+}
+END_TEST
+
+/* ---- the README's tables -------------------------------------------------- */
+
+static gboolean
+group_of_heading(const char *line, SimSchemaGroup *group)
+{
+  static const struct {
+    const char *heading;
+    SimSchemaGroup group;
+  } headings[] = {
+    { "### `[scenario]`", SIM_GROUP_SCENARIO }, { "### `[device]`", SIM_GROUP_DEVICE },
+    { "### `[link]`", SIM_GROUP_LINK },         { "### `[model]`", SIM_GROUP_MODEL },
+    { "### `[transformer]`", SIM_GROUP_TRANSFORMER }, { "### `[trace]`", SIM_GROUP_TRACE },
+    { "### `[policy.NAME]`", SIM_GROUP_POLICY },
+  };
+  for (guint i = 0; i < G_N_ELEMENTS(headings); i++) {
+    if (g_str_has_prefix(line, headings[i].heading)) {
+      *group = headings[i].group;
+      return TRUE;
+    }
+  }
+  return FALSE;
+}
+
+/* The kinds cell of the policy table: "all" or "offload, plan". */
+static guint
+kinds_of(const char *cell)
+{
+  if (strcmp(cell, "all") == 0)
+    return (1u << SIM_POLICY_RESIDENT) | (1u << SIM_POLICY_OFFLOAD) | (1u << SIM_POLICY_CHECKPOINT) |
+           (1u << SIM_POLICY_PLAN);
+  guint mask = 0;
+  g_auto(GStrv) names = g_strsplit(cell, ",", -1);
+  for (char **n = names; *n; n++)
+    for (guint k = 0; sim_policy_kind_names[k]; k++)
+      if (strcmp(g_strstrip(*n), sim_policy_kind_names[k]) == 0)
+        mask |= 1u << k;
+  return mask;
+}
+
+static const char *
+need_text(const SimSchemaKey *k)
+{
+  return k->need == SIM_NEED_REQUIRED ? "required" : k->need == SIM_NEED_OPTIONAL ? "optional" : k->doc_need;
+}
+
+/* One row: every backticked key of the first cell is a schema row of `group`
+ * whose need and default read as the row says. */
+static void
+check_row(SimSchemaGroup group, char **cells, gboolean *covered)
+{
+  const char *need = g_strstrip(cells[2]), *dflt = g_strstrip(cells[3]);
+  guint kinds = group == SIM_GROUP_POLICY ? kinds_of(need) : 0;
+  g_auto(GStrv) names = g_strsplit(cells[1], ",", -1);
+  for (char **n = names; *n; n++) {
+    char *name = g_strstrip(*n);
+    ck_assert_msg(name[0] == '`' && name[strlen(name) - 1] == '`', "README: key cell '%s'", cells[1]);
+    g_autofree char *key = g_strndup(name + 1, strlen(name) - 2);
+    SimSchemaGroup look = group;
+    SimKeyId id = SIM_KEY_COUNT;
+    if (group == SIM_GROUP_POLICY) {
+      for (guint k = 0; k < 4 && id == SIM_KEY_COUNT; k++)
+        if (kinds & (1u << k))
+          id = sim_schema_find(group, key, k);
+    } else {
+      id = sim_schema_find(look, key, 0);
+    }
+    ck_assert_msg(id != SIM_KEY_COUNT, "README: [%s] %s is not a key", sim_schema_group_name(group), key);
+    const SimSchemaKey *k = sim_schema_key(id);
+    if (group == SIM_GROUP_POLICY) {
+      ck_assert_msg(kinds == k->kinds, "README: [policy] %s: kinds '%s'", key, need);
+      const char *want = k->need == SIM_NEED_REQUIRED ? "required" : k->doc_default ? k->doc_default : "";
+      ck_assert_msg(strcmp(dflt, want) == 0, "README: [policy] %s: default '%s', schema '%s'", key, dflt, want);
+    } else {
+      ck_assert_msg(strcmp(need, need_text(k)) == 0, "README: [%s] %s: '%s', schema '%s'",
+                    sim_schema_group_name(group), key, need, need_text(k));
+      const char *want = k->doc_default ? k->doc_default : "";
+      ck_assert_msg(strcmp(dflt, want) == 0, "README: [%s] %s: default '%s', schema '%s'",
+                    sim_schema_group_name(group), key, dflt, want);
+    }
+    covered[id] = TRUE;
+  }
+}
+
+START_TEST(test_readme_tables_match_the_schema)
+{
+  g_autofree char *text = NULL;
+  ck_assert(g_file_get_contents(README, &text, NULL, NULL));
+  g_auto(GStrv) lines = g_strsplit(text, "\n", -1);
+  gboolean covered[SIM_KEY_COUNT] = { FALSE };
+  SimSchemaGroup group = SIM_GROUP_COUNT;
+  for (char **l = lines; *l; l++) {
+    SimSchemaGroup g;
+    if (group_of_heading(*l, &g)) {
+      group = g;
+      continue;
+    }
+    if (g_str_has_prefix(*l, "## ") || g_str_has_prefix(*l, "### "))
+      group = SIM_GROUP_COUNT;
+    /* [layer.N]'s table sits in [model]'s section, after its paragraph. */
+    if (g_str_has_prefix(*l, "`[layer.N]`"))
+      group = SIM_GROUP_LAYER;
+    if (group == SIM_GROUP_COUNT || !g_str_has_prefix(*l, "| `"))
+      continue;
+    g_auto(GStrv) cells = g_strsplit(*l, "|", -1);
+    ck_assert_msg(g_strv_length(cells) >= 5, "README: row '%s' has fewer than 4 cells", *l);
+    check_row(group, cells, covered);
+  }
+  for (guint id = 0; id < SIM_KEY_COUNT; id++) {
+    const SimSchemaKey *k = sim_schema_key((SimKeyId)id);
+    ck_assert_msg(covered[id], "README: [%s] %s is not in its table", sim_schema_group_name(k->group), k->key);
+  }
+}
+END_TEST
+
+/* The fuzz dictionary knows every key and every choice, so the fuzzer can reach them. */
+START_TEST(test_fuzz_dictionary_names_every_key)
+{
+  g_autofree char *dict = NULL;
+  ck_assert(g_file_get_contents(FUZZ_DICT, &dict, NULL, NULL));
+  for (guint id = 0; id < SIM_KEY_COUNT; id++) {
+    const SimSchemaKey *k = sim_schema_key((SimKeyId)id);
+    g_autofree char *key = g_strdup_printf("\"%s", k->key);
+    ck_assert_msg(strstr(dict, key) != NULL, "scenario.dict lacks the key %s", k->key);
+    for (guint n = 0; k->type == SIM_VALUE_CHOICE && k->names[n]; n++) {
+      g_autofree char *name = g_strdup_printf("\"%s\"", k->names[n]);
+      ck_assert_msg(strstr(dict, name) != NULL, "scenario.dict lacks %s's choice %s", k->key, k->names[n]);
+    }
+  }
+}
+END_TEST
+
+static Suite *
+schema_suite(void)
+{
+  Suite *s = suite_create("schema");
+  TCase *rows = tcase_create("rows");
+  tcase_add_test(rows, test_every_row_is_whole);
+  tcase_add_test(rows, test_every_default_parses);
+  tcase_add_test(rows, test_defaults_are_the_loaded_values);
+  tcase_add_test(rows, test_format_reads_back);
+  suite_add_tcase(s, rows);
+  TCase *docs = tcase_create("docs");
+  tcase_add_test(docs, test_readme_tables_match_the_schema);
+  tcase_add_test(docs, test_fuzz_dictionary_names_every_key);
+  suite_add_tcase(s, docs);
+  return s;
+}
+
+int
+main(void)
+{
+  return test_run_suite(schema_suite());
+}

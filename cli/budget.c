@@ -1,4 +1,4 @@
-/* cli/budget.c — `offsim budget`: the seed chapter's activation budget ledger
+/* cli/budget.c — `offsim budget`: the seed chapter's activation budget ledger (docs/reference.md)
  * on a CSV of chunks (planner/budget.h), as a table or JSON.
  *
  * Options are checked before the file is read, and the command line refuses

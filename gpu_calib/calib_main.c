@@ -2,7 +2,7 @@
  * overlap and GEMM throughput of one GPU and writes a profile that offsim
  * scenarios include.
  *
- * Method (REFERENCE.md, "Measuring the link"): every asynchronous measurement
+ * Method (docs/reference.md, "Measuring the link"): every asynchronous measurement
  * is a batch of operations enqueued on non-blocking streams behind a spin
  * kernel that polls a host-mapped flag; the start and stop events are
  * recorded around the batch, the host sets the flag once everything is

@@ -18,7 +18,7 @@
  * A CalibWork is `count` operations of one kind for one lane, at most
  * CALIB_MAX_BATCH of them: few enough that enqueueing never blocks on a full
  * command queue, which would deadlock behind a spin kernel.  Held timings
- * (REFERENCE.md, "Measuring the link") put one spin kernel ahead of each
+ * (docs/reference.md, "Measuring the link") put one spin kernel ahead of each
  * lane's batch and release them all once everything is enqueued; pageable
  * copies must not be held (the driver synchronises the stream before staging
  * them).  A figure is the median of `repeats` samples after one warm-up, in

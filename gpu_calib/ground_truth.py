@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Measure one training step four ways on a real GPU: what offsim predicts.
 
-The seed chapter's GPU experiment (Step 5 of "Activation Offload"),
+The seed chapter's GPU experiment (Step 5 of "Activation Offload"; see
+docs/reference.md, The seed chapter),
 generalised.  A fixed Qwen2-style decoder in plain torch (the one of
 record_saved_tensors.py, random weights from a fixed seed, nothing
 downloaded) runs forward and backward:

@@ -1,4 +1,5 @@
-/* planner/budget.h — the seed chapter's activation budget ledger, exactly.
+/* planner/budget.h — the seed chapter's activation budget ledger, exactly
+ * (the chapter: docs/reference.md, The seed chapter).
  *
  * A port of summarize_activation_offload, estimate_round_trip_transfer_ms,
  * recommend_offload_policy and compare_offload_vs_checkpointing from chapter

@@ -1,5 +1,5 @@
 /* The activation budget ledger (planner/budget.h) and `offsim budget`:
- * every figure of the seed chapter's tests, its rejections in its order, the
+ * every figure of the seed chapter's (docs/reference.md) tests, its rejections in its order, the
  * CSV reader's strictness, and the command line's exit codes and JSON. */
 #include "testutil.h"
 

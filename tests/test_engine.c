@@ -1,4 +1,4 @@
-/* Engine semantics against hand computations (DESIGN.md section 3). */
+/* Engine semantics against hand computations (docs/engine.md). */
 #include "testutil.h"
 
 #include "error.h"

@@ -1,4 +1,4 @@
-/* Hostile inputs (issue 8): files written by hand, configs from the
+/* Hostile inputs (README.md, Reliability): files written by hand, configs from the
  * internet, traces from other tools.  Each class below either works, in
  * linear time and memory, or is one clear exit-2 error; none crashes.
  * "Linear" is asserted through the engine's work counters (SimRun.events,

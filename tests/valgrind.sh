@@ -1,6 +1,6 @@
 #!/bin/sh
 # valgrind memcheck on `offsim compare` over every bundled scenario and the
-# embedded default (issue 8): any error or leak (definite, indirect or
+# embedded default: any error or leak (definite, indirect or
 # possible) fails.  It takes minutes, so ctest skips it (exit 77) unless
 # asked for:
 #   OFFSIM_VALGRIND=1 ctest --test-dir build -L valgrind --output-on-failure

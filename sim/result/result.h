@@ -1,7 +1,7 @@
 /* sim/result/result.h — the figures of one policy on one scenario.
  *
  * A SimResult is what `offsim run` prints and what the planner compares:
- * the JSON fields of DESIGN.md section 6 plus where each peak happened and
+ * the JSON fields of docs/scenarios.md (Report formats) plus where each peak happened and
  * what was live then.  It may keep the program and run it came from (for
  * plots and traces); it owns them if so.
  *

@@ -25,8 +25,6 @@
 #include "calib_report.h"
 #include "calib_results.h"
 #include "calib_timing.h"
-#include "error.h"
-#include "units.h"
 
 #include <glib.h>
 #include <stdio.h>

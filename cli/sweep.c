@@ -120,7 +120,7 @@ sweep_run(const char *path, const SweepOptions *o, GError **error)
     g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "sweep: give at least one --set group.key=v1,v2,...");
     return FALSE;
   }
-  PlannerGridOptions options = { .jobs = o->jobs > 0 ? (guint)o->jobs : 0 };
+  PlannerGridOptions options = { .jobs = o->jobs > 0 ? (guint)o->jobs : 0, .shard_option = "--shard" };
   if (o->shard) {
     guint64 i, n;
     g_auto(GStrv) parts = g_strsplit(o->shard, "/", -1);
@@ -134,7 +134,7 @@ sweep_run(const char *path, const SweepOptions *o, GError **error)
   }
   g_autoptr(GPtrArray) axes = g_ptr_array_new_with_free_func((GDestroyNotify)planner_grid_axis_free);
   for (char **s = o->sets; *s; s++) {
-    PlannerGridAxis *axis = planner_grid_axis_parse(*s, error);
+    PlannerGridAxis *axis = planner_grid_axis_parse(*s, "--set", error);
     if (axis == NULL)
       return FALSE;
     g_ptr_array_add(axes, axis);

@@ -13,22 +13,25 @@ planner_grid_axis_free(PlannerGridAxis *a)
   g_free(a->name);
   g_free(a->group);
   g_free(a->key);
+  g_free(a->option);
   if (a->values)
     g_ptr_array_unref(a->values);
   g_free(a);
 }
 
 PlannerGridAxis *
-planner_grid_axis_parse(const char *text, GError **error)
+planner_grid_axis_parse(const char *text, const char *option, GError **error)
 {
+  g_return_val_if_fail(option != NULL, NULL);
   const char *eq = strchr(text, '=');
   g_autofree char *name = eq ? g_strstrip(g_strndup(text, (gsize)(eq - text))) : NULL;
   const char *dot = name ? strrchr(name, '.') : NULL;
   if (name == NULL || dot == NULL || dot == name || dot[1] == '\0') {
-    g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "--set: expected group.key=v1,v2,..., got '%s'", text);
+    g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "%s: expected group.key=v1,v2,..., got '%s'", option, text);
     return NULL;
   }
   g_autoptr(PlannerGridAxis) a = g_new0(PlannerGridAxis, 1);
+  a->option = g_strdup(option);
   a->group = g_strndup(name, (gsize)(dot - name));
   a->key = g_strdup(dot + 1);
   a->name = g_steal_pointer(&name);
@@ -37,7 +40,7 @@ planner_grid_axis_parse(const char *text, GError **error)
   for (char **v = values; *v; v++) {
     g_strstrip(*v);
     if (**v == '\0') {
-      g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "--set %s: an empty value in '%s'", a->name, eq + 1);
+      g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "%s %s: an empty value in '%s'", option, a->name, eq + 1);
       return NULL;
     }
     g_ptr_array_add(a->values, g_strdup(*v));
@@ -81,7 +84,7 @@ point_scenario(const SimConfig *base, const PlannerGrid *g, guint64 index, GErro
   g_autoptr(SimConfig) c = sim_config_copy(base);
   for (guint a = 0; a < g->axes->len; a++) {
     const PlannerGridAxis *axis = g_ptr_array_index(g->axes, a);
-    sim_config_set(c, axis->group, axis->key, planner_grid_value(g, a, index), "--set");
+    sim_config_set(c, axis->group, axis->key, planner_grid_value(g, a, index), axis->option);
   }
   return sim_scenario_from_config(c, error);
 }
@@ -152,15 +155,17 @@ planner_grid_run(const SimConfig *base, GPtrArray *axes, const PlannerGridOption
   g->axes = axes;
   g->size = 1;
   for (guint a = 0; a < axes->len; a++) {
-    g->size *= ((PlannerGridAxis *)g_ptr_array_index(axes, a))->values->len;
+    const PlannerGridAxis *axis = g_ptr_array_index(axes, a);
+    g->size *= axis->values->len;
     if (g->size > PLANNER_GRID_MAX_POINTS) {
-      g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "--set: more than %llu points", PLANNER_GRID_MAX_POINTS);
+      g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "%s: more than %llu points", axis->option, PLANNER_GRID_MAX_POINTS);
       return NULL;
     }
   }
   guint shards = MAX(o->shards, 1u);
   if (o->shard >= shards) {
-    g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "--shard: expected I/N with I < N, got %u/%u", o->shard, shards);
+    g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "%s: expected I/N with I < N, got %u/%u", o->shard_option, o->shard,
+                shards);
     return NULL;
   }
   /* Every value alone first: a typo fails now, naming itself. */
@@ -168,7 +173,7 @@ planner_grid_run(const SimConfig *base, GPtrArray *axes, const PlannerGridOption
     const PlannerGridAxis *axis = g_ptr_array_index(axes, a);
     for (guint v = 0; v < axis->values->len; v++) {
       g_autoptr(SimConfig) c = sim_config_copy(base);
-      sim_config_set(c, axis->group, axis->key, g_ptr_array_index(axis->values, v), "--set");
+      sim_config_set(c, axis->group, axis->key, g_ptr_array_index(axis->values, v), axis->option);
       g_autoptr(SimScenario) s = sim_scenario_from_config(c, error);
       if (s == NULL)
         return NULL;

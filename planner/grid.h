@@ -12,8 +12,9 @@
  * it.  A combination that fails (kv_heads that does not divide a swept
  * heads, say) fails the sweep with the lowest such point's error.
  *
- * Threads share the base configuration read-only; each has its own engine
- * and program, reused across its points.
+ * Threads share the base configuration read-only; each has its own
+ * SimEvaluator, reused across its points.  The grid knows no command line:
+ * the caller names its options (an axis's `option`, `shard_option`).
  */
 #pragma once
 
@@ -23,14 +24,16 @@
 G_BEGIN_DECLS
 
 typedef struct {
+  char *option;     /* the caller's name for where the axis came from ("--set"), for messages */
   char *name;       /* "link.h2d_bandwidth" */
   char *group, *key;
   GPtrArray *values; /* char* */
 } PlannerGridAxis;
 
 /* "group.key=v1,v2,..."; group may itself hold dots ("policy.async.prefetch"
- * is group "policy.async", key "prefetch"). */
-PlannerGridAxis *planner_grid_axis_parse(const char *text, GError **error);
+ * is group "policy.async", key "prefetch").  `option` is what the caller
+ * calls such a text ("--set"): messages and the values' origin name it. */
+PlannerGridAxis *planner_grid_axis_parse(const char *text, const char *option, GError **error);
 void planner_grid_axis_free(PlannerGridAxis *axis);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(PlannerGridAxis, planner_grid_axis_free)
 
@@ -42,6 +45,7 @@ typedef struct {
 typedef struct {
   guint jobs;        /* threads; 0 = one per core */
   guint shard, shards; /* shards = 0 or 1: everything */
+  const char *shard_option; /* the caller's name for shard/shards ("--shard"), for messages */
   /* Called from the calling thread about ten times a second while the sweep
    * runs, and once at the end. */
   void (*progress)(guint done, guint total, gpointer data);

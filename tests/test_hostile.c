@@ -21,6 +21,7 @@
 #include <glib/gstdio.h>
 #include <json-glib/json-glib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #define REGRESS OFFSIM_TEST_DATA "/regress"
 
@@ -29,14 +30,17 @@
 
 static const char *const default_policies[] = { "resident", "offload-sync", "offload-async", "checkpoint-full" };
 
-/* A uniform [model] of `layers` layers; `model_extra` and `rest` are
- * appended to [model] and after it. */
+/* A uniform [model] of `layers` layers; `model_extra` sets keys of [model]
+ * and `rest` sets keys of other groups, replacing the defaults here. */
 static char *
 model_text(guint layers, const char *link, const char *model_extra, const char *rest)
 {
-  return g_strdup_printf(DEVICE "%s[model]\nlayers = %u\nforward = 1ms\ninput = 1MiB\n"
-                                "tensors = attn:8MiB, mlp:4MiB:refs=3, mask:64KiB:keep\nworkspace = 2MiB\n%s%s",
-                         link ? link : LINK, layers, model_extra ? model_extra : "", rest ? rest : "");
+  g_autofree char *base = g_strdup_printf(DEVICE "%s[model]\nlayers = %u\nforward = 1ms\ninput = 1MiB\n"
+                                                 "tensors = attn:8MiB, mlp:4MiB:refs=3, mask:64KiB:keep\n"
+                                                 "workspace = 2MiB\n",
+                                          link ? link : LINK, layers);
+  g_autofree char *extra = g_strdup_printf("[model]\n%s%s", model_extra ? model_extra : "", rest ? rest : "");
+  return test_ini_merge(base, extra);
 }
 
 /* A fresh directory for one test's files (test_tmp_dir_new), removed with
@@ -303,6 +307,23 @@ START_TEST(include_depth_64)
 }
 END_TEST
 
+/* An include of a FIFO nobody writes used to block in open() forever (the
+ * test's timeout catches a regression): now it reads as an empty file. */
+START_TEST(include_of_a_fifo_without_writer)
+{
+  g_autoptr(TempDir) dir = temp_dir();
+  g_autofree char *fifo = g_build_filename(dir, "pipe.ini", NULL);
+  ck_assert_int_eq(mkfifo(fifo, 0600), 0);
+  g_autofree char *base = model_text(2, NULL, NULL, NULL);
+  g_autofree char *text = g_strdup_printf("[scenario]\ninclude = pipe.ini\n%s", strstr(base, "[device]"));
+  g_autofree char *top = write_file(dir, "top.ini", text, -1);
+  g_autoptr(GError) error = NULL;
+  g_autoptr(SimScenario) s = sim_scenario_load_file(top, &error);
+  ck_assert_msg(s != NULL, "%s", error ? error->message : "");
+  assert_compare(top, 0, NULL);
+}
+END_TEST
+
 /* ---- a 1 MB name -------------------------------------------------------------- */
 
 START_TEST(name_of_1mb)
@@ -548,6 +569,12 @@ static const struct {
   { "hf-dropout-exponent.json", NULL },
   /* Two references to one 4 EiB storage passed as one tensor of 4 EiB. */
   { "trace-refs-overflow.csv", "more than 4 EiB" },
+  { "scenario-include-diamond", NULL },
+  { "scenario-duplicate-key.ini", "duplicate-key.ini:13: [model] forward: the key is given twice (first at line 10)" },
+  { "scenario-duplicate-group.ini", "duplicate-group.ini:13: [link]: the group is given twice (first at line 5)" },
+  { "scenario-duplicate-policy.ini", "duplicate-policy.ini:15: [policy.a]: the group is given twice (first at line 13)" },
+  { "scenario-locale-key.ini", "[policy.a] mode[de]: a key with a locale is not a scenario key" },
+  { "scenario-bom.ini", NULL },
 };
 
 static const char *
@@ -776,6 +803,7 @@ main(void)
   tcase_add_test(tc, name_of_1mb);
   tcase_add_test(tc, nul_bytes_and_invalid_utf8);
   tcase_add_test(tc, numbers_of_30_digits);
+  tcase_add_test(tc, include_of_a_fifo_without_writer);
   tcase_add_test(tc, prefetch_deeper_than_the_model);
   tcase_add_test(tc, budget_100000_chunks);
   tcase_add_test(tc, regressions_replay);

@@ -58,6 +58,21 @@ text_error(const char *text)
   return msg;
 }
 
+/* text_error of `base` with `overrides` set in it. */
+static char *
+override_error(const char *base, const char *overrides)
+{
+  g_autofree char *text = test_ini_merge(base, overrides);
+  return text_error(text);
+}
+
+static SimScenario *
+override_scenario(const char *base, const char *overrides)
+{
+  g_autofree char *text = test_ini_merge(base, overrides);
+  return test_scenario_from_text(text);
+}
+
 static char *
 write_file(const char *dir, const char *name, const char *data, gssize len)
 {
@@ -209,7 +224,7 @@ END_TEST
 START_TEST(test_layer_override_explicit_backward)
 {
   /* With [model] backward, an overridden forward leaves backward alone. */
-  g_autoptr(SimScenario) s = test_scenario_from_text(MINIMAL "[model]\nbackward = 5ms\n[layer.3]\nforward = 3ms\n"
+  g_autoptr(SimScenario) s = override_scenario(MINIMAL, "[model]\nbackward = 5ms\n[layer.3]\nforward = 3ms\n"
                                                              "[layer.1]\nbackward = 7ms\n");
   ck_assert_close(sim_workload_layer(s->workload, 0)->backward, 5e-3, 1e-15);
   ck_assert_close(sim_workload_layer(s->workload, 1)->backward, 7e-3, 1e-15);
@@ -333,14 +348,14 @@ START_TEST(test_bidir_default_is_sum)
   g_autoptr(SimScenario) s = test_scenario_from_text(DEVICE MODEL "[link]\nh2d_bandwidth = 50GB/s\n"
                                                                   "d2h_bandwidth = 30GB/s\n");
   ck_assert_double_eq(s->machine.link.bidir_bandwidth, 80e9);
-  g_autoptr(SimScenario) given = test_scenario_from_text(MINIMAL "[link]\nbidir_bandwidth = 90GB/s\n");
+  g_autoptr(SimScenario) given = override_scenario(MINIMAL, "[link]\nbidir_bandwidth = 90GB/s\n");
   ck_assert_double_eq(given->machine.link.bidir_bandwidth, 90e9);
 }
 END_TEST
 
 START_TEST(test_link_and_device_keys)
 {
-  g_autoptr(SimScenario) s = test_scenario_from_text(MINIMAL "[device]\nmatmul_tflops = 790\nhbm_bandwidth = 3.35TB/s\n"
+  g_autoptr(SimScenario) s = override_scenario(MINIMAL, "[device]\nmatmul_tflops = 790\nhbm_bandwidth = 3.35TB/s\n"
                                                              "[link]\nlatency = 8us\npageable_factor = 0.5\n"
                                                              "compute_slowdown = 0.03\nhost_alloc = 3ms\n");
   ck_assert_close(s->machine.device.matmul_flops, 790e12, 1);
@@ -388,7 +403,7 @@ END_TEST
 
 START_TEST(test_unknown_key_link)
 {
-  g_autofree char *msg = text_error(MINIMAL "[link]\nspeed = 1GB/s\n");
+  g_autofree char *msg = override_error(MINIMAL, "[link]\nspeed = 1GB/s\n");
   assert_has(msg, "test.ini: [link] speed: ");
   assert_has(msg, "unknown key");
   assert_has(msg, "h2d_bandwidth"); /* the keys it expected */
@@ -398,7 +413,7 @@ END_TEST
 
 START_TEST(test_unknown_key_model)
 {
-  g_autofree char *msg = text_error(MINIMAL "[model]\nbackwards = 2ms\n");
+  g_autofree char *msg = override_error(MINIMAL, "[model]\nbackwards = 2ms\n");
   assert_has(msg, "test.ini: [model] backwards: ");
   assert_has(msg, "unknown key");
   assert_has(msg, "backward,");
@@ -407,7 +422,7 @@ END_TEST
 
 START_TEST(test_unknown_key_device_and_scenario)
 {
-  g_autofree char *dev = text_error(MINIMAL "[device]\nmemroy = 8GiB\n");
+  g_autofree char *dev = override_error(MINIMAL, "[device]\nmemroy = 8GiB\n");
   assert_has(dev, "test.ini: [device] memroy: ");
   assert_has(dev, "unknown key");
   g_autofree char *scn = text_error("[scenario]\ntitle = x\n" MINIMAL);
@@ -522,11 +537,11 @@ END_TEST
 
 START_TEST(test_negative_size)
 {
-  g_autofree char *msg = text_error(MINIMAL "[model]\ninput = -1MiB\n");
+  g_autofree char *msg = override_error(MINIMAL, "[model]\ninput = -1MiB\n");
   assert_has(msg, "test.ini: [model] input: ");
   assert_has(msg, "non-negative");
   assert_has(msg, "'-1MiB'");
-  g_autofree char *tensor = text_error(MINIMAL "[model]\ntensors = a:-8MiB\n");
+  g_autofree char *tensor = override_error(MINIMAL, "[model]\ntensors = a:-8MiB\n");
   assert_has(tensor, "test.ini: [model] tensors: ");
   assert_has(tensor, "tensor 'a'");
   assert_has(tensor, "non-negative");
@@ -544,14 +559,14 @@ END_TEST
 
 START_TEST(test_unknown_unit)
 {
-  g_autofree char *msg = text_error(MINIMAL "[model]\nworkspace = 64XB\n");
+  g_autofree char *msg = override_error(MINIMAL, "[model]\nworkspace = 64XB\n");
   assert_has(msg, "test.ini: [model] workspace: ");
   assert_has(msg, "expected a size with a unit");
   assert_has(msg, "'64XB'");
-  g_autofree char *time = text_error(MINIMAL "[link]\nlatency = 8 minutes\n");
+  g_autofree char *time = override_error(MINIMAL, "[link]\nlatency = 8 minutes\n");
   assert_has(time, "test.ini: [link] latency: ");
   assert_has(time, "expected a time with a unit");
-  g_autofree char *bare = text_error(MINIMAL "[model]\nstatic = 8\n");
+  g_autofree char *bare = override_error(MINIMAL, "[model]\nstatic = 8\n");
   assert_has(bare, "test.ini: [model] static: ");
   assert_has(bare, "with a unit");
 }
@@ -563,7 +578,7 @@ START_TEST(test_zero_bandwidth)
   assert_has(msg, "test.ini: [link] h2d_bandwidth: ");
   assert_has(msg, "positive");
   assert_has(msg, "'0GB/s'");
-  g_autofree char *bidir = text_error(MINIMAL "[link]\nbidir_bandwidth = 0GB/s\n");
+  g_autofree char *bidir = override_error(MINIMAL, "[link]\nbidir_bandwidth = 0GB/s\n");
   assert_has(bidir, "test.ini: [link] bidir_bandwidth: ");
   assert_has(bidir, "positive");
 }
@@ -571,18 +586,18 @@ END_TEST
 
 START_TEST(test_bad_numbers)
 {
-  g_autofree char *pf = text_error(MINIMAL "[link]\npageable_factor = 1.5\n");
+  g_autofree char *pf = override_error(MINIMAL, "[link]\npageable_factor = 1.5\n");
   assert_has(pf, "test.ini: [link] pageable_factor: ");
   assert_has(pf, "(0, 1]");
   assert_has(pf, "'1.5'");
-  g_autofree char *zero = text_error(MINIMAL "[link]\npageable_factor = 0\n");
+  g_autofree char *zero = override_error(MINIMAL, "[link]\npageable_factor = 0\n");
   assert_has(zero, "[link] pageable_factor: ");
-  g_autofree char *cs = text_error(MINIMAL "[link]\ncompute_slowdown = 1\n");
+  g_autofree char *cs = override_error(MINIMAL, "[link]\ncompute_slowdown = 1\n");
   assert_has(cs, "test.ini: [link] compute_slowdown: ");
   assert_has(cs, "[0, 1)");
-  g_autofree char *tf = text_error(MINIMAL "[device]\nmatmul_tflops = -5\n");
+  g_autofree char *tf = override_error(MINIMAL, "[device]\nmatmul_tflops = -5\n");
   assert_has(tf, "test.ini: [device] matmul_tflops: ");
-  g_autofree char *nan = text_error(MINIMAL "[device]\nmatmul_tflops = nan\n");
+  g_autofree char *nan = override_error(MINIMAL, "[device]\nmatmul_tflops = nan\n");
   assert_has(nan, "test.ini: [device] matmul_tflops: ");
 }
 END_TEST
@@ -713,7 +728,7 @@ END_TEST
 
 START_TEST(test_duplicate_tensor_names)
 {
-  g_autofree char *msg = text_error(MINIMAL "[model]\ntensors = a:8MiB, b:1MiB, a:4MiB\n");
+  g_autofree char *msg = override_error(MINIMAL, "[model]\ntensors = a:8MiB, b:1MiB, a:4MiB\n");
   assert_has(msg, "test.ini: [model] tensors: ");
   assert_has(msg, "'a'");
   assert_has(msg, "twice");
@@ -725,19 +740,19 @@ END_TEST
 
 START_TEST(test_malformed_tensors)
 {
-  g_autofree char *nosize = text_error(MINIMAL "[model]\ntensors = a\n");
+  g_autofree char *nosize = override_error(MINIMAL, "[model]\ntensors = a\n");
   assert_has(nosize, "test.ini: [model] tensors: ");
   assert_has(nosize, "name:size");
-  g_autofree char *flag = text_error(MINIMAL "[model]\ntensors = a:1MiB:pin\n");
+  g_autofree char *flag = override_error(MINIMAL, "[model]\ntensors = a:1MiB:pin\n");
   assert_has(flag, "keep, recompute=TIME or refs=N");
   assert_has(flag, "'pin'");
-  g_autofree char *refs = text_error(MINIMAL "[model]\ntensors = a:1MiB:refs=0\n");
+  g_autofree char *refs = override_error(MINIMAL, "[model]\ntensors = a:1MiB:refs=0\n");
   assert_has(refs, "'refs=0'");
-  g_autofree char *cost = text_error(MINIMAL "[model]\ntensors = a:1MiB:recompute=fast\n");
+  g_autofree char *cost = override_error(MINIMAL, "[model]\ntensors = a:1MiB:recompute=fast\n");
   assert_has(cost, "tensor 'a': expected a number with a unit, got 'fast'");
-  g_autofree char *noname = text_error(MINIMAL "[model]\ntensors = :1MiB\n");
+  g_autofree char *noname = override_error(MINIMAL, "[model]\ntensors = :1MiB\n");
   assert_has(noname, "needs a name");
-  g_autofree char *empty = text_error(MINIMAL "[model]\ntensors = a:1MiB,,b:1MiB\n");
+  g_autofree char *empty = override_error(MINIMAL, "[model]\ntensors = a:1MiB,,b:1MiB\n");
   assert_has(empty, "empty item");
 }
 END_TEST
@@ -947,17 +962,17 @@ END_TEST
 
 START_TEST(test_link_tables)
 {
-  g_autoptr(SimScenario) s = test_scenario_from_text(MINIMAL "[link]\nh2d_table = 4KiB:1GB/s, 1MiB:20GB/s, 1GiB:50GB/s\n"
+  g_autoptr(SimScenario) s = override_scenario(MINIMAL, "[link]\nh2d_table = 4KiB:1GB/s, 1MiB:20GB/s, 1GiB:50GB/s\n"
                                                      "[calibration]\ndate = 2026-11-29\ndriver = 580.1\n");
   ck_assert_uint_eq(s->machine.link.table_points[1], 3);
   ck_assert_uint_eq(s->machine.link.table_points[0], 0);
   ck_assert_uint_eq(s->machine.link.table[1][1].bytes, 1048576);
   ck_assert_close(s->machine.link.table[1][2].bandwidth, 50e9, 1);
-  g_autofree char *order = text_error(MINIMAL "[link]\nd2h_table = 1MiB:1GB/s, 4KiB:1GB/s\n");
+  g_autofree char *order = override_error(MINIMAL, "[link]\nd2h_table = 1MiB:1GB/s, 4KiB:1GB/s\n");
   assert_has(order, "test.ini: [link] d2h_table: point 2: sizes must be positive and increasing");
-  g_autofree char *bad = text_error(MINIMAL "[link]\nd2h_table = 1MiB\n");
+  g_autofree char *bad = override_error(MINIMAL, "[link]\nd2h_table = 1MiB\n");
   assert_has(bad, "expected SIZE:RATE items");
-  g_autofree char *rate = text_error(MINIMAL "[link]\nd2h_table = 1MiB:0GB/s\n");
+  g_autofree char *rate = override_error(MINIMAL, "[link]\nd2h_table = 1MiB:0GB/s\n");
   assert_has(rate, "point 1: expected a positive, finite rate");
 }
 END_TEST

@@ -157,3 +157,40 @@ test_tmp_dir_remove(const char *dir)
 {
   remove_tree(dir);
 }
+
+char *
+test_ini_merge(const char *base, const char *overrides)
+{
+  g_autoptr(GKeyFile) merged = g_key_file_new();
+  g_autoptr(GKeyFile) extra = g_key_file_new();
+  g_autoptr(GError) error = NULL;
+  ck_assert_msg(g_key_file_load_from_data(merged, base, (gsize)-1, G_KEY_FILE_NONE, &error), "base: %s",
+                error ? error->message : "");
+  ck_assert_msg(g_key_file_load_from_data(extra, overrides, (gsize)-1, G_KEY_FILE_NONE, &error), "overrides: %s",
+                error ? error->message : "");
+  g_auto(GStrv) groups = g_key_file_get_groups(extra, NULL);
+  for (char **g = groups; *g; g++) {
+    g_auto(GStrv) keys = g_key_file_get_keys(extra, *g, NULL, NULL);
+    if (keys[0] == NULL && !g_key_file_has_group(merged, *g)) {
+      /* GKeyFile makes a group by setting a key in it: an empty group stays empty. */
+      g_key_file_set_value(merged, *g, "empty", "");
+      g_key_file_remove_key(merged, *g, "empty", NULL);
+    }
+    for (char **k = keys; *k; k++) {
+      g_autofree char *value = g_key_file_get_value(extra, *g, *k, NULL);
+      g_key_file_set_value(merged, *g, *k, value);
+    }
+  }
+  /* Written as the scenarios are, `key = value`, so tests can find their lines. */
+  GString *out = g_string_new(NULL);
+  g_auto(GStrv) all = g_key_file_get_groups(merged, NULL);
+  for (char **g = all; *g; g++) {
+    g_string_append_printf(out, "[%s]\n", *g);
+    g_auto(GStrv) keys = g_key_file_get_keys(merged, *g, NULL, NULL);
+    for (char **k = keys; *k; k++) {
+      g_autofree char *value = g_key_file_get_value(merged, *g, *k, NULL);
+      g_string_append_printf(out, "%s = %s\n", *k, value);
+    }
+  }
+  return g_string_free(out, FALSE);
+}

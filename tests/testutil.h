@@ -17,6 +17,11 @@ SimScenario *test_scenario_from_text(const char *text);
 /* Loads from text and returns the error message (the test fails if it loads). */
 char *test_scenario_error(const char *text);
 
+/* `base` with every key of `overrides` set (groups added as needed), as one
+ * key file: a scenario gives a group or key once, so a test that changes a
+ * key of a shared text goes through here.  A new string. */
+char *test_ini_merge(const char *base, const char *overrides);
+
 /* Evaluates a named policy of a scenario with detail kept. */
 SimResult *test_evaluate(const SimScenario *scenario, const char *policy);
 

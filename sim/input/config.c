@@ -118,8 +118,14 @@ read_failed(int fd, GError **error)
 gboolean
 sim_config_read_file(const char *path, char **contents, gsize *length, GError **error)
 {
-  int fd = g_open(path, O_RDONLY, 0);
+  /* A FIFO opened for reading blocks until a writer comes, which may be
+   * never: open it without waiting, then read as usual (a FIFO without a
+   * writer reads as empty). */
+  int fd = g_open(path, O_RDONLY | O_NONBLOCK, 0);
   if (fd < 0)
+    return read_failed(fd, error);
+  int flags = fcntl(fd, F_GETFL);
+  if (flags < 0 || fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) < 0)
     return read_failed(fd, error);
   g_autoptr(GString) text = g_string_new(NULL);
   char chunk[65536];
@@ -145,15 +151,40 @@ sim_config_read_file(const char *path, char **contents, gsize *length, GError **
   return TRUE;
 }
 
-/* `chain` holds the canonical paths of the files being loaded, outermost
- * first: a path already on it is a cycle. */
-static gboolean merge_data(SimConfig *c, const char *data, gsize len, const char *origin,
-                           const char *base_dir, GPtrArray *chain, GError **error);
+/* What one load shares across its files. */
+typedef struct {
+  GPtrArray *chain;  /* canonical paths of the files being loaded, outermost first: one already on it is a cycle */
+  GHashTable *flats; /* canonical path -> SimConfig*: a file merged with its includes, built once per load */
+} Loader;
+
+static gboolean merge_data(SimConfig *c, const char *data, gsize len, const char *origin, const char *base_dir,
+                           Loader *loader, GError **error);
+
+/* Sets every group and value of `src` in `dst`, in src's order, as merging
+ * the file `src` was built from would. */
+static void
+config_apply(SimConfig *dst, const SimConfig *src)
+{
+  /* Every file that went into src went into dst, whether or not a value of it is left. */
+  GHashTableIter it;
+  gpointer file;
+  g_hash_table_iter_init(&it, src->files);
+  while (g_hash_table_iter_next(&it, &file, NULL))
+    intern_file(dst, file);
+  for (guint i = 0; i < src->groups->len; i++) {
+    const SimConfigGroup *g = g_ptr_array_index(src->groups, i);
+    config_group_ensure(dst, g->name, intern_file(dst, g->file));
+    for (guint k = 0; k < g->entries->len; k++) {
+      const SimConfigEntry *e = g_ptr_array_index(g->entries, k);
+      config_set(dst, g->name, e->key, e->value, intern_file(dst, e->file));
+    }
+  }
+}
 
 static gboolean
-merge_file(SimConfig *c, const char *path, const char *from, GPtrArray *chain, GError **error)
+check_chain(const Loader *loader, const char *canonical, const char *from, GError **error)
 {
-  g_autofree char *canonical = g_canonicalize_filename(path, NULL);
+  GPtrArray *chain = loader->chain;
   for (guint i = 0; i < chain->len; i++) {
     if (strcmp(g_ptr_array_index(chain, i), canonical) == 0) {
       g_autoptr(GString) cycle = g_string_new(NULL);
@@ -170,6 +201,18 @@ merge_file(SimConfig *c, const char *path, const char *from, GPtrArray *chain, G
                 "%s: [scenario] include: includes nest deeper than %d files", from, SIM_CONFIG_MAX_DEPTH);
     return FALSE;
   }
+  return TRUE;
+}
+
+/* The file at `path` merged with its includes: read and merged the first
+ * time the load meets it, reused after, so a file included from many places
+ * (a diamond, each file including the next twice) costs one read. */
+static const SimConfig *
+flat_file(const char *path, const char *canonical, const char *from, Loader *loader, GError **error)
+{
+  SimConfig *flat = g_hash_table_lookup(loader->flats, canonical);
+  if (flat)
+    return flat;
   g_autofree char *data = NULL;
   gsize len = 0;
   g_autoptr(GError) local = NULL;
@@ -179,18 +222,118 @@ merge_file(SimConfig *c, const char *path, const char *from, GPtrArray *chain, G
                   path, local->message);
     else
       g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "%s: cannot read scenario: %s", path, local->message);
-    return FALSE;
+    return NULL;
   }
+  g_autoptr(SimConfig) built = config_new(path);
   g_autofree char *dir = g_path_get_dirname(canonical);
-  g_ptr_array_add(chain, g_steal_pointer(&canonical));
-  gboolean ok = merge_data(c, data, len, path, dir, chain, error);
-  g_ptr_array_remove_index(chain, chain->len - 1);
-  return ok;
+  g_ptr_array_add(loader->chain, g_strdup(canonical));
+  gboolean ok = merge_data(built, data, len, path, dir, loader, error);
+  g_ptr_array_remove_index(loader->chain, loader->chain->len - 1);
+  if (!ok)
+    return NULL;
+  flat = g_steal_pointer(&built);
+  g_hash_table_insert(loader->flats, g_strdup(canonical), flat);
+  return flat;
 }
 
 static gboolean
-merge_data(SimConfig *c, const char *data, gsize len, const char *origin, const char *base_dir,
-           GPtrArray *chain, GError **error)
+merge_file(SimConfig *c, const char *path, const char *from, Loader *loader, GError **error)
+{
+  g_autofree char *canonical = g_canonicalize_filename(path, NULL);
+  if (!check_chain(loader, canonical, from, error))
+    return FALSE;
+  const SimConfig *flat = flat_file(path, canonical, from, loader, error);
+  if (flat == NULL)
+    return FALSE;
+  config_apply(c, flat);
+  return TRUE;
+}
+
+/* The first place a group or key was written in one file, for the message
+ * about its second. */
+typedef struct {
+  guint line;
+  GHashTable *keys; /* key -> line (GUINT_TO_POINTER) */
+} SeenGroup;
+
+static void
+seen_group_free(gpointer data)
+{
+  SeenGroup *g = data;
+  g_hash_table_unref(g->keys);
+  g_free(g);
+}
+
+/* GKeyFile merges a group or key given twice in one file, last one winning,
+ * and keeps `key[locale]` entries aside: both would be a silent typo.  One
+ * pass over the lines finds them first (GKeyFile's grammar: a group line is
+ * `[name]`, any other non-comment line is `key = value`). */
+static gboolean
+check_lines(const char *data, gsize len, const char *origin, GError **error)
+{
+  g_autoptr(GHashTable) groups = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, seen_group_free);
+  SeenGroup *group = NULL;
+  g_autofree char *name = NULL;
+  guint line = 0;
+  for (const char *p = data, *end = data + len; p < end; line++) {
+    const char *nl = memchr(p, '\n', (gsize)(end - p));
+    g_autofree char *text = g_strstrip(g_strndup(p, (gsize)((nl ? nl : end) - p)));
+    p = nl ? nl + 1 : end;
+    if (*text == '\0' || *text == '#')
+      continue;
+    if (*text == '[') {
+      char *close = strrchr(text, ']');
+      if (close == NULL)
+        continue; /* GKeyFile says what is wrong with it */
+      g_free(name);
+      name = g_strndup(text + 1, (gsize)(close - text - 1));
+      SeenGroup *first = g_hash_table_lookup(groups, name);
+      if (first) {
+        g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "%s:%u: [%s]: the group is given twice (first at line %u)",
+                    origin, line + 1, name, first->line + 1);
+        return FALSE;
+      }
+      group = g_new0(SeenGroup, 1);
+      group->line = line;
+      group->keys = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+      g_hash_table_insert(groups, g_strdup(name), group);
+      continue;
+    }
+    char *eq = strchr(text, '=');
+    if (eq == NULL || group == NULL)
+      continue;
+    *eq = '\0';
+    g_strchomp(text);
+    if (strchr(text, '[')) {
+      g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT,
+                  "%s:%u: [%s] %s: a key with a locale is not a scenario key (expected a plain key)", origin,
+                  line + 1, name, text);
+      return FALSE;
+    }
+    gpointer first;
+    if (g_hash_table_lookup_extended(group->keys, text, NULL, &first)) {
+      g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "%s:%u: [%s] %s: the key is given twice (first at line %u)",
+                  origin, line + 1, name, text, GPOINTER_TO_UINT(first) + 1);
+      return FALSE;
+    }
+    g_hash_table_insert(group->keys, g_strdup(text), GUINT_TO_POINTER(line));
+  }
+  return TRUE;
+}
+
+/* The UTF-8 byte-order mark some editors write first: not part of the text. */
+static void
+skip_bom(const char **data, gsize *len)
+{
+  if (*len >= 3 && memcmp(*data, "\xef\xbb\xbf", 3) == 0) {
+    *data += 3;
+    *len -= 3;
+  }
+}
+
+static gboolean
+merge_data(SimConfig *c, const char *data, gsize len, const char *origin, const char *base_dir, Loader *loader,
+           GError **error)
 {
   g_autoptr(GKeyFile) kf = g_key_file_new();
   g_autoptr(GError) local = NULL;
@@ -205,6 +348,9 @@ merge_data(SimConfig *c, const char *data, gsize len, const char *origin, const 
     g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "%s: the file is not valid UTF-8", origin);
     return FALSE;
   }
+  skip_bom(&data, &len);
+  if (!check_lines(data, len, origin, error))
+    return FALSE;
   if (!g_key_file_load_from_data(kf, data, len, G_KEY_FILE_NONE, &local)) {
     g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "%s: not a valid scenario file: %s", origin, local->message);
     return FALSE;
@@ -223,7 +369,7 @@ merge_data(SimConfig *c, const char *data, gsize len, const char *origin, const 
       }
       g_autofree char *path = g_path_is_absolute(*part) ? g_strdup(*part)
                                                         : g_build_filename(base_dir ? base_dir : ".", *part, NULL);
-      if (!merge_file(c, path, origin, chain, error))
+      if (!merge_file(c, path, origin, loader, error))
         return FALSE;
     }
   }
@@ -242,38 +388,47 @@ merge_data(SimConfig *c, const char *data, gsize len, const char *origin, const 
   return TRUE;
 }
 
+static void
+loader_init(Loader *loader)
+{
+  loader->chain = g_ptr_array_new_with_free_func(g_free);
+  loader->flats = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, (GDestroyNotify)sim_config_free);
+}
+
+static void
+loader_clear(Loader *loader)
+{
+  g_ptr_array_unref(loader->chain);
+  g_hash_table_unref(loader->flats);
+}
+
 SimConfig *
 sim_config_load_file(const char *path, GError **error)
 {
   g_autoptr(SimConfig) c = config_new(path);
-  g_autoptr(GPtrArray) chain = g_ptr_array_new_with_free_func(g_free);
-  if (!merge_file(c, path, NULL, chain, error))
-    return NULL;
-  return g_steal_pointer(&c);
+  Loader loader;
+  loader_init(&loader);
+  gboolean ok = merge_file(c, path, NULL, &loader, error);
+  loader_clear(&loader);
+  return ok ? g_steal_pointer(&c) : NULL;
 }
 
 SimConfig *
 sim_config_load_data(const char *data, const char *origin, const char *base_dir, GError **error)
 {
   g_autoptr(SimConfig) c = config_new(origin);
-  g_autoptr(GPtrArray) chain = g_ptr_array_new_with_free_func(g_free);
-  if (!merge_data(c, data, strlen(data), origin, base_dir, chain, error))
-    return NULL;
-  return g_steal_pointer(&c);
+  Loader loader;
+  loader_init(&loader);
+  gboolean ok = merge_data(c, data, strlen(data), origin, base_dir, &loader, error);
+  loader_clear(&loader);
+  return ok ? g_steal_pointer(&c) : NULL;
 }
 
 SimConfig *
 sim_config_copy(const SimConfig *src)
 {
   SimConfig *c = config_new(src->top);
-  for (guint i = 0; i < src->groups->len; i++) {
-    const SimConfigGroup *g = g_ptr_array_index(src->groups, i);
-    config_group_ensure(c, g->name, intern_file(c, g->file));
-    for (guint k = 0; k < g->entries->len; k++) {
-      const SimConfigEntry *e = g_ptr_array_index(g->entries, k);
-      config_set(c, g->name, e->key, e->value, intern_file(c, e->file));
-    }
-  }
+  config_apply(c, src);
   return c;
 }
 

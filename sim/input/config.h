@@ -8,6 +8,12 @@
  * SIM_CONFIG_MAX_DEPTH, and a file that includes itself, directly or not, is
  * an error naming the chain.
  *
+ * Each file is read and merged with its includes once per load, however
+ * many files include it, so any include graph loads in time linear in its
+ * files.  In one file a group or a key given twice, or a `key[locale]`, is
+ * an error naming both lines (GKeyFile would merge them silently); a UTF-8
+ * byte-order mark is skipped; a FIFO without a writer reads as empty.
+ *
  * Every value remembers its file so that an error about it can name the file
  * the user must edit, not the top-level one.  Groups and keys keep the order
  * in which they first appeared (policies run in that order).

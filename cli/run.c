@@ -96,16 +96,8 @@ run_scenario(const char *path, const RunOptions *o, gboolean compare, GError **e
     g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "--plot-format: give --plot DIR or --plot-script FILE too");
     return FALSE;
   }
-  if (o->budget) {
-    if (!sim_units_parse_size(o->budget, &budget, error)) {
-      g_prefix_error(error, "--budget: ");
-      return FALSE;
-    }
-    if (budget == 0) {
-      g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "--budget: expected a positive size, got '%s'", o->budget);
-      return FALSE;
-    }
-  }
+  if (o->budget && !cli_parse_budget(o->budget, NULL, &budget, error))
+    return FALSE;
   g_autoptr(SimScenario) scenario = path ? sim_scenario_load_file(path, error) : sim_scenario_load_default(error);
   if (scenario == NULL)
     return FALSE;

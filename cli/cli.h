@@ -8,6 +8,7 @@
 
 #include <glib.h>
 
+#include "gnuplot.h"
 #include "plan.h"
 
 G_BEGIN_DECLS
@@ -34,6 +35,10 @@ gboolean cli_parse_options(GOptionContext *context, const char *command, int *ar
  * `zero_reason` reads "expected a positive size" (`offsim budget` keeps the
  * ledger's own wording). */
 gboolean cli_parse_budget(const char *text, const char *zero_reason, guint64 *bytes, GError **error);
+
+/* What `offsim` calls the plot directory in plots/' messages, and what it
+ * offers when gnuplot is missing (cli/options.c). */
+extern const PlotsRenderNames cli_plot_names;
 
 /* Prints the error and returns its exit status. */
 int cli_fail(GError *error);

@@ -1,5 +1,7 @@
-/* cli/options.c — option values that several commands take, parsed once, so
- * that `run`, `compare`, `plan` and `budget` read and refuse them alike. */
+/* cli/options.c — what several commands share about their options: the
+ * --budget value, parsed once so that `run`, `compare`, `plan` and `budget`
+ * read and refuse it alike, and the option names that plots/ is given for
+ * its messages (the library knows none). */
 #include "cli.h"
 
 #include "error.h"
@@ -21,3 +23,10 @@ cli_parse_budget(const char *text, const char *zero_reason, guint64 *bytes, GErr
   *bytes = v;
   return TRUE;
 }
+
+/* sweep shows the same advice although it has no --plot-script: the
+ * message is kept as users have seen it. */
+const PlotsRenderNames cli_plot_names = {
+  .dir_option = "--plot",
+  .without_gnuplot = "--plot-script FILE writes the script to render elsewhere",
+};

@@ -54,17 +54,18 @@ static gboolean
 write_outputs(const SimScenario *scenario, GPtrArray *results, const RunOptions *o, guint formats, GError **error)
 {
   const SimResult *first = g_ptr_array_index(results, 0);
-  if (o->trace && !plots_chrome_trace_write(first, o->trace, error))
+  if (o->trace && !plots_chrome_trace_write(first, "--trace", o->trace, error))
     return FALSE;
-  if (o->timeline && !plots_timeline_write(first, o->timeline, error))
+  if (o->timeline && !plots_timeline_write(first, "--timeline", o->timeline, error))
     return FALSE;
-  if (o->memory && !plots_memory_write(first, o->memory, error))
+  if (o->memory && !plots_memory_write(first, "--memory", o->memory, error))
     return FALSE;
   if (!o->plot && !o->plot_script)
     return TRUE;
 
   PlotsFiguresOptions figures = { .dir = o->plot, .script = o->plot_script, .formats = formats,
-                                  .device_memory = scenario->machine.device.memory };
+                                  .device_memory = scenario->machine.device.memory,
+                                  .script_option = "--plot-script", .render = cli_plot_names };
   g_autofree char *summary = NULL;
   gboolean ok = plots_figures_write(results, &figures, &summary, error);
   /* The script goes first; only drawing it can lack gnuplot. */
@@ -93,8 +94,10 @@ parse_request(const RunOptions *o, RunRequest *r, GError **error)
   *r = (RunRequest){ .format = CLI_FORMAT_TABLE, .formats = PLOTS_FORMAT_ALL };
   if (o->format && !cli_report_parse_format(o->format, &r->format, error))
     return FALSE;
-  if (o->plot_format && !plots_gnuplot_parse_formats(o->plot_format, &r->formats, error))
+  if (o->plot_format && !plots_gnuplot_parse_formats(o->plot_format, &r->formats, error)) {
+    g_prefix_error(error, "--plot-format: ");
     return FALSE;
+  }
   if (o->plot_format && !o->plot && !o->plot_script) {
     g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "--plot-format: give --plot DIR or --plot-script FILE too");
     return FALSE;

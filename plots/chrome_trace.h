@@ -24,6 +24,8 @@ G_BEGIN_DECLS
 /* The trace of a detailed result as a JSON tree ({"traceEvents": [...]}). */
 JsonNode *plots_chrome_trace_build(const SimResult *result, GError **error);
 
-gboolean plots_chrome_trace_write(const SimResult *result, const char *path, GError **error);
+/* Writes that tree to `path`, atomically; `option` ("--trace") prefixes
+ * errors, as sim_output_save's does. */
+gboolean plots_chrome_trace_write(const SimResult *result, const char *option, const char *path, GError **error);
 
 G_END_DECLS

@@ -195,7 +195,7 @@ plots_memory_chart(GPtrArray *results, guint64 device_memory, const char *name, 
 }
 
 gboolean
-plots_memory_write(const SimResult *r, const char *path, GError **error)
+plots_memory_write(const SimResult *r, const char *option, const char *path, GError **error)
 {
   if (!has_curve(r, error))
     return FALSE;
@@ -205,5 +205,5 @@ plots_memory_write(const SimResult *r, const char *path, GError **error)
     sim_output_number(out, pt->time * 1e3);
     g_string_append_printf(out, ",%" G_GINT64_FORMAT ",%" G_GINT64_FORMAT "\n", pt->device, pt->host);
   }
-  return sim_output_save("--memory", path, out->str, out->len, error);
+  return sim_output_save(option, path, out->str, out->len, error);
 }

@@ -149,7 +149,7 @@ plots_timeline_chart(const SimResult *r, const char *name, double xmax_ms, GErro
 }
 
 gboolean
-plots_timeline_write(const SimResult *r, const char *path, GError **error)
+plots_timeline_write(const SimResult *r, const char *option, const char *path, GError **error)
 {
   g_autoptr(PlotsSpans) spans = plots_spans_new(r, error);
   if (spans == NULL)
@@ -173,5 +173,5 @@ plots_timeline_write(const SimResult *r, const char *path, GError **error)
     sim_output_number(out, span->end * 1e3);
     g_string_append_printf(out, ",%" G_GUINT64_FORMAT "\n", op->kind == SIM_OP_COPY ? op->bytes : 0);
   }
-  return sim_output_save("--timeline", path, out->str, out->len, error);
+  return sim_output_save(option, path, out->str, out->len, error);
 }

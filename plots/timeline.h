@@ -28,7 +28,8 @@ PlotsChart *plots_timeline_chart(const SimResult *result, const char *name, doub
 /* The fill colour of a span kind ("#rrggbb"). */
 const char *plots_timeline_color(guint kind);
 
-/* Writes the timeline CSV of a detailed result. */
-gboolean plots_timeline_write(const SimResult *result, const char *path, GError **error);
+/* Writes the timeline CSV of a detailed result to `path`, atomically;
+ * `option` ("--timeline") prefixes errors, as sim_output_save's does. */
+gboolean plots_timeline_write(const SimResult *result, const char *option, const char *path, GError **error);
 
 G_END_DECLS

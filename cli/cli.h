@@ -1,8 +1,14 @@
-/* cli/cli.h — the subcommands of `offsim`.
+/* cli/cli.h — the subcommands of `offsim` and what they share.
  *
  * Each takes the arguments after its name and returns the process exit
- * status: 0 ok, 1 internal error, 2 bad input, 3 missing external tool.
- * Errors are printed once, here, as "offsim: message".
+ * status: 0 ok, 1 internal error, 2 bad input, 3 missing external tool, 4
+ * (plan only) no plan fits.  Errors are printed once, by cli_fail, as
+ * "offsim: message"; stdout carries only the report.  plots/ knows no
+ * option names: its messages get them from here (cli_plot_names and the
+ * `option` arguments).
+ *
+ * Ownership: the helpers below append to the caller's GString or fill the
+ * caller's variables; cli_fail takes the error and frees it.
  */
 #pragma once
 

@@ -12,6 +12,10 @@
  *
  * The tree is built with JsonObject and written by JsonGenerator, so every
  * name is escaped by json-glib and nowhere else.
+ *
+ * Needs a detailed result (op times and the memory curve); without one both
+ * calls fail with SIM_ERROR_INTERNAL.  The result is only read.  Ownership:
+ * the JsonNode is new, the caller's to json_node_unref.
  */
 #pragma once
 

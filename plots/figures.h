@@ -11,6 +11,13 @@
  * DIR/NAME.EXT when a directory is given as well, NAME.EXT otherwise.  The
  * caller names its options for the messages (PlotsRenderNames,
  * `script_option`); plots/ knows none.
+ *
+ * Every result must be detailed (the timelines and the memory chart need
+ * op times and the memory curve); otherwise the call fails with
+ * SIM_ERROR_INTERNAL and writes nothing.  Results and options are only
+ * read.  Ownership: plots_figures_charts returns a new GPtrArray of
+ * PlotsChart* that frees its charts (g_ptr_array_unref); `summary` is the
+ * caller's to g_free.
  */
 #pragma once
 

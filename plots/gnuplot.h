@@ -24,6 +24,14 @@
  * Errors: SIM_ERROR_TOOL when gnuplot is not installed (exit 3),
  * SIM_ERROR_INPUT when the target directory cannot be created or written
  * (exit 2), SIM_ERROR_INTERNAL when gnuplot rejects the script (a bug here).
+ * Messages name no command-line option; the caller passes its own
+ * (PlotsRenderNames) or prefixes them.
+ *
+ * Ownership: a PlotsChart owns its name and both strings and is freed with
+ * plots_gnuplot_chart_free (a GPtrArray of charts takes that as its free
+ * function).  Every char* returned is new and the caller's to g_free, except
+ * plots_gnuplot_number (it returns `buf`) and plots_gnuplot_extension (a
+ * static string).  Functions that take a GPtrArray of charts only read it.
  */
 #pragma once
 

@@ -12,6 +12,10 @@
  *
  * The CSV is the ledger of one result: time_ms,device_bytes,host_bytes, one
  * row per change of either pool, starting with the baseline at 0.
+ *
+ * Both need detailed results (the memory curve); without one they fail with
+ * SIM_ERROR_INTERNAL.  Results are only read.  Ownership: the chart is new,
+ * the caller's to free (plots_gnuplot_chart_free).
  */
 #pragma once
 

@@ -12,6 +12,10 @@
  *
  * The CSV has one row per op in issue order, with the spans of spans.h:
  * stream,op,layer,phase,start_ms,end_ms,bytes.
+ *
+ * Both need a detailed result (op times); without one they fail with
+ * SIM_ERROR_INTERNAL.  The result is only read.  Ownership: the chart is
+ * new, the caller's to free (plots_gnuplot_chart_free); colours are static.
  */
 #pragma once
 

@@ -83,12 +83,10 @@ parse_request(const BudgetOptions *o, BudgetRequest *r, GError **error)
     g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "--%s is required", o->budget ? "bandwidth" : "budget");
     return FALSE;
   }
-  if (!parse_size_option("budget", o->budget, &r->budget_bytes, error))
+  guint64 budget = 0;
+  if (!cli_parse_budget(o->budget, "the GPU budget must be positive", &budget, error))
     return FALSE;
-  if (r->budget_bytes <= 0) {
-    g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "--budget: the GPU budget must be positive, got '%s'", o->budget);
-    return FALSE;
-  }
+  r->budget_bytes = (gint64)budget; /* at most 2^62: sizes are capped there */
   double rate = 0;
   if (!sim_units_parse_rate(o->bandwidth, &rate, error)) {
     g_prefix_error(error, "--bandwidth: ");

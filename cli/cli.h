@@ -1,13 +1,20 @@
-/* cli/cli.h — the subcommands of `offsim`.
+/* cli/cli.h — the subcommands of `offsim` and what they share.
  *
  * Each takes the arguments after its name and returns the process exit
- * status: 0 ok, 1 internal error, 2 bad input, 3 missing external tool.
- * Errors are printed once, here, as "offsim: message".
+ * status: 0 ok, 1 internal error, 2 bad input, 3 missing external tool, 4
+ * (plan only) no plan fits.  Errors are printed once, by cli_fail, as
+ * "offsim: message"; stdout carries only the report.  plots/ knows no
+ * option names: its messages get them from here (cli_plot_names and the
+ * `option` arguments).
+ *
+ * Ownership: the helpers below append to the caller's GString or fill the
+ * caller's variables; cli_fail takes the error and frees it.
  */
 #pragma once
 
 #include <glib.h>
 
+#include "gnuplot.h"
 #include "plan.h"
 
 G_BEGIN_DECLS
@@ -27,6 +34,17 @@ void cli_plan_format_layers(GString *out, const PlannerPlan *plan);
 /* g_option_context_parse, with its errors as bad input (exit 2) prefixed
  * by the command's name. */
 gboolean cli_parse_options(GOptionContext *context, const char *command, int *argc, char ***argv, GError **error);
+
+/* --budget SIZE (cli/options.c): a size with its unit (sim_units_parse_size),
+ * more than 0 B, into `bytes`.  Errors are bad input prefixed "--budget: ";
+ * 0 is refused as "--budget: ZERO_REASON, got 'TEXT'", where a NULL
+ * `zero_reason` reads "expected a positive size" (`offsim budget` keeps the
+ * ledger's own wording). */
+gboolean cli_parse_budget(const char *text, const char *zero_reason, guint64 *bytes, GError **error);
+
+/* What `offsim` calls the plot directory in plots/' messages, and what it
+ * offers when gnuplot is missing (cli/options.c). */
+extern const PlotsRenderNames cli_plot_names;
 
 /* Prints the error and returns its exit status. */
 int cli_fail(GError *error);

@@ -140,14 +140,8 @@ plan_run(const char *path, const PlanOptions *o, GError **error)
     g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "plan: --budget SIZE is required");
     return -1;
   }
-  if (!sim_units_parse_size(o->budget, &budget, error)) {
-    g_prefix_error(error, "--budget: ");
+  if (!cli_parse_budget(o->budget, NULL, &budget, error))
     return -1;
-  }
-  if (budget == 0) {
-    g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "--budget: expected a positive size, got '%s'", o->budget);
-    return -1;
-  }
   if (o->format && !cli_report_parse_format(o->format, &format, error))
     return -1;
   if (format == CLI_FORMAT_CSV) {

@@ -1,10 +1,16 @@
 /* cli/report.h — results as a table for people, CSV and JSON for programs.
  *
- * The JSON object of one result has exactly the fields of DESIGN.md section
- * 6, in that order, followed by extras (capacity and where each peak was);
- * CSV has the same columns.  Numbers are written with up to 15 significant
- * digits so that 9.36 prints as 9.36, not 9.3599999999999994: the output is
- * the same bytes on every run and every machine.
+ * The JSON object of one result has exactly the fields listed in
+ * docs/scenarios.md ("Report formats"), in that order: the contract fields,
+ * then the extras (capacity and where each peak was).  CSV has the same
+ * columns, generated from that object, so the two cannot drift apart.
+ * Numbers are written with up to 15 significant digits so that 9.36 prints
+ * as 9.36, not 9.3599999999999994: the output is the same bytes on every run
+ * and every machine.
+ *
+ * Ownership: results and scenarios are only read.  Returned strings are new
+ * (g_free), the JsonNode too (json_node_unref); the CSV functions append to
+ * the caller's GString.
  */
 #pragma once
 

@@ -54,17 +54,18 @@ static gboolean
 write_outputs(const SimScenario *scenario, GPtrArray *results, const RunOptions *o, guint formats, GError **error)
 {
   const SimResult *first = g_ptr_array_index(results, 0);
-  if (o->trace && !plots_chrome_trace_write(first, o->trace, error))
+  if (o->trace && !plots_chrome_trace_write(first, "--trace", o->trace, error))
     return FALSE;
-  if (o->timeline && !plots_timeline_write(first, o->timeline, error))
+  if (o->timeline && !plots_timeline_write(first, "--timeline", o->timeline, error))
     return FALSE;
-  if (o->memory && !plots_memory_write(first, o->memory, error))
+  if (o->memory && !plots_memory_write(first, "--memory", o->memory, error))
     return FALSE;
   if (!o->plot && !o->plot_script)
     return TRUE;
 
   PlotsFiguresOptions figures = { .dir = o->plot, .script = o->plot_script, .formats = formats,
-                                  .device_memory = scenario->machine.device.memory };
+                                  .device_memory = scenario->machine.device.memory,
+                                  .script_option = "--plot-script", .render = cli_plot_names };
   g_autofree char *summary = NULL;
   gboolean ok = plots_figures_write(results, &figures, &summary, error);
   /* The script goes first; only drawing it can lack gnuplot. */
@@ -79,98 +80,136 @@ write_outputs(const SimScenario *scenario, GPtrArray *results, const RunOptions 
   return TRUE;
 }
 
-/* Everything after option parsing; errors come back in `error`. */
+/* The options that are values, checked, in their units. */
+typedef struct {
+  CliFormat format;
+  guint64 budget; /* 0: the device's memory */
+  guint formats;  /* PlotsFormat bits */
+} RunRequest;
+
+/* Checked before the scenario is read, so that a typo costs no load. */
 static gboolean
-run_scenario(const char *path, const RunOptions *o, gboolean compare, GError **error)
+parse_request(const RunOptions *o, RunRequest *r, GError **error)
 {
-  CliFormat format = CLI_FORMAT_TABLE;
-  guint64 budget = 0;
-
-  guint formats = PLOTS_FORMAT_ALL;
-
-  if (o->format && !cli_report_parse_format(o->format, &format, error))
+  *r = (RunRequest){ .format = CLI_FORMAT_TABLE, .formats = PLOTS_FORMAT_ALL };
+  if (o->format && !cli_report_parse_format(o->format, &r->format, error))
     return FALSE;
-  if (o->plot_format && !plots_gnuplot_parse_formats(o->plot_format, &formats, error))
+  if (o->plot_format && !plots_gnuplot_parse_formats(o->plot_format, &r->formats, error)) {
+    g_prefix_error(error, "--plot-format: ");
     return FALSE;
+  }
   if (o->plot_format && !o->plot && !o->plot_script) {
     g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "--plot-format: give --plot DIR or --plot-script FILE too");
     return FALSE;
   }
-  if (o->budget) {
-    if (!sim_units_parse_size(o->budget, &budget, error)) {
-      g_prefix_error(error, "--budget: ");
-      return FALSE;
-    }
-    if (budget == 0) {
-      g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "--budget: expected a positive size, got '%s'", o->budget);
-      return FALSE;
-    }
-  }
-  g_autoptr(SimScenario) scenario = path ? sim_scenario_load_file(path, error) : sim_scenario_load_default(error);
-  if (scenario == NULL)
-    return FALSE;
+  return !o->budget || cli_parse_budget(o->budget, NULL, &r->budget, error);
+}
 
+/* The policies to evaluate (borrowed from `scenario`): every one for
+ * compare, else --policy or the scenario's first. */
+static GPtrArray *
+choose_policies(const SimScenario *scenario, const char *policy, gboolean compare, GError **error)
+{
   g_autoptr(GPtrArray) chosen = g_ptr_array_new();
   if (compare) {
     g_ptr_array_extend(chosen, scenario->policies, NULL, NULL);
-  } else if (o->policy) {
-    const SimPolicy *p = sim_scenario_policy(scenario, o->policy);
+  } else if (policy) {
+    const SimPolicy *p = sim_scenario_policy(scenario, policy);
     if (p == NULL) {
       g_autoptr(GString) names = g_string_new(NULL);
       for (guint i = 0; i < scenario->policies->len; i++)
         g_string_append_printf(names, "%s%s", i ? ", " : "",
                                ((SimPolicy *)g_ptr_array_index(scenario->policies, i))->name);
-      g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "--policy: no policy '%s' in %s (it has %s)", o->policy,
+      g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "--policy: no policy '%s' in %s (it has %s)", policy,
                   scenario->origin, names->str);
-      return FALSE;
+      return NULL;
     }
     g_ptr_array_add(chosen, (gpointer)p);
   } else {
     g_ptr_array_add(chosen, g_ptr_array_index(scenario->policies, 0));
   }
+  return g_steal_pointer(&chosen);
+}
 
+/* One SimResult per policy of `chosen`, in order. */
+static GPtrArray *
+evaluate_policies(const SimScenario *scenario, GPtrArray *chosen, const SimEvaluateOptions *eval, GError **error)
+{
   g_autoptr(SimEvaluator) evaluator = sim_evaluate_new();
   g_autoptr(GPtrArray) results = g_ptr_array_new_with_free_func((GDestroyNotify)sim_result_free);
-  SimEvaluateOptions eval = { .budget = budget, .detail = wants_detail(o) };
   for (guint i = 0; i < chosen->len; i++) {
-    SimResult *r = sim_evaluate(evaluator, scenario, g_ptr_array_index(chosen, i), &eval, error);
+    SimResult *r = sim_evaluate(evaluator, scenario, g_ptr_array_index(chosen, i), eval, error);
     if (r == NULL)
-      return FALSE;
+      return NULL;
     g_ptr_array_add(results, r);
   }
-  /* With a budget, compare also plans: the plan is one more row, explained
-   * layer by layer under the table. */
+  return g_steal_pointer(&results);
+}
+
+/* With a budget, compare also plans: the plan is one more row, "planned",
+ * appended to `results` (the plan keeps the rest for the text below). */
+static PlannerPlan *
+add_plan_row(const SimScenario *scenario, guint64 budget, GPtrArray *results, GError **error)
+{
+  PlannerPlan *plan = planner_plan(scenario, budget, error);
+  if (plan == NULL)
+    return NULL;
+  SimResult *row = g_steal_pointer(&plan->result);
+  g_free(row->policy);
+  row->policy = g_strdup("planned");
+  g_ptr_array_add(results, row);
+  return plan;
+}
+
+/* Under the table: the plan explained, its policy block and layer by
+ * layer, or why none fits. */
+static void
+print_plan(const PlannerPlan *plan)
+{
+  g_autoptr(GString) more = g_string_new("\n");
+  if (plan->feasible) {
+    g_autofree char *block = planner_plan_format_policy(plan->policy);
+    g_string_append_printf(more, "planned: %s: %s\nlower bound %.2f ms, gap %.1f %%\n\n%s\n", plan->verdict,
+                           plan->verdict_reason, plan->lower_bound_ms, plan->gap * 100, block);
+  } else {
+    g_autofree char *min = sim_units_format_size(plan->min_budget);
+    g_string_append_printf(more, "planned: no plan fits the budget; the smallest peak any plan reaches is %s "
+                                 "(the row shows that plan)\n\n", min);
+  }
+  cli_plan_format_layers(more, plan);
+  fputs(more->str, stdout);
+}
+
+/* Everything after option parsing; errors come back in `error`. */
+static gboolean
+run_scenario(const char *path, const RunOptions *o, gboolean compare, GError **error)
+{
+  RunRequest req;
+  if (!parse_request(o, &req, error))
+    return FALSE;
+  g_autoptr(SimScenario) scenario = path ? sim_scenario_load_file(path, error) : sim_scenario_load_default(error);
+  if (scenario == NULL)
+    return FALSE;
+  g_autoptr(GPtrArray) chosen = choose_policies(scenario, o->policy, compare, error);
+  if (chosen == NULL)
+    return FALSE;
+  SimEvaluateOptions eval = { .budget = req.budget, .detail = wants_detail(o) };
+  g_autoptr(GPtrArray) results = evaluate_policies(scenario, chosen, &eval, error);
+  if (results == NULL)
+    return FALSE;
   g_autoptr(PlannerPlan) plan = NULL;
-  if (compare && budget) {
-    plan = planner_plan(scenario, budget, error);
-    if (plan == NULL)
-      return FALSE;
-    SimResult *row = g_steal_pointer(&plan->result);
-    g_free(row->policy);
-    row->policy = g_strdup("planned");
-    g_ptr_array_add(results, row);
-  }
-  g_autofree char *text = cli_report_format(scenario, results, format, !compare);
+  if (compare && req.budget && (plan = add_plan_row(scenario, req.budget, results, error)) == NULL)
+    return FALSE;
+
+  g_autofree char *text = cli_report_format(scenario, results, req.format, !compare);
   fputs(text, stdout);
-  if (plan && format == CLI_FORMAT_TABLE) {
-    g_autoptr(GString) more = g_string_new("\n");
-    if (plan->feasible) {
-      g_autofree char *block = planner_plan_format_policy(plan->policy);
-      g_string_append_printf(more, "planned: %s: %s\nlower bound %.2f ms, gap %.1f %%\n\n%s\n", plan->verdict,
-                             plan->verdict_reason, plan->lower_bound_ms, plan->gap * 100, block);
-    } else {
-      g_autofree char *min = sim_units_format_size(plan->min_budget);
-      g_string_append_printf(more, "planned: no plan fits the budget; the smallest peak any plan reaches is %s "
-                                   "(the row shows that plan)\n\n", min);
-    }
-    cli_plan_format_layers(more, plan);
-    fputs(more->str, stdout);
-  }
+  if (plan && req.format == CLI_FORMAT_TABLE)
+    print_plan(plan);
   if (fflush(stdout) != 0) {
     g_set_error(error, SIM_ERROR, SIM_ERROR_INTERNAL, "cannot write the output");
     return FALSE;
   }
-  return write_outputs(scenario, results, o, formats, error);
+  return write_outputs(scenario, results, o, req.formats, error);
 }
 
 static int

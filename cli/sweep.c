@@ -104,7 +104,7 @@ draw(const PlannerGrid *g, const char *title, const char *dir, GError **error)
     return FALSE;
   g_autoptr(GPtrArray) charts = g_ptr_array_new();
   g_ptr_array_add(charts, chart);
-  return plots_gnuplot_render(charts, PLOTS_FORMAT_ALL, dir, error);
+  return plots_gnuplot_render(charts, PLOTS_FORMAT_ALL, dir, &cli_plot_names, error);
 }
 
 typedef struct {

@@ -119,7 +119,7 @@ plots_chrome_trace_build(const SimResult *r, GError **error)
 }
 
 gboolean
-plots_chrome_trace_write(const SimResult *r, const char *path, GError **error)
+plots_chrome_trace_write(const SimResult *r, const char *option, const char *path, GError **error)
 {
   g_autoptr(JsonNode) root = plots_chrome_trace_build(r, error);
   if (root == NULL)
@@ -128,5 +128,5 @@ plots_chrome_trace_write(const SimResult *r, const char *path, GError **error)
   json_generator_set_root(generator, root);
   gsize length = 0;
   g_autofree char *text = json_generator_to_data(generator, &length);
-  return sim_output_save("--trace", path, text, length, error);
+  return sim_output_save(option, path, text, length, error);
 }

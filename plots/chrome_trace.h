@@ -12,6 +12,10 @@
  *
  * The tree is built with JsonObject and written by JsonGenerator, so every
  * name is escaped by json-glib and nowhere else.
+ *
+ * Needs a detailed result (op times and the memory curve); without one both
+ * calls fail with SIM_ERROR_INTERNAL.  The result is only read.  Ownership:
+ * the JsonNode is new, the caller's to json_node_unref.
  */
 #pragma once
 
@@ -24,6 +28,8 @@ G_BEGIN_DECLS
 /* The trace of a detailed result as a JSON tree ({"traceEvents": [...]}). */
 JsonNode *plots_chrome_trace_build(const SimResult *result, GError **error);
 
-gboolean plots_chrome_trace_write(const SimResult *result, const char *path, GError **error);
+/* Writes that tree to `path`, atomically; `option` ("--trace") prefixes
+ * errors, as sim_output_save's does. */
+gboolean plots_chrome_trace_write(const SimResult *result, const char *option, const char *path, GError **error);
 
 G_END_DECLS

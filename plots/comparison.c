@@ -36,24 +36,20 @@ by_memory(gconstpointer a, gconstpointer b)
   return x->step < y->step ? -1 : x->step > y->step;
 }
 
-PlotsChart *
-plots_comparison_chart(GPtrArray *results, const char *name)
+/* $policies (memory, step per result), $front (the Pareto front in order
+ * of memory, so its line does not zigzag) and $bars (index, compute,
+ * recompute, exposed transfer). */
+static void
+add_data(PlotsChart *chart, GPtrArray *results)
 {
-  g_return_val_if_fail(results->len > 0, NULL);
-  const SimResult *first = g_ptr_array_index(results, 0);
-  g_autoptr(PlotsChart) chart = plots_gnuplot_chart_new(name, 1400, 680);
   g_autoptr(GArray) front = plots_comparison_pareto(results);
-  guint longest = 0;
-
   plots_gnuplot_data_begin(chart, "policies");
   for (guint i = 0; i < results->len; i++) {
     const SimResult *r = g_ptr_array_index(results, i);
     plots_gnuplot_data_row(chart, 2, (double[]){ r->peak_device.bytes / GIB, r->step_ms });
-    longest = MAX(longest, (guint)g_utf8_strlen(r->policy, -1));
   }
   plots_gnuplot_data_end(chart);
 
-  /* The front in order of memory, so its line does not zigzag. */
   g_autoptr(GArray) points = g_array_new(FALSE, FALSE, sizeof(Point));
   for (guint i = 0; i < results->len; i++) {
     const SimResult *r = g_ptr_array_index(results, i);
@@ -75,21 +71,12 @@ plots_comparison_chart(GPtrArray *results, const char *name)
     plots_gnuplot_data_row(chart, 4, (double[]){ i, r->compute_ms, r->recompute_ms, r->exposed_transfer_ms });
   }
   plots_gnuplot_data_end(chart);
+}
 
-  GString *c = chart->commands;
-  plots_gnuplot_title(c, "set multiplot layout 1,2 title", first->scenario, "every policy compared");
-  g_string_append(c, " font ',12'\n");
-  plots_gnuplot_series_linetypes(c, results->len, "lw 2 pt 7 ps 2");
-
-  /* Both panels keep the same bottom margin: tick labels (slanted, when
-   * long or many names would touch), the axis label, then the legend, three
-   * entries a row. */
-  gboolean slant = results->len * MAX(longest, 1u) > 48;
-  guint legend_rows = (results->len + 1 + 2) / 3;
-  guint bottom = 3 + legend_rows + (slant ? (guint)(longest * 0.2 + 0.5) : 0);
-  g_string_append_printf(c, "set bmargin %u\n", bottom);
-
-  /* Left: the trade-off. */
+/* Left: the trade-off, the front under the dots. */
+static void
+tradeoff_panel(GString *c, GPtrArray *results)
+{
   g_string_append(c, "set title 'step time against peak device memory (lower left is better)'\n"
                      "set xlabel 'peak device memory (GiB)'\nset ylabel 'step time (ms)'\n"
                      "set grid lc rgb '#d0d0d0'\nset offsets graph 0.1, graph 0.1, graph 0.12, graph 0.12\n"
@@ -103,8 +90,13 @@ plots_comparison_chart(GPtrArray *results, const char *name)
                            title);
   }
   g_string_append_c(c, '\n');
+}
 
-  /* Right: where the step goes. */
+/* Right: where the step goes, a stacked bar per policy named under it
+ * (`slant`ed when the names would touch). */
+static void
+bars_panel(GString *c, GPtrArray *results, gboolean slant)
+{
   char a[G_ASCII_DTOSTR_BUF_SIZE];
   g_string_append(c, "set title 'where the step time goes'\nunset xlabel\nset ylabel 'time (ms)'\n"
                      "set offsets 0, 0, graph 0.1, 0\nunset grid\nset grid ytics lc rgb '#d0d0d0'\nset yrange [0:*]\n");
@@ -129,5 +121,32 @@ plots_comparison_chart(GPtrArray *results, const char *name)
                          "notitle\nunset multiplot\n",
                          plots_timeline_color(PLOTS_SPAN_FORWARD), plots_timeline_color(PLOTS_SPAN_RECOMPUTE),
                          plots_timeline_color(PLOTS_SPAN_WAIT));
+}
+
+PlotsChart *
+plots_comparison_chart(GPtrArray *results, const char *name)
+{
+  g_return_val_if_fail(results->len > 0, NULL);
+  const SimResult *first = g_ptr_array_index(results, 0);
+  g_autoptr(PlotsChart) chart = plots_gnuplot_chart_new(name, 1400, 680);
+  add_data(chart, results);
+  guint longest = 0;
+  for (guint i = 0; i < results->len; i++)
+    longest = MAX(longest, (guint)g_utf8_strlen(((SimResult *)g_ptr_array_index(results, i))->policy, -1));
+
+  GString *c = chart->commands;
+  plots_gnuplot_title(c, "set multiplot layout 1,2 title", first->scenario, "every policy compared");
+  g_string_append(c, " font ',12'\n");
+  plots_gnuplot_series_linetypes(c, results->len, "lw 2 pt 7 ps 2");
+
+  /* Both panels keep the same bottom margin: tick labels (slanted, when
+   * long or many names would touch), the axis label, then the legend, three
+   * entries a row. */
+  gboolean slant = results->len * MAX(longest, 1u) > 48;
+  guint legend_rows = (results->len + 1 + 2) / 3;
+  guint bottom = 3 + legend_rows + (slant ? (guint)(longest * 0.2 + 0.5) : 0);
+  g_string_append_printf(c, "set bmargin %u\n", bottom);
+  tradeoff_panel(c, results);
+  bars_panel(c, results, slant);
   return g_steal_pointer(&chart);
 }

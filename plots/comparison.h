@@ -7,6 +7,10 @@
  * timeline's colours for forward, recompute and waits.  Policy names appear
  * in the legend and under the bars only, never next to a dot, so close dots
  * cannot make labels collide.
+ *
+ * Needs no detail: only the figures of each result, which are only read.
+ * Ownership: the chart and the GArray are new and the caller's
+ * (plots_gnuplot_chart_free, g_array_unref).
  */
 #pragma once
 

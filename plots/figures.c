@@ -66,7 +66,9 @@ plots_figures_write(GPtrArray *results, const PlotsFiguresOptions *o, char **sum
   guint formats = o->formats ? o->formats : PLOTS_FORMAT_ALL;
   /* A line break in a path would be dropped by the quoting and draw elsewhere. */
   if (o->dir && strpbrk(o->dir, "\r\n")) {
-    g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "--plot: a directory name with a line break is not supported");
+    const char *option = o->render.dir_option;
+    g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "%s%sa directory name with a line break is not supported",
+                option ? option : "", option ? ": " : "");
     return FALSE;
   }
   g_autoptr(GPtrArray) charts = plots_figures_charts(results, o->device_memory, error);
@@ -74,10 +76,10 @@ plots_figures_write(GPtrArray *results, const PlotsFiguresOptions *o, char **sum
     return FALSE;
   if (o->script) {
     g_autofree char *script = plots_gnuplot_script(charts, formats, o->dir);
-    if (!sim_output_save("--plot-script", o->script, script, strlen(script), error))
+    if (!sim_output_save(o->script_option, o->script, script, strlen(script), error))
       return FALSE;
   }
-  if (o->dir && !plots_gnuplot_render(charts, formats, o->dir, error))
+  if (o->dir && !plots_gnuplot_render(charts, formats, o->dir, &o->render, error))
     return FALSE;
   if (summary)
     *summary = describe(results);

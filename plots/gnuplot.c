@@ -143,7 +143,7 @@ plots_gnuplot_parse_formats(const char *text, guint *formats, GError **error)
   else if (g_strcmp0(text, "both") == 0)
     *formats = PLOTS_FORMAT_ALL;
   else {
-    g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "--plot-format: expected png, svg or both, got '%s'", text);
+    g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "expected png, svg or both, got '%s'", text);
     return FALSE;
   }
   return TRUE;
@@ -313,9 +313,18 @@ remove_all(GPtrArray *paths)
     g_unlink(g_ptr_array_index(paths, i));
 }
 
+/* "--plot DIR", or "DIR" when the caller named no option. */
+static char *
+named_dir(const PlotsRenderNames *names, const char *dir)
+{
+  if (names == NULL || names->dir_option == NULL)
+    return g_strdup(dir);
+  return g_strdup_printf("%s %s", names->dir_option, dir);
+}
+
 /* Into an existing directory: temporaries, gnuplot, renames. */
 static gboolean
-render_into(GPtrArray *charts, guint formats, const char *dir, GError **error)
+render_into(GPtrArray *charts, guint formats, const char *dir, const PlotsRenderNames *names, GError **error)
 {
   /* gnuplot draws to a hidden temporary beside each final file, created
    * here so that the name is ours and the directory is known writable. */
@@ -330,7 +339,8 @@ render_into(GPtrArray *charts, guint formats, const char *dir, GError **error)
       int e = errno;
       g_free(temp);
       remove_all(temps);
-      g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "--plot %s: cannot write there: %s", dir, g_strerror(e));
+      g_autofree char *named = named_dir(names, dir);
+      g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "%s: cannot write there: %s", named, g_strerror(e));
       return FALSE;
     }
     close(fd);
@@ -364,7 +374,8 @@ render_into(GPtrArray *charts, guint formats, const char *dir, GError **error)
 }
 
 gboolean
-plots_gnuplot_render(GPtrArray *charts, guint formats, const char *dir, GError **error)
+plots_gnuplot_render(GPtrArray *charts, guint formats, const char *dir, const PlotsRenderNames *names,
+                     GError **error)
 {
   g_return_val_if_fail(charts != NULL && dir != NULL && (formats & PLOTS_FORMAT_ALL) != 0, FALSE);
   /* A path that cannot be written is the user's to fix whether or not
@@ -372,16 +383,17 @@ plots_gnuplot_render(GPtrArray *charts, guint formats, const char *dir, GError *
   gboolean existed = g_file_test(dir, G_FILE_TEST_IS_DIR);
   if (g_mkdir_with_parents(dir, 0777) != 0) {
     int e = errno;
-    g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "--plot %s: cannot create the directory: %s", dir, g_strerror(e));
+    g_autofree char *named = named_dir(names, dir);
+    g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "%s: cannot create the directory: %s", named, g_strerror(e));
     return FALSE;
   }
   gboolean ok = FALSE;
+  const char *instead = names ? names->without_gnuplot : NULL;
   if (!plots_gnuplot_available())
-    g_set_error(error, SIM_ERROR, SIM_ERROR_TOOL,
-                "gnuplot is not installed (Debian: apt-get install gnuplot-nox); "
-                "--plot-script FILE writes the script to render elsewhere");
+    g_set_error(error, SIM_ERROR, SIM_ERROR_TOOL, "gnuplot is not installed (Debian: apt-get install gnuplot-nox)%s%s",
+                instead ? "; " : "", instead ? instead : "");
   else
-    ok = render_into(charts, formats, dir, error);
+    ok = render_into(charts, formats, dir, names, error);
   /* A failed run leaves nothing behind, not even the directory it made. */
   if (!ok && !existed)
     g_rmdir(dir);

@@ -24,6 +24,14 @@
  * Errors: SIM_ERROR_TOOL when gnuplot is not installed (exit 3),
  * SIM_ERROR_INPUT when the target directory cannot be created or written
  * (exit 2), SIM_ERROR_INTERNAL when gnuplot rejects the script (a bug here).
+ * Messages name no command-line option; the caller passes its own
+ * (PlotsRenderNames) or prefixes them.
+ *
+ * Ownership: a PlotsChart owns its name and both strings and is freed with
+ * plots_gnuplot_chart_free (a GPtrArray of charts takes that as its free
+ * function).  Every char* returned is new and the caller's to g_free, except
+ * plots_gnuplot_number (it returns `buf`) and plots_gnuplot_extension (a
+ * static string).  Functions that take a GPtrArray of charts only read it.
  */
 #pragma once
 
@@ -78,7 +86,8 @@ void plots_gnuplot_series_linetypes(GString *commands, guint n, const char *styl
  * are both quoted, for `set title` or `set multiplot title`. */
 void plots_gnuplot_title(GString *commands, const char *command, const char *title, const char *subtitle);
 
-/* "png", "svg" or "both". */
+/* "png", "svg" or "both".  The error (bad input) names no option: the
+ * caller prefixes its own. */
 gboolean plots_gnuplot_parse_formats(const char *text, guint *formats, GError **error);
 
 /* "png" or "svg" for one PlotsFormat bit. */
@@ -86,7 +95,8 @@ const char *plots_gnuplot_extension(PlotsFormat format);
 
 /* The script that draws `charts` (PlotsChart*) in each of `formats`, to
  * DIR/NAME.EXT, or NAME.EXT relative to where gnuplot runs when `dir` is
- * NULL.  This is what --plot-script writes. */
+ * NULL.  It runs anywhere gnuplot does: nothing in it depends on this
+ * machine but those paths. */
 char *plots_gnuplot_script(GPtrArray *charts, guint formats, const char *dir);
 
 /* TRUE when a `gnuplot` is on PATH. */
@@ -95,9 +105,20 @@ gboolean plots_gnuplot_available(void);
 /* Feeds `script` to gnuplot and waits for it; fails with its stderr. */
 gboolean plots_gnuplot_run(const char *script, GError **error);
 
+/* The caller's words in rendering's messages, since plots/ knows no option
+ * names.  `dir_option` ("--plot") prefixes errors about the directory, as
+ * sim_output_save's `option` does; NULL: the directory alone.
+ * `without_gnuplot`, when not NULL, follows "gnuplot is not installed
+ * (...)" after "; ": what the user can do without it. */
+typedef struct {
+  const char *dir_option;
+  const char *without_gnuplot;
+} PlotsRenderNames;
+
 /* Renders every chart in each format into `dir` (created if missing), as
  * DIR/NAME.EXT: each file appears whole or not at all, and none appears
- * when gnuplot fails. */
-gboolean plots_gnuplot_render(GPtrArray *charts, guint formats, const char *dir, GError **error);
+ * when gnuplot fails.  `names` may be NULL. */
+gboolean plots_gnuplot_render(GPtrArray *charts, guint formats, const char *dir, const PlotsRenderNames *names,
+                              GError **error);
 
 G_END_DECLS

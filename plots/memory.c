@@ -42,21 +42,22 @@ plot_curves(GString *c, GPtrArray *results, guint column, gboolean titled)
   }
 }
 
-PlotsChart *
-plots_memory_chart(GPtrArray *results, guint64 device_memory, const char *name, GError **error)
+/* What the axes and the layout need from every result: GiB and ms. */
+typedef struct {
+  double height;           /* of the picture, pixels */
+  double xmax;             /* the longest step */
+  double low, high;        /* the device axis: lowest level, highest peak (or the capacity, when drawn) */
+  double host_high;        /* the highest host peak */
+  double capacity;         /* the first result's capacity (every result has the same) */
+  gboolean capacity_drawn; /* within reach of the curves (CAPACITY_REACH) */
+} MemoryAxes;
+
+/* One datablock per result ($memory0, ...: time, device, host, held to the
+ * end of the step), then $peaks (time, device, series); `axes` gets the
+ * ranges of what they hold. */
+static void
+add_curves(PlotsChart *chart, GPtrArray *results, MemoryAxes *axes)
 {
-  g_return_val_if_fail(results->len > 0, NULL);
-  char a[G_ASCII_DTOSTR_BUF_SIZE], b[G_ASCII_DTOSTR_BUF_SIZE];
-  const SimResult *first = g_ptr_array_index(results, 0);
-  double xmax = 0, low = G_MAXDOUBLE, high = 0, host_high = 0;
-
-  for (guint i = 0; i < results->len; i++)
-    if (!has_curve(g_ptr_array_index(results, i), error))
-      return NULL;
-  guint footer = 2 * results->len + 1;
-  double height = TITLE_PX + DEVICE_PX + GAP_PX + HOST_PX + AXIS_PX + LINE_PX * footer + 20;
-  g_autoptr(PlotsChart) chart = plots_gnuplot_chart_new(name, 1400, (guint)height);
-
   for (guint i = 0; i < results->len; i++) {
     const SimResult *r = g_ptr_array_index(results, i);
     GArray *curve = r->run->curve;
@@ -65,15 +66,15 @@ plots_memory_chart(GPtrArray *results, guint64 device_memory, const char *name, 
     for (guint k = 0; k < curve->len; k++) {
       const SimMemPoint *pt = &g_array_index(curve, SimMemPoint, k);
       plots_gnuplot_data_row(chart, 3, (double[]){ pt->time * 1e3, pt->device / GIB, pt->host / GIB });
-      low = MIN(low, pt->device / GIB);
+      axes->low = MIN(axes->low, pt->device / GIB);
     }
     /* Hold the last level to the end of the step. */
     const SimMemPoint *last = &g_array_index(curve, SimMemPoint, curve->len - 1);
     plots_gnuplot_data_row(chart, 3, (double[]){ r->step_ms, last->device / GIB, last->host / GIB });
     plots_gnuplot_data_end(chart);
-    xmax = MAX(xmax, r->step_ms);
-    high = MAX(high, r->peak_device.bytes / GIB);
-    host_high = MAX(host_high, r->peak_host.bytes / GIB);
+    axes->xmax = MAX(axes->xmax, r->step_ms);
+    axes->high = MAX(axes->high, r->peak_device.bytes / GIB);
+    axes->host_high = MAX(axes->host_high, r->peak_host.bytes / GIB);
   }
   plots_gnuplot_data_begin(chart, "peaks");
   for (guint i = 0; i < results->len; i++) {
@@ -81,32 +82,23 @@ plots_memory_chart(GPtrArray *results, guint64 device_memory, const char *name, 
     plots_gnuplot_data_row(chart, 3, (double[]){ r->peak_device.time_ms, r->peak_device.bytes / GIB, i + 1 });
   }
   plots_gnuplot_data_end(chart);
+}
 
-  double capacity = first->capacity_bytes / GIB;
-  gboolean capacity_drawn = capacity <= high * CAPACITY_REACH;
-  if (capacity_drawn)
-    high = MAX(high, capacity);
-  double pad = MAX((high - low) * 0.08, 0.05);
-
-  GString *c = chart->commands;
-  plots_gnuplot_title(c, "set multiplot title", first->scenario, "device and host memory over the step");
-  g_string_append(c, " font ',12'\n");
-  plots_gnuplot_series_linetypes(c, results->len, "lw 2 pt 7 ps 1.5");
-  g_string_append(c, "set lmargin at screen 0.07\nset rmargin at screen 0.80\n"
-                     "set grid lc rgb '#d0d0d0'\nset key outside right top reverse Left\n");
-  g_string_append_printf(c, "set xrange [0:%s]\n", plots_gnuplot_number(a, MAX(xmax, 1e-6)));
-
-  /* Device panel. */
-  panel(c, height, TITLE_PX, TITLE_PX + DEVICE_PX);
+/* The device panel: every curve, the peaks and the capacity line when it
+ * is drawn. */
+static void
+device_panel(GString *c, GPtrArray *results, const MemoryAxes *axes)
+{
+  char a[G_ASCII_DTOSTR_BUF_SIZE], b[G_ASCII_DTOSTR_BUF_SIZE];
+  double pad = MAX((axes->high - axes->low) * 0.08, 0.05);
+  panel(c, axes->height, TITLE_PX, TITLE_PX + DEVICE_PX);
   g_string_append(c, "set ylabel 'device memory (GiB)'\nset format x ''\n");
-  g_string_append_printf(c, "set yrange [%s:%s]\n", plots_gnuplot_number(a, MAX(low - pad, 0)),
-                         plots_gnuplot_number(b, high + pad));
-  const char *what = first->capacity_bytes == device_memory ? "device capacity" : "memory budget";
-  g_autofree char *cap_size = sim_units_format_size(first->capacity_bytes);
+  g_string_append_printf(c, "set yrange [%s:%s]\n", plots_gnuplot_number(a, MAX(axes->low - pad, 0)),
+                         plots_gnuplot_number(b, axes->high + pad));
   /* The line has no label of its own: wherever it sat, a curve near the
    * capacity could run through it.  The footer names the line. */
-  if (capacity_drawn) {
-    plots_gnuplot_number(a, capacity);
+  if (axes->capacity_drawn) {
+    plots_gnuplot_number(a, axes->capacity);
     g_string_append_printf(c, "set arrow 1 from graph 0, first %s to graph 1, first %s nohead dt 3 lw 2 "
                               "lc rgb '#555555' front\n",
                            a, a);
@@ -114,21 +106,38 @@ plots_memory_chart(GPtrArray *results, guint64 device_memory, const char *name, 
   plot_curves(c, results, 2, TRUE);
   g_string_append(c, ", \\\n     $peaks using 1:2:3 with points lc variable pt 7 ps 1.6 notitle, \\\n"
                      "     NaN with points lc rgb '#333333' pt 7 ps 1.6 title 'peak'\n");
+}
 
-  /* Host panel. */
+/* The host panel's axes; its curves are drawn after the footer's labels,
+ * which the last plot of the multiplot shows. */
+static void
+host_panel(GString *c, const MemoryAxes *axes)
+{
+  char a[G_ASCII_DTOSTR_BUF_SIZE];
   g_string_append(c, "unset arrow 1\nunset key\nset format x '%g'\n");
-  panel(c, height, TITLE_PX + DEVICE_PX + GAP_PX, TITLE_PX + DEVICE_PX + GAP_PX + HOST_PX);
+  panel(c, axes->height, TITLE_PX + DEVICE_PX + GAP_PX, TITLE_PX + DEVICE_PX + GAP_PX + HOST_PX);
   g_string_append(c, "set ylabel 'host pinned (GiB)'\nset xlabel 'time since the step started (ms)'\n");
-  g_string_append_printf(c, "set yrange [0:%s]\n", plots_gnuplot_number(a, host_high > 0 ? host_high * 1.1 : 1));
+  g_string_append_printf(c, "set yrange [0:%s]\n",
+                         plots_gnuplot_number(a, axes->host_high > 0 ? axes->host_high * 1.1 : 1));
+}
 
-  /* The footer: what each peak was, in its curve's colour. */
+/* The footer: where the capacity is, then what each peak was, in its
+ * curve's colour.  `device_memory` tells a budget from the capacity. */
+static void
+footer(GString *c, GPtrArray *results, const MemoryAxes *axes, guint64 device_memory)
+{
+  char a[G_ASCII_DTOSTR_BUF_SIZE];
+  const SimResult *first = g_ptr_array_index(results, 0);
+  const char *what = first->capacity_bytes == device_memory ? "device capacity" : "memory budget";
+  g_autofree char *cap_size = sim_units_format_size(first->capacity_bytes);
   double y = TITLE_PX + DEVICE_PX + GAP_PX + HOST_PX + AXIS_PX;
   g_autofree char *cap_text =
-    capacity_drawn ? g_strdup_printf("%s %s: the dotted line", what, cap_size)
-                   : g_strdup_printf("%s %s, far above every peak: not drawn, to keep the curves apart", what, cap_size);
+    axes->capacity_drawn
+      ? g_strdup_printf("%s %s: the dotted line", what, cap_size)
+      : g_strdup_printf("%s %s, far above every peak: not drawn, to keep the curves apart", what, cap_size);
   g_autofree char *cap_label = plots_gnuplot_quote(cap_text);
   g_string_append_printf(c, "set label 1 %s at screen 0.07, screen %s left\n", cap_label,
-                         plots_gnuplot_number(a, 1 - y / height));
+                         plots_gnuplot_number(a, 1 - y / axes->height));
   /* Two lines a policy, the second what was live: one line would run off
    * the picture for a model with many kinds of memory. */
   for (guint i = 0; i < results->len; i++) {
@@ -145,16 +154,48 @@ plots_memory_chart(GPtrArray *results, guint64 device_memory, const char *name, 
       y += LINE_PX;
       g_autofree char *label = plots_gnuplot_quote(lines[k]);
       g_string_append_printf(c, "set label %u %s at screen 0.07, screen %s left tc lt %u\n", 2 + 2 * i + k, label,
-                             plots_gnuplot_number(a, 1 - y / height), i + 1);
+                             plots_gnuplot_number(a, 1 - y / axes->height), i + 1);
     }
   }
+}
+
+PlotsChart *
+plots_memory_chart(GPtrArray *results, guint64 device_memory, const char *name, GError **error)
+{
+  g_return_val_if_fail(results->len > 0, NULL);
+  char a[G_ASCII_DTOSTR_BUF_SIZE];
+  const SimResult *first = g_ptr_array_index(results, 0);
+
+  for (guint i = 0; i < results->len; i++)
+    if (!has_curve(g_ptr_array_index(results, i), error))
+      return NULL;
+  guint footer_lines = 2 * results->len + 1;
+  MemoryAxes axes = { .height = TITLE_PX + DEVICE_PX + GAP_PX + HOST_PX + AXIS_PX + LINE_PX * footer_lines + 20,
+                      .low = G_MAXDOUBLE };
+  g_autoptr(PlotsChart) chart = plots_gnuplot_chart_new(name, 1400, (guint)axes.height);
+  add_curves(chart, results, &axes);
+  axes.capacity = first->capacity_bytes / GIB;
+  axes.capacity_drawn = axes.capacity <= axes.high * CAPACITY_REACH;
+  if (axes.capacity_drawn)
+    axes.high = MAX(axes.high, axes.capacity);
+
+  GString *c = chart->commands;
+  plots_gnuplot_title(c, "set multiplot title", first->scenario, "device and host memory over the step");
+  g_string_append(c, " font ',12'\n");
+  plots_gnuplot_series_linetypes(c, results->len, "lw 2 pt 7 ps 1.5");
+  g_string_append(c, "set lmargin at screen 0.07\nset rmargin at screen 0.80\n"
+                     "set grid lc rgb '#d0d0d0'\nset key outside right top reverse Left\n");
+  g_string_append_printf(c, "set xrange [0:%s]\n", plots_gnuplot_number(a, MAX(axes.xmax, 1e-6)));
+  device_panel(c, results, &axes);
+  host_panel(c, &axes);
+  footer(c, results, &axes, device_memory);
   plot_curves(c, results, 3, FALSE);
   g_string_append(c, "\nunset multiplot\n");
   return g_steal_pointer(&chart);
 }
 
 gboolean
-plots_memory_write(const SimResult *r, const char *path, GError **error)
+plots_memory_write(const SimResult *r, const char *option, const char *path, GError **error)
 {
   if (!has_curve(r, error))
     return FALSE;
@@ -164,5 +205,5 @@ plots_memory_write(const SimResult *r, const char *path, GError **error)
     sim_output_number(out, pt->time * 1e3);
     g_string_append_printf(out, ",%" G_GINT64_FORMAT ",%" G_GINT64_FORMAT "\n", pt->device, pt->host);
   }
-  return sim_output_save("--memory", path, out->str, out->len, error);
+  return sim_output_save(option, path, out->str, out->len, error);
 }

@@ -3,7 +3,7 @@
  *
  * The chart has two panels on one time axis: device memory (one step curve
  * per policy, its peak marked with a dot) and host pinned memory below.  The
- * capacity, or the --budget that replaces it, is a dotted line when it is
+ * capacity, or the budget that replaces it, is a dotted line when it is
  * within reach of the curves; when it is far above them (80 GiB against
  * 8 GiB) drawing it would flatten every curve into the bottom tenth, so a
  * footer line says where it is instead.  The footer has two lines per
@@ -12,6 +12,10 @@
  *
  * The CSV is the ledger of one result: time_ms,device_bytes,host_bytes, one
  * row per change of either pool, starting with the baseline at 0.
+ *
+ * Both need detailed results (the memory curve); without one they fail with
+ * SIM_ERROR_INTERNAL.  Results are only read.  Ownership: the chart is new,
+ * the caller's to free (plots_gnuplot_chart_free).
  */
 #pragma once
 
@@ -24,6 +28,8 @@ G_BEGIN_DECLS
  * device's capacity in the labels. */
 PlotsChart *plots_memory_chart(GPtrArray *results, guint64 device_memory, const char *name, GError **error);
 
-gboolean plots_memory_write(const SimResult *result, const char *path, GError **error);
+/* Writes the CSV of a detailed result to `path`, atomically; `option`
+ * ("--memory") prefixes errors, as sim_output_save's does. */
+gboolean plots_memory_write(const SimResult *result, const char *option, const char *path, GError **error);
 
 G_END_DECLS

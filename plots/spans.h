@@ -11,7 +11,9 @@
  * still assigned (greedily, first free lane) so that a schedule where they do
  * overlap draws as parallel rows instead of boxes on top of each other.
  *
- * Ownership: PlotsSpans borrows nothing; it copies what it needs.
+ * Ownership: PlotsSpans borrows nothing; it copies what it needs, and the
+ * caller frees it with plots_spans_free.  plots_spans_op_name returns a new
+ * string (g_free); plots_spans_kind_name a static one.
  */
 #pragma once
 

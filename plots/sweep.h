@@ -1,12 +1,18 @@
 /* plots/sweep.h — one metric against one swept parameter, a line per policy.
  *
- * `offsim sweep` (a later issue) varies a scenario key over values and
- * collects a metric per policy; this draws the result: the parameter on x
- * (in the order given, which must be numeric), the metric on y, one line with
- * points per policy in its series colour.  A missing value (NaN: a point that
- * failed or did not fit) breaks the line instead of inventing a value.
+ * The parameter is on x, the metric on y, one line with points per policy in
+ * its series colour.  Lines join the x values in the order they were added,
+ * so a caller adds them sorted as it wants them read.  A missing value (NaN)
+ * breaks the line instead of inventing one.  Every series has one value per
+ * x value; plots_sweep_chart checks it.
  *
- * Ownership: a PlotsSweep owns its strings and arrays.
+ * `offsim sweep --plot` (cli/sweep.c) is the caller: step_ms against the
+ * first swept key, the other keys at their first value, and NaN where its
+ * shard did not run a point.
+ *
+ * Ownership: a PlotsSweep owns its strings, its x array and its series
+ * (copies of what it was given) and is freed with plots_sweep_free; the
+ * chart is new, the caller's to free (plots_gnuplot_chart_free).
  */
 #pragma once
 

@@ -49,6 +49,50 @@ drawn(const PlotsSpan *span, const gboolean *computes)
   return span->kind != PLOTS_SPAN_WAIT || computes[span->stream];
 }
 
+/* `set ytics`: a label per row, a stream's name on its first lane and
+ * "NAME (2)" on the next ones; `first_row[s]` is stream s's first row from
+ * the top, of `rows`. */
+static void
+stream_tics(GString *c, const SimProgram *p, const PlotsSpans *spans, const guint *first_row, guint rows)
+{
+  g_string_append(c, "set ytics scale 0 (");
+  for (guint s = 0; s < p->streams->len; s++) {
+    const SimStream *stream = g_ptr_array_index(p->streams, s);
+    for (guint lane = 0; lane < g_array_index(spans->lanes, guint, s); lane++) {
+      g_autofree char *text = lane ? g_strdup_printf("%s (%u)", stream->name, lane + 1) : g_strdup(stream->name);
+      g_autofree char *label = plots_gnuplot_quote(text);
+      g_string_append_printf(c, "%s%s %u", s || lane ? ", " : "", label, rows - 1 - (first_row[s] + lane));
+    }
+  }
+  g_string_append(c, ")\n");
+}
+
+/* One plot term per kind `present`, so the legend lists exactly what is
+ * drawn. */
+static void
+plot_kinds(GString *c, const gboolean *present)
+{
+  char b[G_ASCII_DTOSTR_BUF_SIZE];
+  g_string_append(c, "plot ");
+  gboolean first = TRUE;
+  for (guint k = 0; k < PLOTS_SPAN_COUNT; k++) {
+    if (!present[k])
+      continue;
+    g_autofree char *title = plots_gnuplot_quote(plots_spans_kind_name(k));
+    char edge[8];
+    darker(plots_timeline_color(k), edge);
+    plots_gnuplot_number(b, BOX_HALF);
+    g_string_append_printf(c,
+                           "%s$spans using (($4==%u)?($1+$2)/2:NaN):3:1:2:($3-%s):($3+%s) with boxxyerror "
+                           "fs solid 1.0 border lc rgb '%s' lw 0.5 lc rgb '%s' title %s",
+                           first ? "" : ", \\\n     ", k, b, b, edge, plots_timeline_color(k), title);
+    first = FALSE;
+  }
+  if (first) /* nothing ran: an empty chart still has its axes */
+    g_string_append(c, "NaN notitle");
+  g_string_append_c(c, '\n');
+}
+
 PlotsChart *
 plots_timeline_chart(const SimResult *r, const char *name, double xmax_ms, GError **error)
 {
@@ -57,7 +101,7 @@ plots_timeline_chart(const SimResult *r, const char *name, double xmax_ms, GErro
     return NULL;
   const SimProgram *p = r->program;
   g_autofree gboolean *computes = computing_streams(p);
-  char a[G_ASCII_DTOSTR_BUF_SIZE], b[G_ASCII_DTOSTR_BUF_SIZE];
+  char a[G_ASCII_DTOSTR_BUF_SIZE];
 
   /* Rows from the top: each stream's lanes in order. */
   guint rows = 0;
@@ -91,16 +135,8 @@ plots_timeline_chart(const SimResult *r, const char *name, double xmax_ms, GErro
                      "set key outside bottom center horizontal reverse Left samplen 2\n");
   g_string_append_printf(c, "set xrange [0:%s]\n",
                          plots_gnuplot_number(a, xmax_ms > 0 ? xmax_ms : MAX(r->step_ms, 1e-6)));
-  g_string_append_printf(c, "set yrange [-0.6:%s]\nset ytics scale 0 (", plots_gnuplot_number(a, rows - 0.4));
-  for (guint s = 0; s < p->streams->len; s++) {
-    const SimStream *stream = g_ptr_array_index(p->streams, s);
-    for (guint lane = 0; lane < g_array_index(spans->lanes, guint, s); lane++) {
-      g_autofree char *text = lane ? g_strdup_printf("%s (%u)", stream->name, lane + 1) : g_strdup(stream->name);
-      g_autofree char *label = plots_gnuplot_quote(text);
-      g_string_append_printf(c, "%s%s %u", s || lane ? ", " : "", label, rows - 1 - (first_row[s] + lane));
-    }
-  }
-  g_string_append(c, ")\n");
+  g_string_append_printf(c, "set yrange [-0.6:%s]\n", plots_gnuplot_number(a, rows - 0.4));
+  stream_tics(c, p, spans, first_row, rows);
   if (spans->boundary >= 0) {
     plots_gnuplot_number(a, spans->boundary * 1e3);
     g_string_append_printf(c, "set arrow 1 from %s, graph 0 to %s, graph 1 nohead dt 2 lw 2 lc rgb '#333333' front\n"
@@ -108,30 +144,12 @@ plots_timeline_chart(const SimResult *r, const char *name, double xmax_ms, GErro
                            a, a, a);
   }
 
-  /* One plot term per kind present, so the legend lists exactly what is drawn. */
-  g_string_append(c, "plot ");
-  gboolean first = TRUE;
-  for (guint k = 0; k < PLOTS_SPAN_COUNT; k++) {
-    if (!present[k])
-      continue;
-    g_autofree char *title = plots_gnuplot_quote(plots_spans_kind_name(k));
-    char edge[8];
-    darker(plots_timeline_color(k), edge);
-    plots_gnuplot_number(b, BOX_HALF);
-    g_string_append_printf(c,
-                           "%s$spans using (($4==%u)?($1+$2)/2:NaN):3:1:2:($3-%s):($3+%s) with boxxyerror "
-                           "fs solid 1.0 border lc rgb '%s' lw 0.5 lc rgb '%s' title %s",
-                           first ? "" : ", \\\n     ", k, b, b, edge, plots_timeline_color(k), title);
-    first = FALSE;
-  }
-  if (first) /* nothing ran: an empty chart still has its axes */
-    g_string_append(c, "NaN notitle");
-  g_string_append_c(c, '\n');
+  plot_kinds(c, present);
   return g_steal_pointer(&chart);
 }
 
 gboolean
-plots_timeline_write(const SimResult *r, const char *path, GError **error)
+plots_timeline_write(const SimResult *r, const char *option, const char *path, GError **error)
 {
   g_autoptr(PlotsSpans) spans = plots_spans_new(r, error);
   if (spans == NULL)
@@ -155,5 +173,5 @@ plots_timeline_write(const SimResult *r, const char *path, GError **error)
     sim_output_number(out, span->end * 1e3);
     g_string_append_printf(out, ",%" G_GUINT64_FORMAT "\n", op->kind == SIM_OP_COPY ? op->bytes : 0);
   }
-  return sim_output_save("--timeline", path, out->str, out->len, error);
+  return sim_output_save(option, path, out->str, out->len, error);
 }

@@ -12,6 +12,10 @@
  *
  * The CSV has one row per op in issue order, with the spans of spans.h:
  * stream,op,layer,phase,start_ms,end_ms,bytes.
+ *
+ * Both need a detailed result (op times); without one they fail with
+ * SIM_ERROR_INTERNAL.  The result is only read.  Ownership: the chart is
+ * new, the caller's to free (plots_gnuplot_chart_free); colours are static.
  */
 #pragma once
 
@@ -28,7 +32,8 @@ PlotsChart *plots_timeline_chart(const SimResult *result, const char *name, doub
 /* The fill colour of a span kind ("#rrggbb"). */
 const char *plots_timeline_color(guint kind);
 
-/* Writes the timeline CSV of a detailed result. */
-gboolean plots_timeline_write(const SimResult *result, const char *path, GError **error);
+/* Writes the timeline CSV of a detailed result to `path`, atomically;
+ * `option` ("--timeline") prefixes errors, as sim_output_save's does. */
+gboolean plots_timeline_write(const SimResult *result, const char *option, const char *path, GError **error);
 
 G_END_DECLS

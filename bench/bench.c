@@ -221,12 +221,12 @@ bench_sweep(const BenchOptions *o, BenchFigures *f, GError **error)
     g_autoptr(GString) set = g_string_new("link.h2d_bandwidth=");
     for (guint i = 0; i < bandwidths; i++)
       g_string_append_printf(set, "%s%uGB/s", i ? "," : "", 10 + i);
-    g_ptr_array_add(axes, planner_grid_axis_parse(set->str, "--set", error));
+    g_ptr_array_add(axes, planner_grid_axis_parse(set->str, "bench sweep", error));
     g_string_assign(set, "transformer.batch=");
     for (guint i = 0; i < batches; i++)
       g_string_append_printf(set, "%s%u", i ? "," : "", 1 + i);
-    g_ptr_array_add(axes, planner_grid_axis_parse(set->str, "--set", error));
-    PlannerGridOptions options = { .jobs = o->jobs, .shard_option = "--shard" };
+    g_ptr_array_add(axes, planner_grid_axis_parse(set->str, "bench sweep", error));
+    PlannerGridOptions options = { .jobs = o->jobs, .shard_option = "bench sweep" };
     double t0 = now_s();
     g_autoptr(PlannerGrid) grid = planner_grid_run(config, g_steal_pointer(&axes), &options, error);
     double t1 = now_s();
@@ -262,7 +262,8 @@ bench_run(const BenchOptions *options, BenchFigures *f, GError **error)
       return FALSE;
   }
   if (!known) {
-    g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "--only: expected engine, step, plan, sweep or scale, got '%s'", o.only);
+    g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "%s: expected engine, step, plan, sweep or scale, got '%s'", o.only_option,
+                o.only);
     return FALSE;
   }
   return TRUE;

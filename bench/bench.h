@@ -45,6 +45,7 @@ typedef struct {
   guint jobs;       /* sweep threads (0 = every core) */
   gboolean quick;   /* smaller workloads, for tests */
   const char *only; /* "engine", "step", "plan", "sweep" or "scale": that figure alone; NULL = all */
+  const char *only_option; /* the caller's name for `only` ("--only"), for its message */
 } BenchOptions;
 
 gboolean bench_run(const BenchOptions *options, BenchFigures *figures, GError **error);

@@ -108,7 +108,8 @@ cli_bench_main(int argc, char **argv)
     g_set_error(&error, SIM_ERROR, SIM_ERROR_INPUT, "bench: --repeats from 1 to 1000, --jobs from 0 to 1024");
     return cli_fail(error);
   }
-  BenchOptions o = { .repeats = (guint)repeats, .jobs = (guint)jobs, .quick = quick, .only = only };
+  BenchOptions o = { .repeats = (guint)repeats, .jobs = (guint)jobs, .quick = quick, .only = only,
+                    .only_option = "--only" };
   BenchFigures f;
   if (!bench_run(&o, &f, &error))
     return cli_fail(error);

@@ -109,10 +109,15 @@ START_TEST(test_size_fractions)
   ck_assert_uint_eq(size_ok("0.5MiB"), 524288);
   ck_assert_uint_eq(size_ok(".5KiB"), 512);
   ck_assert_uint_eq(size_ok("12.25GiB"), 13153337344ULL); /* 12 GiB + 256 MiB */
-  /* A fraction of a byte rounds to the nearest byte. */
-  ck_assert_uint_eq(size_ok("1.7B"), 2);
-  ck_assert_uint_eq(size_ok("1.2B"), 1);
+  /* A fraction of a larger unit rounds to the nearest byte... */
   ck_assert_uint_eq(size_ok("0.001KiB"), 1); /* 1.024 B */
+  ck_assert_uint_eq(size_ok("0.0017KiB"), 2); /* 1.7408 B */
+  /* ...a fraction of a byte is a typo: 0.5B used to become 1 B without a word. */
+  g_autofree char *half = size_error("0.5B");
+  assert_has(half, "a size in B is a whole number of bytes, got '0.5B'");
+  g_autofree char *more = size_error("1.7B");
+  assert_has(more, "whole number of bytes");
+  ck_assert_uint_eq(size_ok("2.0B"), 2); /* a zero fraction is whole */
 }
 END_TEST
 
@@ -145,11 +150,12 @@ START_TEST(test_size_exact_beyond_double_precision)
 {
   /* Above 2^53 a double cannot hold every whole byte, yet sizes are exact:
    * the whole part is integer arithmetic and only the fraction rounds.
-   * 2^53 + 1 = 9007199254740993; + 0.1 B rounds to the same byte, + 0.9 B to
-   * the next one. */
+   * 2^53 + 1 = 9007199254740993; 8796093022208 KiB = 2^53 B, and a fraction
+   * of a KiB adds its bytes exactly, rounding only below a byte. */
   ck_assert_uint_eq(size_ok("9007199254740993B"), G_GUINT64_CONSTANT(9007199254740993));
-  ck_assert_uint_eq(size_ok("9007199254740993.1B"), G_GUINT64_CONSTANT(9007199254740993));
-  ck_assert_uint_eq(size_ok("9007199254740993.9B"), G_GUINT64_CONSTANT(9007199254740994));
+  ck_assert_uint_eq(size_ok("8796093022208.0009765625KiB"), G_GUINT64_CONSTANT(9007199254740993));
+  ck_assert_uint_eq(size_ok("8796093022208.0001KiB"), G_GUINT64_CONSTANT(9007199254740992));
+  ck_assert_uint_eq(size_ok("8796093022208.0009KiB"), G_GUINT64_CONSTANT(9007199254740993));
 }
 END_TEST
 
@@ -227,10 +233,20 @@ START_TEST(test_size_rejects_inf_nan_exponent)
   assert_has(nan, "expected a number");
   g_autofree char *hex = size_error("0x10MiB");
   assert_has(hex, "'0x10MiB'");
-  /* No exponents: "1e3MB" is the number 1 with the unit "e3MB". */
+  /* No exponents, and the message says so. */
   g_autofree char *exp = size_error("1e3MB");
-  assert_has(exp, "expected a size with a unit");
+  assert_has(exp, "exponents are not accepted");
   assert_has(exp, "'1e3MB'");
+  g_autofree char *exp_only = size_error("1e-3");
+  assert_has(exp_only, "exponents are not accepted");
+  /* No sign: "+12MB" was accepted without being documented. */
+  g_autofree char *plus = size_error("+12MB");
+  assert_has(plus, "expected a number with a unit, got '+12MB'");
+  /* What is accepted, exactly as documented. */
+  ck_assert_uint_eq(size_ok("12 MB"), 12000000);
+  ck_assert_uint_eq(size_ok(".5MB"), 500000);
+  ck_assert_uint_eq(size_ok("00"), 0);
+  ck_assert_uint_eq(size_ok("007KiB"), 7168);
 }
 END_TEST
 
@@ -295,7 +311,7 @@ START_TEST(test_rate_rejects_bad_numbers)
   g_autofree char *nan = rate_error("nanGB/s");
   assert_has(nan, "expected a number");
   g_autofree char *exp = rate_error("1e9B/s");
-  assert_has(exp, "expected a rate");
+  assert_has(exp, "exponents are not accepted");
 }
 END_TEST
 

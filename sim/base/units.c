@@ -39,8 +39,6 @@ scan_number(const char *text, const char **end, guint64 *int_part, double *fract
     g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "expected a non-negative value, got '%s'", text);
     return FALSE;
   }
-  if (*p == '+')
-    p++;
   if (!g_ascii_isdigit(*p) && !(*p == '.' && g_ascii_isdigit(p[1]))) {
     g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "expected a number with a unit, got '%s'", text);
     return FALSE;
@@ -73,6 +71,28 @@ scan_number(const char *text, const char **end, guint64 *int_part, double *fract
   *int_part = overflow ? G_MAXUINT64 : whole;
   *end = p;
   return TRUE;
+}
+
+gboolean
+sim_units_has_exponent(const char *text)
+{
+  const char *e = text + strcspn(text, "eE");
+  if (*e == '\0' || e == text || !(g_ascii_isdigit(e[-1]) || e[-1] == '.'))
+    return FALSE;
+  e++;
+  if (*e == '+' || *e == '-')
+    e++;
+  return g_ascii_isdigit(*e);
+}
+
+/* The message for a number whose unit did not match: an exponent says so. */
+static void
+unit_error(GError **error, const char *text, const char *expected)
+{
+  if (sim_units_has_exponent(text))
+    g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "exponents are not accepted (write 1e3 as 1000), got '%s'", text);
+  else
+    g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "expected %s, got '%s'", expected, text);
 }
 
 /* Matches the unit after the number: the rest of the text, spaces trimmed.
@@ -116,8 +136,7 @@ sim_units_parse_size(const char *text, guint64 *bytes, GError **error)
   }
   const Unit *unit = match_unit(size_units, rest, "");
   if (unit == NULL) {
-    g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT,
-                "expected a size with a unit (B, KB, MB, GB, TB, KiB, MiB, GiB, TiB), got '%s'", text);
+    unit_error(error, text, "a size with a unit (B, KB, MB, GB, TB, KiB, MiB, GiB, TiB)");
     return FALSE;
   }
   /* Whole part exactly in integers; the fraction rounds to the nearest byte. */
@@ -126,6 +145,12 @@ sim_units_parse_size(const char *text, guint64 *bytes, GError **error)
   if (whole == G_MAXUINT64 || whole > SIM_UNITS_MAX_BYTES / scale || value * unit->scale > (double)SIM_UNITS_MAX_BYTES ||
       whole * scale + (guint64)llround(fraction * unit->scale) > SIM_UNITS_MAX_BYTES) {
     g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "size '%s' is too large (at most 4 EiB)", text);
+    return FALSE;
+  }
+  /* A byte does not divide: 0.5B is a typo, not half a byte (larger units
+   * round their fraction to the nearest byte). */
+  if (scale == 1 && fraction != 0) {
+    g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "a size in B is a whole number of bytes, got '%s'", text);
     return FALSE;
   }
   *bytes = whole * scale + (guint64)llround(fraction * unit->scale);
@@ -144,8 +169,7 @@ sim_units_parse_rate(const char *text, double *bytes_per_s, GError **error)
     return FALSE;
   const Unit *unit = match_unit(size_units, rest, "/s");
   if (unit == NULL) {
-    g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT,
-                "expected a rate with a unit such as GB/s or GiB/s, got '%s'", text);
+    unit_error(error, text, "a rate with a unit such as GB/s or GiB/s");
     return FALSE;
   }
   double rate = value * unit->scale;
@@ -173,7 +197,7 @@ sim_units_parse_time(const char *text, double *seconds, GError **error)
   }
   const Unit *unit = match_unit(time_units, rest, "");
   if (unit == NULL) {
-    g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "expected a time with a unit (s, ms, us, ns), got '%s'", text);
+    unit_error(error, text, "a time with a unit (s, ms, us, ns)");
     return FALSE;
   }
   double t = value * unit->scale;

@@ -284,8 +284,9 @@ parse_number(const SimSchemaKey *k, const char *s, double *out, GError **error)
   gboolean lo_open = (k->open & SIM_OPEN_LO) != 0, hi_open = (k->open & SIM_OPEN_HI) != 0;
   if (!plain || end == s || *end != '\0' || !isfinite(v) || (lo_open ? v <= k->lo : v < k->lo) ||
       (hi_open ? v >= k->hi : v > k->hi)) {
-    g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "expected a number in %c%g, %g%c, got '%s'", lo_open ? '(' : '[',
-                k->lo, k->hi, hi_open ? ')' : ']', s);
+    g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "expected a number in %c%g, %g%c%s, got '%s'", lo_open ? '(' : '[',
+                k->lo, k->hi, hi_open ? ')' : ']',
+                sim_units_has_exponent(s) ? " written out (exponents are not accepted)" : "", s);
     return FALSE;
   }
   *out = v * (k->scale ? k->scale : 1);

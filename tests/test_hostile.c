@@ -570,6 +570,8 @@ static const struct {
   /* Two references to one 4 EiB storage passed as one tensor of 4 EiB. */
   { "trace-refs-overflow.csv", "more than 4 EiB" },
   { "scenario-include-diamond", NULL },
+  /* One storage with two sizes: the result depended on which row came first. */
+  { "trace-storage-two-sizes.csv", "storage 7 has 200 bytes here but 100 at line 2" },
   { "scenario-duplicate-key.ini", "duplicate-key.ini:13: [model] forward: the key is given twice (first at line 10)" },
   { "scenario-duplicate-group.ini", "duplicate-group.ini:13: [link]: the group is given twice (first at line 5)" },
   { "scenario-duplicate-policy.ini", "duplicate-policy.ini:15: [policy.a]: the group is given twice (first at line 13)" },

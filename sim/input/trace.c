@@ -23,6 +23,8 @@ typedef struct {
   guint64 bytes;
   guint64 storage; /* G_MAXUINT64 when the file has no storage column */
   gboolean saved;
+  gboolean storage_sized; /* `bytes` is the storage's size (the storage_bytes column) */
+  guint line;
 } Row;
 
 static void
@@ -100,7 +102,7 @@ parse_scope(const char *layer, const char *origin, guint line, gint64 *scope, GE
 static gboolean
 parse_row(char **fields, const int index[N_COLS], const char *origin, guint line, GArray *rows, GError **error)
 {
-  Row row = { .storage = G_MAXUINT64, .saved = TRUE };
+  Row row = { .storage = G_MAXUINT64, .saved = TRUE, .storage_sized = index[COL_STORAGE_BYTES] >= 0, .line = line };
   guint64 v, bytes;
   if (!parse_scope(fields[index[COL_LAYER]], origin, line, &row.scope, error) ||
       !parse_count(origin, line, "is_parameter", fields[index[COL_PARAM]], 1, &v, error))
@@ -201,7 +203,7 @@ sim_trace_load_data(const char *data, gsize length, const char *origin, const ch
   }
   g_autoptr(SimWorkload) w = sim_workload_new(name, (guint)top + 1);
   g_autofree gboolean *present = g_new0(gboolean, top + 1);
-  /* (scope, storage) -> tensor index in its layer; storage -> first scope. */
+  /* storage -> { first scope, tensor index in its layer, bytes, line } */
   g_autoptr(GHashTable) owner = g_hash_table_new_full(g_int64_hash, g_int64_equal, g_free, g_free);
   g_autoptr(GHashTable) names = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
 
@@ -217,16 +219,26 @@ sim_trace_load_data(const char *data, gsize length, const char *origin, const ch
     }
     if (r->storage != G_MAXUINT64) {
       gint64 *seen = g_hash_table_lookup(owner, &r->storage);
+      /* One storage has one size: two would make the result depend on which row came first. */
+      if (seen && r->storage_sized && (guint64)seen[2] != r->bytes) {
+        g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT,
+                    "%s:%u: column 'storage_bytes': storage %" G_GUINT64_FORMAT " has %" G_GUINT64_FORMAT
+                    " bytes here but %" G_GINT64_FORMAT " at line %" G_GINT64_FORMAT, origin, r->line, r->storage,
+                    r->bytes, seen[2], seen[3]);
+        return NULL;
+      }
       if (seen) {
         /* Another reference: counted where the storage was first saved. */
         if (seen[0] == r->scope)
           g_array_index(layer->tensors, SimTensor, seen[1]).refs++;
         continue;
       }
-      gint64 *key = g_new(gint64, 1), *value = g_new(gint64, 2);
+      gint64 *key = g_new(gint64, 1), *value = g_new(gint64, 4);
       *key = (gint64)r->storage;
       value[0] = r->scope;
       value[1] = layer->tensors->len;
+      value[2] = (gint64)r->bytes;
+      value[3] = r->line;
       g_hash_table_insert(owner, key, value);
     }
     /* Unique names within a layer: "mlp.down_proj", "mlp.down_proj#2". */

@@ -384,7 +384,7 @@ update_rates(Run *r)
 
 /* Time when a copy engine next changes state (end of latency or of bytes). */
 static double
-copy_deadline(Run *r, const CopyEngine *c, const CopyEngine *other)
+copy_deadline(const Run *r, const CopyEngine *c, const CopyEngine *other)
 {
   if (c->active == NONE)
     return INFINITY;
@@ -469,6 +469,221 @@ compare_u32(gconstpointer a, gconstpointer b)
   return x < y ? -1 : x > y;
 }
 
+/* A new run of p: its arrays sized for p (op times and the curve only when
+ * asked for) and the sums the program kept as it was built. */
+static SimRun *
+run_new(const SimProgram *p, const SimEngineOptions *options)
+{
+  guint n_ops = sim_program_n_ops(p);
+  SimRun *run = g_new0(SimRun, 1);
+  run->applied = g_array_sized_new(FALSE, FALSE, sizeof(guint32), p->n_mem);
+  g_array_set_size(run->applied, p->n_mem);
+  if (options && options->record_ops) {
+    run->op_start = g_array_sized_new(FALSE, TRUE, sizeof(double), n_ops);
+    run->op_end = g_array_sized_new(FALSE, TRUE, sizeof(double), n_ops);
+    g_array_set_size(run->op_start, n_ops);
+    g_array_set_size(run->op_end, n_ops);
+  }
+  if (options && options->record_curve)
+    run->curve = g_array_sized_new(FALSE, FALSE, sizeof(SimMemPoint), p->n_mem + 1);
+  run->compute_work = p->compute_work[0];
+  run->recompute_work = p->compute_work[1];
+  for (int d = 0; d < 2; d++) {
+    run->copy_bytes[d] = p->copy_bytes[d];
+    run->copies[d] = p->copies[d];
+  }
+  return run;
+}
+
+/* The state of a run at time 0: levels at the baseline, every stream's head
+ * offered, and whatever can start at once started. */
+static void
+run_begin(Run *r, SimEngine *e, const SimProgram *p, const SimLink *link, SimRun *run, GError **error)
+{
+  reset_engine(e, p);
+  *r = (Run){ .e = e, .p = p, .ops = p->ops, .mem = p->mem, .streams = (SimStream *const *)p->streams->pdata,
+              .stream_state = (StreamState *)(void *)e->streams->data,
+              .event_state = (EventState *)(void *)e->events->data, .applied = (guint32 *)(void *)run->applied->data,
+              .op_start = run->op_start ? (double *)(void *)run->op_start->data : NULL,
+              .op_end = run->op_end ? (double *)(void *)run->op_end->data : NULL, .curve = run->curve,
+              .link = link, .run = run, .error = error, .signature = G_MAXUINT };
+  for (int d = 0; d < 2; d++) {
+    double bw = d == SIM_DIR_D2H ? link->d2h_bandwidth : link->h2d_bandwidth;
+    r->peak_rate[d][0] = bw;
+    r->peak_rate[d][1] = bw * link->pageable_factor;
+  }
+  for (int pool = 0; pool < 2; pool++) {
+    r->level[pool] = r->peak[pool] = (gint64)p->baseline[pool];
+    run->peak[pool] = (SimPeak){ .bytes = r->level[pool], .op = NONE, .phase = SIM_PHASE_SYNC,
+                                 .layer = SIM_NO_LAYER };
+  }
+  if (run->curve) {
+    SimMemPoint point = { 0.0, r->level[0], r->level[1] };
+    g_array_append_val(run->curve, point);
+  }
+  for (guint32 s = 0; s < p->streams->len; s++)
+    push_ready(r, s);
+  start_ready(r, NONE, 0);
+}
+
+/* Nothing runs: no compute, no host_alloc, both copy engines idle. */
+static inline gboolean
+run_idle(const Run *r)
+{
+  const SimEngine *e = r->e;
+  return e->compute.len == 0 && e->timers.len == 0 && e->copy[0].active == NONE && e->copy[1].active == NONE;
+}
+
+/* The next instant anything changes, and what changes then. */
+typedef struct {
+  double next;      /* seconds */
+  double dt;        /* next - now */
+  double hair;      /* what ends within this of next ends at next */
+  double t_compute; /* the next compute completion, or INFINITY */
+  gboolean at[2];   /* per SimDir: the copy engine's deadline is next */
+} Instant;
+
+static inline Instant
+next_instant(const Run *r)
+{
+  const SimEngine *e = r->e;
+  const CopyEngine *c = e->copy;
+  Instant in;
+  in.t_compute = e->compute.len ? r->now + (sim_heap_peek(&e->compute)->key - r->vclock) / r->compute_rate
+                                : INFINITY;
+  double t_timer = e->timers.len ? sim_heap_peek(&e->timers)->key : INFINITY;
+  double t_copy[2] = { copy_deadline(r, &c[0], &c[1]), copy_deadline(r, &c[1], &c[0]) };
+  in.next = MIN(MIN(in.t_compute, t_timer), MIN(t_copy[0], t_copy[1]));
+  g_assert(isfinite(in.next) && in.next >= r->now);
+  in.dt = in.next - r->now;
+  /* Whatever ends within a hair of `next` (1e-12 of it, far below any
+   * modelled effect) ends at `next`: near-ties that rounding would order by
+   * chance form one instant, finished in issue order. */
+  in.hair = 1e-12 * MAX(1.0, in.next);
+  for (int d = 0; d < 2; d++)
+    in.at[d] = t_copy[d] <= in.next + in.hair;
+  return in;
+}
+
+/* Advances the compute clock and the host_alloc timers to the instant and
+ * collects the ops that end there into e->done (emptied first). */
+static inline void
+advance_compute(Run *r, const Instant *in)
+{
+  SimEngine *e = r->e;
+  e->n_done = 0;
+  if (e->compute.len) {
+    if (in->t_compute <= in->next + in->hair)
+      r->vclock = sim_heap_peek(&e->compute)->key;
+    else
+      r->vclock += r->compute_rate * in->dt;
+    while (e->compute.len && sim_heap_peek(&e->compute)->key <= r->vclock + in->hair)
+      e->done[e->n_done++] = sim_heap_pop(&e->compute).value;
+  }
+  while (e->timers.len && sim_heap_peek(&e->timers)->key <= in->next + in->hair)
+    e->done[e->n_done++] = sim_heap_pop(&e->timers).value;
+}
+
+/* Advances the active copy of direction d by in->dt: through the end of its
+ * latency, and (merged: alone on the link, see copy_deadline) on through its
+ * bytes.  A copy that ends joins e->done. */
+static inline void
+advance_copy(Run *r, int d, const Instant *in, gboolean merged)
+{
+  CopyEngine *c = &r->e->copy[d];
+  double moving_for = in->dt;
+  if (c->in_latency) {
+    /* A copy whose deadline this is ends its latency (and, merged, the
+     * whole copy) now, whatever rounding left of latency_left - dt. */
+    if (in->at[d] && !merged) {
+      c->latency_left = 0.0;
+    } else if (c->latency_left > in->dt && !in->at[d]) {
+      c->latency_left -= in->dt;
+      return;
+    }
+    /* The latency ended inside this step; the rest of it moved bytes. */
+    moving_for = MAX(0.0, in->dt - c->latency_left);
+    c->latency_left = 0.0;
+    c->in_latency = FALSE;
+    r->copy_state &= ~(1u << (2 * d));
+    /* Alone on the link (see copy_deadline).  No need to force a rate
+     * update: the phase is part of the signature, and where a new copy
+     * takes over the engine at once, its latency phase uses no rate. */
+    c->rate = c->peak_rate;
+    r->run->events++;
+    /* A copy with no bytes ends with its latency, not a step later. */
+    if (!merged && c->bytes_left > 0.0)
+      return;
+  }
+  c->bytes_left = in->at[d] ? 0.0 : c->bytes_left - c->rate * moving_for;
+  if (c->bytes_left <= 0.0) {
+    r->e->done[r->e->n_done++] = c->active;
+    c->active = NONE;
+    r->copy_state &= ~(3u << (2 * d));
+  }
+}
+
+static inline void
+advance_copies(Run *r, const Instant *in)
+{
+  const CopyEngine *c = r->e->copy;
+  /* Decided on the state the deadlines were computed from, before either
+   * engine advances. */
+  gboolean merge[2] = { c[0].in_latency && c[1].active == NONE, c[1].in_latency && c[0].active == NONE };
+  for (int d = 0; d < 2; d++)
+    if (c[d].active != NONE)
+      advance_copy(r, d, in, merge[d]);
+}
+
+/* The instant's completions in issue order, then whatever can start. */
+static inline void
+finish_instant(Run *r)
+{
+  SimEngine *e = r->e;
+  r->run->events += e->n_done;
+  if (e->n_done == 1) {
+    /* The commonest step: one op ends and only its stream can go on, so it
+     * goes on at once, without a trip through the ready heap. */
+    guint32 s = r->ops[e->done[0]].stream;
+    complete_op(r, e->done[0]);
+    guint32 head = stream_head(r, s);
+    start_ready(r, head == NONE ? NONE : s, head);
+    return;
+  }
+  if (e->n_done > 1)
+    qsort(e->done, e->n_done, sizeof(guint32), compare_u32);
+  for (guint i = 0; i < e->n_done; i++)
+    finish_op(r, e->done[i]);
+  start_ready(r, NONE, 0);
+}
+
+/* The end of a run that completed every op: both pools back at their
+ * baseline, and in debug builds the engine's invariants. */
+static gboolean
+run_end(Run *r, GError **error)
+{
+  SimRun *run = r->run;
+  const SimProgram *p = r->p;
+  g_array_set_size(run->applied, r->n_applied);
+  run->step = r->now;
+  for (int pool = 0; pool < 2; pool++) {
+    if (r->level[pool] != (gint64)p->baseline[pool]) {
+      g_set_error(error, SIM_ERROR, SIM_ERROR_INTERNAL,
+                  "%s memory ends at %" G_GINT64_FORMAT " B, not at its baseline %" G_GUINT64_FORMAT
+                  " B: a lowering leaks or double-frees",
+                  pool == SIM_POOL_DEVICE ? "device" : "host", r->level[pool], p->baseline[pool]);
+      return FALSE;
+    }
+  }
+#ifndef NDEBUG
+  /* Debug builds check every run, with what it recorded (tests check every
+   * detailed run in release builds too). */
+  if (!sim_invariants_check_engine(run, p, error))
+    return FALSE;
+#endif
+  return TRUE;
+}
+
 SimRun *
 sim_engine_run(SimEngine *e, const SimProgram *p, const SimLink *link, const SimEngineOptions *options,
                GError **error)
@@ -480,167 +695,30 @@ sim_engine_run(SimEngine *e, const SimProgram *p, const SimLink *link, const Sim
   if (!sim_program_validate(p, error))
     return NULL;
 
-  guint n_ops = sim_program_n_ops(p);
-  g_autoptr(SimRun) run = g_new0(SimRun, 1);
-  run->applied = g_array_sized_new(FALSE, FALSE, sizeof(guint32), p->n_mem);
-  g_array_set_size(run->applied, p->n_mem);
-  if (options && options->record_ops) {
-    run->op_start = g_array_sized_new(FALSE, TRUE, sizeof(double), n_ops);
-    run->op_end = g_array_sized_new(FALSE, TRUE, sizeof(double), n_ops);
-    g_array_set_size(run->op_start, n_ops);
-    g_array_set_size(run->op_end, n_ops);
-  }
-  if (options && options->record_curve)
-    run->curve = g_array_sized_new(FALSE, FALSE, sizeof(SimMemPoint), p->n_mem + 1);
-
-  run->compute_work = p->compute_work[0];
-  run->recompute_work = p->compute_work[1];
-  for (int d = 0; d < 2; d++) {
-    run->copy_bytes[d] = p->copy_bytes[d];
-    run->copies[d] = p->copies[d];
-  }
-
-  reset_engine(e, p);
+  g_autoptr(SimRun) run = run_new(p, options);
   guint64 heap_ops_before = heap_ops(e);
-  Run r = { .e = e, .p = p, .ops = p->ops, .mem = p->mem, .streams = (SimStream *const *)p->streams->pdata,
-            .stream_state = (StreamState *)(void *)e->streams->data,
-            .event_state = (EventState *)(void *)e->events->data, .applied = (guint32 *)(void *)run->applied->data,
-            .op_start = run->op_start ? (double *)(void *)run->op_start->data : NULL,
-            .op_end = run->op_end ? (double *)(void *)run->op_end->data : NULL, .curve = run->curve,
-            .link = link, .run = run, .error = error, .signature = G_MAXUINT };
-  for (int d = 0; d < 2; d++) {
-    double bw = d == SIM_DIR_D2H ? link->d2h_bandwidth : link->h2d_bandwidth;
-    r.peak_rate[d][0] = bw;
-    r.peak_rate[d][1] = bw * link->pageable_factor;
-  }
-  for (int pool = 0; pool < 2; pool++) {
-    r.level[pool] = r.peak[pool] = (gint64)p->baseline[pool];
-    run->peak[pool] = (SimPeak){ .bytes = r.level[pool], .op = NONE, .phase = SIM_PHASE_SYNC,
-                                 .layer = SIM_NO_LAYER };
-  }
-  if (run->curve) {
-    SimMemPoint point = { 0.0, r.level[0], r.level[1] };
-    g_array_append_val(run->curve, point);
-  }
-  for (guint32 s = 0; s < p->streams->len; s++)
-    push_ready(&r, s);
-  start_ready(&r, NONE, 0);
-
+  Run r;
+  run_begin(&r, e, p, link, run, error);
   for (;;) {
     start_copies(&r);
     if (r.failed)
       return NULL;
-    CopyEngine *c = e->copy;
-    if (e->compute.len == 0 && e->timers.len == 0 && c[0].active == NONE && c[1].active == NONE) {
-      if (r.completed == n_ops)
+    if (run_idle(&r)) {
+      if (r.completed == sim_program_n_ops(p))
         break;
       blocked_report(&r);
       return NULL;
     }
     update_rates(&r);
-
-    /* The next instant anything changes, and what changes then. */
-    double t_compute = e->compute.len ? r.now + (sim_heap_peek(&e->compute)->key - r.vclock) / r.compute_rate
-                                      : INFINITY;
-    double t_timer = e->timers.len ? sim_heap_peek(&e->timers)->key : INFINITY;
-    double t_copy[2] = { copy_deadline(&r, &c[0], &c[1]), copy_deadline(&r, &c[1], &c[0]) };
-    double next = MIN(MIN(t_compute, t_timer), MIN(t_copy[0], t_copy[1]));
-    g_assert(isfinite(next) && next >= r.now);
-    double dt = next - r.now;
-
-    /* Advance the fluid.  Whatever ends within a hair of `next` (1e-12 of
-     * it, far below any modelled effect) ends at `next`: near-ties that
-     * rounding would order by chance form one instant, finished in issue
-     * order. */
-    double hair = 1e-12 * MAX(1.0, next);
-    gboolean at[2] = { t_copy[0] <= next + hair, t_copy[1] <= next + hair };
-    e->n_done = 0;
-    if (e->compute.len) {
-      if (t_compute <= next + hair)
-        r.vclock = sim_heap_peek(&e->compute)->key;
-      else
-        r.vclock += r.compute_rate * dt;
-      while (e->compute.len && sim_heap_peek(&e->compute)->key <= r.vclock + hair) {
-        e->done[e->n_done++] = sim_heap_pop(&e->compute).value;
-      }
-    }
-    while (e->timers.len && sim_heap_peek(&e->timers)->key <= next + hair) {
-      e->done[e->n_done++] = sim_heap_pop(&e->timers).value;
-    }
-    /* Decided on the state the deadlines were computed from, before either
-     * engine advances. */
-    gboolean merge[2] = { c[0].in_latency && c[1].active == NONE, c[1].in_latency && c[0].active == NONE };
-    for (int d = 0; d < 2; d++) {
-      if (c[d].active == NONE)
-        continue;
-      gboolean merged = merge[d];
-      double moving_for = dt;
-      if (c[d].in_latency) {
-        /* A copy whose deadline this is ends its latency (and, merged, the
-         * whole copy) now, whatever rounding left of latency_left - dt. */
-        if (at[d] && !merged) {
-          c[d].latency_left = 0.0;
-        } else if (c[d].latency_left > dt && !at[d]) {
-          c[d].latency_left -= dt;
-          continue;
-        }
-        /* The latency ended inside this step; the rest of it moved bytes. */
-        moving_for = MAX(0.0, dt - c[d].latency_left);
-        c[d].latency_left = 0.0;
-        c[d].in_latency = FALSE;
-        r.copy_state &= ~(1u << (2 * d));
-        /* Alone on the link (see copy_deadline).  No need to force a rate
-         * update: the phase is part of the signature, and where a new copy
-         * takes over the engine at once, its latency phase uses no rate. */
-        c[d].rate = c[d].peak_rate;
-        run->events++;
-        /* A copy with no bytes ends with its latency, not a step later. */
-        if (!merged && c[d].bytes_left > 0.0)
-          continue;
-      }
-      c[d].bytes_left = at[d] ? 0.0 : c[d].bytes_left - c[d].rate * moving_for;
-      if (c[d].bytes_left <= 0.0) {
-        e->done[e->n_done++] = c[d].active;
-        c[d].active = NONE;
-        r.copy_state &= ~(3u << (2 * d));
-      }
-    }
-    r.now = next;
-    run->events += e->n_done;
-    if (e->n_done == 1) {
-      /* The commonest step: one op ends and only its stream can go on, so it
-       * goes on at once, without a trip through the ready heap. */
-      guint32 s = r.ops[e->done[0]].stream;
-      complete_op(&r, e->done[0]);
-      guint32 head = stream_head(&r, s);
-      start_ready(&r, head == NONE ? NONE : s, head);
-      continue;
-    }
-    if (e->n_done > 1)
-      qsort(e->done, e->n_done, sizeof(guint32), compare_u32);
-    for (guint i = 0; i < e->n_done; i++)
-      finish_op(&r, e->done[i]);
-    start_ready(&r, NONE, 0);
+    Instant in = next_instant(&r);
+    advance_compute(&r, &in);
+    advance_copies(&r, &in);
+    r.now = in.next;
+    finish_instant(&r);
   }
-
-  g_array_set_size(run->applied, r.n_applied);
-  run->step = r.now;
   run->heap_ops = heap_ops(e) - heap_ops_before;
-  for (int pool = 0; pool < 2; pool++) {
-    if (r.level[pool] != (gint64)p->baseline[pool]) {
-      g_set_error(error, SIM_ERROR, SIM_ERROR_INTERNAL,
-                  "%s memory ends at %" G_GINT64_FORMAT " B, not at its baseline %" G_GUINT64_FORMAT
-                  " B: a lowering leaks or double-frees",
-                  pool == SIM_POOL_DEVICE ? "device" : "host", r.level[pool], p->baseline[pool]);
-      return NULL;
-    }
-  }
-#ifndef NDEBUG
-  /* Debug builds check every run, with what it recorded (tests check every
-   * detailed run in release builds too). */
-  if (!sim_invariants_check_engine(run, p, error))
+  if (!run_end(&r, error))
     return NULL;
-#endif
   return g_steal_pointer(&run);
 }
 

@@ -27,6 +27,8 @@
  */
 #pragma once
 
+#include "machine.h"
+
 #include <glib.h>
 #include <string.h>
 
@@ -40,11 +42,6 @@ typedef enum {
   SIM_OP_HOST_ALLOC,
 } SimOpKind;
 
-typedef enum {
-  SIM_DIR_D2H = 0,
-  SIM_DIR_H2D = 1,
-} SimDir;
-
 /* What an op is for, in reports and plots. */
 typedef enum {
   SIM_PHASE_FORWARD,
@@ -57,17 +54,38 @@ typedef enum {
   SIM_PHASE_COUNT,
 } SimPhase;
 
+/* A memory pool; also the index of everything kept per pool (baseline,
+ * levels, peaks). */
 typedef enum {
   SIM_POOL_DEVICE = 0,
   SIM_POOL_HOST = 1,
+  SIM_POOL_COUNT, /* the number of pools: size of per-pool arrays */
 } SimPool;
+
+/* Which sum of compute seconds a compute op adds to: the index of
+ * SimProgram.compute_work.  Recompute is kept apart so that a report can
+ * show what checkpointing costs. */
+typedef enum {
+  SIM_WORK_COMPUTE = 0,   /* forward and backward */
+  SIM_WORK_RECOMPUTE = 1, /* phase SIM_PHASE_RECOMPUTE */
+  SIM_WORK_COUNT,
+} SimWork;
 
 typedef enum {
   SIM_AT_START = 0,
   SIM_AT_END = 1,
 } SimWhen;
 
+/* The layer of an op, event or memory action that belongs to no layer
+ * (embedding and head ops have one; syncs and the baseline do not). */
 #define SIM_NO_LAYER (-1)
+
+/* Not an op: what a builder returns when g_return_val_if_fail rejects its
+ * arguments (nothing is added), and where a field names no op
+ * (SimEvent.recorder of an event not recorded yet, SimPeak.op of the
+ * baseline).  Never a valid index: a program holds fewer than 2^31 ops
+ * (sim_program_grow_ops asserts it). */
+#define SIM_NO_OP G_MAXUINT32
 
 /* 40 bytes (the engine reads one or two per event): the fields of
  * different kinds share one union. */
@@ -109,7 +127,7 @@ typedef struct {
 typedef struct {
   guint32 label; /* interned name, for stuck-schedule reports */
   gint32 layer;
-  guint32 recorder; /* the op that records it, or G_MAXUINT32 */
+  guint32 recorder; /* the op that records it, or SIM_NO_OP */
 } SimEvent;
 
 typedef struct SimProgram SimProgram;
@@ -128,19 +146,19 @@ struct SimProgram {
   guint32 *slot_ids;
   guint slot_cap;
   GArray *events;      /* SimEvent, index = event id */
-  guint64 baseline[2]; /* memory in use before the first op (static), per pool */
+  guint64 baseline[SIM_POOL_COUNT]; /* memory in use before the first op (static) */
   guint32 baseline_tag;
   /* Tags reserved for what is not a saved tensor, so that reports tell them
    * apart even from a tensor a user named "input". */
   guint32 input_tag, workspace_tag;
   guint32 record_label, wait_label;
-  guint32 second_record; /* the first op that recorded an already recorded event, or G_MAXUINT32 */
-  /* Nominal seconds of compute ops, summed in issue order as they are added:
-   * [0] forward and backward, [1] recompute. */
-  double compute_work[2];
+  guint32 second_record; /* the first op that recorded an already recorded event, or SIM_NO_OP */
+  /* Nominal seconds of compute ops per SimWork, summed in issue order as
+   * they are added. */
+  double compute_work[SIM_WORK_COUNT];
   /* Copies and their bytes per SimDir, summed as they are added. */
-  guint64 copy_bytes[2];
-  guint copies[2];
+  guint64 copy_bytes[SIM_DIR_COUNT];
+  guint copies[SIM_DIR_COUNT];
 };
 
 SimProgram *sim_program_new(void);
@@ -191,7 +209,7 @@ void sim_program_grow_ops(SimProgram *program, guint32 stream);
 static inline guint32
 sim_program_add_op(SimProgram *p, SimOpKind kind, SimPhase phase, guint32 stream, gint32 layer, guint32 label)
 {
-  g_return_val_if_fail(stream < p->streams->len, 0);
+  g_return_val_if_fail(stream < p->streams->len, SIM_NO_OP);
   SimStream *s = (SimStream *)g_ptr_array_index(p->streams, stream);
   if (p->n_ops == p->ops_cap || s->n_ops == s->cap)
     sim_program_grow_ops(p, stream);
@@ -212,14 +230,18 @@ sim_program_add_op(SimProgram *p, SimOpKind kind, SimPhase phase, guint32 stream
   return index;
 }
 
-/* Each returns the new op's index. */
+/* Each returns the new op's index, or SIM_NO_OP (adding nothing) when its
+ * arguments are wrong: a stream or event that does not exist, negative
+ * seconds. */
 static inline guint32
 sim_program_compute(SimProgram *p, guint32 stream, double seconds, SimPhase phase, gint32 layer, guint32 label)
 {
-  g_return_val_if_fail(seconds >= 0, 0);
+  /* Checked here, so that the inlined add_op's test folds away. */
+  g_return_val_if_fail(stream < p->streams->len, SIM_NO_OP);
+  g_return_val_if_fail(seconds >= 0, SIM_NO_OP);
   guint32 index = sim_program_add_op(p, SIM_OP_COMPUTE, phase, stream, layer, label);
   p->ops[index].work = seconds;
-  p->compute_work[phase == SIM_PHASE_RECOMPUTE] += seconds;
+  p->compute_work[phase == SIM_PHASE_RECOMPUTE ? SIM_WORK_RECOMPUTE : SIM_WORK_COMPUTE] += seconds;
   return index;
 }
 
@@ -227,6 +249,7 @@ static inline guint32
 sim_program_copy(SimProgram *p, guint32 stream, SimDir dir, guint64 bytes, gboolean pageable, gint32 layer,
                  guint32 label)
 {
+  g_return_val_if_fail(stream < p->streams->len, SIM_NO_OP);
   guint32 index = sim_program_add_op(p, SIM_OP_COPY, dir == SIM_DIR_D2H ? SIM_PHASE_OFFLOAD : SIM_PHASE_RELOAD,
                                      stream, layer, label);
   SimOp *op = &p->ops[index];
@@ -244,12 +267,13 @@ guint32 sim_program_host_alloc(SimProgram *program, guint32 stream, double secon
 
 void sim_program_grow_mem(SimProgram *program);
 
-/* Adds a memory action to `op`, which must be the newest op.  Inline: a
+/* Adds a memory action to `op`, which must be the newest op (not
+ * SIM_NO_OP: an op that was never added gets no actions).  Inline: a
  * lowering adds two or three per op. */
 static inline void
 sim_program_mem(SimProgram *p, guint32 op, SimWhen when, SimPool pool, gint64 delta, guint32 tag, gint32 layer)
 {
-  g_return_if_fail(op + 1 == p->n_ops);
+  g_return_if_fail((guint64)op + 1 == p->n_ops); /* 64 bits: SIM_NO_OP + 1 is not 0 */
   if (p->n_mem == p->mem_cap)
     sim_program_grow_mem(p);
   /* The op is the newest, so its actions end at n_mem. */
@@ -289,6 +313,12 @@ sim_program_label(const SimProgram *program, guint32 label)
   return g_ptr_array_index(program->labels, label);
 }
 
+static inline const SimEvent *
+sim_program_event(const SimProgram *program, guint32 event)
+{
+  return &g_array_index(program->events, SimEvent, event);
+}
+
 static inline guint
 sim_program_n_events(const SimProgram *program)
 {
@@ -312,6 +342,9 @@ char *sim_program_describe_op(const SimProgram *program, guint32 op);
 /* "event 'd2h-done' L3" */
 char *sim_program_describe_event(const SimProgram *program, guint32 event);
 
+/* Static names for messages: "forward", "backward", … ("?" past
+ * SIM_PHASE_COUNT); "device" or "host" ("?" past SIM_POOL_COUNT). */
 const char *sim_phase_name(SimPhase phase);
+const char *sim_pool_name(SimPool pool);
 
 G_END_DECLS

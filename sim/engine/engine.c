@@ -1,4 +1,4 @@
-#include "engine.h"
+#include "engine_private.h"
 
 #include "error.h"
 #include "heap.h"

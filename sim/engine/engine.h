@@ -83,11 +83,6 @@ typedef struct {
 void sim_run_free(SimRun *run);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(SimRun, sim_run_free)
 
-/* Replays the applied memory actions up to the peak of `pool` and returns
- * what was live then (SimLive, largest first, ties by tag then layer),
- * including the baseline under the program's baseline tag. */
-GArray *sim_run_live_at_peak(const SimRun *run, const SimProgram *program, SimPool pool);
-
 /* The same entries, unsorted, to a callback (the baseline first): no array,
  * no sort, for callers that only sum them.  Returns the largest layer seen
  * in the replay (SIM_NO_LAYER when none), before any callback. */

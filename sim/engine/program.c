@@ -1,4 +1,4 @@
-#include "program.h"
+#include "program_private.h"
 
 #include "error.h"
 
@@ -183,6 +183,25 @@ sim_program_wait(SimProgram *p, guint32 stream, guint32 event)
 }
 
 guint32
+sim_program_compute(SimProgram *p, guint32 stream, double seconds, SimPhase phase, gint32 layer, guint32 label)
+{
+  return sim_program_compute_inline(p, stream, seconds, phase, layer, label);
+}
+
+guint32
+sim_program_copy(SimProgram *p, guint32 stream, SimDir dir, guint64 bytes, gboolean pageable, gint32 layer,
+                 guint32 label)
+{
+  return sim_program_copy_inline(p, stream, dir, bytes, pageable, layer, label);
+}
+
+void
+sim_program_mem(SimProgram *p, guint32 op, SimWhen when, SimPool pool, gint64 delta, guint32 tag, gint32 layer)
+{
+  sim_program_mem_inline(p, op, when, pool, delta, tag, layer);
+}
+
+guint32
 sim_program_host_alloc(SimProgram *p, guint32 stream, double seconds, gint32 layer, guint32 label)
 {
   g_return_val_if_fail(stream < p->streams->len, SIM_NO_OP);
@@ -229,6 +248,16 @@ sim_pool_name(SimPool pool)
   return pool < SIM_POOL_COUNT ? names[pool] : "?";
 }
 
+/* "event 'd2h-done' L3" */
+static char *
+describe_event(const SimProgram *p, guint32 index)
+{
+  const SimEvent *event = sim_program_event(p, index);
+  if (event->layer == SIM_NO_LAYER)
+    return g_strdup_printf("event '%s'", sim_program_label(p, event->label));
+  return g_strdup_printf("event '%s' L%d", sim_program_label(p, event->label), event->layer);
+}
+
 char *
 sim_program_describe_op(const SimProgram *p, guint32 index)
 {
@@ -236,19 +265,10 @@ sim_program_describe_op(const SimProgram *p, guint32 index)
   const SimStream *stream = g_ptr_array_index(p->streams, op->stream);
   g_autofree char *layer = op->layer == SIM_NO_LAYER ? g_strdup("") : g_strdup_printf(" L%d", op->layer);
   if (op->kind == SIM_OP_RECORD || op->kind == SIM_OP_WAIT) {
-    g_autofree char *event = sim_program_describe_event(p, op->event);
+    g_autofree char *event = describe_event(p, op->event);
     return g_strdup_printf("op %u '%s %s' on stream '%s'", index, sim_program_label(p, op->label),
                            event, stream->name);
   }
   return g_strdup_printf("op %u '%s %s%s' on stream '%s'", index, sim_phase_name(op->phase),
                          sim_program_label(p, op->label), layer, stream->name);
-}
-
-char *
-sim_program_describe_event(const SimProgram *p, guint32 index)
-{
-  const SimEvent *event = sim_program_event(p, index);
-  if (event->layer == SIM_NO_LAYER)
-    return g_strdup_printf("event '%s'", sim_program_label(p, event->label));
-  return g_strdup_printf("event '%s' L%d", sim_program_label(p, event->label), event->layer);
 }

@@ -217,13 +217,14 @@ emit_stage(Lower *l, const SimLayer *stage, const char *name, SimPhase phase)
     return;
   guint32 label = sim_program_intern(l->p, name);
   gboolean forward = phase == SIM_PHASE_FORWARD;
-  guint32 op = sim_program_compute_inline(l->p, SIM_LOWER_STREAM_COMPUTE, forward ? stage->forward : stage->backward, phase,
-                                   SIM_NO_LAYER, label);
+  guint32 op = sim_program_compute_inline(l->p, SIM_LOWER_STREAM_COMPUTE, forward ? stage->forward : stage->backward,
+                                          phase, SIM_NO_LAYER, label);
   workspace(l, op, stage, SIM_NO_LAYER);
   for (guint k = 0; k < stage->tensors->len; k++) {
     const SimTensor *t = &g_array_index(stage->tensors, SimTensor, k);
     sim_program_mem_inline(l->p, op, forward ? SIM_AT_START : SIM_AT_END, SIM_POOL_DEVICE,
-                    forward ? (gint64)t->bytes : -(gint64)t->bytes, sim_program_intern(l->p, t->name), SIM_NO_LAYER);
+                           forward ? (gint64)t->bytes : -(gint64)t->bytes, sim_program_intern(l->p, t->name),
+                           SIM_NO_LAYER);
   }
 }
 
@@ -239,7 +240,7 @@ emit_forward(Lower *l, guint i)
     sim_program_wait(p, SIM_LOWER_STREAM_COMPUTE, l->ev_d2h[i - inflight]);
 
   guint32 op = sim_program_compute_inline(p, SIM_LOWER_STREAM_COMPUTE, layer->forward, SIM_PHASE_FORWARD, (gint32)i,
-                                   l->label_fwd);
+                                          l->label_fwd);
   if (a == SIM_ACTION_RECOMPUTE)
     sim_program_mem_inline(p, op, SIM_AT_START, SIM_POOL_DEVICE, (gint64)layer->input_bytes, l->label_input, (gint32)i);
   for (guint k = 0; k < layer->tensors->len; k++) {
@@ -299,23 +300,25 @@ emit_backward(Lower *l, guint i)
   double redo = full ? layer->forward : sim_layer_selective_recompute(layer);
   if (full || a == SIM_ACTION_SELECTIVE || a == SIM_ACTION_SELECTIVE_OFFLOAD) {
     guint32 op = sim_program_compute_inline(p, SIM_LOWER_STREAM_COMPUTE, redo, SIM_PHASE_RECOMPUTE, (gint32)i,
-                                     l->label_recompute);
+                                            l->label_recompute);
     for (guint k = 0; k < layer->tensors->len; k++) {
       const SimTensor *t = &g_array_index(layer->tensors, SimTensor, k);
       Fate fate = tensor_fate(l, i, k);
       if (fate == FATE_FULL || fate == FATE_DROP)
-        sim_program_mem_inline(p, op, SIM_AT_START, SIM_POOL_DEVICE, (gint64)t->bytes, tensor_label(l, i, k), (gint32)i);
+        sim_program_mem_inline(p, op, SIM_AT_START, SIM_POOL_DEVICE, (gint64)t->bytes, tensor_label(l, i, k),
+                               (gint32)i);
     }
     workspace(l, op, layer, (gint32)i);
   }
 
   guint32 op = sim_program_compute_inline(p, SIM_LOWER_STREAM_COMPUTE, layer->backward, SIM_PHASE_BACKWARD, (gint32)i,
-                                   l->label_bwd);
+                                          l->label_bwd);
   workspace(l, op, layer, (gint32)i);
   for (guint k = 0; k < layer->tensors->len; k++) {
     const SimTensor *t = &g_array_index(layer->tensors, SimTensor, k);
     guint n = tensor_fate(l, i, k) == FATE_OFFLOAD ? copies_of(l, t) : 1;
-    sim_program_mem_inline(p, op, SIM_AT_END, SIM_POOL_DEVICE, -(gint64)(t->bytes * n), tensor_label(l, i, k), (gint32)i);
+    sim_program_mem_inline(p, op, SIM_AT_END, SIM_POOL_DEVICE, -(gint64)(t->bytes * n), tensor_label(l, i, k),
+                           (gint32)i);
   }
   if (full)
     sim_program_mem_inline(p, op, SIM_AT_END, SIM_POOL_DEVICE, -(gint64)layer->input_bytes, l->label_input, (gint32)i);

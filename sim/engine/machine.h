@@ -1,9 +1,16 @@
 /* sim/engine/machine.h — the device and the host link, as the engine sees them.
  *
- * Plain value structs, filled by the scenario loader (the defaults are the
- * schema's: sim_scenario_machine_defaults in sim/input) and read by the
- * engine and the workload generators.
- * Rates are bytes per second, times seconds, sizes bytes.
+ * Plain value structs, with no pointers: copy them freely, nothing to free.
+ * The scenario loader fills them (the defaults are the schema's:
+ * sim_scenario_machine_defaults in sim/input); the engine reads the link and
+ * the workload generators read the device.  Rates are bytes per second,
+ * times seconds, sizes bytes.
+ *
+ * Invariants the loader guarantees and the engine relies on (it asserts the
+ * first two): bandwidths > 0; 0 <= compute_slowdown < 1; 0 <
+ * pageable_factor <= 1; a calibrated table holds at most
+ * SIM_LINK_MAX_POINTS points, sorted by size, with bandwidths > 0.
+ * docs/engine.md describes how copies use them.
  */
 #pragma once
 

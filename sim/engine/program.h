@@ -33,12 +33,12 @@
  *
  * Ownership: the program owns everything in it.  sim_program_new's result
  * is freed with sim_program_free (or g_autoptr).  Names are copied in
- * (stream names, interned labels); sim_program_label's string and the
- * pointers of sim_program_op and sim_program_event belong to the program
- * and stay valid until the next op or event is added, or the program is
- * reset or freed (labels survive a reset).  sim_program_describe_op returns
- * a new string for g_free; sim_phase_name and sim_pool_name return static
- * strings.  Building is single-threaded.
+ * (stream names, interned labels).  What the accessors return belongs to
+ * the program: sim_program_label's string lives until the program is freed
+ * (labels survive a reset); the pointers of sim_program_op and
+ * sim_program_event until the next op or event is added, or a reset.
+ * sim_program_describe_op returns a new string for g_free; sim_phase_name
+ * and sim_pool_name return static strings.  Building is single-threaded.
  *
  * Fields: SimProgram and SimStream stay visible so that the engine and the
  * plots read ops, actions and streams without a call.  Fields under
@@ -96,8 +96,8 @@ typedef enum {
   SIM_AT_END = 1,
 } SimWhen;
 
-/* The layer of an op, event or memory action that belongs to no layer
- * (embedding and head ops have one; syncs and the baseline do not). */
+/* The layer of an op, event or memory action that belongs to no layer:
+ * the embedding and the head, syncs, the baseline. */
 #define SIM_NO_LAYER (-1)
 
 /* Not an op: what a builder returns when g_return_val_if_fail rejects its
@@ -137,6 +137,7 @@ typedef struct {
   gint32 layer;
 } SimMemAction;
 G_STATIC_ASSERT(sizeof(SimMemAction) == 16);
+G_STATIC_ASSERT(SIM_POOL_COUNT <= 2); /* `pool` is one bit */
 
 typedef struct {
   /* read-only */

@@ -24,6 +24,10 @@
  * it: far below any modelled effect, far above rounding. */
 #define NEAR_TIE 1e-12
 
+/* Run.signature before the first update_rates: no real signature, so the
+ * first interval computes its rates. */
+#define NO_SIGNATURE G_MAXUINT
+
 typedef struct {
   guint32 pos;         /* index of the head op in the stream's list */
   guint32 next_waiter; /* next stream blocked on the same event, or NO_STREAM */
@@ -278,9 +282,57 @@ start_copy(Run *r, int d, guint32 op_index)
   mark_start(r, op_index);
 }
 
+/* Starts op_index, the head of stream s, if it can start: a wait on an
+ * event not recorded yet joins the event's waiters instead.  Returns TRUE
+ * when the op also completed (a record, or a wait whose event was
+ * recorded), so that its stream can go on at once.  Always inlined into
+ * start_ready's loop, with the engine passed in: either way less, callgrind
+ * counts 1-2 % more instructions per event. */
+static inline __attribute__((always_inline)) gboolean
+start_op(Run *r, SimEngine *e, guint32 s, guint32 op_index)
+{
+  const SimOp *op = &r->ops[op_index];
+  switch ((SimOpKind)op->kind) {
+  case SIM_OP_WAIT: {
+    EventState *ev = &r->event_state[op->event];
+    if (!ev->recorded) {
+      r->stream_state[s].next_waiter = ev->first_waiter;
+      ev->first_waiter = s;
+      return FALSE;
+    }
+    mark_start(r, op_index);
+    complete_op(r, op_index);
+    return TRUE;
+  }
+  case SIM_OP_RECORD:
+    mark_start(r, op_index);
+    record_event(r, op->event);
+    complete_op(r, op_index);
+    return TRUE;
+  case SIM_OP_COMPUTE:
+    mark_start(r, op_index);
+    sim_heap_push(&e->compute, r->vclock + op->work, op_index, op_index);
+    return FALSE;
+  case SIM_OP_HOST_ALLOC:
+    mark_start(r, op_index);
+    sim_heap_push(&e->timers, r->now + op->work, op_index, op_index);
+    return FALSE;
+  case SIM_OP_COPY:
+    /* Started for its stream; the engine takes it when it is free.  An
+     * idle engine with nothing queued takes it at once: ops start in issue
+     * order at an instant, so no earlier copy can still come. */
+    if (e->copy[op->dir].active == SIM_NO_OP && e->copy[op->dir].queue.len == 0)
+      start_copy(r, op->dir, op_index);
+    else
+      sim_heap_push(&e->copy[op->dir].queue, r->now, op_index, op_index);
+    return FALSE;
+  }
+  return FALSE;
+}
+
 /* Starts every op that can start now, lowest issue index first: stream s
- * from its head op_index first (s = NO_STREAM: none), then every stream in the
- * ready heap.  Record and wait complete on the spot and may make other
+ * from its head op_index first (s = NO_STREAM: none), then every stream in
+ * the ready heap.  Record and wait complete on the spot and may make other
  * streams ready. */
 static void
 start_ready(Run *r, guint32 s, guint32 op_index)
@@ -294,50 +346,10 @@ start_ready(Run *r, guint32 s, guint32 op_index)
       s = item.value;
       op_index = item.seq;
     }
-    for (;;) {
-      const SimOp *op = &r->ops[op_index];
-      gboolean instant = FALSE;
-      switch ((SimOpKind)op->kind) {
-      case SIM_OP_WAIT: {
-        EventState *ev = &r->event_state[op->event];
-        if (!ev->recorded) {
-          r->stream_state[s].next_waiter = ev->first_waiter;
-          ev->first_waiter = s;
-          break;
-        }
-        mark_start(r, op_index);
-        complete_op(r, op_index);
-        instant = TRUE;
-        break;
-      }
-      case SIM_OP_RECORD:
-        mark_start(r, op_index);
-        record_event(r, op->event);
-        complete_op(r, op_index);
-        instant = TRUE;
-        break;
-      case SIM_OP_COMPUTE:
-        mark_start(r, op_index);
-        sim_heap_push(&e->compute, r->vclock + op->work, op_index, op_index);
-        break;
-      case SIM_OP_HOST_ALLOC:
-        mark_start(r, op_index);
-        sim_heap_push(&e->timers, r->now + op->work, op_index, op_index);
-        break;
-      case SIM_OP_COPY:
-        /* Started for its stream; the engine takes it when it is free.  An
-         * idle engine with nothing queued takes it at once: ops start in
-         * issue order at an instant, so no earlier copy can still come. */
-        if (e->copy[op->dir].active == SIM_NO_OP && e->copy[op->dir].queue.len == 0)
-          start_copy(r, op->dir, op_index);
-        else
-          sim_heap_push(&e->copy[op->dir].queue, r->now, op_index, op_index);
-        break;
-      }
-      if (!instant)
-        break;
-      /* The stream goes on at once unless a ready stream's head was issued
-       * earlier: the same order as through the heap, without the round trip. */
+    /* The stream goes on at once after an instant op unless a ready
+     * stream's head was issued earlier: the same order as through the
+     * heap, without the round trip. */
+    while (start_op(r, e, s, op_index)) {
       op_index = stream_head(r, s);
       if (op_index == SIM_NO_OP)
         break;
@@ -519,7 +531,7 @@ run_begin(Run *r, SimEngine *e, const SimProgram *p, const SimLink *link, SimRun
               .event_state = (EventState *)(void *)e->events->data, .applied = (guint32 *)(void *)run->applied->data,
               .op_start = run->op_start ? (double *)(void *)run->op_start->data : NULL,
               .op_end = run->op_end ? (double *)(void *)run->op_end->data : NULL, .curve = run->curve,
-              .link = link, .run = run, .error = error, .signature = G_MAXUINT };
+              .link = link, .run = run, .error = error, .signature = NO_SIGNATURE };
   for (int d = 0; d < SIM_DIR_COUNT; d++) {
     double bw = d == SIM_DIR_D2H ? link->d2h_bandwidth : link->h2d_bandwidth;
     r->peak_rate[d][0] = bw;

@@ -6,6 +6,7 @@
 #include "grid.h"
 #include "evaluate.h"
 #include "plan.h"
+#include "program_private.h" /* capacities, for program_bytes */
 #include "scenario.h"
 
 #include <stdlib.h>

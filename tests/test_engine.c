@@ -1,6 +1,7 @@
 /* Engine semantics against hand computations (docs/engine.md). */
 #include "testutil.h"
 
+#include "engine_private.h" /* sim_run_live_at_peak, test-only */
 #include "error.h"
 #include "invariants.h"
 

@@ -15,6 +15,7 @@
 #include "error.h"
 #include "fuzz_common.h"
 #include "hf_config.h"
+#include "program_private.h" /* sim_program_n_mem, test-only */
 #include "trace.h"
 #include "units.h"
 

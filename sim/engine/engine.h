@@ -1,35 +1,51 @@
 /* sim/engine/engine.h — the fluid discrete-event engine.
  *
  * The engine runs a SimProgram against a SimLink and returns a SimRun: the
- * step time, when each op ran, the memory curve of both pools and their
- * peaks.  Semantics (DESIGN.md section 3):
+ * step time, the memory peaks of both pools and, when asked for, when each
+ * op ran and the memory curve.  docs/engine.md gives the semantics in full;
+ * in short:
  *
- *  - Streams are in order.  An op starts when it heads its stream and every
- *    event it waits on has been recorded.  Record and wait take no time.
+ *  - Streams are in order.  An op starts when it heads its stream; a wait
+ *    also needs its event recorded.  Record and wait take no time.
  *  - Compute ops share the compute resource fairly: with k of them running,
- *    each advances at (1 - compute_slowdown)/k while any copy is in flight
+ *    each advances at (1 - compute_slowdown)/k while any copy engine is busy
  *    and 1/k otherwise.  A single compute stream therefore runs at rate 1 or
  *    1 - slowdown.
  *  - Each direction has one copy engine.  Ready copies queue on it in the
  *    order they became ready, ties by issue index, and run one at a time: a
  *    copy spends `latency`, then moves its bytes at the direction's bandwidth
- *    (times pageable_factor for pageable memory).  When both directions move
- *    bytes at once and their sum exceeds bidir_bandwidth, they share it
- *    max-min fairly (each gets half unless one needs less).  A copy counts as
- *    in flight, for compute slowdown, from its latency phase on.
+ *    (times pageable_factor for pageable memory), or with a calibrated table
+ *    at the rate that makes it take the table's time.  When both directions
+ *    move bytes at once and their rates exceed bidir_bandwidth, they share it
+ *    max-min fairly (each gets half unless one needs less).  A copy is busy,
+ *    for compute slowdown, from its latency phase on, not while queued.
  *  - host_alloc ops hold their stream for their time and use no resource.
  *  - Memory actions apply when their op starts or ends (a copy starts when
  *    its engine takes it, not when it is queued).  At one instant every
  *    completion is applied before any start, each in issue order.
  *
+ * Invariants: the same program and link give the same run, bit for bit
+ * (every tie is broken by issue index); a run that returns has completed
+ * every op, and both pools end at their baseline.  A failure returns NULL
+ * with SIM_ERROR_INTERNAL, never a partial run: a schedule that cannot
+ * finish (a wait on an event never recorded, or a cycle of waits) names
+ * every blocked op; an event recorded twice, memory below zero or not back
+ * at its baseline, and in debug builds a broken invariant
+ * (sim_invariants_check_engine) are lowering bugs, reported the same way.
+ *
+ * Ownership: sim_engine_run returns a new SimRun that the caller frees with
+ * sim_run_free (or g_autoptr); it owns its arrays and does not point into
+ * the program or the engine, but sim_run_live_visit must be given the
+ * program that made it.  A SimEngine owns scratch buffers that grow to the
+ * largest program run on it and are freed with sim_engine_free.  An engine
+ * serves one run at a time (one per thread); the program and the link are
+ * only read, so threads may share them.
+ *
  * Cost: each step of the loop completes an op or ends a copy's latency
  * phase; the work per step is a few heap operations on heaps no larger than
- * the number of streams, so a run is O(ops · log streams) with no allocation
- * per event once the engine's buffers have grown (reuse a SimEngine).
- *
- * A schedule that cannot finish (a wait on an event never recorded, or a
- * cycle of waits) stops with SIM_ERROR_INTERNAL naming every blocked op.
- * Memory that goes negative is reported the same way: it is a lowering bug.
+ * the number of streams, so a run is O(ops · log streams), with no
+ * allocation per event once the engine's buffers have grown (reuse a
+ * SimEngine): a run allocates only its SimRun's arrays, up front.
  */
 #pragma once
 
@@ -47,7 +63,7 @@ typedef struct {
 typedef struct {
   gint64 bytes;
   double time;
-  guint32 op;    /* the op whose memory action made the peak (G_MAXUINT32: baseline) */
+  guint32 op;    /* the op whose memory action made the peak (SIM_NO_OP: the baseline) */
   SimPhase phase;
   gint32 layer;
   guint32 applied; /* memory actions applied up to and including the peak's */
@@ -65,6 +81,8 @@ typedef struct {
   gboolean record_curve; /* fill curve */
 } SimEngineOptions;
 
+/* A run's results, filled by sim_engine_run.  sim_run_free frees the
+ * arrays: `applied` must be a GArray, the others a GArray or NULL. */
 typedef struct {
   double step;           /* seconds from the first op to the last */
   double compute_work;   /* nominal seconds of forward and backward compute */
@@ -83,25 +101,26 @@ typedef struct {
 void sim_run_free(SimRun *run);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(SimRun, sim_run_free)
 
-/* Replays the applied memory actions up to the peak of `pool` and returns
- * what was live then (SimLive, largest first, ties by tag then layer),
- * including the baseline under the program's baseline tag. */
-GArray *sim_run_live_at_peak(const SimRun *run, const SimProgram *program, SimPool pool);
-
-/* The same entries, unsorted, to a callback (the baseline first): no array,
- * no sort, for callers that only sum them.  Returns the largest layer seen
- * in the replay (SIM_NO_LAYER when none), before any callback. */
+/* Replays the applied memory actions up to the peak of `pool` and passes
+ * what was live then to `visit`, one entry per (tag, layer) with bytes > 0:
+ * the baseline first (under the program's baseline tag), the rest in no
+ * particular order.  No array, no sort, for callers that only sum them.
+ * `program` is the one that made `run`.  Returns the largest layer seen in
+ * the replay (SIM_NO_LAYER when none). */
 typedef void (*SimLiveVisit)(const SimLive *live, gpointer data);
 gint32 sim_run_live_visit(const SimRun *run, const SimProgram *program, SimPool pool, SimLiveVisit visit,
                           gpointer data);
 
 typedef struct SimEngine SimEngine;
 
-/* An engine holds scratch buffers that grow to the largest program run on it. */
+/* An engine holds scratch buffers that grow to the largest program run on
+ * it; reuse one to run many programs. */
 SimEngine *sim_engine_new(void);
 void sim_engine_free(SimEngine *engine);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(SimEngine, sim_engine_free)
 
+/* Runs `program` against `link`; `options` may be NULL (record nothing but
+ * the peaks).  Returns a new SimRun, or NULL with `error` set. */
 SimRun *sim_engine_run(SimEngine *engine, const SimProgram *program, const SimLink *link,
                        const SimEngineOptions *options, GError **error);
 

@@ -1,5 +1,9 @@
 #include "heap.h"
 
+/* Items room is made for at the first push: more than the engine's heaps
+ * hold for a program of three streams. */
+#define FIRST_CAPACITY 16
+
 void
 sim_heap_init(SimHeap *heap)
 {
@@ -22,6 +26,6 @@ sim_heap_free(SimHeap *heap)
 void
 sim_heap_grow(SimHeap *heap)
 {
-  heap->cap = heap->cap ? heap->cap * 2 : 16;
+  heap->cap = heap->cap ? heap->cap * 2 : FIRST_CAPACITY;
   heap->items = g_renew(SimHeapItem, heap->items, heap->cap);
 }

@@ -1,13 +1,19 @@
 /* sim/engine/heap.h — a binary min-heap of (key, seq, value) triples.
  *
- * The engine keeps its pending completions and ready queues here.  Order is by
- * key, then by seq, so equal keys come out in a fixed order (the engine passes
+ * Internal to the engine: only engine.c includes it, for its ready streams,
+ * running computes and host_allocs, and the copy queues.  Order is by key,
+ * then by seq, so equal keys come out in a fixed order (the engine passes
  * the op's issue index as seq): that is what makes runs byte-identical.
  *
- * Storage is one growable array; push and pop are O(log n) and never allocate
- * once the array has grown to the high-water mark, so a heap reused across
- * runs (sim_heap_clear) costs no allocation per event.  `ops` counts pushes and
- * pops for the engine's work counters.
+ * Ownership: a SimHeap is a value its owner embeds; it owns one growable
+ * array, released by sim_heap_free (sim_heap_clear empties it and keeps the
+ * array).  Items are copied in and out; sim_heap_peek's pointer is valid
+ * until the next push or pop.
+ *
+ * Cost: push and pop are O(log n) and never allocate once the array has
+ * grown to the high-water mark, so a heap reused across runs costs no
+ * allocation per event.  `ops` counts pushes and pops for the engine's work
+ * counters (SimRun.heap_ops); clearing does not reset it.
  */
 #pragma once
 

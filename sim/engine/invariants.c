@@ -4,15 +4,23 @@
 
 #include <math.h>
 
-G_GNUC_PRINTF(3, 4)
+/* Slack for op times, which come out of a fluid model: a femtosecond of a
+ * step of 1 s or more, TIME_SLACK × max(1 s, step). */
+#define TIME_SLACK 1e-15
+
+/* Slack for the step against the compute it holds: the engine finishes an
+ * op that ends within its NEAR_TIE (1e-12) × max(1 s, t) of an instant at
+ * that instant, so a step may come out short of its compute by that much. */
+#define WORK_SLACK 1e-12
+
+G_GNUC_PRINTF(2, 3)
 static gboolean
-violation(GError **error, const SimProgram *p, const char *format, ...)
+violation(GError **error, const char *format, ...)
 {
   va_list ap;
   va_start(ap, format);
   g_autofree char *msg = g_strdup_vprintf(format, ap);
   va_end(ap);
-  (void)p;
   g_set_error(error, SIM_ERROR, SIM_ERROR_INTERNAL, "invariant violated: %s", msg);
   return FALSE;
 }
@@ -31,8 +39,7 @@ compare_start(gconstpointer a, gconstpointer b, gpointer data)
 static gboolean
 check_ops(const SimRun *run, const SimProgram *p, GError **error)
 {
-  /* Slack for times that come out of a fluid model: a femtosecond. */
-  const double eps = 1e-15 * MAX(1.0, run->step);
+  const double eps = TIME_SLACK * MAX(1.0, run->step);
   for (guint s = 0; s < p->streams->len; s++) {
     const SimStream *stream = g_ptr_array_index(p->streams, s);
     double free_at = 0;
@@ -41,12 +48,12 @@ check_ops(const SimRun *run, const SimProgram *p, GError **error)
       double start = g_array_index(run->op_start, double, op), end = g_array_index(run->op_end, double, op);
       if (!(end >= start) || !isfinite(end) || end > run->step + eps) {
         g_autofree char *what = sim_program_describe_op(p, op);
-        return violation(error, p, "%s ran from %.17g to %.17g s, outside the step of %.17g s", what, start, end,
+        return violation(error, "%s ran from %.17g to %.17g s, outside the step of %.17g s", what, start, end,
                          run->step);
       }
       if (start < free_at - eps) {
         g_autofree char *what = sim_program_describe_op(p, op);
-        return violation(error, p, "%s started at %.17g s, before the op ahead of it on its stream ended (%.17g s)",
+        return violation(error, "%s started at %.17g s, before the op ahead of it on its stream ended (%.17g s)",
                          what, start, free_at);
       }
       free_at = end;
@@ -55,7 +62,7 @@ check_ops(const SimRun *run, const SimProgram *p, GError **error)
   /* One copy engine per direction: sorted by start, each copy begins after
    * the one before it ended (they run in the order they became ready, which
    * need not be issue order). */
-  for (int dir = 0; dir < 2; dir++) {
+  for (int dir = 0; dir < SIM_DIR_COUNT; dir++) {
     g_autoptr(GArray) ids = g_array_new(FALSE, FALSE, sizeof(guint32));
     for (guint32 i = 0; i < sim_program_n_ops(p); i++) {
       const SimOp *op = sim_program_op(p, i);
@@ -68,7 +75,7 @@ check_ops(const SimRun *run, const SimProgram *p, GError **error)
       guint32 i = g_array_index(ids, guint32, k);
       if (g_array_index(run->op_start, double, i) < busy_until - eps) {
         g_autofree char *what = sim_program_describe_op(p, i);
-        return violation(error, p, "%s overlaps another copy of its direction", what);
+        return violation(error, "%s overlaps another copy of its direction", what);
       }
       busy_until = MAX(busy_until, g_array_index(run->op_end, double, i));
     }
@@ -101,7 +108,7 @@ check_copies(const SimProgram *p, GError **error)
   while (g_hash_table_iter_next(&iter, &key, &value)) {
     if (*(gint64 *)value != 0) {
       gint64 k = *(gint64 *)key;
-      return violation(error, p, "tensor '%s' of layer %d went out with %+" G_GINT64_FORMAT " B more than came back",
+      return violation(error, "tensor '%s' of layer %d went out with %+" G_GINT64_FORMAT " B more than came back",
                        sim_program_label(p, (guint32)(k >> 32)), (gint32)(guint32)k, *(gint64 *)value);
     }
   }
@@ -111,31 +118,31 @@ check_copies(const SimProgram *p, GError **error)
 static gboolean
 check_memory(const SimRun *run, const SimProgram *p, GError **error)
 {
-  gint64 top[2] = { (gint64)p->baseline[0], (gint64)p->baseline[1] };
+  gint64 top[SIM_POOL_COUNT] = { (gint64)p->baseline[SIM_POOL_DEVICE], (gint64)p->baseline[SIM_POOL_HOST] };
   for (guint i = 0; i < run->curve->len; i++) {
     const SimMemPoint *pt = &g_array_index(run->curve, SimMemPoint, i);
     if (pt->device < 0 || pt->host < 0)
-      return violation(error, p, "memory negative at %.17g s (device %" G_GINT64_FORMAT ", host %" G_GINT64_FORMAT ")",
+      return violation(error, "memory negative at %.17g s (device %" G_GINT64_FORMAT ", host %" G_GINT64_FORMAT ")",
                        pt->time, pt->device, pt->host);
-    top[0] = MAX(top[0], pt->device);
-    top[1] = MAX(top[1], pt->host);
+    top[SIM_POOL_DEVICE] = MAX(top[SIM_POOL_DEVICE], pt->device);
+    top[SIM_POOL_HOST] = MAX(top[SIM_POOL_HOST], pt->host);
   }
   const SimMemPoint *last = &g_array_index(run->curve, SimMemPoint, run->curve->len - 1);
-  if (last->device != (gint64)p->baseline[0] || last->host != (gint64)p->baseline[1])
-    return violation(error, p, "memory ends at device %" G_GINT64_FORMAT " / host %" G_GINT64_FORMAT
+  if (last->device != (gint64)p->baseline[SIM_POOL_DEVICE] || last->host != (gint64)p->baseline[SIM_POOL_HOST])
+    return violation(error, "memory ends at device %" G_GINT64_FORMAT " / host %" G_GINT64_FORMAT
                      ", not at the baseline", last->device, last->host);
-  for (int pool = 0; pool < 2; pool++)
+  for (int pool = 0; pool < SIM_POOL_COUNT; pool++)
     if (run->peak[pool].bytes != top[pool])
-      return violation(error, p, "the reported %s peak %" G_GINT64_FORMAT " B is not the curve's maximum %"
-                       G_GINT64_FORMAT " B", pool ? "host" : "device", run->peak[pool].bytes, top[pool]);
+      return violation(error, "the reported %s peak %" G_GINT64_FORMAT " B is not the curve's maximum %"
+                       G_GINT64_FORMAT " B", sim_pool_name(pool), run->peak[pool].bytes, top[pool]);
   return TRUE;
 }
 
 gboolean
 sim_invariants_check_engine(const SimRun *run, const SimProgram *p, GError **error)
 {
-  if (run->step + 1e-12 * MAX(1.0, run->step) < run->compute_work + run->recompute_work)
-    return violation(error, p, "step %.17g s is shorter than the compute it holds (%.17g s)", run->step,
+  if (run->step + WORK_SLACK * MAX(1.0, run->step) < run->compute_work + run->recompute_work)
+    return violation(error, "step %.17g s is shorter than the compute it holds (%.17g s)", run->step,
                      run->compute_work + run->recompute_work);
   if (run->op_start && !check_ops(run, p, error))
     return FALSE;

@@ -1,24 +1,26 @@
 /* sim/engine/invariants.h — what must hold after every simulation.
  *
- * The engine's results are only as trustworthy as these checks.  After a
- * run that recorded op times and the memory curve:
+ * The engine's results are only as trustworthy as these checks
+ * (docs/engine.md, "Invariants").  On a finished run:
  *
- *   - every op ran exactly once: it has a start and an end, end >= start;
- *   - each stream ran its ops in order, one after another;
- *   - copies of one direction never overlapped (one copy engine each);
- *   - memory was never negative and ends at the static baseline;
- *   - every tensor copied out came back: bytes per (tensor, layer) equal
- *     in both directions;
  *   - the step is at least the compute and recompute work;
- *   - the reported peak equals the maximum of the ledger curve.
+ *   - with op times recorded: every op has end >= start and a finite end
+ *     within the step; each stream ran its ops in order, one after another;
+ *     copies of one direction never overlapped (one copy engine each);
+ *   - with the memory curve recorded: memory was never negative, it ends at
+ *     the baseline, and each reported peak equals the curve's maximum;
+ *   - sim_invariants_check only: every tensor copied out came back, bytes
+ *     per (tensor, layer) equal in both directions.
  *
- * A violation is SIM_ERROR_INTERNAL naming the op or tensor: a bug report,
- * not a silent wrong number.  Debug builds (no NDEBUG) run the engine's
- * checks at the end of every sim_engine_run and the full ones after every
- * sim_evaluate, with whatever the run recorded (op times and the curve
- * only when asked for); the tests run the full checks after every detailed
- * evaluation in every build.
- * Cost: O(ops + memory actions), one hash table for the copy balance.
+ * A violation returns FALSE with SIM_ERROR_INTERNAL naming the op or
+ * tensor: a bug report, not a silent wrong number.  Nothing is allocated
+ * that outlives the call; the run and the program are only read.  Debug
+ * builds (no NDEBUG) run the engine's checks at the end of every
+ * sim_engine_run and the full ones after every evaluation (sim/result/
+ * evaluate), with whatever the run recorded; the tests run the full checks
+ * after every detailed evaluation in every build.
+ * Cost: O(ops + memory curve), plus sorting each direction's copies by
+ * start and one hash table for the copy balance.
  */
 #pragma once
 

@@ -1,9 +1,16 @@
 /* sim/engine/machine.h — the device and the host link, as the engine sees them.
  *
- * Plain value structs, filled by the scenario loader (the defaults are the
- * schema's: sim_scenario_machine_defaults in sim/input) and read by the
- * engine and the workload generators.
- * Rates are bytes per second, times seconds, sizes bytes.
+ * Plain value structs, with no pointers: copy them freely, nothing to free.
+ * The scenario loader fills them (the defaults are the schema's:
+ * sim_scenario_machine_defaults in sim/input); the engine reads the link and
+ * the workload generators read the device.  Rates are bytes per second,
+ * times seconds, sizes bytes.
+ *
+ * Invariants the loader guarantees and the engine relies on (it asserts the
+ * first two): bandwidths > 0; 0 <= compute_slowdown < 1; 0 <
+ * pageable_factor <= 1; a calibrated table holds at most
+ * SIM_LINK_MAX_POINTS points, sorted by size, with bandwidths > 0.
+ * docs/engine.md describes how copies use them.
  */
 #pragma once
 
@@ -24,6 +31,15 @@ typedef struct {
   double bandwidth; /* bytes / measured time of one copy of this size, fixed cost included */
 } SimBandwidthPoint;
 
+/* A copy's direction; also the index of everything the link and the
+ * engine keep per direction (bandwidths, tables, copy engines). */
+typedef enum {
+  SIM_DIR_D2H = 0,
+  SIM_DIR_H2D = 1,
+  SIM_DIR_COUNT, /* the number of directions: size of per-direction arrays */
+} SimDir;
+
+/* The most points one calibrated table holds. */
 #define SIM_LINK_MAX_POINTS 64
 
 typedef struct {
@@ -34,10 +50,10 @@ typedef struct {
   double pageable_factor;  /* bandwidth multiplier for pageable host memory, (0, 1] */
   double compute_slowdown; /* fraction compute loses while any copy is in flight, [0, 1) */
   double host_alloc;       /* seconds per pinned allocation when buffers are not pooled */
-  /* Optional calibrated tables, by direction (SimDir: 0 = D2H, 1 = H2D), sorted
-   * by size; 0 points = use latency + bytes / bandwidth. */
-  SimBandwidthPoint table[2][SIM_LINK_MAX_POINTS];
-  guint table_points[2];
+  /* Optional calibrated tables, by SimDir, sorted by size; 0 points = use
+   * latency + bytes / bandwidth. */
+  SimBandwidthPoint table[SIM_DIR_COUNT][SIM_LINK_MAX_POINTS];
+  guint table_points[SIM_DIR_COUNT];
 } SimLink;
 
 typedef struct {
@@ -45,12 +61,12 @@ typedef struct {
   SimLink link;
 } SimMachine;
 
-/* Seconds one copy of `bytes` takes alone on the link in direction `dir`
- * (0 = D2H, 1 = H2D), pageable or pinned.  Without a table: latency +
+/* Seconds one copy of `bytes` takes alone on the link in direction `dir`,
+ * pageable or pinned.  Without a table: latency +
  * bytes / bandwidth.  With one: the measured time, interpolated linearly in
  * bytes between the two nearest sizes (beyond the ends, at the end point's
  * bandwidth), and never less than `latency` (the latency floor).  Pageable
  * copies take the part above the latency 1 / pageable_factor times longer. */
-double sim_link_copy_time(const SimLink *link, int dir, guint64 bytes, gboolean pageable);
+double sim_link_copy_time(const SimLink *link, SimDir dir, guint64 bytes, gboolean pageable);
 
 G_END_DECLS

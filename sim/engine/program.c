@@ -1,4 +1,4 @@
-#include "program.h"
+#include "program_private.h"
 
 #include "error.h"
 
@@ -13,14 +13,25 @@ stream_free(gpointer data)
   g_free(stream);
 }
 
+/* The capacity of an op, action or stream array when it first grows. */
+#define FIRST_CAPACITY 64
+
 /* Room for one more element; doubles the capacity when full. */
-#define GROW(array, len, cap)                                  \
-  do {                                                         \
-    if ((len) == (cap)) {                                      \
-      (cap) = (cap) ? 2 * (cap) : 64;                          \
-      (array) = g_realloc_n((array), (cap), sizeof *(array));  \
-    }                                                          \
+#define GROW(array, len, cap)                                      \
+  do {                                                             \
+    if ((len) == (cap)) {                                          \
+      (cap) = (cap) ? 2 * (cap) : FIRST_CAPACITY;                  \
+      (array) = g_realloc_n((array), (cap), sizeof *(array));      \
+    }                                                              \
   } while (0)
+
+/* Ops a program may hold: capacities double, so this keeps them within a
+ * guint and every op's index below SIM_NO_OP. */
+#define MAX_OPS (1u << 31)
+
+/* sim_program_reset drops the address cache of sim_program_intern beyond
+ * this many entries (stale addresses of freed names pile up in a sweep). */
+#define LABEL_CACHE_MAX 65536
 
 SimProgram *
 sim_program_new(void)
@@ -35,7 +46,7 @@ sim_program_new(void)
   p->input_tag = sim_program_intern(p, "checkpointed input");
   p->record_label = sim_program_intern(p, "record");
   p->wait_label = sim_program_intern(p, "wait");
-  p->second_record = G_MAXUINT32;
+  p->second_record = SIM_NO_OP;
   p->workspace_tag = sim_program_intern(p, "transient workspace");
   return p;
 }
@@ -64,15 +75,15 @@ sim_program_reset(SimProgram *p)
   p->n_mem = 0;
   g_ptr_array_set_size(p->streams, 0);
   g_array_set_size(p->events, 0);
-  p->second_record = G_MAXUINT32;
-  p->baseline[0] = p->baseline[1] = 0;
-  p->compute_work[0] = p->compute_work[1] = 0.0;
-  p->copy_bytes[0] = p->copy_bytes[1] = 0;
-  p->copies[0] = p->copies[1] = 0;
+  p->second_record = SIM_NO_OP;
+  memset(p->baseline, 0, sizeof p->baseline);
+  memset(p->compute_work, 0, sizeof p->compute_work);
+  memset(p->copy_bytes, 0, sizeof p->copy_bytes);
+  memset(p->copies, 0, sizeof p->copies);
   /* Labels stay interned: a planner reuses the same names on every lowering.
    * The address cache is dropped when it grows: a sweep lowers workload after
    * workload into one program, and their freed names leave stale entries. */
-  if (g_hash_table_size(p->label_cache) > 65536)
+  if (g_hash_table_size(p->label_cache) > LABEL_CACHE_MAX)
     g_hash_table_remove_all(p->label_cache);
 }
 
@@ -120,7 +131,7 @@ sim_program_add_stream(SimProgram *p, const char *name)
 guint32
 sim_program_add_event(SimProgram *p, guint32 label, gint32 layer)
 {
-  SimEvent event = { label, layer, G_MAXUINT32 };
+  SimEvent event = { label, layer, SIM_NO_OP };
   g_array_append_val(p->events, event);
   return p->events->len - 1;
 }
@@ -135,6 +146,7 @@ sim_program_set_baseline(SimProgram *p, SimPool pool, guint64 bytes, const char 
 void
 sim_program_grow_ops(SimProgram *p, guint32 stream)
 {
+  g_assert(p->n_ops < MAX_OPS);
   GROW(p->ops, p->n_ops, p->ops_cap);
   SimStream *s = g_ptr_array_index(p->streams, stream);
   GROW(s->ops, s->n_ops, s->cap);
@@ -143,15 +155,16 @@ sim_program_grow_ops(SimProgram *p, guint32 stream)
 static guint32
 add_sync(SimProgram *p, SimOpKind kind, guint32 stream, guint32 event)
 {
-  g_return_val_if_fail(event < p->events->len, 0);
+  g_return_val_if_fail(stream < p->streams->len, SIM_NO_OP);
+  g_return_val_if_fail(event < p->events->len, SIM_NO_OP);
   guint32 index = sim_program_add_op(p, kind, SIM_PHASE_SYNC, stream, SIM_NO_LAYER,
                                      kind == SIM_OP_RECORD ? p->record_label : p->wait_label);
   p->ops[index].event = event;
   if (kind == SIM_OP_RECORD) {
     SimEvent *ev = &g_array_index(p->events, SimEvent, event);
-    if (ev->recorder == G_MAXUINT32)
+    if (ev->recorder == SIM_NO_OP)
       ev->recorder = index;
-    else if (p->second_record == G_MAXUINT32)
+    else if (p->second_record == SIM_NO_OP)
       p->second_record = index;
   }
   return index;
@@ -170,9 +183,29 @@ sim_program_wait(SimProgram *p, guint32 stream, guint32 event)
 }
 
 guint32
+sim_program_compute(SimProgram *p, guint32 stream, double seconds, SimPhase phase, gint32 layer, guint32 label)
+{
+  return sim_program_compute_inline(p, stream, seconds, phase, layer, label);
+}
+
+guint32
+sim_program_copy(SimProgram *p, guint32 stream, SimDir dir, guint64 bytes, gboolean pageable, gint32 layer,
+                 guint32 label)
+{
+  return sim_program_copy_inline(p, stream, dir, bytes, pageable, layer, label);
+}
+
+void
+sim_program_mem(SimProgram *p, guint32 op, SimWhen when, SimPool pool, gint64 delta, guint32 tag, gint32 layer)
+{
+  sim_program_mem_inline(p, op, when, pool, delta, tag, layer);
+}
+
+guint32
 sim_program_host_alloc(SimProgram *p, guint32 stream, double seconds, gint32 layer, guint32 label)
 {
-  g_return_val_if_fail(seconds >= 0, 0);
+  g_return_val_if_fail(stream < p->streams->len, SIM_NO_OP);
+  g_return_val_if_fail(seconds >= 0, SIM_NO_OP);
   guint32 index = sim_program_add_op(p, SIM_OP_HOST_ALLOC, SIM_PHASE_ALLOC, stream, layer, label);
   p->ops[index].work = seconds;
   return index;
@@ -187,10 +220,10 @@ sim_program_grow_mem(SimProgram *p)
 gboolean
 sim_program_validate(const SimProgram *p, GError **error)
 {
-  if (p->second_record == G_MAXUINT32)
+  if (p->second_record == SIM_NO_OP)
     return TRUE;
   guint32 event = sim_program_op(p, p->second_record)->event;
-  g_autofree char *first = sim_program_describe_op(p, g_array_index(p->events, SimEvent, event).recorder);
+  g_autofree char *first = sim_program_describe_op(p, sim_program_event(p, event)->recorder);
   g_autofree char *second = sim_program_describe_op(p, p->second_record);
   g_set_error(error, SIM_ERROR, SIM_ERROR_INTERNAL, "event %u is recorded twice: by %s and by %s", event, first,
               second);
@@ -208,6 +241,23 @@ sim_phase_name(SimPhase phase)
   return phase < SIM_PHASE_COUNT ? names[phase] : "?";
 }
 
+const char *
+sim_pool_name(SimPool pool)
+{
+  static const char *names[SIM_POOL_COUNT] = { [SIM_POOL_DEVICE] = "device", [SIM_POOL_HOST] = "host" };
+  return pool < SIM_POOL_COUNT ? names[pool] : "?";
+}
+
+/* "event 'd2h-done' L3" */
+static char *
+describe_event(const SimProgram *p, guint32 index)
+{
+  const SimEvent *event = sim_program_event(p, index);
+  if (event->layer == SIM_NO_LAYER)
+    return g_strdup_printf("event '%s'", sim_program_label(p, event->label));
+  return g_strdup_printf("event '%s' L%d", sim_program_label(p, event->label), event->layer);
+}
+
 char *
 sim_program_describe_op(const SimProgram *p, guint32 index)
 {
@@ -215,19 +265,10 @@ sim_program_describe_op(const SimProgram *p, guint32 index)
   const SimStream *stream = g_ptr_array_index(p->streams, op->stream);
   g_autofree char *layer = op->layer == SIM_NO_LAYER ? g_strdup("") : g_strdup_printf(" L%d", op->layer);
   if (op->kind == SIM_OP_RECORD || op->kind == SIM_OP_WAIT) {
-    g_autofree char *event = sim_program_describe_event(p, op->event);
+    g_autofree char *event = describe_event(p, op->event);
     return g_strdup_printf("op %u '%s %s' on stream '%s'", index, sim_program_label(p, op->label),
                            event, stream->name);
   }
   return g_strdup_printf("op %u '%s %s%s' on stream '%s'", index, sim_phase_name(op->phase),
                          sim_program_label(p, op->label), layer, stream->name);
-}
-
-char *
-sim_program_describe_event(const SimProgram *p, guint32 index)
-{
-  const SimEvent *event = &g_array_index(p->events, SimEvent, index);
-  if (event->layer == SIM_NO_LAYER)
-    return g_strdup_printf("event '%s'", sim_program_label(p, event->label));
-  return g_strdup_printf("event '%s' L%d", sim_program_label(p, event->label), event->layer);
 }

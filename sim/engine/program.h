@@ -1,11 +1,12 @@
 /* sim/engine/program.h — what the engine runs: ops on in-order streams, events
  * between streams, and the memory each op allocates and frees.
  *
- * A program is built once by a policy lowering (planner/) and may be run many
- * times.  Ops live in one contiguous array in *issue order*, the order a host
- * thread would enqueue them; the engine breaks every tie by that index, which
- * is what makes two runs byte-identical.  Each stream is the in-order list of
- * its ops' indices, like a CUDA stream.
+ * A program is built once by a lowering (sim/lower) and may be run many
+ * times, by several engines at once: a run only reads it.  Ops live in one
+ * contiguous array in *issue order*, the order a host thread would enqueue
+ * them; the engine breaks every tie by that index, which is what makes two
+ * runs byte-identical.  Each stream is the in-order list of its ops'
+ * indices, like a CUDA stream.  See docs/engine.md for the semantics.
  *
  * Op kinds:
  *   compute     `work` seconds at full rate; slowed while copies are in flight.
@@ -18,17 +19,38 @@
  * Memory actions belong to an op and apply when it starts or when it ends; a
  * free on a record op is a free "when a later event fires".  Each action
  * carries a tag (an interned name) and a layer so that the engine can say
- * what is live at the peak.  Actions of one op are contiguous, the ones that
- * apply at its start first: add them right after the op, in any order.
+ * what is live at the peak.
  *
- * Every event must be recorded at most once (sim_program_validate checks it);
- * a wait on an event that is never recorded is not a build error, it is a
- * stuck schedule the engine reports.
+ * Invariants, kept by the builders below:
+ *  - every op is in exactly one stream, its `stream`, and each stream lists
+ *    its ops in issue order; every index is below SIM_NO_OP;
+ *  - an op's memory actions are contiguous, the ones that apply at its start
+ *    first (add them right after the op, in any order);
+ *  - compute_work, copy_bytes and copies are the sums over the ops added;
+ *  - every event is recorded at most once, or sim_program_validate fails.  A
+ *    wait on an event that is never recorded is not a build error: it is a
+ *    stuck schedule the engine reports.
+ *
+ * Ownership: the program owns everything in it.  sim_program_new's result
+ * is freed with sim_program_free (or g_autoptr).  Names are copied in
+ * (stream names, interned labels).  What the accessors return belongs to
+ * the program: sim_program_label's string lives until the program is freed
+ * (labels survive a reset); the pointers of sim_program_op and
+ * sim_program_event until the next op or event is added, or a reset.
+ * sim_program_describe_op returns a new string for g_free; sim_phase_name
+ * and sim_pool_name return static strings.  Building is single-threaded.
+ *
+ * Fields: SimProgram and SimStream stay visible so that the engine and the
+ * plots read ops, actions and streams without a call.  Fields under
+ * "read-only" may be read by anyone and written only by the builders;
+ * fields under "private" belong to program.c and program_private.h (the
+ * fast builders the lowering uses): read or write them nowhere else.
  */
 #pragma once
 
+#include "machine.h"
+
 #include <glib.h>
-#include <string.h>
 
 G_BEGIN_DECLS
 
@@ -39,11 +61,6 @@ typedef enum {
   SIM_OP_WAIT,
   SIM_OP_HOST_ALLOC,
 } SimOpKind;
-
-typedef enum {
-  SIM_DIR_D2H = 0,
-  SIM_DIR_H2D = 1,
-} SimDir;
 
 /* What an op is for, in reports and plots. */
 typedef enum {
@@ -57,17 +74,38 @@ typedef enum {
   SIM_PHASE_COUNT,
 } SimPhase;
 
+/* A memory pool; also the index of everything kept per pool (baseline,
+ * levels, peaks). */
 typedef enum {
   SIM_POOL_DEVICE = 0,
   SIM_POOL_HOST = 1,
+  SIM_POOL_COUNT, /* the number of pools: size of per-pool arrays */
 } SimPool;
+
+/* Which sum of compute seconds a compute op adds to: the index of
+ * SimProgram.compute_work.  Recompute is kept apart so that a report can
+ * show what checkpointing costs. */
+typedef enum {
+  SIM_WORK_COMPUTE = 0,   /* forward and backward */
+  SIM_WORK_RECOMPUTE = 1, /* phase SIM_PHASE_RECOMPUTE */
+  SIM_WORK_COUNT,
+} SimWork;
 
 typedef enum {
   SIM_AT_START = 0,
   SIM_AT_END = 1,
 } SimWhen;
 
+/* The layer of an op, event or memory action that belongs to no layer:
+ * the embedding and the head, syncs, the baseline. */
 #define SIM_NO_LAYER (-1)
+
+/* Not an op: what a builder returns when g_return_val_if_fail rejects its
+ * arguments (nothing is added), and where a field names no op
+ * (SimEvent.recorder of an event not recorded yet, SimPeak.op of the
+ * baseline).  Never a valid index: a program holds fewer than 2^31 ops
+ * (sim_program_grow_ops asserts it). */
+#define SIM_NO_OP G_MAXUINT32
 
 /* 40 bytes (the engine reads one or two per event): the fields of
  * different kinds share one union. */
@@ -99,56 +137,66 @@ typedef struct {
   gint32 layer;
 } SimMemAction;
 G_STATIC_ASSERT(sizeof(SimMemAction) == 16);
+G_STATIC_ASSERT(SIM_POOL_COUNT <= 2); /* `pool` is one bit */
 
 typedef struct {
+  /* read-only */
   char *name;
   guint32 *ops; /* op indices, in stream order */
-  guint n_ops, cap;
+  guint n_ops;
+  /* private */
+  guint cap;    /* of ops */
 } SimStream;
 
 typedef struct {
   guint32 label; /* interned name, for stuck-schedule reports */
   gint32 layer;
-  guint32 recorder; /* the op that records it, or G_MAXUINT32 */
+  guint32 recorder; /* the op that records it, or SIM_NO_OP */
 } SimEvent;
 
 typedef struct SimProgram SimProgram;
 struct SimProgram {
+  /* read-only */
   /* Plain arrays, not GArray: a lowering appends tens of thousands of ops
    * and actions per program and a planner lowers thousands of programs. */
   SimOp *ops;          /* issue order */
-  guint n_ops, ops_cap;
+  guint n_ops;
   SimMemAction *mem;   /* grouped by op */
-  guint n_mem, mem_cap;
+  guint n_mem;
   GPtrArray *streams;  /* SimStream* */
   GPtrArray *labels;   /* char*, index = interned id */
-  GHashTable *label_ids;
-  GHashTable *label_cache; /* const char* (by address) -> id + 1: see sim_program_intern */
-  const char **slot_names; /* see sim_program_intern_slot */
-  guint32 *slot_ids;
-  guint slot_cap;
   GArray *events;      /* SimEvent, index = event id */
-  guint64 baseline[2]; /* memory in use before the first op (static), per pool */
+  guint64 baseline[SIM_POOL_COUNT]; /* memory in use before the first op (static) */
   guint32 baseline_tag;
   /* Tags reserved for what is not a saved tensor, so that reports tell them
    * apart even from a tensor a user named "input". */
   guint32 input_tag, workspace_tag;
-  guint32 record_label, wait_label;
-  guint32 second_record; /* the first op that recorded an already recorded event, or G_MAXUINT32 */
-  /* Nominal seconds of compute ops, summed in issue order as they are added:
-   * [0] forward and backward, [1] recompute. */
-  double compute_work[2];
+  /* Nominal seconds of compute ops per SimWork, summed in issue order as
+   * they are added. */
+  double compute_work[SIM_WORK_COUNT];
   /* Copies and their bytes per SimDir, summed as they are added. */
-  guint64 copy_bytes[2];
-  guint copies[2];
+  guint64 copy_bytes[SIM_DIR_COUNT];
+  guint copies[SIM_DIR_COUNT];
+
+  /* private: see program_private.h */
+  guint ops_cap, mem_cap;   /* capacities of ops and mem */
+  GHashTable *label_ids;    /* char* (content) -> id */
+  GHashTable *label_cache;  /* const char* (by address) -> id + 1: see sim_program_intern */
+  const char **slot_names;  /* see sim_program_intern_slot */
+  guint32 *slot_ids;
+  guint slot_cap;
+  guint32 record_label, wait_label;
+  guint32 second_record;    /* the first op that recorded an already recorded event, or SIM_NO_OP */
 };
 
 SimProgram *sim_program_new(void);
 void sim_program_free(SimProgram *program);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(SimProgram, sim_program_free)
 
-/* Drops every op, stream, event and baseline but keeps the storage, so a
- * planner that lowers thousands of candidates does not allocate per op. */
+/* Drops every op, action, stream, event, baseline and sum but keeps the op,
+ * action and event storage and the interned labels, so a planner that
+ * lowers thousands of candidates does not allocate per op.  (Streams are
+ * freed: a lowering adds three.) */
 void sim_program_reset(SimProgram *program);
 
 /* The id of `label`, interning a copy the first time.  Lowerings intern the
@@ -157,119 +205,28 @@ void sim_program_reset(SimProgram *program);
  * (an address reused for another string just misses). */
 guint32 sim_program_intern(SimProgram *program, const char *label);
 
-void sim_program_grow_slots(SimProgram *program, guint slot);
-
-/* The id of an interned string (g_intern_string: one address per content,
- * never freed), remembered at position `slot`: a lowering that interns the
- * same workload's names in the same order on every run pays one pointer
- * comparison per name instead of a hash lookup.  Correct whatever was at the
- * slot before, since equal addresses of interned strings mean equal names. */
-static inline guint32
-sim_program_intern_slot(SimProgram *p, guint slot, const char *interned)
-{
-  if (slot >= p->slot_cap)
-    sim_program_grow_slots(p, slot);
-  if (p->slot_names[slot] != interned) {
-    p->slot_ids[slot] = sim_program_intern(p, interned);
-    p->slot_names[slot] = interned;
-  }
-  return p->slot_ids[slot];
-}
+/* Each returns the new index; a stream's name is copied. */
 guint32 sim_program_add_stream(SimProgram *program, const char *name);
 guint32 sim_program_add_event(SimProgram *program, guint32 label, gint32 layer);
 void sim_program_set_baseline(SimProgram *program, SimPool pool, guint64 bytes, const char *tag);
 
-void sim_program_grow_ops(SimProgram *program, guint32 stream);
-
-/* Appends an op of `kind` to the program and to its stream and returns its
- * index; the caller then sets the fields of its kind (work, bytes, dir,
- * event) in place.  Inline, and written field by field into the array: a
- * lowering adds thousands of ops per program, and an op built on the stack
- * and copied in costs a failed store-to-load forward (its byte fields are
- * written narrow and read back wide), which perf showed as half of the
- * lowering's time. */
-static inline guint32
-sim_program_add_op(SimProgram *p, SimOpKind kind, SimPhase phase, guint32 stream, gint32 layer, guint32 label)
-{
-  g_return_val_if_fail(stream < p->streams->len, 0);
-  SimStream *s = (SimStream *)g_ptr_array_index(p->streams, stream);
-  if (p->n_ops == p->ops_cap || s->n_ops == s->cap)
-    sim_program_grow_ops(p, stream);
-  guint32 index = p->n_ops++;
-  SimOp *op = &p->ops[index];
-  op->bytes = 0;
-  op->kind = (guint8)kind;
-  op->phase = (guint8)phase;
-  op->dir = 0;
-  op->pageable = 0;
-  op->stream = stream;
-  op->layer = layer;
-  op->label = label;
-  op->mem_first = p->n_mem;
-  op->mem_count = 0;
-  op->mem_starts = 0;
-  s->ops[s->n_ops++] = index;
-  return index;
-}
-
-/* Each returns the new op's index. */
-static inline guint32
-sim_program_compute(SimProgram *p, guint32 stream, double seconds, SimPhase phase, gint32 layer, guint32 label)
-{
-  g_return_val_if_fail(seconds >= 0, 0);
-  guint32 index = sim_program_add_op(p, SIM_OP_COMPUTE, phase, stream, layer, label);
-  p->ops[index].work = seconds;
-  p->compute_work[phase == SIM_PHASE_RECOMPUTE] += seconds;
-  return index;
-}
-
-static inline guint32
-sim_program_copy(SimProgram *p, guint32 stream, SimDir dir, guint64 bytes, gboolean pageable, gint32 layer,
-                 guint32 label)
-{
-  guint32 index = sim_program_add_op(p, SIM_OP_COPY, dir == SIM_DIR_D2H ? SIM_PHASE_OFFLOAD : SIM_PHASE_RELOAD,
-                                     stream, layer, label);
-  SimOp *op = &p->ops[index];
-  op->dir = (guint8)dir;
-  op->pageable = pageable ? 1 : 0;
-  op->bytes = bytes;
-  p->copy_bytes[dir] += bytes;
-  p->copies[dir]++;
-  return index;
-}
+/* Each appends one op to `stream` and returns its index, or SIM_NO_OP
+ * (adding nothing) when its arguments are wrong: a stream or event that
+ * does not exist, negative seconds.  Out of line; the lowering uses the
+ * inline forms of program_private.h. */
+guint32 sim_program_compute(SimProgram *program, guint32 stream, double seconds, SimPhase phase, gint32 layer,
+                            guint32 label);
+guint32 sim_program_copy(SimProgram *program, guint32 stream, SimDir dir, guint64 bytes, gboolean pageable,
+                         gint32 layer, guint32 label);
 guint32 sim_program_record(SimProgram *program, guint32 stream, guint32 event);
 guint32 sim_program_wait(SimProgram *program, guint32 stream, guint32 event);
 guint32 sim_program_host_alloc(SimProgram *program, guint32 stream, double seconds, gint32 layer,
                                guint32 label);
 
-void sim_program_grow_mem(SimProgram *program);
-
-/* Adds a memory action to `op`, which must be the newest op.  Inline: a
- * lowering adds two or three per op. */
-static inline void
-sim_program_mem(SimProgram *p, guint32 op, SimWhen when, SimPool pool, gint64 delta, guint32 tag, gint32 layer)
-{
-  g_return_if_fail(op + 1 == p->n_ops);
-  if (p->n_mem == p->mem_cap)
-    sim_program_grow_mem(p);
-  /* The op is the newest, so its actions end at n_mem. */
-  SimOp *o = &p->ops[op];
-  SimMemAction *a = &p->mem[p->n_mem++];
-  if (when == SIM_AT_START) {
-    if (G_UNLIKELY(o->mem_starts < o->mem_count)) {
-      /* Keep the starts ahead of the ends so the engine walks each once. */
-      a = &p->mem[o->mem_first + o->mem_starts];
-      memmove(a + 1, a, (o->mem_count - o->mem_starts) * sizeof(SimMemAction));
-    }
-    o->mem_starts++;
-  }
-  o->mem_count++;
-  /* Field by field, like sim_program_add_op. */
-  a->delta = delta;
-  a->tag = tag;
-  a->pool = pool;
-  a->layer = layer;
-}
+/* Adds a memory action to `op`, which must be the newest op (not
+ * SIM_NO_OP: an op that was never added gets no actions). */
+void sim_program_mem(SimProgram *program, guint32 op, SimWhen when, SimPool pool, gint64 delta, guint32 tag,
+                     gint32 layer);
 
 static inline const SimOp *
 sim_program_op(const SimProgram *program, guint32 index)
@@ -277,16 +234,16 @@ sim_program_op(const SimProgram *program, guint32 index)
   return &program->ops[index];
 }
 
-static inline guint
-sim_program_n_mem(const SimProgram *program)
-{
-  return program->n_mem;
-}
-
 static inline const char *
 sim_program_label(const SimProgram *program, guint32 label)
 {
   return g_ptr_array_index(program->labels, label);
+}
+
+static inline const SimEvent *
+sim_program_event(const SimProgram *program, guint32 event)
+{
+  return &g_array_index(program->events, SimEvent, event);
 }
 
 static inline guint
@@ -307,11 +264,13 @@ sim_program_n_ops(const SimProgram *program)
  * lowering: SIM_ERROR_INTERNAL naming both ops. */
 gboolean sim_program_validate(const SimProgram *program, GError **error);
 
-/* "op 12 'backward mlp L3' on stream 'compute'": one op named for messages. */
+/* "op 12 'backward mlp L3' on stream 'compute'": one op named for
+ * messages, a new string. */
 char *sim_program_describe_op(const SimProgram *program, guint32 op);
-/* "event 'd2h-done' L3" */
-char *sim_program_describe_event(const SimProgram *program, guint32 event);
 
+/* Static names for messages: "forward", "backward", … ("?" past
+ * SIM_PHASE_COUNT); "device" or "host" ("?" past SIM_POOL_COUNT). */
 const char *sim_phase_name(SimPhase phase);
+const char *sim_pool_name(SimPool pool);
 
 G_END_DECLS

@@ -1,4 +1,5 @@
 #include "lower.h"
+#include "program_private.h" /* the inline builders: a program per candidate */
 
 #define NONE G_MAXUINT32
 
@@ -145,8 +146,8 @@ static void
 workspace(const Lower *l, guint32 op, const SimLayer *layer, gint32 i)
 {
   gint64 bytes = (gint64)layer->workspace_bytes;
-  sim_program_mem(l->p, op, SIM_AT_START, SIM_POOL_DEVICE, bytes, l->label_workspace, i);
-  sim_program_mem(l->p, op, SIM_AT_END, SIM_POOL_DEVICE, -bytes, l->label_workspace, i);
+  sim_program_mem_inline(l->p, op, SIM_AT_START, SIM_POOL_DEVICE, bytes, l->label_workspace, i);
+  sim_program_mem_inline(l->p, op, SIM_AT_END, SIM_POOL_DEVICE, -bytes, l->label_workspace, i);
 }
 
 /* The copies of layer i's offloaded tensors, one direction, on `stream`.
@@ -168,14 +169,14 @@ emit_copies(const Lower *l, guint i, SimDir dir, guint32 stream)
     guint n = copies_of(l, t);
     gint64 bytes = (gint64)t->bytes;
     for (guint c = 0; c < n; c++) {
-      guint32 op = sim_program_copy(p, stream, dir, t->bytes, pageable, (gint32)i, labels[k]);
+      guint32 op = sim_program_copy_inline(p, stream, dir, t->bytes, pageable, (gint32)i, labels[k]);
       if (dir == SIM_DIR_D2H) {
-        sim_program_mem(p, op, SIM_AT_START, SIM_POOL_HOST, bytes, labels[k], (gint32)i);
+        sim_program_mem_inline(p, op, SIM_AT_START, SIM_POOL_HOST, bytes, labels[k], (gint32)i);
         if (c + 1 == n)
-          sim_program_mem(p, op, SIM_AT_END, SIM_POOL_DEVICE, -bytes, labels[k], (gint32)i);
+          sim_program_mem_inline(p, op, SIM_AT_END, SIM_POOL_DEVICE, -bytes, labels[k], (gint32)i);
       } else {
-        sim_program_mem(p, op, SIM_AT_START, SIM_POOL_DEVICE, bytes, labels[k], (gint32)i);
-        sim_program_mem(p, op, SIM_AT_END, SIM_POOL_HOST, -bytes, labels[k], (gint32)i);
+        sim_program_mem_inline(p, op, SIM_AT_START, SIM_POOL_DEVICE, bytes, labels[k], (gint32)i);
+        sim_program_mem_inline(p, op, SIM_AT_END, SIM_POOL_HOST, -bytes, labels[k], (gint32)i);
       }
     }
   }
@@ -216,13 +217,14 @@ emit_stage(Lower *l, const SimLayer *stage, const char *name, SimPhase phase)
     return;
   guint32 label = sim_program_intern(l->p, name);
   gboolean forward = phase == SIM_PHASE_FORWARD;
-  guint32 op = sim_program_compute(l->p, SIM_LOWER_STREAM_COMPUTE, forward ? stage->forward : stage->backward, phase,
-                                   SIM_NO_LAYER, label);
+  guint32 op = sim_program_compute_inline(l->p, SIM_LOWER_STREAM_COMPUTE, forward ? stage->forward : stage->backward,
+                                          phase, SIM_NO_LAYER, label);
   workspace(l, op, stage, SIM_NO_LAYER);
   for (guint k = 0; k < stage->tensors->len; k++) {
     const SimTensor *t = &g_array_index(stage->tensors, SimTensor, k);
-    sim_program_mem(l->p, op, forward ? SIM_AT_START : SIM_AT_END, SIM_POOL_DEVICE,
-                    forward ? (gint64)t->bytes : -(gint64)t->bytes, sim_program_intern(l->p, t->name), SIM_NO_LAYER);
+    sim_program_mem_inline(l->p, op, forward ? SIM_AT_START : SIM_AT_END, SIM_POOL_DEVICE,
+                           forward ? (gint64)t->bytes : -(gint64)t->bytes, sim_program_intern(l->p, t->name),
+                           SIM_NO_LAYER);
   }
 }
 
@@ -237,19 +239,19 @@ emit_forward(Lower *l, guint i)
   if (l->policy->async && i >= inflight && l->ev_d2h[i - inflight] != NONE)
     sim_program_wait(p, SIM_LOWER_STREAM_COMPUTE, l->ev_d2h[i - inflight]);
 
-  guint32 op = sim_program_compute(p, SIM_LOWER_STREAM_COMPUTE, layer->forward, SIM_PHASE_FORWARD, (gint32)i,
-                                   l->label_fwd);
+  guint32 op = sim_program_compute_inline(p, SIM_LOWER_STREAM_COMPUTE, layer->forward, SIM_PHASE_FORWARD, (gint32)i,
+                                          l->label_fwd);
   if (a == SIM_ACTION_RECOMPUTE)
-    sim_program_mem(p, op, SIM_AT_START, SIM_POOL_DEVICE, (gint64)layer->input_bytes, l->label_input, (gint32)i);
+    sim_program_mem_inline(p, op, SIM_AT_START, SIM_POOL_DEVICE, (gint64)layer->input_bytes, l->label_input, (gint32)i);
   for (guint k = 0; k < layer->tensors->len; k++) {
     const SimTensor *t = &g_array_index(layer->tensors, SimTensor, k);
     Fate fate = tensor_fate(l, i, k);
     if (fate == FATE_FULL)
       continue;
     /* Every tensor exists while the forward runs; dropped ones go at its end. */
-    sim_program_mem(p, op, SIM_AT_START, SIM_POOL_DEVICE, (gint64)t->bytes, tensor_label(l, i, k), (gint32)i);
+    sim_program_mem_inline(p, op, SIM_AT_START, SIM_POOL_DEVICE, (gint64)t->bytes, tensor_label(l, i, k), (gint32)i);
     if (fate == FATE_DROP)
-      sim_program_mem(p, op, SIM_AT_END, SIM_POOL_DEVICE, -(gint64)t->bytes, tensor_label(l, i, k), (gint32)i);
+      sim_program_mem_inline(p, op, SIM_AT_END, SIM_POOL_DEVICE, -(gint64)t->bytes, tensor_label(l, i, k), (gint32)i);
   }
   workspace(l, op, layer, (gint32)i);
 
@@ -297,27 +299,29 @@ emit_backward(Lower *l, guint i)
   gboolean full = a == SIM_ACTION_RECOMPUTE;
   double redo = full ? layer->forward : sim_layer_selective_recompute(layer);
   if (full || a == SIM_ACTION_SELECTIVE || a == SIM_ACTION_SELECTIVE_OFFLOAD) {
-    guint32 op = sim_program_compute(p, SIM_LOWER_STREAM_COMPUTE, redo, SIM_PHASE_RECOMPUTE, (gint32)i,
-                                     l->label_recompute);
+    guint32 op = sim_program_compute_inline(p, SIM_LOWER_STREAM_COMPUTE, redo, SIM_PHASE_RECOMPUTE, (gint32)i,
+                                            l->label_recompute);
     for (guint k = 0; k < layer->tensors->len; k++) {
       const SimTensor *t = &g_array_index(layer->tensors, SimTensor, k);
       Fate fate = tensor_fate(l, i, k);
       if (fate == FATE_FULL || fate == FATE_DROP)
-        sim_program_mem(p, op, SIM_AT_START, SIM_POOL_DEVICE, (gint64)t->bytes, tensor_label(l, i, k), (gint32)i);
+        sim_program_mem_inline(p, op, SIM_AT_START, SIM_POOL_DEVICE, (gint64)t->bytes, tensor_label(l, i, k),
+                               (gint32)i);
     }
     workspace(l, op, layer, (gint32)i);
   }
 
-  guint32 op = sim_program_compute(p, SIM_LOWER_STREAM_COMPUTE, layer->backward, SIM_PHASE_BACKWARD, (gint32)i,
-                                   l->label_bwd);
+  guint32 op = sim_program_compute_inline(p, SIM_LOWER_STREAM_COMPUTE, layer->backward, SIM_PHASE_BACKWARD, (gint32)i,
+                                          l->label_bwd);
   workspace(l, op, layer, (gint32)i);
   for (guint k = 0; k < layer->tensors->len; k++) {
     const SimTensor *t = &g_array_index(layer->tensors, SimTensor, k);
     guint n = tensor_fate(l, i, k) == FATE_OFFLOAD ? copies_of(l, t) : 1;
-    sim_program_mem(p, op, SIM_AT_END, SIM_POOL_DEVICE, -(gint64)(t->bytes * n), tensor_label(l, i, k), (gint32)i);
+    sim_program_mem_inline(p, op, SIM_AT_END, SIM_POOL_DEVICE, -(gint64)(t->bytes * n), tensor_label(l, i, k),
+                           (gint32)i);
   }
   if (full)
-    sim_program_mem(p, op, SIM_AT_END, SIM_POOL_DEVICE, -(gint64)layer->input_bytes, l->label_input, (gint32)i);
+    sim_program_mem_inline(p, op, SIM_AT_END, SIM_POOL_DEVICE, -(gint64)layer->input_bytes, l->label_input, (gint32)i);
 }
 
 /* The program's streams, baseline and every label the lowering uses,

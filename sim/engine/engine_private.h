@@ -1,0 +1,21 @@
+/* sim/engine/engine_private.h — what the engine offers tests only.
+ *
+ * Who may include it: tests (tests/test_engine.c).  The library keeps the
+ * definitions in engine.c; nothing in the simulator calls them, since
+ * reports go through sim_run_live_visit (engine.h), which needs no array
+ * and no sort.
+ */
+#pragma once
+
+#include "engine.h"
+
+G_BEGIN_DECLS
+
+/* Test-only.  Replays the applied memory actions up to the peak of `pool`
+ * and returns what was live then: a new GArray of SimLive (free with
+ * g_array_unref), largest first, ties by tag then layer, including the
+ * baseline under the program's baseline tag.  `program` is the one that
+ * made `run`. */
+GArray *sim_run_live_at_peak(const SimRun *run, const SimProgram *program, SimPool pool);
+
+G_END_DECLS

@@ -107,6 +107,11 @@ typedef enum {
  * (sim_program_grow_ops asserts it). */
 #define SIM_NO_OP G_MAXUINT32
 
+/* Not an event: where a builder's caller keeps "no event yet" (the
+ * lowering's per-layer offload and reload events).  Never a valid index, for
+ * the same reason as SIM_NO_OP. */
+#define SIM_NO_EVENT G_MAXUINT32
+
 /* 40 bytes (the engine reads one or two per event): the fields of
  * different kinds share one union. */
 typedef struct {

@@ -1,7 +1,6 @@
 #include "lower.h"
 #include "program_private.h" /* the inline builders: a program per candidate */
 
-#define NONE G_MAXUINT32
 
 /* What happens to one saved tensor of a layer. */
 typedef enum {
@@ -17,8 +16,8 @@ typedef struct {
   const SimPolicy *policy;
   const SimLink *link;
   GArray *actions; /* SimAction per layer, after dropping offloads with nothing to move */
-  guint32 *ev_d2h; /* per layer: its group is on the host (async), or NONE */
-  guint32 *ev_h2d; /* per layer: its group is back on the device (async), or NONE */
+  guint32 *ev_d2h; /* per layer: its group is on the host (async), or SIM_NO_EVENT */
+  guint32 *ev_h2d; /* per layer: its group is back on the device (async), or SIM_NO_EVENT */
   guint32 label_fwd, label_bwd, label_recompute, label_input, label_workspace, label_pin;
   guint32 label_reloaded, label_fwd_done, label_offloaded, label_due, label_started, label_boundary;
   guint32 *labels; /* every layer tensor's interned name: labels[first[i] + k] */
@@ -236,7 +235,7 @@ emit_forward(Lower *l, guint i)
   guint inflight = l->policy->inflight;
   SimAction a = action_at(l, i);
 
-  if (l->policy->async && i >= inflight && l->ev_d2h[i - inflight] != NONE)
+  if (l->policy->async && i >= inflight && l->ev_d2h[i - inflight] != SIM_NO_EVENT)
     sim_program_wait(p, SIM_LOWER_STREAM_COMPUTE, l->ev_d2h[i - inflight]);
 
   guint32 op = sim_program_compute_inline(p, SIM_LOWER_STREAM_COMPUTE, layer->forward, SIM_PHASE_FORWARD, (gint32)i,
@@ -383,7 +382,7 @@ decide(Lower *l)
   l->ev_d2h = g_new(guint32, n);
   l->ev_h2d = g_new(guint32, n);
   for (guint i = 0; i < n; i++)
-    l->ev_d2h[i] = l->ev_h2d[i] = NONE;
+    l->ev_d2h[i] = l->ev_h2d[i] = SIM_NO_EVENT;
 }
 
 /* The top `prefetch` layers reload as soon as the forward pass is over. */
@@ -393,11 +392,11 @@ emit_boundary_reloads(Lower *l)
   guint n = sim_workload_n_layers(l->w);
   if (!l->policy->async || l->policy->prefetch == 0)
     return;
-  guint32 boundary = NONE;
+  guint32 boundary = SIM_NO_EVENT;
   for (guint j = n; j-- > 0 && (guint64)j + l->policy->prefetch >= n;) {
     if (!is_async_offload(l, j))
       continue;
-    if (boundary == NONE) {
+    if (boundary == SIM_NO_EVENT) {
       boundary = sim_program_add_event(l->p, l->label_boundary, SIM_NO_LAYER);
       sim_program_record(l->p, SIM_LOWER_STREAM_COMPUTE, boundary);
     }

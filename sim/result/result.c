@@ -117,11 +117,11 @@ fill_peak(SimResultPeak *out, const SimRun *run, const SimProgram *program, SimP
   const SimPeak *peak = &run->peak[pool];
   out->bytes = peak->bytes;
   out->time_ms = peak->time * 1e3;
-  out->phase = peak->op == G_MAXUINT32 ? "static" : sim_phase_name(peak->phase);
+  out->phase = peak->op == SIM_NO_OP ? "static" : sim_phase_name(peak->phase);
   out->layer = peak->layer;
   if (peak->layer != SIM_NO_LAYER)
     out->where = g_strdup_printf("L%d", peak->layer);
-  else if (peak->op != G_MAXUINT32)
+  else if (peak->op != SIM_NO_OP)
     out->where = g_strdup(sim_program_label(program, sim_program_op(program, peak->op)->label));
   else
     out->where = g_strdup("");

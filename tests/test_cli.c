@@ -280,6 +280,20 @@ START_TEST(sweep_rejects_bad_values_before_running)
   g_auto(TestRun) e = test_offsim("sweep", tiny, NULL);
   ck_assert_int_eq(e.status, 2);
   ck_assert_str_eq(a.out, "");
+  /* A key in two --set: the rows were labelled 1us/2us but every point ran at 3us. */
+  g_auto(TestRun) twice = test_offsim("sweep", tiny, "--set", "link.latency=1us,2us", "--set", "link.latency=3us", NULL);
+  ck_assert_int_eq(twice.status, 2);
+  ck_assert_str_eq(twice.out, "");
+  ck_assert_str_eq(twice.err, "offsim: --set link.latency: the key is given twice (give all its values once: "
+                              "link.latency=v1,v2,...)\n");
+  /* No values: a sweep of no points used to print the header and exit 0. */
+  const char *empty[] = { "link.latency=", "link.latency= ", "policy.async.prefetch=" };
+  for (guint i = 0; i < G_N_ELEMENTS(empty); i++) {
+    g_auto(TestRun) none = test_offsim("sweep", tiny, "--set", empty[i], NULL);
+    ck_assert_msg(none.status == 2, "%s: exit %d", empty[i], none.status);
+    ck_assert_str_eq(none.out, "");
+    ck_assert_msg(strstr(none.err, ": no values (expected ") != NULL, "%s: %s", empty[i], none.err);
+  }
 }
 END_TEST
 

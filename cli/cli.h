@@ -42,6 +42,11 @@ gboolean cli_parse_options(GOptionContext *context, const char *command, int *ar
  * ledger's own wording). */
 gboolean cli_parse_budget(const char *text, const char *zero_reason, guint64 *bytes, GError **error);
 
+/* The capacity `fits` (and the planner) check a peak against: the budget
+ * (0: none), but never more than the device's memory, so that no peak the
+ * device cannot hold is called a fit. */
+guint64 cli_capacity(guint64 budget, const SimScenario *scenario);
+
 /* What `offsim` calls the plot directory in plots/' messages, and what it
  * offers when gnuplot is missing (cli/options.c). */
 extern const PlotsRenderNames cli_plot_names;

@@ -5,6 +5,7 @@
 #include "cli.h"
 
 #include "error.h"
+#include "scenario.h"
 #include "units.h"
 
 gboolean
@@ -22,6 +23,13 @@ cli_parse_budget(const char *text, const char *zero_reason, guint64 *bytes, GErr
   }
   *bytes = v;
   return TRUE;
+}
+
+guint64
+cli_capacity(guint64 budget, const SimScenario *scenario)
+{
+  guint64 memory = scenario->machine.device.memory;
+  return budget && budget < memory ? budget : memory;
 }
 
 /* sweep shows the same advice although it has no --plot-script: the

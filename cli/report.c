@@ -229,7 +229,8 @@ format_table(const SimScenario *s, GPtrArray *results)
   g_autofree char *cap = sim_units_format_size(first->capacity_bytes);
 
   g_string_append_printf(out, "%s\n", s->name);
-  g_string_append_printf(out, "%u layers, %s saved for backward, %s static; %s device, fits within %s\n",
+  /* The capacity `fits` used, not a verdict: each row says whether it fits. */
+  g_string_append_printf(out, "%u layers, %s saved for backward, %s static; %s device, fits if peak <= %s\n",
                          sim_workload_n_layers(s->workload), saved, stat, mem, cap);
   g_string_append_printf(out, "link: H2D %s, D2H %s, both %s, %.3g us per copy", h2d, d2h, bidir, link->latency * 1e6);
   if (link->compute_slowdown > 0)

@@ -83,7 +83,7 @@ write_outputs(const SimScenario *scenario, GPtrArray *results, const RunOptions 
 /* The options that are values, checked, in their units. */
 typedef struct {
   CliFormat format;
-  guint64 budget; /* 0: the device's memory */
+  guint64 budget; /* 0: the device's memory (cli_capacity caps it there) */
   guint formats;  /* PlotsFormat bits */
 } RunRequest;
 
@@ -193,12 +193,14 @@ run_scenario(const char *path, const RunOptions *o, gboolean compare, GError **e
   g_autoptr(GPtrArray) chosen = choose_policies(scenario, o->policy, compare, error);
   if (chosen == NULL)
     return FALSE;
-  SimEvaluateOptions eval = { .budget = req.budget, .detail = wants_detail(o) };
+  /* A budget above the device's memory cannot make a larger peak fit. */
+  guint64 capacity = cli_capacity(req.budget, scenario);
+  SimEvaluateOptions eval = { .budget = capacity, .detail = wants_detail(o) };
   g_autoptr(GPtrArray) results = evaluate_policies(scenario, chosen, &eval, error);
   if (results == NULL)
     return FALSE;
   g_autoptr(PlannerPlan) plan = NULL;
-  if (compare && req.budget && (plan = add_plan_row(scenario, req.budget, results, error)) == NULL)
+  if (compare && req.budget && (plan = add_plan_row(scenario, capacity, results, error)) == NULL)
     return FALSE;
 
   g_autofree char *text = cli_report_format(scenario, results, req.format, !compare);

@@ -115,6 +115,56 @@ START_TEST(budget_changes_fits)
 }
 END_TEST
 
+/* tiny.ini on a device of `memory`: resident 1.28 GiB, async 1.17 GiB,
+ * hybrid 1.23 GiB, checkpoint 1.15 GiB. */
+static char *
+tiny_on_device(const char *memory)
+{
+  g_autofree char *text = g_strdup_printf("[scenario]\ninclude = %s/tiny.ini\n[device]\nmemory = %s\n",
+                                          OFFSIM_SCENARIOS, memory);
+  return write_temp("small-device.ini", text);
+}
+
+/* A budget above the device's memory used to make a peak the device cannot
+ * hold "fit", and the header said "fits within" even when nothing did. */
+START_TEST(fits_never_passes_the_device_memory)
+{
+  g_autofree char *small = tiny_on_device("1.2GiB");
+  g_auto(TestRun) csv = test_offsim("compare", small, "--budget", "2GiB", "--format", "csv", NULL);
+  ck_assert_int_eq(csv.status, 0);
+  g_auto(GStrv) lines = g_strsplit(csv.out, "\n", -1);
+  const char *fits[] = { "resident,", "false", "async,", "true", "hybrid,", "false", "checkpoint,", "true" };
+  for (guint i = 0; i < 4; i++) {
+    ck_assert_ptr_nonnull(strstr(lines[1 + i], fits[2 * i]));
+    g_autofree char *field = g_strdup_printf(",%s,1288490189,", fits[2 * i + 1]); /* fits, capacity 1.2 GiB */
+    ck_assert_msg(strstr(lines[1 + i], field) != NULL, "%s: expected fits %s: %s", fits[2 * i], fits[2 * i + 1],
+                  lines[1 + i]);
+  }
+  /* The planned row and `offsim plan` plan for the device, not the budget. */
+  g_auto(TestRun) table = test_offsim("compare", small, "--budget", "2GiB", NULL);
+  ck_assert_int_eq(table.status, 0);
+  ck_assert_ptr_nonnull(strstr(table.out, "; 1.20 GiB device, fits if peak <= 1.20 GiB\n"));
+  ck_assert_ptr_null(strstr(table.out, "already fits"));
+  g_auto(TestRun) plan = test_offsim("plan", small, "--budget", "2GiB", "--format", "json", NULL);
+  ck_assert_int_eq(plan.status, 0);
+  g_autoptr(JsonParser) parser = json_parser_new();
+  ck_assert(json_parser_load_from_data(parser, plan.out, -1, NULL));
+  JsonObject *o = json_node_get_object(json_parser_get_root(parser));
+  ck_assert_int_eq(json_object_get_int_member(o, "budget_bytes"), 1288490189);
+  ck_assert_int_le(json_object_get_int_member(o, "peak_device_bytes"), 1288490189);
+  g_auto(TestRun) plan_table = test_offsim("plan", small, "--budget", "2GiB", NULL);
+  ck_assert_ptr_nonnull(strstr(plan_table.out, "plan under a budget of 1.20 GiB, the device's memory, not --budget "
+                                               "2.00 GiB ("));
+  /* Nothing fits a 1 GiB device: the header states the capacity, no verdict. */
+  g_autofree char *tight = tiny_on_device("1GiB");
+  g_auto(TestRun) none = test_offsim("compare", tight, NULL);
+  ck_assert_int_eq(none.status, 0);
+  ck_assert_ptr_null(strstr(none.out, " yes\n"));
+  ck_assert_ptr_nonnull(strstr(none.out, "; 1.00 GiB device, fits if peak <= 1.00 GiB\n"));
+  ck_assert_ptr_null(strstr(none.out, "fits within"));
+}
+END_TEST
+
 START_TEST(bad_input_exits_2_with_one_line)
 {
   g_autofree char *bad = write_temp("bad.ini", "[device]\nmemory = 80GiB\n[link]\nh2d_bandwidth = 0GB/s\nd2h_bandwidth = 1GB/s\n");
@@ -309,6 +359,7 @@ cli_suite(void)
   tcase_add_test(tc, csv_has_a_header_and_a_row_per_policy);
   tcase_add_test(tc, output_is_byte_identical_across_runs);
   tcase_add_test(tc, budget_changes_fits);
+  tcase_add_test(tc, fits_never_passes_the_device_memory);
   tcase_add_test(tc, bad_input_exits_2_with_one_line);
   tcase_add_test(tc, every_bundled_scenario_runs);
   tcase_add_test(tc, embedded_default_equals_the_bundled_file);

@@ -47,6 +47,17 @@ gboolean cli_parse_budget(const char *text, const char *zero_reason, guint64 *by
  * device cannot hold is called a fit. */
 guint64 cli_capacity(guint64 budget, const SimScenario *scenario);
 
+/* Output paths, checked before anything is simulated, so that a typo in
+ * one costs no run (cli/options.c).  A FILE output must be a non-empty
+ * path that is not a directory (nor ends in '/'), nor an existing device
+ * or FIFO (it is replaced by a rename), in an existing directory this
+ * process may write.  A DIR output (--plot) must be a directory, or a path
+ * that can be created: its nearest existing ancestor is a directory this
+ * process may write; nothing is created here.  Errors are bad input, one
+ * line "OPTION 'PATH': what is wrong".  NULL `path`: nothing asked, TRUE. */
+gboolean cli_check_output_file(const char *option, const char *path, GError **error);
+gboolean cli_check_output_dir(const char *option, const char *path, GError **error);
+
 /* What `offsim` calls the plot directory in plots/' messages, and what it
  * offers when gnuplot is missing (cli/options.c). */
 extern const PlotsRenderNames cli_plot_names;

@@ -87,7 +87,8 @@ typedef struct {
   guint formats;  /* PlotsFormat bits */
 } RunRequest;
 
-/* Checked before the scenario is read, so that a typo costs no load. */
+/* Checked before the scenario is read, so that a typo costs no load, and
+ * paths before anything runs. */
 static gboolean
 parse_request(const RunOptions *o, RunRequest *r, GError **error)
 {
@@ -102,7 +103,12 @@ parse_request(const RunOptions *o, RunRequest *r, GError **error)
     g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "--plot-format: give --plot DIR or --plot-script FILE too");
     return FALSE;
   }
-  return !o->budget || cli_parse_budget(o->budget, NULL, &r->budget, error);
+  if (o->budget && !cli_parse_budget(o->budget, NULL, &r->budget, error))
+    return FALSE;
+  /* Every output path too: a typo there must not cost the run first. */
+  return cli_check_output_file("--trace", o->trace, error) && cli_check_output_file("--timeline", o->timeline, error) &&
+         cli_check_output_file("--memory", o->memory, error) &&
+         cli_check_output_file("--plot-script", o->plot_script, error) && cli_check_output_dir("--plot", o->plot, error);
 }
 
 /* The policies to evaluate (borrowed from `scenario`): every one for

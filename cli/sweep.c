@@ -139,6 +139,8 @@ sweep_run(const char *path, const SweepOptions *o, GError **error)
       return FALSE;
     g_ptr_array_add(axes, axis);
   }
+  if (!cli_check_output_file("--out", o->out, error) || !cli_check_output_dir("--plot", o->plot, error))
+    return FALSE;
   g_autoptr(SimConfig) config = sim_config_load_file(path, error);
   if (config == NULL)
     return FALSE;

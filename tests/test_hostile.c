@@ -758,12 +758,78 @@ START_TEST(unwritable_outputs_are_clear_errors)
                   target, r.status, r.err);
     assert_only(dir, (const char *const[]){ "a-file", "taken", NULL });
   }
+  /* The path is checked before anything runs, gnuplot or not. */
   g_auto(TestRun) plot = test_offsim("compare", "--plot", below_file, NULL);
-  /* 3 without gnuplot: the tool is checked first. */
-  ck_assert_msg(plot.status == 2 || plot.status == 3, "--plot under a file: exit %d: %s", plot.status, plot.err);
-  if (plot.status == 2)
-    ck_assert_ptr_nonnull(strstr(plot.err, "--plot"));
+  ck_assert_msg(plot.status == 2, "--plot under a file: exit %d: %s", plot.status, plot.err);
+  ck_assert_ptr_nonnull(strstr(plot.err, "--plot"));
+  ck_assert_str_eq(plot.out, "");
   assert_only(dir, (const char *const[]){ "a-file", "taken", NULL });
+}
+END_TEST
+
+/* Output paths used to be tried only after the simulation ran and printed
+ * its report ("Failed to rename file ?.E6QHZ3? to ??"): now each is checked
+ * first, and the one line names the option, the path and what is wrong. */
+START_TEST(output_paths_are_checked_before_the_run)
+{
+  g_autoptr(TempDir) dir = temp_dir();
+  g_autofree char *blocker = write_file(dir, "a-file", "x", -1);
+  g_autofree char *taken = g_build_filename(dir, "taken", NULL);
+  ck_assert_int_eq(g_mkdir(taken, 0700), 0);
+  g_autofree char *slash = g_strconcat(taken, "/", NULL);
+  g_autofree char *missing = g_build_filename(dir, "missing", "out.json", NULL);
+  g_autofree char *missing_dir = g_build_filename(dir, "missing", NULL);
+  g_autofree char *below_file = g_build_filename(blocker, "out", NULL);
+  const struct {
+    const char *path, *why;
+  } files[] = {
+    { "", "expected a file name, got an empty path" },
+    { slash, "names a directory, expected a file name" },
+    { taken, "names a directory, expected a file name" },
+    { "/dev/null", "exists and is not a regular file (it would be replaced)" },
+    { missing, NULL }, /* the directory '.../missing' does not exist */
+    { below_file, NULL }, /* '.../a-file' is not a directory */
+  };
+  g_autofree char *missing_why = g_strdup_printf("the directory '%s' does not exist", missing_dir);
+  g_autofree char *below_why = g_strdup_printf("'%s' is not a directory", blocker);
+  static const char *const options[] = { "--trace", "--timeline", "--memory", "--plot-script" };
+  for (guint i = 0; i < G_N_ELEMENTS(options); i++)
+    for (guint f = 0; f < G_N_ELEMENTS(files); f++) {
+      const char *why = files[f].why ? files[f].why : f == 4 ? missing_why : below_why;
+      g_autofree char *expect = g_strdup_printf("offsim: %s '%s': %s\n", options[i], files[f].path, why);
+      g_auto(TestRun) r = test_offsim("run", "--format", "json", options[i], files[f].path, NULL);
+      ck_assert_msg(r.status == 2, "%s '%s': exit %d: %s", options[i], files[f].path, r.status, r.err);
+      ck_assert_str_eq(r.err, expect);
+      /* Nothing ran: no report. */
+      ck_assert_msg(r.out[0] == '\0', "%s '%s': the report was printed first", options[i], files[f].path);
+    }
+  for (guint f = 0; f < G_N_ELEMENTS(files); f++) {
+    if (files[f].path == taken)
+      continue; /* the tests above: --out onto a directory */
+    const char *why = files[f].why ? files[f].why : f == 4 ? missing_why : below_why;
+    g_autofree char *expect = g_strdup_printf("offsim: --out '%s': %s\n", files[f].path, why);
+    g_auto(TestRun) r = test_offsim("sweep", OFFSIM_SCENARIOS "/tiny.ini", "--set", "link.latency=1us", "--out",
+                                    files[f].path, NULL);
+    ck_assert_msg(r.status == 2, "--out '%s': exit %d: %s", files[f].path, r.status, r.err);
+    ck_assert_str_eq(r.err, expect);
+  }
+  /* A plot directory may be missing (it is made), not a file or empty. */
+  const char *plot_args[][2] = { { "", "expected a directory, got an empty path" }, { blocker, "not a directory" },
+                                 { below_file, below_why } };
+  for (guint p = 0; p < G_N_ELEMENTS(plot_args); p++) {
+    g_autofree char *expect = g_strdup_printf("offsim: --plot '%s': %s\n", plot_args[p][0], plot_args[p][1]);
+    g_auto(TestRun) r = test_offsim("compare", "--format", "csv", "--plot", plot_args[p][0], NULL);
+    ck_assert_msg(r.status == 2, "--plot '%s': exit %d: %s", plot_args[p][0], r.status, r.err);
+    ck_assert_str_eq(r.err, expect);
+    ck_assert_str_eq(r.out, "");
+    g_auto(TestRun) s = test_offsim("sweep", OFFSIM_SCENARIOS "/tiny.ini", "--set", "link.latency=1us", "--plot",
+                                    plot_args[p][0], NULL);
+    ck_assert_int_eq(s.status, 2);
+    ck_assert_str_eq(s.err, expect);
+    ck_assert_str_eq(s.out, "");
+  }
+  assert_only(dir, (const char *const[]){ "a-file", "taken", NULL });
+  assert_only(taken, (const char *const[]){ NULL });
 }
 END_TEST
 
@@ -809,6 +875,7 @@ main(void)
   tcase_add_test(tc, regressions_replay);
   tcase_add_test(tc, regression_keep_last_keeps_everything);
   tcase_add_test(tc, unwritable_outputs_are_clear_errors);
+  tcase_add_test(tc, output_paths_are_checked_before_the_run);
   tcase_add_test(tc, plot_rename_failure_leaves_no_temporary);
   suite_add_tcase(s, tc);
   return test_run_suite(s);

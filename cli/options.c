@@ -18,13 +18,17 @@ gboolean
 cli_parse_budget(const char *text, const char *zero_reason, guint64 *bytes, GError **error)
 {
   guint64 v = 0;
-  if (!sim_units_parse_size(text, &v, error)) {
-    g_prefix_error(error, "--budget: ");
+  GError *cause = NULL;
+  if (!sim_units_parse_size(text, &v, &cause)) {
+    g_autofree char *why = sim_error_quote_in(cause->message, text);
+    g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "--budget: %s", why);
+    g_error_free(cause);
     return FALSE;
   }
   if (v == 0) {
+    g_autofree char *quoted = sim_error_quote(text);
     g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "--budget: %s, got '%s'",
-                zero_reason ? zero_reason : "expected a positive size", text);
+                zero_reason ? zero_reason : "expected a positive size", quoted);
     return FALSE;
   }
   *bytes = v;

@@ -17,7 +17,8 @@ cli_report_parse_format(const char *text, CliFormat *format, GError **error)
       return TRUE;
     }
   }
-  g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "--format: expected table, csv or json, got '%s'", text);
+  g_autofree char *quoted = sim_error_quote(text);
+  g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "--format: expected table, csv or json, got '%s'", quoted);
   return FALSE;
 }
 

@@ -123,10 +123,12 @@ choose_policies(const SimScenario *scenario, const char *policy, gboolean compar
     const SimPolicy *p = sim_scenario_policy(scenario, policy);
     if (p == NULL) {
       g_autoptr(GString) names = g_string_new(NULL);
-      for (guint i = 0; i < scenario->policies->len; i++)
-        g_string_append_printf(names, "%s%s", i ? ", " : "",
-                               ((SimPolicy *)g_ptr_array_index(scenario->policies, i))->name);
-      g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "--policy: no policy '%s' in %s (it has %s)", policy,
+      for (guint i = 0; i < scenario->policies->len; i++) {
+        g_autofree char *name = sim_error_quote(((SimPolicy *)g_ptr_array_index(scenario->policies, i))->name);
+        g_string_append_printf(names, "%s%s", i ? ", " : "", name);
+      }
+      g_autofree char *quoted = sim_error_quote(policy);
+      g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "--policy: no policy '%s' in %s (it has %s)", quoted,
                   scenario->origin, names->str);
       return NULL;
     }

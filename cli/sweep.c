@@ -126,7 +126,8 @@ sweep_run(const char *path, const SweepOptions *o, GError **error)
     g_auto(GStrv) parts = g_strsplit(o->shard, "/", -1);
     if (g_strv_length(parts) != 2 || !g_ascii_string_to_unsigned(parts[0], 10, 0, 1000000, &i, NULL) ||
         !g_ascii_string_to_unsigned(parts[1], 10, 1, 1000000, &n, NULL) || i >= n) {
-      g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "--shard: expected I/N with 0 <= I < N, got '%s'", o->shard);
+      g_autofree char *quoted = sim_error_quote(o->shard);
+      g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "--shard: expected I/N with 0 <= I < N, got '%s'", quoted);
       return FALSE;
     }
     options.shard = (guint)i;

@@ -97,6 +97,14 @@ assert_compare(const char *path, int status, const char *expect)
   }
 }
 
+/* What offsim printed on stderr is one line holding `expect`. */
+static void
+assert_input_error_text(const char *err, const char *expect)
+{
+  ck_assert_msg(strstr(err, expect), "'%s' not in: %s", expect, err);
+  ck_assert_msg(strchr(err, '\n') == strrchr(err, '\n'), "more than one line: %s", err);
+}
+
 /* Loading fails with bad input whose message holds `expect`. */
 static void
 assert_input_error(const GError *error, const char *expect)
@@ -354,6 +362,92 @@ START_TEST(name_of_1mb)
   g_autofree char *bad = g_strdup_printf("%s%s = 1\n", bad_text, name);
   g_autofree char *bad_path = write_file(dir, "bad.ini", bad, -1);
   assert_compare(bad_path, 2, "unknown key");
+  /* And a short one: the key is cut after SIM_ERROR_QUOTE_MAX characters. */
+  g_auto(TestRun) cut = test_offsim("compare", bad_path, NULL);
+  ck_assert_uint_lt(strlen(cut.err), 1000);
+  assert_input_error_text(cut.err, "…: unknown key");
+}
+END_TEST
+
+/* ---- messages: UTF-8, control bytes, length ----------------------------------- */
+
+START_TEST(error_quote_escapes_and_cuts)
+{
+  static const struct {
+    const char *text, *quoted;
+  } cases[] = {
+    { "plain", "plain" },
+    { "2μs in “quotes”", "2μs in “quotes”" },
+    { "a\x1b[31mb\x07", "a\\x1b[31mb\\x07" },
+    { "tab\tline\nend\r", "tab\\tline\\nend\\r" },
+    { "del\x7f c1\xc2\x9b" "2J", "del\\x7f c1\\u009b2J" },
+    { "bad \xff byte", "bad \\xff byte" },
+  };
+  for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
+    g_autofree char *q = sim_error_quote(cases[i].text);
+    ck_assert_str_eq(q, cases[i].quoted);
+    g_autofree char *p = sim_error_printable(cases[i].text);
+    ck_assert_str_eq(p, cases[i].quoted);
+  }
+  /* Cut by characters, not bytes: 100 μ stay whole, 101 are cut. */
+  g_autoptr(GString) mu = g_string_new(NULL);
+  for (guint i = 0; i < SIM_ERROR_QUOTE_MAX; i++)
+    g_string_append(mu, "μ");
+  g_autofree char *whole = sim_error_quote(mu->str);
+  ck_assert_str_eq(whole, mu->str);
+  g_autofree char *more = g_strconcat(mu->str, "x", NULL);
+  g_autofree char *cut = sim_error_quote(more);
+  g_autofree char *expect = g_strconcat(mu->str, "…", NULL);
+  ck_assert_str_eq(cut, expect);
+  /* A message keeps its start and its end. */
+  g_autofree char *middle = g_strnfill(5 << 20, 'm');
+  g_autofree char *message = g_strdup_printf("file.ini: [g] k: expected X, got '%s'; the end", middle);
+  g_autofree char *printable = sim_error_printable(message);
+  ck_assert_uint_le(g_utf8_strlen(printable, -1), SIM_ERROR_MESSAGE_MAX + 1);
+  ck_assert(g_str_has_prefix(printable, "file.ini: [g] k: expected X, got 'mmm"));
+  ck_assert(g_str_has_suffix(printable, "mmm'; the end"));
+  ck_assert_ptr_nonnull(strstr(printable, "m…m"));
+  /* sim_error_quote_in: the value a parser echoed, quoted in place. */
+  g_autofree char *in = sim_error_quote_in(message, middle);
+  g_autofree char *quoted_middle = sim_error_quote(middle);
+  g_autofree char *expect_in = g_strdup_printf("file.ini: [g] k: expected X, got '%s'; the end", quoted_middle);
+  ck_assert_str_eq(in, expect_in);
+  g_autofree char *same = sim_error_quote_in("got ''", "");
+  ck_assert_str_eq(same, "got ''");
+}
+END_TEST
+
+/* main.c used setlocale(LC_ALL, "C"): every non-ASCII character of a
+ * message came out as '?' (file names, "2μs", GLib's quotes), while raw
+ * control bytes went to the terminal.  Under LC_ALL=C (as ctest runs it). */
+START_TEST(messages_keep_utf8_and_escape_control_bytes)
+{
+  g_autoptr(TempDir) dir = temp_dir();
+  g_autofree char *micro = write_file(dir, "µ-latency.ini", DEVICE "[link]\nh2d_bandwidth = 55GB/s\n"
+                                      "d2h_bandwidth = 55GB/s\nlatency = 2μs\n", -1);
+  g_setenv("LC_ALL", "C", TRUE);
+  g_auto(TestRun) r = test_offsim("compare", micro, NULL);
+  ck_assert_int_eq(r.status, 2);
+  g_autofree char *expect = g_strdup_printf("offsim: %s: [link] latency: expected a time with a unit (s, ms, us, ns), "
+                                            "got '2μs'\n", micro);
+  ck_assert_str_eq(r.err, expect);
+  /* GLib's own quotes. */
+  g_autofree char *syntax = write_file(dir, "syntax.ini", DEVICE "foo bar\n", -1);
+  g_auto(TestRun) s = test_offsim("compare", syntax, NULL);
+  ck_assert_int_eq(s.status, 2);
+  assert_input_error_text(s.err, "not a valid scenario file: Key file contains line “foo bar” which is not");
+  /* Control bytes from an argument are escaped where the line is printed. */
+  g_auto(TestRun) policy = test_offsim("run", "--policy", "\x1b]0;owned\x07", NULL);
+  ck_assert_int_eq(policy.status, 2);
+  ck_assert_str_eq(policy.err, "offsim: --policy: no policy '\\x1b]0;owned\\x07' in (embedded default) (it has "
+                               "resident, offload-sync, offload-async, checkpoint-full)\n");
+  g_auto(TestRun) regress = test_offsim("compare", REGRESS "/scenario-control-bytes.ini", NULL);
+  ck_assert_int_eq(regress.status, 2);
+  ck_assert_ptr_null(strchr(regress.err, '\x1b'));
+  ck_assert_ptr_null(strchr(regress.err, '\x07'));
+  /* Numbers are still written with '.' (the golden test checks every output). */
+  g_auto(TestRun) csv = test_offsim("run", "--format", "csv", NULL);
+  ck_assert_ptr_nonnull(strstr(csv.out, ",11.5"));
 }
 END_TEST
 
@@ -575,6 +669,8 @@ static const struct {
   { "scenario-duplicate-policy.ini", "duplicate-policy.ini:15: [policy.a]: the group is given twice (first at line 13)" },
   { "scenario-locale-key.ini", "[policy.a] mode[de]: a key with a locale is not a scenario key" },
   { "scenario-bom.ini", NULL },
+  { "scenario-control-bytes.ini", "[link] latency: expected a time with a unit (s, ms, us, ns), got "
+                                  "'8\\x1b[2J\\x1b]0;owned\\x07us'" },
 };
 
 static const char *
@@ -867,6 +963,8 @@ main(void)
   tcase_add_test(tc, bandwidth_1_byte_per_second);
   tcase_add_test(tc, include_depth_64);
   tcase_add_test(tc, name_of_1mb);
+  tcase_add_test(tc, error_quote_escapes_and_cuts);
+  tcase_add_test(tc, messages_keep_utf8_and_escape_control_bytes);
   tcase_add_test(tc, nul_bytes_and_invalid_utf8);
   tcase_add_test(tc, numbers_of_30_digits);
   tcase_add_test(tc, include_of_a_fifo_without_writer);

@@ -300,12 +300,7 @@ run_budget(const char *path, const BudgetOptions *o, GError **error)
 
   const PlannerBudgetComparison *c = r.checkpoint ? &cmp : NULL;
   g_autofree char *text = r.json ? format_json(s, verdict, &r, c) : format_table(path, chunks, s, verdict, &r, c);
-  fputs(text, stdout);
-  if (fflush(stdout) != 0) {
-    g_set_error(error, SIM_ERROR, SIM_ERROR_INTERNAL, "cannot write the output");
-    return FALSE;
-  }
-  return TRUE;
+  return cli_print(text, error);
 }
 
 int

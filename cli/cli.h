@@ -47,6 +47,11 @@ gboolean cli_parse_budget(const char *text, const char *zero_reason, guint64 *by
  * device cannot hold is called a fit. */
 guint64 cli_capacity(guint64 budget, const SimScenario *scenario);
 
+/* Writes `text` to stdout and flushes it.  A stdout that cannot be written
+ * (a full disk, a closed descriptor) is like an output path that cannot:
+ * bad input, exit 2, "stdout: cannot write the report: REASON". */
+gboolean cli_print(const char *text, GError **error);
+
 /* Output paths, checked before anything is simulated, so that a typo in
  * one costs no run (cli/options.c).  A FILE output must be a non-empty
  * path that is not a directory (nor ends in '/'), nor an existing device

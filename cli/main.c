@@ -77,19 +77,22 @@ main(int argc, char **argv)
     usage(stderr);
     return 2;
   }
+  GError *error = NULL;
   if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "help") == 0) {
     usage(stdout);
-    return 0;
+    return cli_print("", &error) ? 0 : cli_fail(error); /* flushes it: a full stdout is exit 2 */
   }
-  if (strcmp(argv[1], "--version") == 0) {
-    printf("offsim %s\n", OFFSIM_VERSION);
-    return 0;
-  }
+  if (strcmp(argv[1], "--version") == 0)
+    return cli_print("offsim " OFFSIM_VERSION "\n", &error) ? 0 : cli_fail(error);
   for (guint i = 0; i < G_N_ELEMENTS(commands); i++)
     if (strcmp(argv[1], commands[i].name) == 0)
       return commands[i].main(argc - 1, argv + 1);
+  /* Bad input is one line, like every other. */
+  g_autoptr(GString) names = g_string_new(NULL);
+  for (guint i = 0; i < G_N_ELEMENTS(commands); i++)
+    g_string_append_printf(names, "%s%s", i ? ", " : "", commands[i].name);
   g_autofree char *command = sim_error_quote(argv[1]);
-  fprintf(stderr, "offsim: unknown command '%s'\n", command);
-  usage(stderr);
-  return 2;
+  g_set_error(&error, SIM_ERROR, SIM_ERROR_INPUT, "unknown command '%s' (expected one of %s; see offsim --help)",
+              command, names->str);
+  return cli_fail(error);
 }

@@ -10,6 +10,7 @@
 #include "units.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <string.h>
 #include <glib/gstdio.h>
 #include <unistd.h>
@@ -40,6 +41,17 @@ cli_capacity(guint64 budget, const SimScenario *scenario)
 {
   guint64 memory = scenario->machine.device.memory;
   return budget && budget < memory ? budget : memory;
+}
+
+gboolean
+cli_print(const char *text, GError **error)
+{
+  errno = 0;
+  if (fputs(text, stdout) >= 0 && fflush(stdout) == 0 && !ferror(stdout))
+    return TRUE;
+  int e = errno ? errno : EIO;
+  g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "stdout: cannot write the report: %s", g_strerror(e));
+  return FALSE;
 }
 
 /* What keeps `dir` from holding an output named `path`, or NULL. */

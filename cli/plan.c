@@ -169,8 +169,8 @@ plan_run(const char *path, const PlanOptions *o, GError **error)
   } else {
     text = plan_table(s, p, capacity, budget);
   }
-  fputs(text, stdout);
-  fflush(stdout);
+  if (!cli_print(text, error))
+    return -1;
   return p->feasible ? 0 : EXIT_INFEASIBLE;
 }
 

@@ -172,9 +172,9 @@ add_plan_row(const SimScenario *scenario, guint64 budget, GPtrArray *results, GE
 /* Under the table: the plan explained, its policy block and layer by
  * layer, or why none fits. */
 static void
-print_plan(const PlannerPlan *plan)
+append_plan(GString *more, const PlannerPlan *plan)
 {
-  g_autoptr(GString) more = g_string_new("\n");
+  g_string_append_c(more, '\n');
   if (plan->feasible) {
     g_autofree char *block = planner_plan_format_policy(plan->policy);
     g_string_append_printf(more, "planned: %s: %s\nlower bound %.2f ms, gap %.1f %%\n\n%s\n", plan->verdict,
@@ -185,7 +185,6 @@ print_plan(const PlannerPlan *plan)
                                  "(the row shows that plan)\n\n", min);
   }
   cli_plan_format_layers(more, plan);
-  fputs(more->str, stdout);
 }
 
 /* Everything after option parsing; errors come back in `error`. */
@@ -212,13 +211,11 @@ run_scenario(const char *path, const RunOptions *o, gboolean compare, GError **e
     return FALSE;
 
   g_autofree char *text = cli_report_format(scenario, results, req.format, !compare);
-  fputs(text, stdout);
+  g_autoptr(GString) report = g_string_new(text);
   if (plan && req.format == CLI_FORMAT_TABLE)
-    print_plan(plan);
-  if (fflush(stdout) != 0) {
-    g_set_error(error, SIM_ERROR, SIM_ERROR_INTERNAL, "cannot write the output");
+    append_plan(report, plan);
+  if (!cli_print(report->str, error))
     return FALSE;
-  }
   return write_outputs(scenario, results, o, req.formats, error);
 }
 

@@ -171,13 +171,8 @@ sweep_run(const char *path, const SweepOptions *o, GError **error)
     for (guint k = 0; k < point->results->len; k++)
       cli_report_csv_row(csv, prefix->str, g_ptr_array_index(point->results, k));
   }
-  if (o->out) {
-    if (!sim_output_save("--out", o->out, csv->str, csv->len, error))
-      return FALSE;
-  } else {
-    fputs(csv->str, stdout);
-    fflush(stdout);
-  }
+  if (o->out ? !sim_output_save("--out", o->out, csv->str, csv->len, error) : !cli_print(csv->str, error))
+    return FALSE;
   if (o->plot) {
     g_autoptr(SimScenario) s = sim_scenario_from_config(config, error);
     if (s == NULL || !draw(grid, s->name, o->plot, error))

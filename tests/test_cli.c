@@ -4,6 +4,7 @@
 
 #include <json-glib/json-glib.h>
 #include <string.h>
+#include <sys/wait.h>
 
 static char *
 write_temp(const char *name, const char *text)
@@ -347,6 +348,83 @@ START_TEST(sweep_rejects_bad_values_before_running)
 }
 END_TEST
 
+/* `offsim ARGS` (NULL-terminated) through sh, its stdout sent to `out`
+ * (/dev/null when NULL) and, with `no_gnuplot`, a PATH without gnuplot;
+ * what it printed on stderr into `err`. */
+static int
+run_with(const char *out, gboolean no_gnuplot, const char *const *args, char **err)
+{
+  g_autoptr(GStrvBuilder) argv = g_strv_builder_new();
+  g_strv_builder_add_many(argv, "/bin/sh", "-c", "exec \"$0\" \"$@\" > \"$OFFSIM_OUT\"", OFFSIM_BINARY, NULL);
+  g_strv_builder_addv(argv, (const char **)args);
+  g_auto(GStrv) cmd = g_strv_builder_end(argv);
+  g_auto(GStrv) env = g_environ_setenv(g_get_environ(), "OFFSIM_OUT", out ? out : "/dev/null", TRUE);
+  if (no_gnuplot)
+    env = g_environ_setenv(env, "PATH", "/nonexistent", TRUE);
+  int wait_status = 0;
+  ck_assert(g_spawn_sync(NULL, cmd, env, G_SPAWN_DEFAULT, NULL, NULL, NULL, err, &wait_status, NULL));
+  ck_assert_msg(WIFEXITED(wait_status), "offsim died of a signal: %s", *err);
+  return WEXITSTATUS(wait_status);
+}
+
+/* README: 0 ok, 1 internal error (a bug), 2 bad input (or an output that
+ * cannot be written, stdout too), 3 a missing external tool, 4 plan: no
+ * plan fits.  A full stdout used to exit 1 (run, compare, budget, bench) or
+ * 0 with the report lost (plan, sweep). */
+START_TEST(exit_codes_as_documented)
+{
+  g_autofree char *tiny = g_build_filename(OFFSIM_SCENARIOS, "tiny.ini", NULL);
+  g_autofree char *chunks = g_build_filename(OFFSIM_SCENARIOS, "budget", "chapter42.csv", NULL);
+  g_autofree char *dir = test_tmp_dir_new();
+  g_autofree char *plots = g_build_filename(dir, "plots", NULL);
+  const struct {
+    int status;
+    const char *out; /* stdout */
+    gboolean no_gnuplot;
+    const char *args[10];
+  } cases[] = {
+    { 0, NULL, FALSE, { "run", tiny } },
+    { 0, NULL, FALSE, { "compare", tiny, "--budget", "1.2GiB" } },
+    { 0, NULL, FALSE, { "plan", tiny, "--budget", "1.2GiB" } },
+    { 4, NULL, FALSE, { "plan", tiny, "--budget", "1MiB" } },
+    { 0, NULL, FALSE, { "sweep", tiny, "--set", "link.latency=1us,2us" } },
+    { 0, NULL, FALSE, { "budget", chunks, "--budget", "384MiB", "--bandwidth", "8GiB/s" } },
+    { 0, NULL, FALSE, { "--version" } },
+    { 2, NULL, FALSE, { "run", tiny, "--frobnicate" } },
+    { 2, NULL, FALSE, { "plan", tiny, "--budget", "lots" } },
+    { 2, NULL, FALSE, { "sweep", tiny, "--set", "link.latency=fast" } },
+    { 2, NULL, FALSE, { "budget", tiny, "--budget", "1GiB", "--bandwidth", "8GiB/s" } },
+    { 2, NULL, FALSE, { "bench", "--only", "everything" } },
+    { 2, NULL, FALSE, { "frobnicate" } },
+    { 3, NULL, TRUE, { "compare", tiny, "--plot", plots } },
+    { 3, NULL, TRUE, { "sweep", tiny, "--set", "link.latency=1us,2us", "--plot", plots } },
+    { 2, "/dev/full", FALSE, { "run", tiny } },
+    { 2, "/dev/full", FALSE, { "compare", tiny, "--format", "json" } },
+    { 2, "/dev/full", FALSE, { "plan", tiny, "--budget", "1.2GiB" } },
+    { 2, "/dev/full", FALSE, { "plan", tiny, "--budget", "1MiB" } },
+    { 2, "/dev/full", FALSE, { "sweep", tiny, "--set", "link.latency=1us,2us" } },
+    { 2, "/dev/full", FALSE, { "budget", chunks, "--budget", "384MiB", "--bandwidth", "8GiB/s" } },
+    { 2, "/dev/full", FALSE, { "--version" } },
+  };
+  for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
+    if (cases[i].out && !g_file_test(cases[i].out, G_FILE_TEST_EXISTS))
+      continue;
+    g_autofree char *err = NULL;
+    int status = run_with(cases[i].out, cases[i].no_gnuplot, cases[i].args, &err);
+    g_autofree char *line = g_strjoinv(" ", (char **)cases[i].args);
+    ck_assert_msg(status == cases[i].status, "offsim %s%s: exit %d, expected %d: %s", line,
+                  cases[i].out ? " > /dev/full" : "", status, cases[i].status, err);
+    if (status != 0 && status != 4)
+      ck_assert_msg(g_str_has_prefix(err, "offsim: ") && strchr(err, '\n') == strrchr(err, '\n'),
+                    "offsim %s: not one line: %s", line, err);
+    if (cases[i].out)
+      ck_assert_str_eq(err, "offsim: stdout: cannot write the report: No space left on device\n");
+  }
+  /* Drawing without gnuplot made no directory. */
+  ck_assert(!g_file_test(plots, G_FILE_TEST_EXISTS));
+}
+END_TEST
+
 static Suite *
 cli_suite(void)
 {
@@ -367,6 +445,7 @@ cli_suite(void)
   tcase_add_test(tc, compare_with_a_budget_adds_the_plan);
   tcase_add_test(tc, sweep_is_deterministic_and_shards_concatenate);
   tcase_add_test(tc, sweep_rejects_bad_values_before_running);
+  tcase_add_test(tc, exit_codes_as_documented);
   suite_add_tcase(s, tc);
   return s;
 }

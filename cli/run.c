@@ -108,7 +108,8 @@ parse_request(const RunOptions *o, RunRequest *r, GError **error)
   /* Every output path too: a typo there must not cost the run first. */
   return cli_check_output_file("--trace", o->trace, error) && cli_check_output_file("--timeline", o->timeline, error) &&
          cli_check_output_file("--memory", o->memory, error) &&
-         cli_check_output_file("--plot-script", o->plot_script, error) && cli_check_output_dir("--plot", o->plot, error);
+         cli_check_output_file("--plot-script", o->plot_script, error) &&
+         cli_check_output_dir("--plot", o->plot, error);
 }
 
 /* The policies to evaluate (borrowed from `scenario`): every one for

@@ -332,7 +332,8 @@ START_TEST(sweep_rejects_bad_values_before_running)
   ck_assert_int_eq(e.status, 2);
   ck_assert_str_eq(a.out, "");
   /* A key in two --set: the rows were labelled 1us/2us but every point ran at 3us. */
-  g_auto(TestRun) twice = test_offsim("sweep", tiny, "--set", "link.latency=1us,2us", "--set", "link.latency=3us", NULL);
+  g_auto(TestRun) twice =
+    test_offsim("sweep", tiny, "--set", "link.latency=1us,2us", "--set", "link.latency=3us", NULL);
   ck_assert_int_eq(twice.status, 2);
   ck_assert_str_eq(twice.out, "");
   ck_assert_str_eq(twice.err, "offsim: --set link.latency: the key is given twice (give all its values once: "

@@ -311,8 +311,8 @@ get_actions(const SimConfigGroup *g, guint n_layers, GArray **out, GError **erro
     for (a = 0; names[a] && strcmp(names[a], items[i]) != 0; a++)
       ;
     if (names[a] == NULL)
-      return fail_got(error, g, e, items[i], "layer %u: expected keep, offload, recompute, selective or selective+offload",
-                      i);
+      return fail_got(error, g, e, items[i],
+                      "layer %u: expected keep, offload, recompute, selective or selective+offload", i);
     SimAction action = (SimAction)a;
     g_array_append_val(actions, action);
   }

@@ -114,6 +114,5 @@ cli_bench_main(int argc, char **argv)
   if (!bench_run(&o, &f, &error))
     return cli_fail(error);
   g_autofree char *text = bench_format(&f, format);
-  fputs(text, stdout);
-  return fflush(stdout) == 0 ? 0 : 1;
+  return cli_print(text, &error) ? 0 : cli_fail(error);
 }

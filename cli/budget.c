@@ -75,7 +75,8 @@ static gboolean
 parse_request(const BudgetOptions *o, BudgetRequest *r, GError **error)
 {
   if (o->format && strcmp(o->format, "table") != 0 && strcmp(o->format, "json") != 0) {
-    g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "--format: expected table or json, got '%s'", o->format);
+    g_autofree char *quoted = sim_error_quote(o->format);
+    g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "--format: expected table or json, got '%s'", quoted);
     return FALSE;
   }
   r->json = o->format && strcmp(o->format, "json") == 0;
@@ -98,14 +99,15 @@ parse_request(const BudgetOptions *o, BudgetRequest *r, GError **error)
   if (o->min_saved_ratio) {
     char *end = NULL;
     r->min_saved_ratio = g_ascii_strtod(o->min_saved_ratio, &end);
+    g_autofree char *quoted = sim_error_quote(o->min_saved_ratio);
     if (end == o->min_saved_ratio || *end != '\0' || !isfinite(r->min_saved_ratio)) {
       g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "--min-saved-ratio: expected a number such as 0.25, got '%s'",
-                  o->min_saved_ratio);
+                  quoted);
       return FALSE;
     }
     if (r->min_saved_ratio < 0) {
       g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT,
-                  "--min-saved-ratio: policy thresholds must be non-negative, got '%s'", o->min_saved_ratio);
+                  "--min-saved-ratio: policy thresholds must be non-negative, got '%s'", quoted);
       return FALSE;
     }
   }
@@ -298,12 +300,7 @@ run_budget(const char *path, const BudgetOptions *o, GError **error)
 
   const PlannerBudgetComparison *c = r.checkpoint ? &cmp : NULL;
   g_autofree char *text = r.json ? format_json(s, verdict, &r, c) : format_table(path, chunks, s, verdict, &r, c);
-  fputs(text, stdout);
-  if (fflush(stdout) != 0) {
-    g_set_error(error, SIM_ERROR, SIM_ERROR_INTERNAL, "cannot write the output");
-    return FALSE;
-  }
-  return TRUE;
+  return cli_print(text, error);
 }
 
 int

@@ -42,6 +42,27 @@ gboolean cli_parse_options(GOptionContext *context, const char *command, int *ar
  * ledger's own wording). */
 gboolean cli_parse_budget(const char *text, const char *zero_reason, guint64 *bytes, GError **error);
 
+/* The capacity `fits` (and the planner) check a peak against: the budget
+ * (0: none), but never more than the device's memory, so that no peak the
+ * device cannot hold is called a fit. */
+guint64 cli_capacity(guint64 budget, const SimScenario *scenario);
+
+/* Writes `text` to stdout and flushes it.  A stdout that cannot be written
+ * (a full disk, a closed descriptor) is like an output path that cannot:
+ * bad input, exit 2, "stdout: cannot write the report: REASON". */
+gboolean cli_print(const char *text, GError **error);
+
+/* Output paths, checked before anything is simulated, so that a typo in
+ * one costs no run (cli/options.c).  A FILE output must be a non-empty
+ * path that is not a directory (nor ends in '/'), nor an existing device
+ * or FIFO (it is replaced by a rename), in an existing directory this
+ * process may write.  A DIR output (--plot) must be a directory, or a path
+ * that can be created: its nearest existing ancestor is a directory this
+ * process may write; nothing is created here.  Errors are bad input, one
+ * line "OPTION 'PATH': what is wrong".  NULL `path`: nothing asked, TRUE. */
+gboolean cli_check_output_file(const char *option, const char *path, GError **error);
+gboolean cli_check_output_dir(const char *option, const char *path, GError **error);
+
 /* What `offsim` calls the plot directory in plots/' messages, and what it
  * offers when gnuplot is missing (cli/options.c). */
 extern const PlotsRenderNames cli_plot_names;

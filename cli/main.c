@@ -44,10 +44,16 @@ cli_parse_options(GOptionContext *context, const char *command, int *argc, char 
   return FALSE;
 }
 
+/* One pass over every message as it is printed: control characters from a
+ * file or an argument are escaped, not sent to the terminal, and an
+ * over-long message nobody cut where it was made is shortened
+ * (sim_error_printable).  The bytes are written as they are, UTF-8, not
+ * converted to the locale's character set. */
 int
 cli_fail(GError *error)
 {
-  g_printerr("offsim: %s\n", error->message);
+  g_autofree char *line = sim_error_printable(error->message);
+  fprintf(stderr, "offsim: %s\n", line);
   int code = sim_error_exit_code(error);
   g_error_free(error);
   return code;
@@ -56,24 +62,37 @@ cli_fail(GError *error)
 int
 main(int argc, char **argv)
 {
-  /* Numbers in every output use '.', whatever the user's locale. */
+  /* Numbers in every output use '.', and messages (GLib's too) are the same
+   * untranslated English, whatever the user's locale.  Text is UTF-8, as
+   * every input is: with a C LC_CTYPE GLib would print each non-ASCII
+   * character of a message (a file name, "2μs", its own quotes) as '?'. */
   setlocale(LC_ALL, "C");
+  if (setlocale(LC_CTYPE, "C.UTF-8") == NULL && setlocale(LC_CTYPE, "C.utf8") == NULL) {
+    /* No C.UTF-8 (an old C library): the user's own, if it is UTF-8. */
+    const char *user = setlocale(LC_CTYPE, "");
+    if (user == NULL || !g_get_charset(NULL))
+      setlocale(LC_CTYPE, "C");
+  }
   if (argc < 2) {
     usage(stderr);
     return 2;
   }
+  GError *error = NULL;
   if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "help") == 0) {
     usage(stdout);
-    return 0;
+    return cli_print("", &error) ? 0 : cli_fail(error); /* flushes it: a full stdout is exit 2 */
   }
-  if (strcmp(argv[1], "--version") == 0) {
-    printf("offsim %s\n", OFFSIM_VERSION);
-    return 0;
-  }
+  if (strcmp(argv[1], "--version") == 0)
+    return cli_print("offsim " OFFSIM_VERSION "\n", &error) ? 0 : cli_fail(error);
   for (guint i = 0; i < G_N_ELEMENTS(commands); i++)
     if (strcmp(argv[1], commands[i].name) == 0)
       return commands[i].main(argc - 1, argv + 1);
-  fprintf(stderr, "offsim: unknown command '%s'\n", argv[1]);
-  usage(stderr);
-  return 2;
+  /* Bad input is one line, like every other. */
+  g_autoptr(GString) names = g_string_new(NULL);
+  for (guint i = 0; i < G_N_ELEMENTS(commands); i++)
+    g_string_append_printf(names, "%s%s", i ? ", " : "", commands[i].name);
+  g_autofree char *command = sim_error_quote(argv[1]);
+  g_set_error(&error, SIM_ERROR, SIM_ERROR_INPUT, "unknown command '%s' (expected one of %s; see offsim --help)",
+              command, names->str);
+  return cli_fail(error);
 }

@@ -100,16 +100,22 @@ cli_plan_format_layers(GString *out, const PlannerPlan *p)
   }
 }
 
+/* `budget` is what the planner used, `asked` what --budget said (more when
+ * it passed the device's memory). */
 static char *
-plan_table(const SimScenario *s, const PlannerPlan *p, guint64 budget)
+plan_table(const SimScenario *s, const PlannerPlan *p, guint64 budget, guint64 asked)
 {
   GString *out = g_string_new(NULL);
   const SimResult *r = p->result;
   g_autofree char *b = sim_units_format_size(budget);
   g_autofree char *peak = sim_units_format_size((guint64)r->peak_device.bytes);
   g_autofree char *resident_peak = sim_units_format_size((guint64)p->resident->peak_device.bytes);
-  g_string_append_printf(out, "%s\nplan under a budget of %s (%" G_GUINT64_FORMAT " simulations)\n\n", s->name, b,
-                         p->evaluations);
+  g_string_append_printf(out, "%s\nplan under a budget of %s", s->name, b);
+  if (asked > budget) {
+    g_autofree char *a = sim_units_format_size(asked);
+    g_string_append_printf(out, ", the device's memory, not --budget %s", a);
+  }
+  g_string_append_printf(out, " (%" G_GUINT64_FORMAT " simulations)\n\n", p->evaluations);
   if (!p->feasible) {
     g_autofree char *min = sim_units_format_size(p->min_budget);
     g_string_append_printf(out, "no plan fits %s: the smallest peak any plan reaches is %s (%" G_GUINT64_FORMAT
@@ -151,18 +157,20 @@ plan_run(const char *path, const PlanOptions *o, GError **error)
   g_autoptr(SimScenario) s = sim_scenario_load_file(path, error);
   if (s == NULL)
     return -1;
-  g_autoptr(PlannerPlan) p = planner_plan(s, budget, error);
+  /* No plan whose peak the device cannot hold fits, whatever the budget. */
+  guint64 capacity = cli_capacity(budget, s);
+  g_autoptr(PlannerPlan) p = planner_plan(s, capacity, error);
   if (p == NULL)
     return -1;
   g_autofree char *text = NULL;
   if (format == CLI_FORMAT_JSON) {
-    g_autoptr(JsonNode) node = plan_json(p, budget);
+    g_autoptr(JsonNode) node = plan_json(p, capacity);
     text = cli_report_json_to_string(node);
   } else {
-    text = plan_table(s, p, budget);
+    text = plan_table(s, p, capacity, budget);
   }
-  fputs(text, stdout);
-  fflush(stdout);
+  if (!cli_print(text, error))
+    return -1;
   return p->feasible ? 0 : EXIT_INFEASIBLE;
 }
 

@@ -17,7 +17,8 @@ cli_report_parse_format(const char *text, CliFormat *format, GError **error)
       return TRUE;
     }
   }
-  g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "--format: expected table, csv or json, got '%s'", text);
+  g_autofree char *quoted = sim_error_quote(text);
+  g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "--format: expected table, csv or json, got '%s'", quoted);
   return FALSE;
 }
 
@@ -229,7 +230,8 @@ format_table(const SimScenario *s, GPtrArray *results)
   g_autofree char *cap = sim_units_format_size(first->capacity_bytes);
 
   g_string_append_printf(out, "%s\n", s->name);
-  g_string_append_printf(out, "%u layers, %s saved for backward, %s static; %s device, fits within %s\n",
+  /* The capacity `fits` used, not a verdict: each row says whether it fits. */
+  g_string_append_printf(out, "%u layers, %s saved for backward, %s static; %s device, fits if peak <= %s\n",
                          sim_workload_n_layers(s->workload), saved, stat, mem, cap);
   g_string_append_printf(out, "link: H2D %s, D2H %s, both %s, %.3g us per copy", h2d, d2h, bidir, link->latency * 1e6);
   if (link->compute_slowdown > 0)

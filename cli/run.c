@@ -83,11 +83,12 @@ write_outputs(const SimScenario *scenario, GPtrArray *results, const RunOptions 
 /* The options that are values, checked, in their units. */
 typedef struct {
   CliFormat format;
-  guint64 budget; /* 0: the device's memory */
+  guint64 budget; /* 0: the device's memory (cli_capacity caps it there) */
   guint formats;  /* PlotsFormat bits */
 } RunRequest;
 
-/* Checked before the scenario is read, so that a typo costs no load. */
+/* Checked before the scenario is read, so that a typo costs no load, and
+ * paths before anything runs. */
 static gboolean
 parse_request(const RunOptions *o, RunRequest *r, GError **error)
 {
@@ -102,7 +103,13 @@ parse_request(const RunOptions *o, RunRequest *r, GError **error)
     g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "--plot-format: give --plot DIR or --plot-script FILE too");
     return FALSE;
   }
-  return !o->budget || cli_parse_budget(o->budget, NULL, &r->budget, error);
+  if (o->budget && !cli_parse_budget(o->budget, NULL, &r->budget, error))
+    return FALSE;
+  /* Every output path too: a typo there must not cost the run first. */
+  return cli_check_output_file("--trace", o->trace, error) && cli_check_output_file("--timeline", o->timeline, error) &&
+         cli_check_output_file("--memory", o->memory, error) &&
+         cli_check_output_file("--plot-script", o->plot_script, error) &&
+         cli_check_output_dir("--plot", o->plot, error);
 }
 
 /* The policies to evaluate (borrowed from `scenario`): every one for
@@ -117,10 +124,12 @@ choose_policies(const SimScenario *scenario, const char *policy, gboolean compar
     const SimPolicy *p = sim_scenario_policy(scenario, policy);
     if (p == NULL) {
       g_autoptr(GString) names = g_string_new(NULL);
-      for (guint i = 0; i < scenario->policies->len; i++)
-        g_string_append_printf(names, "%s%s", i ? ", " : "",
-                               ((SimPolicy *)g_ptr_array_index(scenario->policies, i))->name);
-      g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "--policy: no policy '%s' in %s (it has %s)", policy,
+      for (guint i = 0; i < scenario->policies->len; i++) {
+        g_autofree char *name = sim_error_quote(((SimPolicy *)g_ptr_array_index(scenario->policies, i))->name);
+        g_string_append_printf(names, "%s%s", i ? ", " : "", name);
+      }
+      g_autofree char *quoted = sim_error_quote(policy);
+      g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "--policy: no policy '%s' in %s (it has %s)", quoted,
                   scenario->origin, names->str);
       return NULL;
     }
@@ -164,9 +173,9 @@ add_plan_row(const SimScenario *scenario, guint64 budget, GPtrArray *results, GE
 /* Under the table: the plan explained, its policy block and layer by
  * layer, or why none fits. */
 static void
-print_plan(const PlannerPlan *plan)
+append_plan(GString *more, const PlannerPlan *plan)
 {
-  g_autoptr(GString) more = g_string_new("\n");
+  g_string_append_c(more, '\n');
   if (plan->feasible) {
     g_autofree char *block = planner_plan_format_policy(plan->policy);
     g_string_append_printf(more, "planned: %s: %s\nlower bound %.2f ms, gap %.1f %%\n\n%s\n", plan->verdict,
@@ -177,7 +186,6 @@ print_plan(const PlannerPlan *plan)
                                  "(the row shows that plan)\n\n", min);
   }
   cli_plan_format_layers(more, plan);
-  fputs(more->str, stdout);
 }
 
 /* Everything after option parsing; errors come back in `error`. */
@@ -193,22 +201,22 @@ run_scenario(const char *path, const RunOptions *o, gboolean compare, GError **e
   g_autoptr(GPtrArray) chosen = choose_policies(scenario, o->policy, compare, error);
   if (chosen == NULL)
     return FALSE;
-  SimEvaluateOptions eval = { .budget = req.budget, .detail = wants_detail(o) };
+  /* A budget above the device's memory cannot make a larger peak fit. */
+  guint64 capacity = cli_capacity(req.budget, scenario);
+  SimEvaluateOptions eval = { .budget = capacity, .detail = wants_detail(o) };
   g_autoptr(GPtrArray) results = evaluate_policies(scenario, chosen, &eval, error);
   if (results == NULL)
     return FALSE;
   g_autoptr(PlannerPlan) plan = NULL;
-  if (compare && req.budget && (plan = add_plan_row(scenario, req.budget, results, error)) == NULL)
+  if (compare && req.budget && (plan = add_plan_row(scenario, capacity, results, error)) == NULL)
     return FALSE;
 
   g_autofree char *text = cli_report_format(scenario, results, req.format, !compare);
-  fputs(text, stdout);
+  g_autoptr(GString) report = g_string_new(text);
   if (plan && req.format == CLI_FORMAT_TABLE)
-    print_plan(plan);
-  if (fflush(stdout) != 0) {
-    g_set_error(error, SIM_ERROR, SIM_ERROR_INTERNAL, "cannot write the output");
+    append_plan(report, plan);
+  if (!cli_print(report->str, error))
     return FALSE;
-  }
   return write_outputs(scenario, results, o, req.formats, error);
 }
 

@@ -126,7 +126,8 @@ sweep_run(const char *path, const SweepOptions *o, GError **error)
     g_auto(GStrv) parts = g_strsplit(o->shard, "/", -1);
     if (g_strv_length(parts) != 2 || !g_ascii_string_to_unsigned(parts[0], 10, 0, 1000000, &i, NULL) ||
         !g_ascii_string_to_unsigned(parts[1], 10, 1, 1000000, &n, NULL) || i >= n) {
-      g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "--shard: expected I/N with 0 <= I < N, got '%s'", o->shard);
+      g_autofree char *quoted = sim_error_quote(o->shard);
+      g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "--shard: expected I/N with 0 <= I < N, got '%s'", quoted);
       return FALSE;
     }
     options.shard = (guint)i;
@@ -139,6 +140,8 @@ sweep_run(const char *path, const SweepOptions *o, GError **error)
       return FALSE;
     g_ptr_array_add(axes, axis);
   }
+  if (!cli_check_output_file("--out", o->out, error) || !cli_check_output_dir("--plot", o->plot, error))
+    return FALSE;
   g_autoptr(SimConfig) config = sim_config_load_file(path, error);
   if (config == NULL)
     return FALSE;
@@ -168,13 +171,8 @@ sweep_run(const char *path, const SweepOptions *o, GError **error)
     for (guint k = 0; k < point->results->len; k++)
       cli_report_csv_row(csv, prefix->str, g_ptr_array_index(point->results, k));
   }
-  if (o->out) {
-    if (!sim_output_save("--out", o->out, csv->str, csv->len, error))
-      return FALSE;
-  } else {
-    fputs(csv->str, stdout);
-    fflush(stdout);
-  }
+  if (o->out ? !sim_output_save("--out", o->out, csv->str, csv->len, error) : !cli_print(csv->str, error))
+    return FALSE;
   if (o->plot) {
     g_autoptr(SimScenario) s = sim_scenario_from_config(config, error);
     if (s == NULL || !draw(grid, s->name, o->plot, error))

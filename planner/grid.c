@@ -27,7 +27,8 @@ planner_grid_axis_parse(const char *text, const char *option, GError **error)
   g_autofree char *name = eq ? g_strstrip(g_strndup(text, (gsize)(eq - text))) : NULL;
   const char *dot = name ? strrchr(name, '.') : NULL;
   if (name == NULL || dot == NULL || dot == name || dot[1] == '\0') {
-    g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "%s: expected group.key=v1,v2,..., got '%s'", option, text);
+    g_autofree char *quoted = sim_error_quote(text);
+    g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "%s: expected group.key=v1,v2,..., got '%s'", option, quoted);
     return NULL;
   }
   g_autoptr(PlannerGridAxis) a = g_new0(PlannerGridAxis, 1);
@@ -37,10 +38,17 @@ planner_grid_axis_parse(const char *text, const char *option, GError **error)
   a->name = g_steal_pointer(&name);
   a->values = g_ptr_array_new_with_free_func(g_free);
   g_auto(GStrv) values = g_strsplit(eq + 1, ",", -1);
+  g_autofree char *quoted = sim_error_quote(a->name);
+  if (values[0] == NULL || (values[1] == NULL && *g_strstrip(values[0]) == '\0')) {
+    /* `link.latency=` would be a grid of no points: a sweep that runs nothing. */
+    g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "%s %s: no values (expected %s=v1,v2,...)", option, quoted, quoted);
+    return NULL;
+  }
   for (char **v = values; *v; v++) {
     g_strstrip(*v);
     if (**v == '\0') {
-      g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "%s %s: an empty value in '%s'", option, a->name, eq + 1);
+      g_autofree char *list = sim_error_quote(eq + 1);
+      g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "%s %s: an empty value in '%s'", option, quoted, list);
       return NULL;
     }
     g_ptr_array_add(a->values, g_strdup(*v));
@@ -160,6 +168,20 @@ planner_grid_run(const SimConfig *base, GPtrArray *axes, const PlannerGridOption
     if (g->size > PLANNER_GRID_MAX_POINTS) {
       g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "%s: more than %llu points", axis->option, PLANNER_GRID_MAX_POINTS);
       return NULL;
+    }
+  }
+  /* A key given twice would be set by its last axis only, while the rows
+   * are labelled with both: every point mislabelled. */
+  for (guint a = 0; a < axes->len; a++) {
+    const PlannerGridAxis *axis = g_ptr_array_index(axes, a);
+    for (guint b = 0; b < a; b++) {
+      const PlannerGridAxis *first = g_ptr_array_index(axes, b);
+      if (strcmp(first->group, axis->group) == 0 && strcmp(first->key, axis->key) == 0) {
+        g_autofree char *name = sim_error_quote(axis->name);
+        g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT,
+                    "%s %s: the key is given twice (give all its values once: %s=v1,v2,...)", axis->option, name, name);
+        return NULL;
+      }
     }
   }
   guint shards = MAX(o->shards, 1u);

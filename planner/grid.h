@@ -7,6 +7,10 @@
  * concatenate into the whole grid.  Results land in a slot per point, so the
  * order of the output does not depend on the number of threads.
  *
+ * An axis has at least one value, and no key is swept by two axes (the
+ * second would override the first while the rows name both): either is
+ * one SIM_ERROR_INPUT naming the key.
+ *
  * Every value is checked before anything runs (each axis value is applied
  * alone to the base scenario): a bad value is one SIM_ERROR_INPUT naming
  * it.  A combination that fails (kv_heads that does not divide a swept

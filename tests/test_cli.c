@@ -4,6 +4,7 @@
 
 #include <json-glib/json-glib.h>
 #include <string.h>
+#include <sys/wait.h>
 
 static char *
 write_temp(const char *name, const char *text)
@@ -112,6 +113,56 @@ START_TEST(budget_changes_fits)
   g_auto(GStrv) lines = g_strsplit(r.out, "\n", -1);
   ck_assert_ptr_nonnull(strstr(lines[1], ",false,"));
   ck_assert_ptr_nonnull(strstr(lines[2], ",true,"));
+}
+END_TEST
+
+/* tiny.ini on a device of `memory`: resident 1.28 GiB, async 1.17 GiB,
+ * hybrid 1.23 GiB, checkpoint 1.15 GiB. */
+static char *
+tiny_on_device(const char *memory)
+{
+  g_autofree char *text = g_strdup_printf("[scenario]\ninclude = %s/tiny.ini\n[device]\nmemory = %s\n",
+                                          OFFSIM_SCENARIOS, memory);
+  return write_temp("small-device.ini", text);
+}
+
+/* A budget above the device's memory used to make a peak the device cannot
+ * hold "fit", and the header said "fits within" even when nothing did. */
+START_TEST(fits_never_passes_the_device_memory)
+{
+  g_autofree char *small = tiny_on_device("1.2GiB");
+  g_auto(TestRun) csv = test_offsim("compare", small, "--budget", "2GiB", "--format", "csv", NULL);
+  ck_assert_int_eq(csv.status, 0);
+  g_auto(GStrv) lines = g_strsplit(csv.out, "\n", -1);
+  const char *fits[] = { "resident,", "false", "async,", "true", "hybrid,", "false", "checkpoint,", "true" };
+  for (guint i = 0; i < 4; i++) {
+    ck_assert_ptr_nonnull(strstr(lines[1 + i], fits[2 * i]));
+    g_autofree char *field = g_strdup_printf(",%s,1288490189,", fits[2 * i + 1]); /* fits, capacity 1.2 GiB */
+    ck_assert_msg(strstr(lines[1 + i], field) != NULL, "%s: expected fits %s: %s", fits[2 * i], fits[2 * i + 1],
+                  lines[1 + i]);
+  }
+  /* The planned row and `offsim plan` plan for the device, not the budget. */
+  g_auto(TestRun) table = test_offsim("compare", small, "--budget", "2GiB", NULL);
+  ck_assert_int_eq(table.status, 0);
+  ck_assert_ptr_nonnull(strstr(table.out, "; 1.20 GiB device, fits if peak <= 1.20 GiB\n"));
+  ck_assert_ptr_null(strstr(table.out, "already fits"));
+  g_auto(TestRun) plan = test_offsim("plan", small, "--budget", "2GiB", "--format", "json", NULL);
+  ck_assert_int_eq(plan.status, 0);
+  g_autoptr(JsonParser) parser = json_parser_new();
+  ck_assert(json_parser_load_from_data(parser, plan.out, -1, NULL));
+  JsonObject *o = json_node_get_object(json_parser_get_root(parser));
+  ck_assert_int_eq(json_object_get_int_member(o, "budget_bytes"), 1288490189);
+  ck_assert_int_le(json_object_get_int_member(o, "peak_device_bytes"), 1288490189);
+  g_auto(TestRun) plan_table = test_offsim("plan", small, "--budget", "2GiB", NULL);
+  ck_assert_ptr_nonnull(strstr(plan_table.out, "plan under a budget of 1.20 GiB, the device's memory, not --budget "
+                                               "2.00 GiB ("));
+  /* Nothing fits a 1 GiB device: the header states the capacity, no verdict. */
+  g_autofree char *tight = tiny_on_device("1GiB");
+  g_auto(TestRun) none = test_offsim("compare", tight, NULL);
+  ck_assert_int_eq(none.status, 0);
+  ck_assert_ptr_null(strstr(none.out, " yes\n"));
+  ck_assert_ptr_nonnull(strstr(none.out, "; 1.00 GiB device, fits if peak <= 1.00 GiB\n"));
+  ck_assert_ptr_null(strstr(none.out, "fits within"));
 }
 END_TEST
 
@@ -280,6 +331,98 @@ START_TEST(sweep_rejects_bad_values_before_running)
   g_auto(TestRun) e = test_offsim("sweep", tiny, NULL);
   ck_assert_int_eq(e.status, 2);
   ck_assert_str_eq(a.out, "");
+  /* A key in two --set: the rows were labelled 1us/2us but every point ran at 3us. */
+  g_auto(TestRun) twice =
+    test_offsim("sweep", tiny, "--set", "link.latency=1us,2us", "--set", "link.latency=3us", NULL);
+  ck_assert_int_eq(twice.status, 2);
+  ck_assert_str_eq(twice.out, "");
+  ck_assert_str_eq(twice.err, "offsim: --set link.latency: the key is given twice (give all its values once: "
+                              "link.latency=v1,v2,...)\n");
+  /* No values: a sweep of no points used to print the header and exit 0. */
+  const char *empty[] = { "link.latency=", "link.latency= ", "policy.async.prefetch=" };
+  for (guint i = 0; i < G_N_ELEMENTS(empty); i++) {
+    g_auto(TestRun) none = test_offsim("sweep", tiny, "--set", empty[i], NULL);
+    ck_assert_msg(none.status == 2, "%s: exit %d", empty[i], none.status);
+    ck_assert_str_eq(none.out, "");
+    ck_assert_msg(strstr(none.err, ": no values (expected ") != NULL, "%s: %s", empty[i], none.err);
+  }
+}
+END_TEST
+
+/* `offsim ARGS` (NULL-terminated) through sh, its stdout sent to `out`
+ * (/dev/null when NULL) and, with `no_gnuplot`, a PATH without gnuplot;
+ * what it printed on stderr into `err`. */
+static int
+run_with(const char *out, gboolean no_gnuplot, const char *const *args, char **err)
+{
+  g_autoptr(GStrvBuilder) argv = g_strv_builder_new();
+  g_strv_builder_add_many(argv, "/bin/sh", "-c", "exec \"$0\" \"$@\" > \"$OFFSIM_OUT\"", OFFSIM_BINARY, NULL);
+  g_strv_builder_addv(argv, (const char **)args);
+  g_auto(GStrv) cmd = g_strv_builder_end(argv);
+  g_auto(GStrv) env = g_environ_setenv(g_get_environ(), "OFFSIM_OUT", out ? out : "/dev/null", TRUE);
+  if (no_gnuplot)
+    env = g_environ_setenv(env, "PATH", "/nonexistent", TRUE);
+  int wait_status = 0;
+  ck_assert(g_spawn_sync(NULL, cmd, env, G_SPAWN_DEFAULT, NULL, NULL, NULL, err, &wait_status, NULL));
+  ck_assert_msg(WIFEXITED(wait_status), "offsim died of a signal: %s", *err);
+  return WEXITSTATUS(wait_status);
+}
+
+/* README: 0 ok, 1 internal error (a bug), 2 bad input (or an output that
+ * cannot be written, stdout too), 3 a missing external tool, 4 plan: no
+ * plan fits.  A full stdout used to exit 1 (run, compare, budget, bench) or
+ * 0 with the report lost (plan, sweep). */
+START_TEST(exit_codes_as_documented)
+{
+  g_autofree char *tiny = g_build_filename(OFFSIM_SCENARIOS, "tiny.ini", NULL);
+  g_autofree char *chunks = g_build_filename(OFFSIM_SCENARIOS, "budget", "chapter42.csv", NULL);
+  g_autofree char *dir = test_tmp_dir_new();
+  g_autofree char *plots = g_build_filename(dir, "plots", NULL);
+  const struct {
+    int status;
+    const char *out; /* stdout */
+    gboolean no_gnuplot;
+    const char *args[10];
+  } cases[] = {
+    { 0, NULL, FALSE, { "run", tiny } },
+    { 0, NULL, FALSE, { "compare", tiny, "--budget", "1.2GiB" } },
+    { 0, NULL, FALSE, { "plan", tiny, "--budget", "1.2GiB" } },
+    { 4, NULL, FALSE, { "plan", tiny, "--budget", "1MiB" } },
+    { 0, NULL, FALSE, { "sweep", tiny, "--set", "link.latency=1us,2us" } },
+    { 0, NULL, FALSE, { "budget", chunks, "--budget", "384MiB", "--bandwidth", "8GiB/s" } },
+    { 0, NULL, FALSE, { "--version" } },
+    { 2, NULL, FALSE, { "run", tiny, "--frobnicate" } },
+    { 2, NULL, FALSE, { "plan", tiny, "--budget", "lots" } },
+    { 2, NULL, FALSE, { "sweep", tiny, "--set", "link.latency=fast" } },
+    { 2, NULL, FALSE, { "budget", tiny, "--budget", "1GiB", "--bandwidth", "8GiB/s" } },
+    { 2, NULL, FALSE, { "bench", "--only", "everything" } },
+    { 2, NULL, FALSE, { "frobnicate" } },
+    { 3, NULL, TRUE, { "compare", tiny, "--plot", plots } },
+    { 3, NULL, TRUE, { "sweep", tiny, "--set", "link.latency=1us,2us", "--plot", plots } },
+    { 2, "/dev/full", FALSE, { "run", tiny } },
+    { 2, "/dev/full", FALSE, { "compare", tiny, "--format", "json" } },
+    { 2, "/dev/full", FALSE, { "plan", tiny, "--budget", "1.2GiB" } },
+    { 2, "/dev/full", FALSE, { "plan", tiny, "--budget", "1MiB" } },
+    { 2, "/dev/full", FALSE, { "sweep", tiny, "--set", "link.latency=1us,2us" } },
+    { 2, "/dev/full", FALSE, { "budget", chunks, "--budget", "384MiB", "--bandwidth", "8GiB/s" } },
+    { 2, "/dev/full", FALSE, { "--version" } },
+  };
+  for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
+    if (cases[i].out && !g_file_test(cases[i].out, G_FILE_TEST_EXISTS))
+      continue;
+    g_autofree char *err = NULL;
+    int status = run_with(cases[i].out, cases[i].no_gnuplot, cases[i].args, &err);
+    g_autofree char *line = g_strjoinv(" ", (char **)cases[i].args);
+    ck_assert_msg(status == cases[i].status, "offsim %s%s: exit %d, expected %d: %s", line,
+                  cases[i].out ? " > /dev/full" : "", status, cases[i].status, err);
+    if (status != 0 && status != 4)
+      ck_assert_msg(g_str_has_prefix(err, "offsim: ") && strchr(err, '\n') == strrchr(err, '\n'),
+                    "offsim %s: not one line: %s", line, err);
+    if (cases[i].out)
+      ck_assert_str_eq(err, "offsim: stdout: cannot write the report: No space left on device\n");
+  }
+  /* Drawing without gnuplot made no directory. */
+  ck_assert(!g_file_test(plots, G_FILE_TEST_EXISTS));
 }
 END_TEST
 
@@ -295,6 +438,7 @@ cli_suite(void)
   tcase_add_test(tc, csv_has_a_header_and_a_row_per_policy);
   tcase_add_test(tc, output_is_byte_identical_across_runs);
   tcase_add_test(tc, budget_changes_fits);
+  tcase_add_test(tc, fits_never_passes_the_device_memory);
   tcase_add_test(tc, bad_input_exits_2_with_one_line);
   tcase_add_test(tc, every_bundled_scenario_runs);
   tcase_add_test(tc, embedded_default_equals_the_bundled_file);
@@ -302,6 +446,7 @@ cli_suite(void)
   tcase_add_test(tc, compare_with_a_budget_adds_the_plan);
   tcase_add_test(tc, sweep_is_deterministic_and_shards_concatenate);
   tcase_add_test(tc, sweep_rejects_bad_values_before_running);
+  tcase_add_test(tc, exit_codes_as_documented);
   suite_add_tcase(s, tc);
   return s;
 }

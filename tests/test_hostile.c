@@ -98,6 +98,14 @@ assert_compare(const char *path, int status, const char *expect)
   }
 }
 
+/* What offsim printed on stderr is one line holding `expect`. */
+static void
+assert_input_error_text(const char *err, const char *expect)
+{
+  ck_assert_msg(strstr(err, expect), "'%s' not in: %s", expect, err);
+  ck_assert_msg(strchr(err, '\n') == strrchr(err, '\n'), "more than one line: %s", err);
+}
+
 /* Loading fails with bad input whose message holds `expect`. */
 static void
 assert_input_error(const GError *error, const char *expect)
@@ -355,6 +363,92 @@ START_TEST(name_of_1mb)
   g_autofree char *bad = g_strdup_printf("%s%s = 1\n", bad_text, name);
   g_autofree char *bad_path = write_file(dir, "bad.ini", bad, -1);
   assert_compare(bad_path, 2, "unknown key");
+  /* And a short one: the key is cut after SIM_ERROR_QUOTE_MAX characters. */
+  g_auto(TestRun) cut = test_offsim("compare", bad_path, NULL);
+  ck_assert_uint_lt(strlen(cut.err), 1000);
+  assert_input_error_text(cut.err, "…: unknown key");
+}
+END_TEST
+
+/* ---- messages: UTF-8, control bytes, length ----------------------------------- */
+
+START_TEST(error_quote_escapes_and_cuts)
+{
+  static const struct {
+    const char *text, *quoted;
+  } cases[] = {
+    { "plain", "plain" },
+    { "2μs in “quotes”", "2μs in “quotes”" },
+    { "a\x1b[31mb\x07", "a\\x1b[31mb\\x07" },
+    { "tab\tline\nend\r", "tab\\tline\\nend\\r" },
+    { "del\x7f c1\xc2\x9b" "2J", "del\\x7f c1\\u009b2J" },
+    { "bad \xff byte", "bad \\xff byte" },
+  };
+  for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
+    g_autofree char *q = sim_error_quote(cases[i].text);
+    ck_assert_str_eq(q, cases[i].quoted);
+    g_autofree char *p = sim_error_printable(cases[i].text);
+    ck_assert_str_eq(p, cases[i].quoted);
+  }
+  /* Cut by characters, not bytes: 100 μ stay whole, 101 are cut. */
+  g_autoptr(GString) mu = g_string_new(NULL);
+  for (guint i = 0; i < SIM_ERROR_QUOTE_MAX; i++)
+    g_string_append(mu, "μ");
+  g_autofree char *whole = sim_error_quote(mu->str);
+  ck_assert_str_eq(whole, mu->str);
+  g_autofree char *more = g_strconcat(mu->str, "x", NULL);
+  g_autofree char *cut = sim_error_quote(more);
+  g_autofree char *expect = g_strconcat(mu->str, "…", NULL);
+  ck_assert_str_eq(cut, expect);
+  /* A message keeps its start and its end. */
+  g_autofree char *middle = g_strnfill(5 << 20, 'm');
+  g_autofree char *message = g_strdup_printf("file.ini: [g] k: expected X, got '%s'; the end", middle);
+  g_autofree char *printable = sim_error_printable(message);
+  ck_assert_uint_le(g_utf8_strlen(printable, -1), SIM_ERROR_MESSAGE_MAX + 1);
+  ck_assert(g_str_has_prefix(printable, "file.ini: [g] k: expected X, got 'mmm"));
+  ck_assert(g_str_has_suffix(printable, "mmm'; the end"));
+  ck_assert_ptr_nonnull(strstr(printable, "m…m"));
+  /* sim_error_quote_in: the value a parser echoed, quoted in place. */
+  g_autofree char *in = sim_error_quote_in(message, middle);
+  g_autofree char *quoted_middle = sim_error_quote(middle);
+  g_autofree char *expect_in = g_strdup_printf("file.ini: [g] k: expected X, got '%s'; the end", quoted_middle);
+  ck_assert_str_eq(in, expect_in);
+  g_autofree char *same = sim_error_quote_in("got ''", "");
+  ck_assert_str_eq(same, "got ''");
+}
+END_TEST
+
+/* main.c used setlocale(LC_ALL, "C"): every non-ASCII character of a
+ * message came out as '?' (file names, "2μs", GLib's quotes), while raw
+ * control bytes went to the terminal.  Under LC_ALL=C (as ctest runs it). */
+START_TEST(messages_keep_utf8_and_escape_control_bytes)
+{
+  g_autoptr(TempDir) dir = temp_dir();
+  g_autofree char *micro = write_file(dir, "µ-latency.ini", DEVICE "[link]\nh2d_bandwidth = 55GB/s\n"
+                                      "d2h_bandwidth = 55GB/s\nlatency = 2μs\n", -1);
+  g_setenv("LC_ALL", "C", TRUE);
+  g_auto(TestRun) r = test_offsim("compare", micro, NULL);
+  ck_assert_int_eq(r.status, 2);
+  g_autofree char *expect = g_strdup_printf("offsim: %s: [link] latency: expected a time with a unit (s, ms, us, ns), "
+                                            "got '2μs'\n", micro);
+  ck_assert_str_eq(r.err, expect);
+  /* GLib's own quotes. */
+  g_autofree char *syntax = write_file(dir, "syntax.ini", DEVICE "foo bar\n", -1);
+  g_auto(TestRun) s = test_offsim("compare", syntax, NULL);
+  ck_assert_int_eq(s.status, 2);
+  assert_input_error_text(s.err, "not a valid scenario file: Key file contains line “foo bar” which is not");
+  /* Control bytes from an argument are escaped where the line is printed. */
+  g_auto(TestRun) policy = test_offsim("run", "--policy", "\x1b]0;owned\x07", NULL);
+  ck_assert_int_eq(policy.status, 2);
+  ck_assert_str_eq(policy.err, "offsim: --policy: no policy '\\x1b]0;owned\\x07' in (embedded default) (it has "
+                               "resident, offload-sync, offload-async, checkpoint-full)\n");
+  g_auto(TestRun) regress = test_offsim("compare", REGRESS "/scenario-control-bytes.ini", NULL);
+  ck_assert_int_eq(regress.status, 2);
+  ck_assert_ptr_null(strchr(regress.err, '\x1b'));
+  ck_assert_ptr_null(strchr(regress.err, '\x07'));
+  /* Numbers are still written with '.' (the golden test checks every output). */
+  g_auto(TestRun) csv = test_offsim("run", "--format", "csv", NULL);
+  ck_assert_ptr_nonnull(strstr(csv.out, ",11.5"));
 }
 END_TEST
 
@@ -578,6 +672,8 @@ static const struct {
   { "scenario-duplicate-policy.ini", "duplicate-policy.ini:15: [policy.a]: the group is given twice (first at line 13)" },
   { "scenario-locale-key.ini", "[policy.a] mode[de]: a key with a locale is not a scenario key" },
   { "scenario-bom.ini", NULL },
+  { "scenario-control-bytes.ini", "[link] latency: expected a time with a unit (s, ms, us, ns), got "
+                                  "'8\\x1b[2J\\x1b]0;owned\\x07us'" },
 };
 
 static const char *
@@ -761,12 +857,78 @@ START_TEST(unwritable_outputs_are_clear_errors)
                   target, r.status, r.err);
     assert_only(dir, (const char *const[]){ "a-file", "taken", NULL });
   }
+  /* The path is checked before anything runs, gnuplot or not. */
   g_auto(TestRun) plot = test_offsim("compare", "--plot", below_file, NULL);
-  /* 3 without gnuplot: the tool is checked first. */
-  ck_assert_msg(plot.status == 2 || plot.status == 3, "--plot under a file: exit %d: %s", plot.status, plot.err);
-  if (plot.status == 2)
-    ck_assert_ptr_nonnull(strstr(plot.err, "--plot"));
+  ck_assert_msg(plot.status == 2, "--plot under a file: exit %d: %s", plot.status, plot.err);
+  ck_assert_ptr_nonnull(strstr(plot.err, "--plot"));
+  ck_assert_str_eq(plot.out, "");
   assert_only(dir, (const char *const[]){ "a-file", "taken", NULL });
+}
+END_TEST
+
+/* Output paths used to be tried only after the simulation ran and printed
+ * its report ("Failed to rename file ?.E6QHZ3? to ??"): now each is checked
+ * first, and the one line names the option, the path and what is wrong. */
+START_TEST(output_paths_are_checked_before_the_run)
+{
+  g_autoptr(TempDir) dir = temp_dir();
+  g_autofree char *blocker = write_file(dir, "a-file", "x", -1);
+  g_autofree char *taken = g_build_filename(dir, "taken", NULL);
+  ck_assert_int_eq(g_mkdir(taken, 0700), 0);
+  g_autofree char *slash = g_strconcat(taken, "/", NULL);
+  g_autofree char *missing = g_build_filename(dir, "missing", "out.json", NULL);
+  g_autofree char *missing_dir = g_build_filename(dir, "missing", NULL);
+  g_autofree char *below_file = g_build_filename(blocker, "out", NULL);
+  const struct {
+    const char *path, *why;
+  } files[] = {
+    { "", "expected a file name, got an empty path" },
+    { slash, "names a directory, expected a file name" },
+    { taken, "names a directory, expected a file name" },
+    { "/dev/null", "exists and is not a regular file (it would be replaced)" },
+    { missing, NULL }, /* the directory '.../missing' does not exist */
+    { below_file, NULL }, /* '.../a-file' is not a directory */
+  };
+  g_autofree char *missing_why = g_strdup_printf("the directory '%s' does not exist", missing_dir);
+  g_autofree char *below_why = g_strdup_printf("'%s' is not a directory", blocker);
+  static const char *const options[] = { "--trace", "--timeline", "--memory", "--plot-script" };
+  for (guint i = 0; i < G_N_ELEMENTS(options); i++)
+    for (guint f = 0; f < G_N_ELEMENTS(files); f++) {
+      const char *why = files[f].why ? files[f].why : f == 4 ? missing_why : below_why;
+      g_autofree char *expect = g_strdup_printf("offsim: %s '%s': %s\n", options[i], files[f].path, why);
+      g_auto(TestRun) r = test_offsim("run", "--format", "json", options[i], files[f].path, NULL);
+      ck_assert_msg(r.status == 2, "%s '%s': exit %d: %s", options[i], files[f].path, r.status, r.err);
+      ck_assert_str_eq(r.err, expect);
+      /* Nothing ran: no report. */
+      ck_assert_msg(r.out[0] == '\0', "%s '%s': the report was printed first", options[i], files[f].path);
+    }
+  for (guint f = 0; f < G_N_ELEMENTS(files); f++) {
+    if (files[f].path == taken)
+      continue; /* the tests above: --out onto a directory */
+    const char *why = files[f].why ? files[f].why : f == 4 ? missing_why : below_why;
+    g_autofree char *expect = g_strdup_printf("offsim: --out '%s': %s\n", files[f].path, why);
+    g_auto(TestRun) r = test_offsim("sweep", OFFSIM_SCENARIOS "/tiny.ini", "--set", "link.latency=1us", "--out",
+                                    files[f].path, NULL);
+    ck_assert_msg(r.status == 2, "--out '%s': exit %d: %s", files[f].path, r.status, r.err);
+    ck_assert_str_eq(r.err, expect);
+  }
+  /* A plot directory may be missing (it is made), not a file or empty. */
+  const char *plot_args[][2] = { { "", "expected a directory, got an empty path" }, { blocker, "not a directory" },
+                                 { below_file, below_why } };
+  for (guint p = 0; p < G_N_ELEMENTS(plot_args); p++) {
+    g_autofree char *expect = g_strdup_printf("offsim: --plot '%s': %s\n", plot_args[p][0], plot_args[p][1]);
+    g_auto(TestRun) r = test_offsim("compare", "--format", "csv", "--plot", plot_args[p][0], NULL);
+    ck_assert_msg(r.status == 2, "--plot '%s': exit %d: %s", plot_args[p][0], r.status, r.err);
+    ck_assert_str_eq(r.err, expect);
+    ck_assert_str_eq(r.out, "");
+    g_auto(TestRun) s = test_offsim("sweep", OFFSIM_SCENARIOS "/tiny.ini", "--set", "link.latency=1us", "--plot",
+                                    plot_args[p][0], NULL);
+    ck_assert_int_eq(s.status, 2);
+    ck_assert_str_eq(s.err, expect);
+    ck_assert_str_eq(s.out, "");
+  }
+  assert_only(dir, (const char *const[]){ "a-file", "taken", NULL });
+  assert_only(taken, (const char *const[]){ NULL });
 }
 END_TEST
 
@@ -804,6 +966,8 @@ main(void)
   tcase_add_test(tc, bandwidth_1_byte_per_second);
   tcase_add_test(tc, include_depth_64);
   tcase_add_test(tc, name_of_1mb);
+  tcase_add_test(tc, error_quote_escapes_and_cuts);
+  tcase_add_test(tc, messages_keep_utf8_and_escape_control_bytes);
   tcase_add_test(tc, nul_bytes_and_invalid_utf8);
   tcase_add_test(tc, numbers_of_30_digits);
   tcase_add_test(tc, include_of_a_fifo_without_writer);
@@ -812,6 +976,7 @@ main(void)
   tcase_add_test(tc, regressions_replay);
   tcase_add_test(tc, regression_keep_last_keeps_everything);
   tcase_add_test(tc, unwritable_outputs_are_clear_errors);
+  tcase_add_test(tc, output_paths_are_checked_before_the_run);
   tcase_add_test(tc, plot_rename_failure_leaves_no_temporary);
   suite_add_tcase(s, tc);
   return test_run_suite(s);

@@ -757,6 +757,49 @@ START_TEST(test_malformed_tensors)
 }
 END_TEST
 
+/* What a message echoes of a file is quoted: control bytes escaped (an ESC
+ * used to reach the terminal raw), long text cut with "…" (a 5 MB key used
+ * to make a 5 MB line), UTF-8 kept. */
+START_TEST(test_messages_quote_what_they_echo)
+{
+  g_autofree char *esc = text_error(DEVICE LINK "latency = 1\x1b]0;owned\x07us\n" MODEL);
+  assert_has(esc, "test.ini: [link] latency: expected a time with a unit (s, ms, us, ns), got '1\\x1b]0;owned\\x07us'");
+  g_autofree char *key = text_error(DEVICE "me\x1b]0;owned\x07mory = 1\n" LINK MODEL);
+  assert_has(key, "test.ini: not a valid scenario file: Invalid key name: me\\x1b]0;owned\\x07mory");
+  g_autofree char *c1 = text_error(DEVICE LINK "latency = 1\xc2\x9b" "2Jus\n" MODEL);
+  assert_has(c1, "got '1\\u009b2Jus'");
+  g_autofree char *long_key = g_strnfill(5 << 20, 'k');
+  g_autofree char *text = g_strdup_printf(DEVICE LINK "%s = 1\n" MODEL, long_key);
+  g_autofree char *cut = text_error(text);
+  g_autofree char *head = g_strnfill(SIM_ERROR_QUOTE_MAX, 'k');
+  g_autofree char *expect = g_strdup_printf("test.ini: [link] %s…: unknown key", head);
+  assert_has(cut, expect);
+  ck_assert_uint_lt(strlen(cut), 2000);
+  /* A value a parser echoes, a tensor's name and size, a policy's layers, a group. */
+  g_autofree char *long_value = g_strnfill(1 << 20, '9');
+  const char *const overrides[] = { "[link]\nlatency = %sxs\n", "[model]\ntensors = %s:1MiB:bad\n",
+                                    "[model]\ntensors = a:%s\n", "[policy.p]\nkind = offload\nlayers = 1-%sx\n",
+                                    "[policy.%s]\n" };
+  for (guint i = 0; i < G_N_ELEMENTS(overrides); i++) {
+    g_autofree char *o = g_strdup_printf(overrides[i], long_value);
+    g_autofree char *msg = override_error(MINIMAL, o);
+    ck_assert_msg(strlen(msg) < 2000, "case %u: %zu bytes: %.200s", i, strlen(msg), msg);
+    assert_has(msg, "…");
+  }
+  g_autofree char *micro = override_error(MINIMAL, "[link]\nlatency = 2μs\n");
+  assert_has(micro, "got '2μs'");
+  /* The same in a group given twice, a locale key and a key file GKeyFile refuses. */
+  g_autofree char *twice = text_error(MINIMAL "[policy.\x1b[2J]\nkind = resident\n[policy.\x1b[2J]\n");
+  assert_has(twice, "[policy.\\x1b[2J]: the group is given twice");
+  g_autofree char *bad_line = g_strdup_printf(MINIMAL "%s\x1b\n", long_value);
+  g_autofree char *syntax = text_error(bad_line);
+  assert_has(syntax, "not a valid scenario file: ");
+  assert_has(syntax, "…");
+  ck_assert_uint_lt(strlen(syntax), 2000);
+  ck_assert_ptr_null(strchr(syntax, '\x1b'));
+}
+END_TEST
+
 START_TEST(test_value_error_in_layer_group)
 {
   g_autofree char *msg = text_error(MINIMAL "[layer.2]\nforward = fast\n");
@@ -1037,6 +1080,7 @@ scenario_suite(void)
   tcase_add_test(values, test_duplicate_tensor_names);
   tcase_add_test(values, test_malformed_tensors);
   tcase_add_test(values, test_value_error_in_layer_group);
+  tcase_add_test(values, test_messages_quote_what_they_echo);
   tcase_add_test(values, test_policy_layers_empty);
   tcase_add_test(values, test_policy_without_name);
   tcase_add_test(values, test_memory_beyond_limit);

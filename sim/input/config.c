@@ -217,11 +217,14 @@ flat_file(const char *path, const char *canonical, const char *from, Loader *loa
   gsize len = 0;
   g_autoptr(GError) local = NULL;
   if (!sim_config_read_file(path, &data, &len, &local)) {
-    if (from)
+    if (from) {
+      /* An include may name anything, of any length. */
+      g_autofree char *quoted = sim_error_printable(path);
       g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "%s: [scenario] include: cannot read '%s': %s", from,
-                  path, local->message);
-    else
+                  quoted, local->message);
+    } else {
       g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "%s: cannot read scenario: %s", path, local->message);
+    }
     return NULL;
   }
   g_autoptr(SimConfig) built = config_new(path);
@@ -289,8 +292,9 @@ check_lines(const char *data, gsize len, const char *origin, GError **error)
       name = g_strndup(text + 1, (gsize)(close - text - 1));
       SeenGroup *first = g_hash_table_lookup(groups, name);
       if (first) {
+        g_autofree char *quoted = sim_error_quote(name);
         g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "%s:%u: [%s]: the group is given twice (first at line %u)",
-                    origin, line + 1, name, first->line + 1);
+                    origin, line + 1, quoted, first->line + 1);
         return FALSE;
       }
       group = g_new0(SeenGroup, 1);
@@ -304,16 +308,17 @@ check_lines(const char *data, gsize len, const char *origin, GError **error)
       continue;
     *eq = '\0';
     g_strchomp(text);
-    if (strchr(text, '[')) {
-      g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT,
-                  "%s:%u: [%s] %s: a key with a locale is not a scenario key (expected a plain key)", origin,
-                  line + 1, name, text);
-      return FALSE;
-    }
-    gpointer first;
-    if (g_hash_table_lookup_extended(group->keys, text, NULL, &first)) {
-      g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "%s:%u: [%s] %s: the key is given twice (first at line %u)",
-                  origin, line + 1, name, text, GPOINTER_TO_UINT(first) + 1);
+    gpointer first = NULL;
+    gboolean locale = strchr(text, '[') != NULL;
+    if (locale || g_hash_table_lookup_extended(group->keys, text, NULL, &first)) {
+      g_autofree char *group_name = sim_error_quote(name), *key = sim_error_quote(text);
+      if (locale)
+        g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT,
+                    "%s:%u: [%s] %s: a key with a locale is not a scenario key (expected a plain key)", origin,
+                    line + 1, group_name, key);
+      else
+        g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "%s:%u: [%s] %s: the key is given twice (first at line %u)",
+                    origin, line + 1, group_name, key, GPOINTER_TO_UINT(first) + 1);
       return FALSE;
     }
     g_hash_table_insert(group->keys, g_strdup(text), GUINT_TO_POINTER(line));
@@ -352,7 +357,9 @@ merge_data(SimConfig *c, const char *data, gsize len, const char *origin, const 
   if (!check_lines(data, len, origin, error))
     return FALSE;
   if (!g_key_file_load_from_data(kf, data, len, G_KEY_FILE_NONE, &local)) {
-    g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "%s: not a valid scenario file: %s", origin, local->message);
+    /* GKeyFile echoes the whole bad line, however long, controls and all. */
+    g_autofree char *why = sim_error_printable(local->message);
+    g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "%s: not a valid scenario file: %s", origin, why);
     return FALSE;
   }
 
@@ -363,8 +370,9 @@ merge_data(SimConfig *c, const char *data, gsize len, const char *origin, const 
     for (char **part = parts; *part; part++) {
       g_strstrip(*part);
       if (**part == '\0') {
+        g_autofree char *quoted = sim_error_quote(include);
         g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT,
-                    "%s: [scenario] include: expected comma-separated file names, got '%s'", origin, include);
+                    "%s: [scenario] include: expected comma-separated file names, got '%s'", origin, quoted);
         return FALSE;
       }
       g_autofree char *path = g_path_is_absolute(*part) ? g_strdup(*part)

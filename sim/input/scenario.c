@@ -13,13 +13,27 @@
 
 /* ---- errors that name the place ---------------------------------------- */
 
-/* Rewrites a value error as "file: [group] key: message". */
+/* Every user text a message echoes goes through sim_error_quote: control
+ * characters escaped, cut after SIM_ERROR_QUOTE_MAX characters.  File
+ * names stay whole (cli_fail escapes them as it prints). */
+
+/* "file: [group] key: msg". */
+static gboolean
+fail_text(GError **error, const SimConfigGroup *g, const SimConfigEntry *e, const char *msg)
+{
+  g_autofree char *group = sim_error_quote(g->name), *key = sim_error_quote(e->key);
+  g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "%s: [%s] %s: %s", e->file, group, key, msg);
+  return FALSE;
+}
+
+/* A value error rewritten as "file: [group] key: message"; the value,
+ * where the cause echoes it, is quoted too. */
 static gboolean
 fail_at(GError **error, const SimConfigGroup *g, const SimConfigEntry *e, GError *cause)
 {
-  g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "%s: [%s] %s: %s", e->file, g->name, e->key, cause->message);
+  g_autofree char *msg = sim_error_quote_in(cause->message, e->value);
   g_error_free(cause);
-  return FALSE;
+  return fail_text(error, g, e, msg);
 }
 
 G_GNUC_PRINTF(4, 5)
@@ -30,8 +44,21 @@ fail(GError **error, const SimConfigGroup *g, const SimConfigEntry *e, const cha
   va_start(ap, format);
   g_autofree char *msg = g_strdup_vprintf(format, ap);
   va_end(ap);
-  g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "%s: [%s] %s: %s", e->file, g->name, e->key, msg);
-  return FALSE;
+  return fail_text(error, g, e, msg);
+}
+
+/* "file: [group] key: WHAT, got 'GOT'", with GOT quoted. */
+G_GNUC_PRINTF(5, 6)
+static gboolean
+fail_got(GError **error, const SimConfigGroup *g, const SimConfigEntry *e, const char *got, const char *format, ...)
+{
+  va_list ap;
+  va_start(ap, format);
+  g_autofree char *what = g_strdup_vprintf(format, ap);
+  va_end(ap);
+  g_autofree char *quoted = sim_error_quote(got);
+  g_autofree char *msg = g_strdup_printf("%s, got '%s'", what, quoted);
+  return fail_text(error, g, e, msg);
 }
 
 /* Every key of `g` must be one of `group`'s, of any policy kind. */
@@ -55,8 +82,9 @@ require(const char *top, const char *group_name, const SimConfigGroup *g, SimKey
   const SimSchemaKey *k = sim_schema_key(id);
   if (sim_config_lookup(g, k->key))
     return TRUE;
+  g_autofree char *group = sim_error_quote(group_name);
   g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "%s: [%s] %s: missing required key (expected %s)",
-              g ? g->file : top, group_name, k->key, k->expect);
+              g ? g->file : top, group, k->key, k->expect);
   return FALSE;
 }
 
@@ -112,8 +140,14 @@ parse_tensor_flag(SimTensor *t, const char *flag, GError **error)
     return TRUE;
   }
   if (g_str_has_prefix(flag, "recompute=")) {
-    if (!sim_units_parse_time(flag + strlen("recompute="), &t->recompute, error))
+    const char *time = flag + strlen("recompute=");
+    GError *cause = NULL;
+    if (!sim_units_parse_time(time, &t->recompute, &cause)) {
+      g_autofree char *msg = sim_error_quote_in(cause->message, time);
+      g_error_free(cause);
+      g_set_error_literal(error, SIM_ERROR, SIM_ERROR_INPUT, msg);
       return FALSE;
+    }
     t->selective = TRUE;
     return TRUE;
   }
@@ -121,8 +155,9 @@ parse_tensor_flag(SimTensor *t, const char *flag, GError **error)
     t->refs = (guint)refs;
     return TRUE;
   }
+  g_autofree char *quoted = sim_error_quote(flag);
   g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "expected a flag keep, recompute=TIME or refs=N (1-1000), got '%s'",
-              flag);
+              quoted);
   return FALSE;
 }
 
@@ -144,15 +179,16 @@ get_tensors(const SimConfigGroup *g, SimKeyId id, GArray **out, GError **error)
     if (**item == '\0') {
       if (items[1] == NULL)
         break; /* `tensors =` : the layer saves nothing */
-      return fail(error, g, e, "expected name:size items separated by commas, got an empty item in '%s'",
-                  e->value);
+      g_autofree char *value = sim_error_quote(e->value);
+      return fail(error, g, e, "expected name:size items separated by commas, got an empty item in '%s'", value);
     }
     g_auto(GStrv) parts = g_strsplit(*item, ":", -1);
     if (g_strv_length(parts) < 2)
-      return fail(error, g, e, "expected name:size[:flag...], got '%s'", *item);
+      return fail_got(error, g, e, *item, "expected name:size[:flag...]");
     g_strstrip(parts[0]);
     if (*parts[0] == '\0')
-      return fail(error, g, e, "a tensor needs a name, got '%s'", *item);
+      return fail_got(error, g, e, *item, "a tensor needs a name");
+    g_autofree char *name = sim_error_quote(parts[0]);
     SimTensor t = { .name = g_intern_string(parts[0]), .offloadable = TRUE, .refs = 1 };
     g_array_append_val(tensors, t);
     SimTensor *added = &g_array_index(tensors, SimTensor, tensors->len - 1);
@@ -161,12 +197,12 @@ get_tensors(const SimConfigGroup *g, SimKeyId id, GArray **out, GError **error)
     for (char **flag = parts + 2; ok && *flag; flag++)
       ok = parse_tensor_flag(added, g_strstrip(*flag), &cause);
     if (!ok) {
-      g_autofree char *msg = g_strdup_printf("tensor '%s': %s", parts[0], cause->message);
+      g_autofree char *why = sim_error_quote_in(cause->message, parts[1]);
       g_error_free(cause);
-      return fail(error, g, e, "%s", msg);
+      return fail(error, g, e, "tensor '%s': %s", name, why);
     }
     if (!g_hash_table_add(seen, (gpointer)added->name))
-      return fail(error, g, e, "tensor '%s' is listed twice", parts[0]);
+      return fail(error, g, e, "tensor '%s' is listed twice", name);
     /* Each reference may be copied and reloaded on its own (dedup = false). */
     if (added->bytes > (SIM_UNITS_MAX_BYTES - total) / added->refs)
       return fail(error, g, e, "the tensors, each counted once per reference, add up to more than 4 EiB");
@@ -189,14 +225,14 @@ get_table(const SimConfigGroup *g, SimKeyId id, SimBandwidthPoint *points, guint
     g_auto(GStrv) parts = g_strsplit(*item, ":", -1);
     GError *cause = NULL;
     if (g_strv_length(parts) != 2)
-      return fail(error, g, e, "expected SIZE:RATE items, got '%s'", g_strstrip(*item));
+      return fail_got(error, g, e, g_strstrip(*item), "expected SIZE:RATE items");
     if (n == SIM_LINK_MAX_POINTS)
       return fail(error, g, e, "at most %d points", SIM_LINK_MAX_POINTS);
-    if (!sim_units_parse_size(parts[0], &points[n].bytes, &cause) ||
-        !sim_units_parse_rate(parts[1], &points[n].bandwidth, &cause)) {
-      g_autofree char *msg = g_strdup_printf("point %u: %s", n + 1, cause->message);
+    gboolean size_ok = sim_units_parse_size(parts[0], &points[n].bytes, &cause);
+    if (!size_ok || !sim_units_parse_rate(parts[1], &points[n].bandwidth, &cause)) {
+      g_autofree char *msg = sim_error_quote_in(cause->message, size_ok ? parts[1] : parts[0]);
       g_error_free(cause);
-      return fail(error, g, e, "%s", msg);
+      return fail(error, g, e, "point %u: %s", n + 1, msg);
     }
     if (points[n].bytes == 0 || (n > 0 && points[n].bytes <= points[n - 1].bytes))
       return fail(error, g, e, "point %u: sizes must be positive and increasing", n + 1);
@@ -227,8 +263,7 @@ get_layer_set(const SimConfigGroup *g, guint n_layers, GArray **out, GError **er
   } else if (g_str_has_prefix(value, "first:") || g_str_has_prefix(value, "last:")) {
     gboolean first = value[0] == 'f';
     if (!parse_uint(strchr(value, ':') + 1, 0, n_layers, &a))
-      return fail(error, g, e, "expected %s:N with N from 0 to %u, got '%s'", first ? "first" : "last", n_layers,
-                  e->value);
+      return fail_got(error, g, e, e->value, "expected %s:N with N from 0 to %u", first ? "first" : "last", n_layers);
     for (guint i = 0; i < n_layers; i++)
       g_array_index(set, gboolean, i) = first ? i < a : i + a >= n_layers;
   } else {
@@ -246,7 +281,7 @@ get_layer_set(const SimConfigGroup *g, guint n_layers, GArray **out, GError **er
         b = a;
       }
       if (!ok)
-        return fail(error, g, e, "expected %s, got '%s'", k->expect, *item);
+        return fail_got(error, g, e, *item, "expected %s", k->expect);
       if (b >= n_layers)
         return fail(error, g, e, "layer %" G_GUINT64_FORMAT " is out of range (the model has %u layers, 0-%u)", b,
                     n_layers, n_layers - 1);
@@ -276,8 +311,8 @@ get_actions(const SimConfigGroup *g, guint n_layers, GArray **out, GError **erro
     for (a = 0; names[a] && strcmp(names[a], items[i]) != 0; a++)
       ;
     if (names[a] == NULL)
-      return fail(error, g, e, "layer %u: expected keep, offload, recompute, selective or selective+offload, got '%s'",
-                  i, items[i]);
+      return fail_got(error, g, e, items[i],
+                      "layer %u: expected keep, offload, recompute, selective or selective+offload", i);
     SimAction action = (SimAction)a;
     g_array_append_val(actions, action);
   }
@@ -368,15 +403,16 @@ layer_overrides(const SimConfig *c, guint n_layers, GError **error)
     if (parse_uint(g->name + 6, 0, G_MAXUINT32, &index))
       canonical = g_strdup_printf("%" G_GUINT64_FORMAT, index);
     /* Only the plain spelling: [layer.03] beside [layer.3] would silently clash. */
+    g_autofree char *group = sim_error_quote(g->name);
     if (canonical == NULL || strcmp(canonical, g->name + 6) != 0) {
       g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT,
-                  "%s: [%s]: expected [layer.N] with N a layer index such as 0 or 17", g->file, g->name);
+                  "%s: [%s]: expected [layer.N] with N a layer index such as 0 or 17", g->file, group);
       return NULL;
     }
     if (index >= n_layers) {
       g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT,
                   "%s: [%s]: layer %" G_GUINT64_FORMAT " is out of range (the model has %u layers, 0-%u)", g->file,
-                  g->name, index, n_layers, n_layers - 1);
+                  group, index, n_layers, n_layers - 1);
       return NULL;
     }
     if (!check_keys(g, SIM_GROUP_LAYER, error))
@@ -629,9 +665,10 @@ check_groups(const SimConfig *c, GError **error)
       continue;
     if (strcmp(g->name, "calibration") == 0)
       continue; /* offsim-calib's metadata and raw samples: kept for people, not read */
+    g_autofree char *group = sim_error_quote(g->name);
     g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT,
                 "%s: [%s]: unknown group (expected scenario, device, link, model, transformer, trace, layer.N, policy.NAME or calibration)",
-                g->file, g->name);
+                g->file, group);
     return FALSE;
   }
   return TRUE;

@@ -1,0 +1,762 @@
+#!/usr/bin/env python3
+"""Record what autograd saves in one training step of any torch.nn.Module.
+
+Usage from a script (the model on the CPU or on the meta device):
+
+    sys.path.insert(0, "gpu_calib/record")
+    from recorder import Recorder
+    with Recorder(model) as rec:            # layers found, or Recorder(model, layers=[...])
+        loss = model(ids, labels=ids).loss
+        loss.backward()
+    rec.write_csv("trace.csv")             # the [trace] CSV, new columns at the end
+    rec.write_json("trace.json")           # the allocated-memory curve and its peak
+
+Inside the context every pack call of torch.autograd.graph.saved_tensors_hooks
+becomes one row (autograd packs once per saved reference), and every offload
+group (layer) adds a row for its input (saved = 0).  Module forward hooks say
+which module and which layer run; just before the first backward (the
+context patches torch.autograd.backward and torch.autograd.grad) the
+autograd graph is walked and every saved tensor is unpacked once, so that
+each row learns the node that saved it and the slot (`MulBackward0.other`).
+On the CPU, torch.profiler.profile(profile_memory=True) records every
+allocation and free of the step; zero-cost profiler markers (module, layer,
+Python-level torch function, phase, backward layer boundaries through tensor
+hooks on the layers' outputs) place each one, so that the peak comes with its
+phase, layer, module, function, autograd node and ATen op.  The markers are
+ordered, never timed, so the curve and the places are the same on every run.
+
+Command line (the repository's op-by-op HF implementations, hf_models.py):
+
+    recorder.py --hf-config CONFIG --batch B --seq S --dtype fp32|bf16
+                --attention eager|sdpa|sdpa-gqa|flash --device cpu|meta
+                [--kernels cuda|cpu] --out trace.csv [--json trace.json]
+    recorder.py --summary trace.csv       # per-layer table (Markdown)
+
+Exit status: 0; 1 an unexpected error; 2 a bad option or config field.
+See tests/data/hf/README.md for the columns, the adjustments made for torch
+1.13 and what is and is not measured.
+"""
+import argparse
+import json
+import os
+import sys
+import weakref
+
+import torch
+from torch.overrides import TorchFunctionMode
+
+_HERE = os.path.dirname(os.path.abspath(__file__))
+if _HERE not in sys.path:
+    sys.path.insert(0, _HERE)
+
+
+COLUMNS = ("layer", "op", "name", "bytes", "dtype", "shape", "is_parameter", "storage", "storage_bytes", "saved",
+           "leaf", "node", "slot", "module", "phase", "packed", "host", "unpack", "adjust")
+
+LAYER_LISTS = ("layers", "h", "layer", "blocks")
+
+# adjust codes (tests/data/hf/README.md): rows the recording torch packed
+# that current PyTorch (2.2 and later) does not pack get saved = 0.
+ADJUST_MEAN = "mean-input"          # MeanBackward saved its input up to torch 2.1 (pytorch#109935)
+ADJUST_WRAPPED = "wrapped-number"   # a Python scalar as a 0-dim CPU tensor; later torch skips the pack hook
+ADJUST_EMBEDDING = "embedding-weight-unsure"  # torch 1.13 saves the weight; current torch: not established
+
+
+def _torch_version():
+    parts = []
+    for p in torch.__version__.split("+")[0].split(".")[:2]:
+        digits = "".join(ch for ch in p if ch.isdigit())
+        parts.append(int(digits or 0))
+    return tuple(parts)
+
+
+# ---------------------------------------------------------------- markers --
+
+def _marker(name):
+    """A zero-length profiler event; unlike torch.profiler.record_function it allocates nothing."""
+    try:
+        handle = torch.ops.profiler._record_function_enter_new(name, None)
+        torch.ops.profiler._record_function_exit._RecordFunction(handle)
+    except (AttributeError, RuntimeError):
+        with torch.profiler.record_function(name):
+            pass
+
+
+# ------------------------------------------------------------ layer lists --
+
+def find_layers(model):
+    """The offload groups: the longest nn.ModuleList named layers, h, layer or blocks.
+
+    Returns (list path, modules); ValueError when there is none."""
+    best = None
+    for name, module in model.named_modules():
+        if isinstance(module, torch.nn.ModuleList) and name.split(".")[-1] in LAYER_LISTS and len(module):
+            if best is None or len(module) > len(best[1]):
+                best = (name, list(module))
+    if best is None:
+        raise ValueError("no layer list found (an nn.ModuleList named layers, h, layer or blocks): pass layers=")
+    return best
+
+
+class _Packed:
+    """What the pack hook returns: the tensor (autograd holds it, as without hooks) and its row."""
+
+    __slots__ = ("tensor", "row", "__weakref__")
+
+    def __init__(self, tensor, row):
+        self.tensor, self.row = tensor, row
+
+
+def _storage_key(t):
+    """(StorageImpl address, storage bytes) on any device, meta included.
+
+    The address of the storage object itself rather than its data pointer:
+    every meta storage has data pointer 0, but each has its own StorageImpl,
+    which views and in-place ops keep."""
+    if hasattr(t, "untyped_storage"):
+        s = t.untyped_storage()
+        return s._cdata, s.nbytes()
+    s = t.storage()
+    inner = getattr(s, "_storage", s)
+    return inner._cdata, s.nbytes()
+
+
+def _shape(t):
+    return "x".join(str(n) for n in t.shape) or "scalar"
+
+
+def _dtype(t):
+    return str(t.dtype).replace("torch.", "")
+
+
+class _FunctionMarks(TorchFunctionMode):
+    """Marks the start and end of every Python-level torch call (linear, matmul, __mul__, ...)."""
+
+    def __init__(self, recorder):
+        super().__init__()
+        self.recorder = recorder
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        rec = self.recorder
+        if rec._busy or not rec._profiling:
+            return func(*args, **kwargs)
+        name = getattr(func, "__name__", None) or str(func)
+        _marker("offsim::fn:" + name)
+        try:
+            return func(*args, **kwargs)
+        finally:
+            _marker("offsim::fn-end")
+
+
+class Recorder:
+    """Records one training step run inside the `with` block (see the module docstring).
+
+    model: the nn.Module; layers: the offload-group modules (found when None);
+    memory: profile the allocated memory (default: on the CPU, not on meta).
+    A layer's input is its first tensor argument (or `hidden_states` where
+    the torch passes keyword arguments to hooks).  One step per context: the
+    graph is walked before the first backward only."""
+
+    def __init__(self, model, layers=None, memory=None):
+        self.model = model
+        if layers is None:
+            self.layers_path, layers = find_layers(model)
+        else:
+            layers = list(layers)
+            self.layers_path = None
+        self.layers = layers
+        names = {m: n for n, m in model.named_modules()}
+        for layer in layers:
+            if layer not in names:
+                raise ValueError("a layer given is not a submodule of the model")
+        if self.layers_path is None:
+            first = names[layers[0]]
+            self.layers_path = first.rsplit(".", 1)[0] if "." in first else ""
+        self._names = names
+        self._layer_index = {layer: i for i, layer in enumerate(layers)}
+        self._prefix = self.layers_path.rsplit(".", 1)[0] + "." if "." in self.layers_path else ""
+        device = next((p.device for p in model.parameters()), torch.device("cpu"))
+        self.device = device.type
+        self.memory_enabled = (device.type == "cpu") if memory is None else memory
+        self.rows = []
+        self.memory = None
+        self._busy = False
+        self._profiling = False
+        self._handles = []
+        self._storage_ids = {}
+        self._modules = []
+        self._scope = "embed"
+        self._phase = "forward"
+        self._walking = None
+        self._walking_queue = []
+        self._walked = False
+        self._unpack_count = 0
+        self._orig = {}
+        self._params = set()
+        self.static = {}
+
+    # ---------------------------------------------------------- naming --
+    def _op_name(self, module_path):
+        """The `op` column: layers.<i>.<path in layer>, or the path outside the layers, or root."""
+        if not module_path:
+            return "root"
+        lp = self.layers_path + "."
+        if module_path.startswith(lp):
+            return "layers." + module_path[len(lp):]
+        if self._prefix and module_path.startswith(self._prefix):
+            return module_path[len(self._prefix):]
+        return module_path
+
+    def _storage_id(self, t):
+        """A small id per storage, stable across views and in-place ops.
+
+        The StorageImpl address identifies a storage while it lives; a freed
+        address can be reused, so an address counts as the same storage only
+        while some tensor recorded with it is still alive."""
+        key, nbytes = _storage_key(t)
+        entries = self._storage_ids.setdefault(key, [])
+        if entries:
+            sid, refs = entries[-1]
+            if any(r() is not None for r in refs):
+                refs.append(weakref.ref(t))
+                return sid, nbytes
+        sid = sum(len(v) for v in self._storage_ids.values())
+        entries.append((sid, [weakref.ref(t)]))
+        return sid, nbytes
+
+    def _row(self, t, op, module, name, saved, packed):
+        sid, nbytes = self._storage_id(t)
+        key = _storage_key(t)[0]
+        return {
+            "layer": self._scope, "op": op, "name": name, "bytes": t.numel() * t.element_size(),
+            "dtype": _dtype(t), "shape": _shape(t), "is_parameter": int(key in self._params),
+            "storage": sid, "storage_bytes": nbytes, "saved": saved, "leaf": int(t.grad_fn is None),
+            "node": "", "slot": "", "module": module, "phase": self._phase, "packed": packed, "host": 0,
+            "unpack": "", "adjust": "", "_wrapped": _maybe_wrapped(t, self.device),
+        }
+
+    # ----------------------------------------------------------- hooks --
+    def _pack(self, t):
+        self._busy = True
+        try:
+            module = self._modules[-1] if self._modules else ""
+            producer = _node_name(t.grad_fn) if t.grad_fn is not None else "leaf"
+            self.rows.append(self._row(t, self._op_name(module), module, producer, 1, 1))
+            return _Packed(t, len(self.rows) - 1)
+        finally:
+            self._busy = False
+
+    def _unpack(self, packed):
+        row = self.rows[packed.row]
+        if self._walking is not None:
+            if self._walking_queue:
+                name, slot, host = self._walking_queue.pop(0)
+            else:
+                name, slot, host = self._walking
+            if not row["node"]:
+                row["node"], row["slot"] = name, slot
+                if host:
+                    row["host"] = 1
+        elif row["unpack"] == "":
+            row["unpack"] = self._unpack_count
+            self._unpack_count += 1
+        return packed.tensor
+
+    def _pre_kwargs(self, module, args, kwargs):
+        self._pre(module, args, kwargs)
+
+    def _pre(self, module, args, kwargs=None):
+        path = self._names[module]
+        self._modules.append(path)
+        self._busy = True
+        try:
+            if self._profiling:
+                _marker("offsim::module:" + path)
+            index = self._layer_index.get(module)
+            if index is not None:
+                self._scope = str(index)
+                if self._profiling:
+                    _marker("offsim::scope:" + self._scope)
+                x = next((a for a in args if isinstance(a, torch.Tensor)), None)
+                if x is None and kwargs:
+                    x = kwargs.get("hidden_states")
+                    x = x if isinstance(x, torch.Tensor) else next(
+                        (v for v in kwargs.values() if isinstance(v, torch.Tensor)), None)
+                if x is not None:
+                    self.rows.append(self._row(x, "layer_input", self._names[module], "input", 0, 0))
+                    if index == 0 and x.requires_grad and self._profiling:
+                        x.register_hook(lambda g: _marker("offsim::scope:embed"))
+        finally:
+            self._busy = False
+
+    def _post(self, module, args, out):
+        if self._modules:
+            self._modules.pop()
+        self._busy = True
+        try:
+            if self._profiling:
+                _marker("offsim::module-end")
+            index = self._layer_index.get(module)
+            if index is not None:
+                y = out if isinstance(out, torch.Tensor) else next(
+                    (o for o in (out if isinstance(out, (tuple, list)) else ()) if isinstance(o, torch.Tensor)), None)
+                if y is not None and y.requires_grad and self._profiling:
+                    scope = str(index)
+                    y.register_hook(lambda g, scope=scope: _marker("offsim::scope:" + scope))
+                if index == len(self.layers) - 1:
+                    self._scope = "head"
+                    if self._profiling:
+                        _marker("offsim::scope:head")
+        finally:
+            self._busy = False
+
+    # ------------------------------------------------------ graph walk --
+    def _walk(self, roots):
+        """Unpack every saved tensor once, so that each row learns its node and slot."""
+        self._busy = True
+        try:
+            seen = set()
+            stack = [t.grad_fn for t in roots if isinstance(t, torch.Tensor) and t.grad_fn is not None]
+            while stack:
+                node = stack.pop()
+                if node is None or node in seen:
+                    continue
+                seen.add(node)
+                fwd = getattr(node, "_forward_cls", None)
+                if fwd is not None:
+                    # A custom autograd.Function (a stand-in names the CUDA node it mirrors):
+                    # saved_tensors unpacks its tensors in order, one slot each.
+                    name = _node_name(node)
+                    slots = getattr(fwd, "slots", ())
+                    host_slots = getattr(fwd, "host_slots", ())
+                    try:
+                        count = len(node._raw_saved_tensors)
+                    except (AttributeError, RuntimeError):
+                        count = 0
+                    self._walking_queue = [(name, slots[i] if i < len(slots) else f"saved_tensors.{i}",
+                                            (slots[i] if i < len(slots) else None) in host_slots)
+                                           for i in range(count)]
+                    self._walking = (name, "saved_tensors", False)
+                    try:
+                        node.saved_tensors
+                    except RuntimeError:
+                        pass
+                    self._walking_queue = []
+                else:
+                    name = type(node).__name__
+                    for attr in dir(node):
+                        if attr.startswith("_saved_"):
+                            self._walking = (name, attr[len("_saved_"):], False)
+                            try:
+                                getattr(node, attr)
+                            except RuntimeError:
+                                pass
+                self._walking = None
+                for nxt, _ in node.next_functions:
+                    if nxt is not None:
+                        stack.append(nxt)
+        finally:
+            self._walking = None
+            self._busy = False
+
+    def _patched_backward(self, orig):
+        def backward(tensors, *args, **kwargs):
+            roots = [tensors] if isinstance(tensors, torch.Tensor) else list(tensors)
+            if not self._walked:
+                self._walk(roots)
+                self._walked = True
+            self._set_phase("backward")
+            return orig(tensors, *args, **kwargs)
+        return backward
+
+    def _patched_grad(self, orig):
+        def grad(outputs, *args, **kwargs):
+            roots = [outputs] if isinstance(outputs, torch.Tensor) else list(outputs)
+            if not self._walked:
+                self._walk(roots)
+                self._walked = True
+            self._set_phase("backward")
+            return orig(outputs, *args, **kwargs)
+        return grad
+
+    def _set_phase(self, phase):
+        self._phase = phase
+        if phase == "backward":
+            self._scope = "head"
+        if self._profiling:
+            _marker("offsim::phase:" + phase)
+
+    # ----------------------------------------------------------- enter --
+    def __enter__(self):
+        model = self.model
+        self._params = {_storage_key(p)[0] for p in model.parameters()}
+        self.static = {
+            "parameter_bytes": sum(p.numel() * p.element_size() for p in {id(p): p for p in model.parameters()}.values()),
+            "buffer_bytes": sum(b.numel() * b.element_size() for b in model.buffers()),
+        }
+        for module, path in self._names.items():
+            if module is model:
+                continue
+            try:  # torch >= 2.0 passes keyword arguments to pre-hooks that ask for them
+                self._handles.append(module.register_forward_pre_hook(self._pre_kwargs, with_kwargs=True))
+            except TypeError:
+                self._handles.append(module.register_forward_pre_hook(self._pre))
+            self._handles.append(module.register_forward_hook(self._post))
+        self._orig = {"backward": torch.autograd.backward, "grad": torch.autograd.grad}
+        torch.autograd.backward = self._patched_backward(self._orig["backward"])
+        torch.autograd.grad = self._patched_grad(self._orig["grad"])
+        self._prof = None
+        if self.memory_enabled:
+            self._prof = torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU], profile_memory=True)
+            self._prof.__enter__()
+            self._profiling = True
+            _marker("offsim::phase:forward")
+            _marker("offsim::scope:embed")
+        self._fmode = _FunctionMarks(self)
+        self._fmode.__enter__()
+        self._hooks = torch.autograd.graph.saved_tensors_hooks(self._pack, self._unpack)
+        self._hooks.__enter__()
+        return self
+
+    def __exit__(self, *exc):
+        self._hooks.__exit__(*exc)
+        self._fmode.__exit__(*exc)
+        if self._prof is not None:
+            _marker("offsim::phase:end")
+            self._profiling = False
+            self._prof.__exit__(*exc)
+        torch.autograd.backward = self._orig["backward"]
+        torch.autograd.grad = self._orig["grad"]
+        for h in self._handles:
+            h.remove()
+        self._handles = []
+        if exc[0] is None:
+            self._finish()
+        return False
+
+    # ---------------------------------------------------------- finish --
+    def _finish(self):
+        old_torch = _torch_version() < (2, 2)
+        for r in self.rows:
+            wrapped = r.pop("_wrapped")
+            if r["packed"] != 1:
+                continue
+            if old_torch and r["node"].startswith("MeanBackward") and r["slot"] == "self":
+                r["saved"], r["adjust"] = 0, ADJUST_MEAN
+            elif wrapped and not r["host"]:
+                r["saved"], r["host"], r["adjust"] = 0, 1, ADJUST_WRAPPED
+            elif old_torch and r["node"] == "EmbeddingBackward0" and r["slot"] == "weight":
+                r["adjust"] = ADJUST_EMBEDDING
+        if self._prof is not None:
+            self.memory = _memory_curve(self._prof)
+            self.memory["static"] = self.static
+
+    # ----------------------------------------------------------- write --
+    def write_csv(self, path):
+        with open(path, "w", newline="") as f:
+            f.write(",".join(COLUMNS) + "\n")
+            for r in self.rows:
+                f.write(",".join(str(r[c]) for c in COLUMNS) + "\n")
+
+    def write_json(self, path, extra=None):
+        doc = {"format": "offsim-record-memory/1", "torch": torch.__version__, "device": self.device,
+               "threads": torch.get_num_threads()}
+        doc.update(extra or {})
+        if self.memory is None:
+            doc["memory"] = None
+            doc["why"] = ("no allocations to profile on the meta device" if self.device == "meta"
+                          else "memory profiling was off")
+        else:
+            doc.update(self.memory)
+        with open(path, "w") as f:
+            f.write(_json_text(doc))
+
+
+def _node_name(node):
+    """An autograd node's name; a stand-in's is the CUDA node it mirrors."""
+    fwd = getattr(node, "_forward_cls", None)
+    return getattr(fwd, "cuda_node", None) or type(node).__name__
+
+
+def _maybe_wrapped(t, model_device):
+    """A Python number autograd saved as a 0-dim CPU tensor (mul by a float: MulBackward0.other).
+
+    torch 1.13 passes these to the pack hook; later versions skip them
+    (saved_variable.cpp: "Avoid wrapped numbers from being leaked to the
+    user").  Python has no is_wrapped_number(): a 0-dim float64/int64/
+    complex128 CPU leaf that does not require grad is taken for one."""
+    return (t.dim() == 0 and t.device.type == "cpu" and t.grad_fn is None and not t.requires_grad
+            and t.dtype in (torch.float64, torch.int64, torch.complex128))
+
+
+# ----------------------------------------------------------- memory curve --
+
+# ATen ops that only allocate, alias or reshape: the place of an allocation is the op around them.
+_PLUMBING = frozenset("aten::" + n for n in (
+    "empty", "empty_strided", "empty_like", "resolve_conj", "resolve_neg", "as_strided", "view", "_reshape_alias",
+    "_unsafe_view", "reshape", "t", "transpose", "expand", "detach", "alias", "unsqueeze", "squeeze", "permute",
+    "select", "slice", "resize_", "lift_fresh", "zero_", "fill_", "numpy_T", "split", "narrow", "unbind"))
+
+
+def _memory_curve(prof):
+    """The allocated-memory curve from the profiler's events, placed by the markers."""
+    events = prof.profiler.kineto_results.events()
+    phase, scope, node, aten, standin = "other", "embed", "", "", ""
+    modules, fns = [], []
+    node_module = {}  # autograd sequence number -> the module that ran the op in forward
+    contexts, index = [], {}
+    curve = []
+    total = 0
+    for e in events:
+        name = e.name()
+        if name == "[memory]":
+            if not str(e.device_type()).endswith("CPU"):
+                continue
+            delta = int(e.nbytes())
+            total += delta
+            ctx = (phase, scope, modules[-1] if modules else "", fns[-1] if fns else "",
+                   node if phase == "backward" else "", aten, standin)
+            ci = index.setdefault(ctx, len(contexts))
+            if ci == len(contexts):
+                contexts.append(ctx)
+            curve.append((total, delta, ci))
+        elif name.startswith("offsim::"):
+            kind, _, value = name[len("offsim::"):].partition(":")
+            if kind == "phase":
+                phase, node = value, ""
+                modules, fns = [], []
+                if value == "backward":
+                    scope = "head"
+            elif kind == "scope":
+                scope = value
+            elif kind == "module":
+                modules.append(value)
+            elif kind == "module-end":
+                if modules:
+                    modules.pop()
+            elif kind == "fn":
+                fns.append(value)
+            elif kind == "fn-end":
+                if fns:
+                    fns.pop()
+            elif kind == "standin":
+                standin = value
+            elif kind == "standin-end":
+                standin = ""
+        elif name.startswith("autograd::engine::evaluate_function: "):
+            node = name[len("autograd::engine::evaluate_function: "):]
+            module_of_node = node_module.get(e.sequence_nr(), "") if e.sequence_nr() >= 0 else ""
+            modules = [module_of_node] if module_of_node else []
+        elif name.startswith("aten::"):
+            if name not in _PLUMBING:
+                aten = name
+            if phase == "forward" and e.sequence_nr() >= 0 and modules:
+                node_module.setdefault(e.sequence_nr(), modules[-1])
+
+    def place(i):
+        total_i, _, ci = curve[i]
+        p, s, m, f, n, a, st = contexts[ci]
+        return {"bytes": total_i, "event": i, "phase": p, "layer": s, "module": m, "function": f, "node": n,
+                "aten": a, "standin": st}
+
+    def peak_in(phase_name):
+        best = None
+        for i, (tot, _, ci) in enumerate(curve):
+            if phase_name is None or contexts[ci][0] == phase_name:
+                if best is None or tot > curve[best][0]:
+                    best = i
+        return place(best) if best is not None else None
+
+    end_of_forward = 0
+    for tot, _, ci in curve:
+        if contexts[ci][0] == "forward":
+            end_of_forward = tot
+    return {
+        "baseline": "bytes allocated before the context are not seen: the curve starts at 0",
+        "events": len(curve),
+        "peak": peak_in(None),
+        "forward_peak": peak_in("forward"),
+        "backward_peak": peak_in("backward"),
+        "end_of_forward": end_of_forward,
+        "final": total,
+        "contexts_columns": ["phase", "layer", "module", "function", "node", "aten", "standin"],
+        "contexts": [list(c) for c in contexts],
+        "curve_columns": ["total", "delta", "context"],
+        "curve": [list(c) for c in curve],
+    }
+
+
+def _json_text(doc):
+    """JSON with one curve point or context per line: small diffs, byte-for-byte reproducible."""
+    lines = ["{"]
+    keys = list(doc)
+    for k_i, key in enumerate(keys):
+        value = doc[key]
+        end = "," if k_i < len(keys) - 1 else ""
+        if key in ("curve", "contexts") and isinstance(value, list):
+            lines.append(f"  {json.dumps(key)}: [")
+            for i, item in enumerate(value):
+                lines.append("    " + json.dumps(item, separators=(",", ":")) + ("," if i < len(value) - 1 else ""))
+            lines.append("  ]" + end)
+        else:
+            lines.append(f"  {json.dumps(key)}: {json.dumps(value, sort_keys=True)}{end}")
+    lines.append("}")
+    return "\n".join(lines) + "\n"
+
+
+# ---------------------------------------------------------------- summary --
+
+def read_csv(path):
+    with open(path) as f:
+        header = f.readline().rstrip("\n").split(",")
+        return [dict(zip(header, line.rstrip("\n").split(","))) for line in f if line.strip()]
+
+
+def summarise(rows):
+    """Per scope: unique storage bytes (counted in the first scope that saved it), reference
+    bytes (views, and storages), references, leaves and parameter references."""
+    order, table, owner = [], {}, {}
+    for r in rows:
+        scope = r["layer"]
+        if scope not in table:
+            order.append(scope)
+            table[scope] = {"unique": 0, "ref_bytes": 0, "ref_storage_bytes": 0, "refs": 0, "leaves": 0,
+                            "params": 0, "host_refs": 0}
+        if r["saved"] != "1":
+            continue
+        t = table[scope]
+        if r["is_parameter"] == "1":
+            t["params"] += 1
+            continue
+        if r.get("host") == "1":
+            t["host_refs"] += 1
+        t["refs"] += 1
+        t["ref_bytes"] += int(r["bytes"])
+        t["ref_storage_bytes"] += int(r["storage_bytes"])
+        if r.get("leaf") == "1":
+            t["leaves"] += 1
+        if r["storage"] not in owner:
+            owner[r["storage"]] = scope
+            t["unique"] += int(r["storage_bytes"])
+    return order, table
+
+
+def summary_markdown(path, memory=None):
+    order, table = summarise(read_csv(path))
+    out = [f"`{os.path.basename(path)}`", "",
+           "| layer | unique bytes | reference bytes (views) | reference bytes (storages) | refs | leaves | params |",
+           "|---|---|---|---|---|---|---|"]
+    tot = {k: 0 for k in ("unique", "ref_bytes", "ref_storage_bytes", "refs", "leaves", "params")}
+    for scope in order:
+        t = table[scope]
+        out.append(f"| {scope} | {t['unique']} | {t['ref_bytes']} | {t['ref_storage_bytes']} | {t['refs']} | "
+                   f"{t['leaves']} | {t['params']} |")
+        for k in tot:
+            tot[k] += t[k]
+    out.append(f"| all | {tot['unique']} | {tot['ref_bytes']} | {tot['ref_storage_bytes']} | {tot['refs']} | "
+               f"{tot['leaves']} | {tot['params']} |")
+    if memory and memory.get("peak"):
+        p = memory["peak"]
+        where = ", ".join(f"{k} {p[k]}" for k in ("phase", "layer", "module", "function", "node", "aten")
+                          if p.get(k))
+        out += ["", f"Peak {p['bytes']} bytes above the start of the step ({where}); end of forward "
+                    f"{memory['end_of_forward']}, forward peak {memory['forward_peak']['bytes']}."]
+    return "\n".join(out)
+
+
+# ------------------------------------------------------------------- main --
+
+def _parse(argv):
+    import hf_models
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--hf-config", help="an HF config.json")
+    p.add_argument("--batch", type=int)
+    p.add_argument("--seq", type=int)
+    p.add_argument("--dtype", default="fp32", choices=sorted(hf_models.DTYPES))
+    p.add_argument("--attention", default="eager", choices=hf_models.ATTENTIONS)
+    p.add_argument("--kernels", default="cuda", choices=hf_models.KERNELS,
+                   help="cuda: stand-ins saving what the CUDA kernels save (default); cpu: this torch's CPU ops")
+    p.add_argument("--rope", default="shared", choices=hf_models.ROPE)
+    p.add_argument("--device", default="cpu", choices=("cpu", "meta"))
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--threads", type=int, default=1, help="intra-op threads (1: reproducible curves)")
+    p.add_argument("--hold-outputs", action="store_true", help="keep the output (logits) alive through backward")
+    p.add_argument("--out", help="the trace CSV")
+    p.add_argument("--json", help="the memory JSON (default: --out with .json)")
+    p.add_argument("--summary", metavar="CSV", help="print the per-layer summary of a recorded CSV and exit")
+    return p.parse_args(argv)
+
+
+def record_hf(config, batch, seq, dtype="fp32", attention="eager", kernels="cuda", device="cpu", seed=0,
+              rope="shared", hold_outputs=False, memory=None):
+    """One training step of hf_models' model for `config` under a Recorder; returns the Recorder."""
+    import hf_models
+    if isinstance(dtype, str):
+        dtype = hf_models.DTYPES[dtype]
+    model = hf_models.build_model(config, attention, kernels, dtype, device, seed, rope)
+    ids, labels = hf_models.make_batch(config, batch, seq, device, seed)
+    rec = Recorder(model, memory=memory)
+    torch.manual_seed(seed + 2)
+    with rec:
+        out = model(ids, labels=labels)
+        loss = out.loss
+        if not hold_outputs:
+            del out
+        loss.backward()
+        del loss
+        if hold_outputs:
+            del out
+    return rec
+
+
+def main(argv=None):
+    args = _parse(sys.argv[1:] if argv is None else argv)
+    if args.summary:
+        memory = None
+        js = os.path.splitext(args.summary)[0] + ".json"
+        if os.path.exists(js):
+            with open(js) as f:
+                memory = json.load(f)
+        print(summary_markdown(args.summary, memory))
+        return 0
+    import hf_models
+    missing = [o for o in ("hf_config", "batch", "seq", "out") if getattr(args, o) is None]
+    if missing:
+        print("recorder.py: missing " + ", ".join("--" + m.replace("_", "-") for m in missing), file=sys.stderr)
+        return 2
+    if args.batch <= 0 or args.seq <= 0:
+        print("recorder.py: --batch and --seq must be positive", file=sys.stderr)
+        return 2
+    try:
+        with open(args.hf_config) as f:
+            config = json.load(f)
+    except (OSError, ValueError) as e:
+        print(f"recorder.py: --hf-config {args.hf_config}: {e}", file=sys.stderr)
+        return 2
+    torch.set_num_threads(args.threads)
+    try:
+        rec = record_hf(config, args.batch, args.seq, args.dtype, args.attention, args.kernels, args.device,
+                        args.seed, args.rope, args.hold_outputs)
+    except hf_models.ConfigError as e:
+        print(f"recorder.py: {args.hf_config}: {e}", file=sys.stderr)
+        return 2
+    except NotImplementedError as e:
+        if args.device != "meta" or "Meta" not in str(e):
+            raise
+        print(f"recorder.py: an op has no meta kernel in torch {torch.__version__}: {str(e).splitlines()[0]}; "
+              "nothing was written (record on the CPU at a small shape instead)", file=sys.stderr)
+        return 2
+    rec.write_csv(args.out)
+    js = args.json or os.path.splitext(args.out)[0] + ".json"
+    extra = {"command": {"config": os.path.basename(args.hf_config), "batch": args.batch, "seq": args.seq,
+                         "dtype": args.dtype, "attention": args.attention, "kernels": args.kernels,
+                         "rope": args.rope, "device": args.device, "seed": args.seed,
+                         "hold_outputs": args.hold_outputs}}
+    rec.write_json(js, extra)
+    print(f"{args.out}: {len(rec.rows)} rows; {js}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

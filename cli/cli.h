@@ -1,7 +1,7 @@
 /* cli/cli.h — the subcommands of `offsim` and what they share.
  *
  * Each takes the arguments after its name and returns the process exit
- * status: 0 ok, 1 internal error, 2 bad input, 3 missing external tool, 4
+ * status: 0 ok, 1 internal error, 2 bad input, 3 missing or failing external tool, 4
  * (plan only) no plan fits.  Errors are printed once, by cli_fail, as
  * "offsim: message"; stdout carries only the report.  plots/ knows no
  * option names: its messages get them from here (cli_plot_names and the

@@ -234,24 +234,28 @@ drain(gpointer data)
   return text;
 }
 
-/* gnuplot's messages span lines and pad with blanks; an error is one line. */
+/* What gnuplot said, as the one line of an error: the first line of its
+ * stderr that says something.  Piped a script, gnuplot prints an error as
+ * "line N: what"; it may first echo the command ("gnuplot> ...") and point
+ * at it with a caret line, which say nothing on their own. */
 static char *
-one_line(const char *text)
+first_line(const char *text)
 {
-  g_auto(GStrv) words = g_strsplit_set(text, " \t\r\n", -1);
-  g_autoptr(GString) out = g_string_new(NULL);
-  for (char **w = words; *w; w++) {
-    if (**w == '\0')
-      continue;
-    if (out->len)
-      g_string_append_c(out, ' ');
-    g_string_append(out, *w);
+  g_auto(GStrv) lines = g_strsplit(text, "\n", -1);
+  const char *said = NULL;
+  for (char **l = lines; *l && said == NULL; l++) {
+    g_strstrip(*l);
+    if (**l != '\0' && !g_str_has_prefix(*l, "gnuplot>") && strspn(*l, "^ \t") != strlen(*l))
+      said = *l;
   }
-  if (out->len > 400) {
-    g_string_truncate(out, 400);
-    g_string_append(out, "...");
-  }
-  return g_string_free(g_steal_pointer(&out), FALSE);
+  g_autofree char *valid = g_utf8_make_valid(said ? said : "", -1);
+  for (char *p = valid; *p; p++) /* tabs and other controls as spaces */
+    if ((unsigned char)*p < 0x20 || *p == 0x7f)
+      *p = ' ';
+  if (g_utf8_strlen(valid, -1) <= 300)
+    return g_steal_pointer(&valid);
+  g_autofree char *cut = g_utf8_substring(valid, 0, 300);
+  return g_strconcat(cut, "...", NULL);
 }
 
 gboolean
@@ -296,12 +300,13 @@ plots_gnuplot_run(const char *script, GError **error)
   g_spawn_close_pid(pid);
   if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
     return TRUE;
-  g_autofree char *said = one_line(messages->str);
+  /* gnuplot ran and failed: like a missing one, the tool's fault (exit 3). */
+  g_autofree char *said = first_line(messages->str);
   if (WIFEXITED(status))
-    g_set_error(error, SIM_ERROR, SIM_ERROR_INTERNAL, "gnuplot failed (exit %d): %s", WEXITSTATUS(status),
+    g_set_error(error, SIM_ERROR, SIM_ERROR_TOOL, "gnuplot failed (exit %d): %s", WEXITSTATUS(status),
                 *said ? said : "no message");
   else
-    g_set_error(error, SIM_ERROR, SIM_ERROR_INTERNAL, "gnuplot died (signal %d): %s",
+    g_set_error(error, SIM_ERROR, SIM_ERROR_TOOL, "gnuplot died (signal %d): %s",
                 WIFSIGNALED(status) ? WTERMSIG(status) : 0, *said ? said : "no message");
   return FALSE;
 }
@@ -357,7 +362,7 @@ render_into(GPtrArray *charts, guint formats, const char *dir, const PlotsRender
     const char *temp = g_ptr_array_index(temps, i), *final = g_ptr_array_index(finals, i);
     if (g_stat(temp, &st) != 0 || st.st_size == 0) {
       remove_all(temps);
-      g_set_error(error, SIM_ERROR, SIM_ERROR_INTERNAL, "gnuplot exited 0 but wrote nothing to %s", final);
+      g_set_error(error, SIM_ERROR, SIM_ERROR_TOOL, "gnuplot exited 0 but wrote nothing to %s", final);
       return FALSE;
     }
   }

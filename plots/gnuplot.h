@@ -21,9 +21,10 @@
  * renamed once gnuplot has exited 0, so nobody sees a half-written picture and
  * a failed run leaves none behind.
  *
- * Errors: SIM_ERROR_TOOL when gnuplot is not installed (exit 3),
+ * Errors: SIM_ERROR_TOOL when gnuplot is not installed or runs and fails
+ * (exit 3; the message carries the first line of what it said on stderr),
  * SIM_ERROR_INPUT when the target directory cannot be created or written
- * (exit 2), SIM_ERROR_INTERNAL when gnuplot rejects the script (a bug here).
+ * (exit 2).
  * Messages name no command-line option; the caller passes its own
  * (PlotsRenderNames) or prefixes them.
  *
@@ -102,7 +103,8 @@ char *plots_gnuplot_script(GPtrArray *charts, guint formats, const char *dir);
 /* TRUE when a `gnuplot` is on PATH. */
 gboolean plots_gnuplot_available(void);
 
-/* Feeds `script` to gnuplot and waits for it; fails with its stderr. */
+/* Feeds `script` to gnuplot and waits for it; fails (SIM_ERROR_TOOL) with
+ * the first line of its stderr that says something. */
 gboolean plots_gnuplot_run(const char *script, GError **error);
 
 /* The caller's words in rendering's messages, since plots/ knows no option

@@ -621,7 +621,8 @@ START_TEST(gnuplot_errors_come_back_and_leave_no_file)
   NEEDS_GNUPLOT();
   g_autoptr(GError) error = NULL;
   ck_assert(!plots_gnuplot_run("plot undefined_function_xyz(x)\n", &error));
-  ck_assert(g_error_matches(error, SIM_ERROR, SIM_ERROR_INTERNAL));
+  /* gnuplot ran and failed: the tool's fault, exit 3, not a bug of ours. */
+  ck_assert(g_error_matches(error, SIM_ERROR, SIM_ERROR_TOOL));
   ck_assert_msg(strstr(error->message, "undefined function") != NULL, "%s", error->message);
   ck_assert_ptr_null(strchr(error->message, '\n'));
 
@@ -637,6 +638,43 @@ START_TEST(gnuplot_errors_come_back_and_leave_no_file)
   ck_assert(!plots_gnuplot_render(charts, PLOTS_FORMAT_ALL, dir, NULL, &render_error));
   g_autofree char *files = list_dir(dir);
   ck_assert_str_eq(files, ""); /* not even the good chart, nor a temporary */
+}
+END_TEST
+
+/* A stand-in `gnuplot` in DIR/bin running `body` (sh), for PATH=DIR/bin. */
+static char *
+fake_gnuplot(const char *dir, const char *body)
+{
+  g_autofree char *bin = g_build_filename(dir, "bin", NULL);
+  ck_assert_int_eq(g_mkdir_with_parents(bin, 0755), 0);
+  g_autofree char *path = g_build_filename(bin, "gnuplot", NULL);
+  g_autofree char *text = g_strdup_printf("#!/bin/sh\n%s\n", body);
+  ck_assert(g_file_set_contents(path, text, -1, NULL));
+  ck_assert_int_eq(g_chmod(path, 0755), 0);
+  return g_steal_pointer(&bin);
+}
+
+/* A gnuplot that runs and fails is a failing external tool: exit 3 (not 1,
+ * which is offsim's bug), with the first line it said, the script and the
+ * report still out, and no picture or temporary left. */
+START_TEST(failing_gnuplot_exits_3_with_its_first_line)
+{
+  g_autofree char *dir = test_tmp_dir_new();
+  g_autofree char *bin = fake_gnuplot(dir, "cat >/dev/null\n"
+                                           "printf '\\n   gnuplot> set output\\n   ^\\n   line 3: the first complaint\\n' >&2\n"
+                                           "echo 'a second line' >&2\nexit 1");
+  g_autofree char *saved = g_strdup(g_getenv("PATH"));
+  g_autofree char *path = g_strdup_printf("%s:%s", bin, saved);
+  g_setenv("PATH", path, TRUE);
+  g_auto(TestRun) r = test_offsim_in(dir, "compare", TINY, "--plot", "plots", "--plot-script", "all.gp", NULL);
+  g_setenv("PATH", saved, TRUE);
+  ck_assert_msg(r.status == 3, "exit %d: %s", r.status, r.err);
+  ck_assert_msg(strstr(r.err, "offsim: gnuplot failed (exit 1): line 3: the first complaint\n") != NULL, "%s", r.err);
+  ck_assert_ptr_null(strstr(r.err, "a second line"));
+  ck_assert_ptr_nonnull(strstr(r.err, "plot script written to all.gp"));
+  ck_assert_ptr_nonnull(strstr(r.out, "hybrid"));
+  g_autofree char *files = list_dir(dir);
+  ck_assert_str_eq(files, "all.gp,bin");
 }
 END_TEST
 
@@ -869,6 +907,7 @@ plots_suite(void)
   tcase_add_test(render, hostile_scenario_name_is_drawn_literally);
   tcase_add_test(render, gnuplot_errors_come_back_and_leave_no_file);
   tcase_add_test(render, missing_gnuplot_exits_3_and_still_writes_the_script);
+  tcase_add_test(render, failing_gnuplot_exits_3_with_its_first_line);
   tcase_add_test(render, unwritable_paths_exit_2);
   suite_add_tcase(s, render);
 

@@ -1,9 +1,9 @@
 #include "gnuplot.h"
 
 #include "error.h"
+#include "output.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <math.h>
 #include <glib/gstdio.h>
 #include <signal.h>
@@ -272,6 +272,9 @@ plots_gnuplot_run(const char *script, GError **error)
     g_set_error(error, SIM_ERROR, SIM_ERROR_TOOL, "cannot run gnuplot: %s", spawn_error->message);
     return FALSE;
   }
+  /* A SIGINT or SIGTERM kills it before removing the temporaries it draws
+   * into: left running, it would create them again. */
+  sim_output_temp_child(pid);
   GThread *reader = g_thread_new("gnuplot-stderr", drain, GINT_TO_POINTER(err_fd));
 
   /* A gnuplot that dies early closes the pipe: we want EPIPE and its exit
@@ -297,6 +300,7 @@ plots_gnuplot_run(const char *script, GError **error)
   int status = 0;
   while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
     ;
+  sim_output_temp_child(0);
   g_spawn_close_pid(pid);
   if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
     return TRUE;
@@ -311,11 +315,13 @@ plots_gnuplot_run(const char *script, GError **error)
   return FALSE;
 }
 
+/* Removes (and unregisters) every temporary of a render still in `temps`. */
 static void
-remove_all(GPtrArray *paths)
+discard_all(GPtrArray *temps)
 {
-  for (guint i = 0; i < paths->len; i++)
-    g_unlink(g_ptr_array_index(paths, i));
+  for (guint i = 0; i < temps->len; i++)
+    sim_output_temp_discard(g_ptr_array_index(temps, i));
+  g_ptr_array_set_size(temps, 0);
 }
 
 /* "--plot DIR", or "DIR" when the caller named no option. */
@@ -332,18 +338,16 @@ static gboolean
 render_into(GPtrArray *charts, guint formats, const char *dir, const PlotsRenderNames *names, GError **error)
 {
   /* gnuplot draws to a hidden temporary beside each final file, created
-   * here so that the name is ours and the directory is known writable. */
+   * here so that the name is ours and the directory is known writable, and
+   * registered so that a SIGINT or SIGTERM removes it (sim/base/output.h). */
   g_autoptr(GPtrArray) finals = output_paths(charts, formats, dir);
-  g_autoptr(GPtrArray) temps = g_ptr_array_new_with_free_func(g_free);
+  g_autoptr(GPtrArray) temps = g_ptr_array_new();
   for (guint i = 0; i < finals->len; i++) {
-    g_autofree char *base = g_path_get_basename(g_ptr_array_index(finals, i));
-    g_autofree char *hidden = g_strdup_printf(".%s.XXXXXX", base);
-    char *temp = g_build_filename(dir, hidden, NULL);
-    int fd = g_mkstemp_full(temp, O_RDWR, 0644);
+    char *temp = NULL;
+    int fd = sim_output_temp_open(g_ptr_array_index(finals, i), 0644, &temp);
     if (fd < 0) {
       int e = errno;
-      g_free(temp);
-      remove_all(temps);
+      discard_all(temps);
       g_autofree char *named = named_dir(names, dir);
       g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "%s: cannot write there: %s", named, g_strerror(e));
       return FALSE;
@@ -354,26 +358,29 @@ render_into(GPtrArray *charts, guint formats, const char *dir, const PlotsRender
 
   g_autofree char *script = script_with_outputs(charts, formats, (char **)temps->pdata);
   if (!plots_gnuplot_run(script, error)) {
-    remove_all(temps);
+    discard_all(temps);
     return FALSE;
   }
   for (guint i = 0; i < temps->len; i++) {
     GStatBuf st;
     const char *temp = g_ptr_array_index(temps, i), *final = g_ptr_array_index(finals, i);
     if (g_stat(temp, &st) != 0 || st.st_size == 0) {
-      remove_all(temps);
       g_set_error(error, SIM_ERROR, SIM_ERROR_TOOL, "gnuplot exited 0 but wrote nothing to %s", final);
+      discard_all(temps);
       return FALSE;
     }
   }
   for (guint i = 0; i < temps->len; i++) {
-    const char *temp = g_ptr_array_index(temps, i), *final = g_ptr_array_index(finals, i);
+    char *temp = g_ptr_array_index(temps, i);
+    const char *final = g_ptr_array_index(finals, i);
     if (g_rename(temp, final) != 0) {
       int e = errno;
-      remove_all(temps);
       g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "cannot rename %s to %s: %s", temp, final, g_strerror(e));
+      discard_all(temps);
       return FALSE;
     }
+    sim_output_temp_forget(temp);
+    g_ptr_array_index(temps, i) = NULL;
   }
   return TRUE;
 }

@@ -19,7 +19,9 @@
  * script to its stdin and collects its stderr for the error message.  Each
  * output is first written under a temporary name in the target directory and
  * renamed once gnuplot has exited 0, so nobody sees a half-written picture and
- * a failed run leaves none behind.
+ * a failed run leaves none behind.  The temporaries are registered
+ * (sim_output_temp_open) and gnuplot is the registered child while it runs:
+ * SIGINT, SIGTERM or SIGHUP kill it and remove them before offsim dies.
  *
  * Errors: SIM_ERROR_TOOL when gnuplot is not installed or runs and fails
  * (exit 3; the message carries the first line of what it said on stderr),

@@ -11,6 +11,7 @@
 #include "figures.h"
 #include "gnuplot.h"
 #include "memory.h"
+#include "output.h"
 #include "spans.h"
 #include "sweep.h"
 #include "timeline.h"
@@ -19,7 +20,11 @@
 #include <glib/gstdio.h>
 #include <json-glib/json-glib.h>
 #include <math.h>
+#include <signal.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #define TINY OFFSIM_SCENARIOS "/tiny.ini"
 
@@ -731,6 +736,98 @@ START_TEST(unwritable_paths_exit_2)
 }
 END_TEST
 
+/* ---- temporaries on a signal --------------------------------------------- */
+
+/* `offsim compare --plot` interrupted while gnuplot runs (a stand-in that
+ * says it started and sleeps): the twelve hidden temporaries it draws into
+ * are removed, the stand-in is killed, and offsim dies of SIGINT as any
+ * program would. */
+START_TEST(sigint_during_plot_leaves_no_temporary)
+{
+  g_autofree char *dir = test_tmp_dir_new();
+  g_autofree char *started = g_build_filename(dir, "gnuplot.pid", NULL);
+  g_autofree char *body = g_strdup_printf("echo $$ > '%s.new' && mv '%s.new' '%s'\nexec sleep 60", started, started,
+                                          started);
+  g_autofree char *bin = fake_gnuplot(dir, body);
+  g_autofree char *path = g_strdup_printf("PATH=%s:%s", bin, g_getenv("PATH"));
+  g_autofree char *plots = g_build_filename(dir, "plots", NULL);
+  char *argv[] = { (char *)OFFSIM_BINARY, (char *)"compare", (char *)TINY, (char *)"--plot", plots, NULL };
+  char *envp[] = { path, (char *)"LC_ALL=C", NULL };
+  GPid pid;
+  g_autoptr(GError) error = NULL;
+  ck_assert_msg(g_spawn_async(NULL, argv, envp, G_SPAWN_DO_NOT_REAP_CHILD | G_SPAWN_STDOUT_TO_DEV_NULL, NULL, NULL,
+                              &pid, &error), "%s", error ? error->message : "");
+  for (guint i = 0; i < 2000 && !g_file_test(started, G_FILE_TEST_EXISTS); i++)
+    g_usleep(5000);
+  ck_assert_msg(g_file_test(started, G_FILE_TEST_EXISTS), "the stand-in gnuplot never started");
+  g_autofree char *during = list_dir(plots);
+  ck_assert_uint_eq(count(during, ","), 11); /* 6 charts x 2 formats, all hidden */
+  ck_assert_int_eq(kill(pid, SIGINT), 0);
+  int status = 0;
+  ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+  g_spawn_close_pid(pid);
+  g_autofree char *text = read_text(started);
+  pid_t gnuplot = (pid_t)atoi(text);
+  gboolean gnuplot_alive = kill(gnuplot, 0) == 0;
+  if (gnuplot_alive)
+    kill(gnuplot, SIGKILL);
+  ck_assert_msg(WIFSIGNALED(status) && WTERMSIG(status) == SIGINT, "offsim did not die of SIGINT (status %d)", status);
+  g_autofree char *after = list_dir(plots);
+  ck_assert_str_eq(after, "");
+  ck_assert_msg(!gnuplot_alive, "gnuplot is still running");
+}
+END_TEST
+
+/* The registry itself, in a child process (this test binary run again,
+ * see main): a registered temporary goes on SIGTERM, one forgotten after
+ * its rename stays, and a signal that was ignored stays ignored. */
+static int
+temp_child(const char *dir, const char *mode)
+{
+  g_autofree char *kept_path = g_build_filename(dir, "kept.txt", NULL);
+  g_autofree char *live_path = g_build_filename(dir, "live.txt", NULL);
+  if (strcmp(mode, "ignored") == 0)
+    signal(SIGINT, SIG_IGN);
+  char *kept = NULL, *live = NULL;
+  int a = sim_output_temp_open(kept_path, 0644, &kept), b = sim_output_temp_open(live_path, 0644, &live);
+  if (a < 0 || b < 0 || write(a, "kept\n", 5) != 5 || write(b, "half", 4) != 4)
+    return 10;
+  close(a);
+  close(b);
+  if (g_rename(kept, kept_path) != 0)
+    return 11;
+  sim_output_temp_forget(kept);
+  g_autoptr(GError) error = NULL;
+  g_autofree char *saved_path = g_build_filename(dir, "saved.txt", NULL);
+  if (!sim_output_save("--test", saved_path, "saved\n", 6, &error))
+    return 12;
+  raise(strcmp(mode, "ignored") == 0 ? SIGINT : SIGTERM);
+  return 0; /* only when the signal is ignored */
+}
+
+START_TEST(signals_remove_registered_temporaries)
+{
+  const char *modes[] = { "term", "ignored" };
+  for (guint m = 0; m < G_N_ELEMENTS(modes); m++) {
+    g_autofree char *dir = test_tmp_dir_new();
+    char *argv[] = { (char *)"/proc/self/exe", (char *)"--temp-child", dir, (char *)modes[m], NULL };
+    int status = 0;
+    g_autoptr(GError) error = NULL;
+    ck_assert_msg(g_spawn_sync(NULL, argv, NULL, G_SPAWN_DEFAULT, NULL, NULL, NULL, NULL, &status, &error), "%s",
+                  error ? error->message : "");
+    g_autofree char *files = list_dir(dir);
+    if (m == 0) {
+      ck_assert_msg(WIFSIGNALED(status) && WTERMSIG(status) == SIGTERM, "status %d", status);
+      ck_assert_str_eq(files, "kept.txt,saved.txt");
+    } else {
+      ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "status %d", status);
+      ck_assert_msg(g_str_has_prefix(files, ".live.txt.") && g_str_has_suffix(files, ",kept.txt,saved.txt"), "%s",
+                    files);
+    }
+  }
+}
+END_TEST
+
 /* ---- the trace ---------------------------------------------------------- */
 
 START_TEST(trace_has_every_op_once_and_the_ledger)
@@ -909,6 +1006,8 @@ plots_suite(void)
   tcase_add_test(render, missing_gnuplot_exits_3_and_still_writes_the_script);
   tcase_add_test(render, failing_gnuplot_exits_3_with_its_first_line);
   tcase_add_test(render, unwritable_paths_exit_2);
+  tcase_add_test(render, sigint_during_plot_leaves_no_temporary);
+  tcase_add_test(render, signals_remove_registered_temporaries);
   suite_add_tcase(s, render);
 
   TCase *exports = tcase_create("exports");
@@ -920,7 +1019,9 @@ plots_suite(void)
 }
 
 int
-main(void)
+main(int argc, char **argv)
 {
+  if (argc == 4 && strcmp(argv[1], "--temp-child") == 0)
+    return temp_child(argv[2], argv[3]);
   return test_run_suite(plots_suite());
 }

@@ -2,8 +2,13 @@
 
 #include "spans.h"
 #include "timeline.h"
+#include "units.h"
 
 #define GIB (1024.0 * 1024.0 * 1024.0)
+
+/* Draw the capacity line only when it does not squash the dots (as the
+ * memory chart does). */
+#define CAPACITY_REACH 1.5
 
 GArray *
 plots_comparison_pareto(GPtrArray *results)
@@ -14,10 +19,10 @@ plots_comparison_pareto(GPtrArray *results)
     gboolean dominated = FALSE;
     for (guint j = 0; j < results->len && !dominated; j++) {
       const SimResult *o = g_ptr_array_index(results, j);
-      dominated = o->step_ms <= r->step_ms && o->peak_device.bytes <= r->peak_device.bytes &&
+      dominated = o->fits && o->step_ms <= r->step_ms && o->peak_device.bytes <= r->peak_device.bytes &&
                   (o->step_ms < r->step_ms || o->peak_device.bytes < r->peak_device.bytes);
     }
-    gboolean on_front = !dominated;
+    gboolean on_front = r->fits && !dominated;
     g_array_append_val(front, on_front);
   }
   return front;
@@ -36,11 +41,36 @@ by_memory(gconstpointer a, gconstpointer b)
   return x->step < y->step ? -1 : x->step > y->step;
 }
 
-/* $policies (memory, step per result), $front (the Pareto front in order
- * of memory, so its line does not zigzag) and $bars (index, compute,
- * recompute, exposed transfer). */
+/* The capacity every result's `fits` was decided against (the device's
+ * memory or a budget), in GiB, and whether its line is drawn. */
+typedef struct {
+  double gib;
+  gboolean drawn; /* within CAPACITY_REACH of the peaks */
+  gboolean any_fits;
+} Capacity;
+
+static Capacity
+capacity_of(GPtrArray *results)
+{
+  const SimResult *first = g_ptr_array_index(results, 0);
+  Capacity cap = { .gib = first->capacity_bytes / GIB };
+  double high = 0;
+  for (guint i = 0; i < results->len; i++) {
+    const SimResult *r = g_ptr_array_index(results, i);
+    high = MAX(high, r->peak_device.bytes / GIB);
+    cap.any_fits |= r->fits;
+  }
+  cap.drawn = cap.gib > 0 && cap.gib <= high * CAPACITY_REACH;
+  return cap;
+}
+
+/* $policies (memory, step per result), $front (the Pareto front of the
+ * policies that fit, in order of memory, so its line does not zigzag),
+ * $capacity (where the capacity line is, so that the x axis reaches it;
+ * drawn as nothing) and $bars (index, compute, recompute, exposed
+ * transfer). */
 static void
-add_data(PlotsChart *chart, GPtrArray *results)
+add_data(PlotsChart *chart, GPtrArray *results, const Capacity *cap)
 {
   g_autoptr(GArray) front = plots_comparison_pareto(results);
   plots_gnuplot_data_begin(chart, "policies");
@@ -65,6 +95,13 @@ add_data(PlotsChart *chart, GPtrArray *results)
   }
   plots_gnuplot_data_end(chart);
 
+  if (cap->drawn) {
+    const SimResult *first = g_ptr_array_index(results, 0);
+    plots_gnuplot_data_begin(chart, "capacity");
+    plots_gnuplot_data_row(chart, 2, (double[]){ cap->gib, first->step_ms });
+    plots_gnuplot_data_end(chart);
+  }
+
   plots_gnuplot_data_begin(chart, "bars");
   for (guint i = 0; i < results->len; i++) {
     const SimResult *r = g_ptr_array_index(results, i);
@@ -73,23 +110,49 @@ add_data(PlotsChart *chart, GPtrArray *results)
   plots_gnuplot_data_end(chart);
 }
 
-/* Left: the trade-off, the front under the dots. */
-static void
-tradeoff_panel(GString *c, GPtrArray *results)
+/* The legend's words for the capacity line: what it is (`device_memory`
+ * tells the device's memory from a budget), where it is when not drawn, and
+ * that nothing fits when nothing does. */
+static char *
+capacity_text(GPtrArray *results, guint64 device_memory, const Capacity *cap)
 {
+  const SimResult *first = g_ptr_array_index(results, 0);
+  g_autofree char *size = sim_units_format_size(first->capacity_bytes);
+  const char *what = first->capacity_bytes == device_memory ? "device capacity" : "memory budget";
+  return g_strdup_printf("%s %s%s%s", what, size, cap->drawn ? "" : " (far right, not drawn)",
+                         cap->any_fits ? "" : ": no policy fits");
+}
+
+/* Left: the trade-off; the capacity line, and the Pareto front of the
+ * policies that fit under the dots, ringed. */
+static void
+tradeoff_panel(GString *c, GPtrArray *results, guint64 device_memory, const Capacity *cap)
+{
+  char a[G_ASCII_DTOSTR_BUF_SIZE];
   g_string_append(c, "set title 'step time against peak device memory (lower left is better)'\n"
                      "set xlabel 'peak device memory (GiB)'\nset ylabel 'step time (ms)'\n"
                      "set grid lc rgb '#d0d0d0'\nset offsets graph 0.1, graph 0.1, graph 0.12, graph 0.12\n"
-                     "set key outside below center horizontal reverse Left samplen 1.5 maxcols 3\n"
-                     "plot $front using 1:2 with lines lw 10 lc rgb '#d9d9d9' title 'Pareto front', \\\n"
-                     "     $front using 1:2 with points pt 6 ps 3.5 lw 1.5 lc rgb '#333333' notitle");
+                     "set key outside below center horizontal reverse Left samplen 1.5 maxcols 3\n");
+  if (cap->drawn) {
+    plots_gnuplot_number(a, cap->gib);
+    g_string_append_printf(c, "set arrow 1 from first %s, graph 0 to first %s, graph 1 nohead dt 3 lw 2 "
+                              "lc rgb '#555555' back\n", a, a);
+  }
+  g_autofree char *text = capacity_text(results, device_memory, cap);
+  g_autofree char *title = plots_gnuplot_quote(text);
+  g_string_append_printf(c, "plot NaN with lines dt 3 lw 2 lc rgb '#555555' title %s", title);
+  if (cap->drawn)
+    g_string_append(c, ", \\\n     $capacity using 1:2 with points ps 0 notitle");
+  if (cap->any_fits)
+    g_string_append(c, ", \\\n     $front using 1:2 with lines lw 10 lc rgb '#d9d9d9' title 'Pareto front of what fits', \\\n"
+                       "     $front using 1:2 with points pt 6 ps 3.5 lw 1.5 lc rgb '#333333' notitle");
   for (guint i = 0; i < results->len; i++) {
     const SimResult *r = g_ptr_array_index(results, i);
-    g_autofree char *title = plots_gnuplot_quote(r->policy);
+    g_autofree char *policy = plots_gnuplot_quote(r->policy);
     g_string_append_printf(c, ", \\\n     $policies every ::%u::%u using 1:2 with points lt %u title %s", i, i, i + 1,
-                           title);
+                           policy);
   }
-  g_string_append_c(c, '\n');
+  g_string_append(c, "\nunset arrow 1\n");
 }
 
 /* Right: where the step goes, a stacked bar per policy named under it
@@ -124,12 +187,13 @@ bars_panel(GString *c, GPtrArray *results, gboolean slant)
 }
 
 PlotsChart *
-plots_comparison_chart(GPtrArray *results, const char *name)
+plots_comparison_chart(GPtrArray *results, guint64 device_memory, const char *name)
 {
   g_return_val_if_fail(results->len > 0, NULL);
   const SimResult *first = g_ptr_array_index(results, 0);
   g_autoptr(PlotsChart) chart = plots_gnuplot_chart_new(name, 1400, 680);
-  add_data(chart, results);
+  Capacity cap = capacity_of(results);
+  add_data(chart, results, &cap);
   guint longest = 0;
   for (guint i = 0; i < results->len; i++)
     longest = MAX(longest, (guint)g_utf8_strlen(((SimResult *)g_ptr_array_index(results, i))->policy, -1));
@@ -143,10 +207,10 @@ plots_comparison_chart(GPtrArray *results, const char *name)
    * long or many names would touch), the axis label, then the legend, three
    * entries a row. */
   gboolean slant = results->len * MAX(longest, 1u) > 48;
-  guint legend_rows = (results->len + 1 + 2) / 3;
+  guint legend_rows = (results->len + 2 + 2) / 3; /* the capacity, the front, each policy */
   guint bottom = 3 + legend_rows + (slant ? (guint)(longest * 0.2 + 0.5) : 0);
   g_string_append_printf(c, "set bmargin %u\n", bottom);
-  tradeoff_panel(c, results);
+  tradeoff_panel(c, results, device_memory, &cap);
   bars_panel(c, results, slant);
   return g_steal_pointer(&chart);
 }

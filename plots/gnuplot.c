@@ -113,15 +113,44 @@ plots_gnuplot_number(char *buf, double value)
   return g_ascii_formatd(buf, G_ASCII_DTOSTR_BUF_SIZE, "%.10g", value == 0 ? 0.0 : value);
 }
 
+/* Tableau 10: distinct for the common forms of colour blindness. */
+static const char *const series_colors[] = { "#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f",
+                                             "#edc948", "#b07aa1", "#ff9da7", "#9c755f", "#bab0ac" };
+
 void
 plots_gnuplot_series_linetypes(GString *commands, guint n, const char *style)
 {
-  /* Tableau 10: distinct for the common forms of colour blindness. */
-  static const char *colors[] = { "#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f",
-                                  "#edc948", "#b07aa1", "#ff9da7", "#9c755f", "#bab0ac" };
   for (guint i = 0; i < n; i++)
-    g_string_append_printf(commands, "set linetype %u lc rgb '%s' %s\n", i + 1, colors[i % G_N_ELEMENTS(colors)],
-                           style);
+    g_string_append_printf(commands, "set linetype %u lc rgb '%s' %s\n", i + 1,
+                           series_colors[i % G_N_ELEMENTS(series_colors)], style);
+}
+
+static double
+linear(guint channel)
+{
+  double c = channel / 255.0;
+  return c <= 0.04045 ? c / 12.92 : pow((c + 0.055) / 1.055, 2.4);
+}
+
+double
+plots_gnuplot_contrast_on_white(const char *color)
+{
+  guint rgb = (guint)g_ascii_strtoull(color + 1, NULL, 16);
+  double l = 0.2126 * linear(rgb >> 16 & 0xff) + 0.7152 * linear(rgb >> 8 & 0xff) + 0.0722 * linear(rgb & 0xff);
+  return 1.05 / (l + 0.05);
+}
+
+void
+plots_gnuplot_series_text_color(guint series, char out[8])
+{
+  guint rgb = (guint)g_ascii_strtoull(series_colors[series % G_N_ELEMENTS(series_colors)] + 1, NULL, 16);
+  /* The same hue, darker in steps of 5 % until it reads as text (WCAG AA). */
+  for (guint percent = 100;; percent -= 5) {
+    g_snprintf(out, 8, "#%02x%02x%02x", (rgb >> 16 & 0xff) * percent / 100, (rgb >> 8 & 0xff) * percent / 100,
+               (rgb & 0xff) * percent / 100);
+    if (plots_gnuplot_contrast_on_white(out) >= 4.5 || percent == 0)
+      return;
+  }
 }
 
 void

@@ -85,6 +85,15 @@ const char *plots_gnuplot_number(char *buf, double value);
  * and sweep charts; `style` follows each ("lw 2 pt 7 ps 1.5"). */
 void plots_gnuplot_series_linetypes(GString *commands, guint n, const char *style);
 
+/* The colour of text in series colour `series` (from 0): the series colour,
+ * darkened until its contrast ratio on white is at least 4.5:1 (WCAG AA for
+ * text; the yellow, pink, teal and grey of the series are lighter), as
+ * "#rrggbb" into `out`. */
+void plots_gnuplot_series_text_color(guint series, char out[8]);
+
+/* The WCAG contrast ratio of "#rrggbb" on white, from 1 to 21. */
+double plots_gnuplot_contrast_on_white(const char *color);
+
 /* Appends "COMMAND 'TITLE' . "\n" . 'SUBTITLE'": a two-line title whose lines
  * are both quoted, for `set title` or `set multiplot title`. */
 void plots_gnuplot_title(GString *commands, const char *command, const char *title, const char *subtitle);

@@ -429,8 +429,37 @@ START_TEST(memory_chart_marks_capacity_or_budget)
 }
 END_TEST
 
+/* A result of `peak` bytes against a capacity of `capacity` bytes. */
+/* The footer's text is in each curve's colour, darkened until it reads on
+ * white: the series' yellow (#edc948), pink, teal and grey are too light. */
+START_TEST(memory_footer_reads_on_white)
+{
+  ck_assert(plots_gnuplot_contrast_on_white("#edc948") < 2); /* the series' yellow, as it was drawn */
+  ck_assert(plots_gnuplot_contrast_on_white("#000000") > 20.9);
+  for (guint i = 0; i < 10; i++) {
+    char color[8];
+    plots_gnuplot_series_text_color(i, color);
+    ck_assert_msg(plots_gnuplot_contrast_on_white(color) >= 4.5, "series %u: %s", i, color);
+  }
+  char blue[8];
+  plots_gnuplot_series_text_color(0, blue);
+  ck_assert_str_eq(blue, "#4e79a7"); /* already dark enough: unchanged */
+
+  g_autoptr(GPtrArray) results = uniform(4);
+  g_autoptr(PlotsChart) chart = plots_memory_chart(results, 80ull << 30, "memory", NULL);
+  const char *c = chart->commands->str;
+  ck_assert_ptr_null(strstr(c, " tc lt "));
+  for (guint i = 0; i < results->len; i++) {
+    char color[8];
+    plots_gnuplot_series_text_color(i, color);
+    g_autofree char *tc = g_strdup_printf("left tc rgb '%s'\n", color);
+    ck_assert_msg(count(c, tc) >= 2, "%s missing in:\n%s", tc, c);
+  }
+}
+END_TEST
+
 static SimResult *
-fake(const char *policy, double step_ms, double compute_ms, double recompute_ms, gint64 peak)
+fake(const char *policy, double step_ms, double compute_ms, double recompute_ms, gint64 peak, guint64 capacity)
 {
   SimResult *r = g_new0(SimResult, 1);
   r->scenario = g_strdup("fake");
@@ -440,6 +469,8 @@ fake(const char *policy, double step_ms, double compute_ms, double recompute_ms,
   r->recompute_ms = recompute_ms;
   r->exposed_transfer_ms = step_ms - compute_ms - recompute_ms;
   r->peak_device.bytes = peak;
+  r->capacity_bytes = capacity;
+  r->fits = (guint64)peak <= capacity;
   return r;
 }
 
@@ -447,27 +478,84 @@ START_TEST(comparison_marks_the_pareto_front)
 {
   g_autoptr(GPtrArray) results = g_ptr_array_new_with_free_func((GDestroyNotify)sim_result_free);
   const gint64 G = 1 << 30;
-  g_ptr_array_add(results, fake("fast", 10, 10, 0, 5 * G));
-  g_ptr_array_add(results, fake("small", 20, 10, 2, 3 * G));
-  g_ptr_array_add(results, fake("dominated", 25, 10, 0, 4 * G));
-  g_ptr_array_add(results, fake("fast twin", 10, 10, 0, 5 * G));
-  g_ptr_array_add(results, fake("slow and big", 30, 10, 0, 6 * G));
+  const guint64 device = 80ull << 30;
+  g_ptr_array_add(results, fake("fast", 10, 10, 0, 5 * G, device));
+  g_ptr_array_add(results, fake("small", 20, 10, 2, 3 * G, device));
+  g_ptr_array_add(results, fake("dominated", 25, 10, 0, 4 * G, device));
+  g_ptr_array_add(results, fake("fast twin", 10, 10, 0, 5 * G, device));
+  g_ptr_array_add(results, fake("slow and big", 30, 10, 0, 6 * G, device));
   g_autoptr(GArray) front = plots_comparison_pareto(results);
   const gboolean expected[] = { TRUE, TRUE, FALSE, TRUE, FALSE };
   for (guint i = 0; i < G_N_ELEMENTS(expected); i++)
     ck_assert_msg(g_array_index(front, gboolean, i) == expected[i], "policy %u", i);
 
-  g_autoptr(PlotsChart) chart = plots_comparison_chart(results, "comparison");
+  g_autoptr(PlotsChart) chart = plots_comparison_chart(results, device, "comparison");
   /* The front, by memory: small (3 GiB) then the two fast ones (5 GiB). */
   ck_assert_ptr_nonnull(strstr(chart->data->str, "$front << EOD\n3 20\n5 10\n5 10\nEOD\n"));
   ck_assert_ptr_nonnull(strstr(chart->data->str, "$bars << EOD\n0 10 0 0\n1 10 2 8\n2 10 0 15\n"));
   const char *c = chart->commands->str;
-  ck_assert_ptr_nonnull(strstr(c, "title 'Pareto front'"));
+  ck_assert_ptr_nonnull(strstr(c, "title 'Pareto front of what fits'"));
   ck_assert_ptr_nonnull(strstr(c, "every ::4::4 using 1:2 with points lt 5 title 'slow and big'"));
   ck_assert_ptr_nonnull(strstr(c, "set xtics scale 0 ('fast' 0, 'small' 1, 'dominated' 2, 'fast twin' 3, "
                                   "'slow and big' 4)"));
   ck_assert_ptr_nonnull(strstr(c, "title 'exposed transfer'"));
   ck_assert_ptr_nonnull(strstr(c, "set xlabel 'peak device memory (GiB)'"));
+  /* 80 GiB is far right of 6 GiB: named, not drawn. */
+  ck_assert_ptr_nonnull(strstr(c, "title 'device capacity 80.0 GiB (far right, not drawn)'"));
+  ck_assert_ptr_null(strstr(c, "set arrow 1 from"));
+  ck_assert_ptr_null(strstr(chart->data->str, "$capacity"));
+}
+END_TEST
+
+/* Under a budget, the line is drawn where the budget is, and only the
+ * policies that fit it are on the front and ringed: "fast" (5 GiB) is the
+ * quickest but does not fit 4.5 GiB, so "dominated" (4 GiB), which only
+ * "fast" beat, joins the front.  With nothing that fits, there is none. */
+START_TEST(comparison_draws_the_budget_and_rings_what_fits)
+{
+  g_autoptr(GPtrArray) results = g_ptr_array_new_with_free_func((GDestroyNotify)sim_result_free);
+  const gint64 G = 1 << 30;
+  const guint64 budget = 9ull << 29, device = 80ull << 30;
+  g_ptr_array_add(results, fake("fast", 10, 10, 0, 5 * G, budget));
+  g_ptr_array_add(results, fake("small", 20, 10, 2, 3 * G, budget));
+  g_ptr_array_add(results, fake("dominated", 15, 10, 0, 4 * G, budget));
+  g_ptr_array_add(results, fake("slow and big", 30, 10, 0, 6 * G, budget));
+  g_autoptr(GArray) front = plots_comparison_pareto(results);
+  const gboolean expected[] = { FALSE, TRUE, TRUE, FALSE };
+  for (guint i = 0; i < G_N_ELEMENTS(expected); i++)
+    ck_assert_msg(g_array_index(front, gboolean, i) == expected[i], "policy %u", i);
+
+  g_autoptr(PlotsChart) chart = plots_comparison_chart(results, device, "comparison");
+  ck_assert_ptr_nonnull(strstr(chart->data->str, "$front << EOD\n3 20\n4 15\nEOD\n"));
+  ck_assert_ptr_nonnull(strstr(chart->data->str, "$capacity << EOD\n4.5 10\nEOD\n"));
+  const char *c = chart->commands->str;
+  ck_assert_ptr_nonnull(strstr(c, "set arrow 1 from first 4.5, graph 0 to first 4.5, graph 1 nohead dt 3"));
+  ck_assert_ptr_nonnull(strstr(c, "title 'memory budget 4.50 GiB'"));
+  ck_assert_ptr_nonnull(strstr(c, "$capacity using 1:2 with points ps 0 notitle"));
+  ck_assert_uint_eq(count(c, "$front using"), 2);
+
+  /* A budget below every peak: no front, no ring, and the legend says so. */
+  for (guint i = 0; i < results->len; i++) {
+    SimResult *r = g_ptr_array_index(results, i);
+    r->capacity_bytes = 2ull << 30;
+    r->fits = FALSE;
+  }
+  g_autoptr(PlotsChart) none = plots_comparison_chart(results, device, "comparison");
+  ck_assert_ptr_nonnull(strstr(none->commands->str, "title 'memory budget 2.00 GiB: no policy fits'"));
+  ck_assert_ptr_null(strstr(none->commands->str, "$front using"));
+  ck_assert_ptr_nonnull(strstr(none->data->str, "$front << EOD\nEOD\n"));
+
+  if (!plots_gnuplot_available())
+    return;
+  g_autofree char *dir = test_tmp_dir_new();
+  g_autoptr(GPtrArray) charts = g_ptr_array_new();
+  g_ptr_array_add(charts, chart);
+  g_ptr_array_add(charts, none);
+  g_autoptr(GError) error = NULL;
+  PlotsChart *second = g_ptr_array_index(charts, 1);
+  g_free(second->name);
+  second->name = g_strdup("none");
+  ck_assert_msg(plots_gnuplot_render(charts, PLOTS_FORMAT_PNG, dir, NULL, &error), "%s", error ? error->message : "");
 }
 END_TEST
 
@@ -993,7 +1081,9 @@ plots_suite(void)
   tcase_add_test(scripts, timeline_script_has_lanes_colours_and_quoted_labels);
   tcase_add_test(scripts, labels_do_not_grow_with_layers);
   tcase_add_test(scripts, memory_chart_marks_capacity_or_budget);
+  tcase_add_test(scripts, memory_footer_reads_on_white);
   tcase_add_test(scripts, comparison_marks_the_pareto_front);
+  tcase_add_test(scripts, comparison_draws_the_budget_and_rings_what_fits);
   tcase_add_test(scripts, sweep_draws_a_line_per_policy);
   suite_add_tcase(s, scripts);
 

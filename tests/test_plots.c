@@ -561,7 +561,7 @@ END_TEST
 
 START_TEST(sweep_draws_a_line_per_policy)
 {
-  g_autoptr(PlotsSweep) sweep = plots_sweep_new("tiny's sweep", "link.h2d_bandwidth", "GB/s", "step_ms", "ms");
+  g_autoptr(PlotsSweep) sweep = plots_sweep_new("tiny's sweep", "link.h2d_bandwidth", "GB/s", "step time", "ms");
   const double x[] = { 16, 32, 55, 450 };
   g_array_append_vals(sweep->x, x, 4);
   plots_sweep_add_series(sweep, "resident", 4, (double[]){ 10, 10, 10, 10 });
@@ -575,8 +575,8 @@ START_TEST(sweep_draws_a_line_per_policy)
   ck_assert_uint_eq(count(c, "with linespoints"), 3);
   ck_assert_ptr_nonnull(strstr(c, "$sweep using 1:4 with linespoints lt 3 title 'offload_sync'"));
   ck_assert_ptr_nonnull(strstr(c, "set xlabel 'link.h2d_bandwidth (GB/s)'"));
-  ck_assert_ptr_nonnull(strstr(c, "set ylabel 'step_ms (ms)'"));
-  ck_assert_ptr_nonnull(strstr(c, "set title 'tiny''s sweep' . \"\\n\" . 'step_ms as link.h2d_bandwidth varies'"));
+  ck_assert_ptr_nonnull(strstr(c, "set ylabel 'step time (ms)'"));
+  ck_assert_ptr_nonnull(strstr(c, "set title 'tiny''s sweep' . \"\\n\" . 'step time as link.h2d_bandwidth varies'"));
 
   /* A series of the wrong length is refused, not drawn short. */
   plots_sweep_add_series(sweep, "short", 3, (double[]){ 1, 2, 3 });
@@ -595,6 +595,83 @@ START_TEST(sweep_draws_a_line_per_policy)
                 error ? error->message : "");
   g_autofree char *png = g_build_filename(dir, "sweep.png", NULL);
   ck_assert(g_file_test(png, G_FILE_TEST_IS_REGULAR));
+}
+END_TEST
+
+/* A sweep of tiny.ini (a library grid): the x axis in the unit the values
+ * are written in, the other key's value in the subtitle, the scenario's
+ * name as the title, and each line the step times at those points. */
+START_TEST(sweep_from_a_grid_reads_in_human_units)
+{
+  g_autoptr(GError) error = NULL;
+  g_autoptr(SimConfig) config = sim_config_load_file(TINY, &error);
+  ck_assert_msg(config != NULL, "%s", error ? error->message : "");
+  g_autoptr(GPtrArray) axes = g_ptr_array_new_with_free_func((GDestroyNotify)planner_grid_axis_free);
+  g_ptr_array_add(axes, planner_grid_axis_parse("link.latency=1us,2us,4.5us", "--set", NULL));
+  g_ptr_array_add(axes, planner_grid_axis_parse("model.forward=1ms,2ms", "--set", NULL));
+  PlannerGridOptions options = { .jobs = 1 };
+  g_autoptr(PlannerGrid) grid = planner_grid_run(config, g_steal_pointer(&axes), &options, &error);
+  ck_assert_msg(grid != NULL, "%s", error ? error->message : "");
+  g_autoptr(PlotsSweep) sweep = plots_sweep_from_grid(grid, &error);
+  ck_assert_msg(sweep != NULL, "%s", error ? error->message : "");
+  ck_assert_str_eq(sweep->x_unit, "\xc2\xb5s");
+  ck_assert_uint_eq(sweep->x->len, 3);
+  ck_assert_close(g_array_index(sweep->x, double, 2), 4.5, 1e-12);
+  ck_assert_str_eq(sweep->title, "tiny uniform model");
+  ck_assert_uint_eq(sweep->held->len, 1);
+  ck_assert_str_eq(g_ptr_array_index(sweep->held, 0), "model.forward = 1ms");
+  ck_assert_uint_eq(sweep->series->len, 4);
+  for (guint v = 0; v < 3; v++) {
+    const PlannerGridPoint *point = g_ptr_array_index(grid->points, v * 2); /* model.forward = 1ms */
+    for (guint k = 0; k < 4; k++) {
+      const PlotsSweepSeries *series = g_ptr_array_index(sweep->series, k);
+      ck_assert(g_array_index(series->y, double, v) == ((SimResult *)g_ptr_array_index(point->results, k))->step_ms);
+    }
+  }
+  g_autoptr(PlotsChart) chart = plots_sweep_chart(sweep, "sweep", &error);
+  const char *c = chart->commands->str;
+  ck_assert_msg(strstr(c, "set xlabel 'link.latency (\xc2\xb5s)'\n"), "%s", c);
+  ck_assert_ptr_nonnull(strstr(c, "set ylabel 'step time (ms)'\n"));
+  ck_assert_msg(strstr(c, "set title 'tiny uniform model' . \"\\n\" . 'step time as link.latency varies; held at "
+                          "model.forward = 1ms'"), "%s", c);
+  ck_assert(g_str_has_prefix(chart->data->str, "$sweep << EOD\n1 "));
+
+  /* Values in different units: the unit that suits their size, never raw
+   * bytes per second. */
+  g_autoptr(GPtrArray) mixed = g_ptr_array_new_with_free_func((GDestroyNotify)planner_grid_axis_free);
+  g_ptr_array_add(mixed, planner_grid_axis_parse("link.h2d_bandwidth=10GB/s,25.6GiB/s", "--set", NULL));
+  g_autoptr(PlannerGrid) grid2 = planner_grid_run(config, g_steal_pointer(&mixed), &options, &error);
+  g_autoptr(PlotsSweep) rates = plots_sweep_from_grid(grid2, &error);
+  ck_assert_str_eq(rates->x_unit, "GB/s");
+  ck_assert_close(g_array_index(rates->x, double, 1), 25.6 * 1.073741824, 1e-9);
+  ck_assert_uint_eq(rates->held->len, 0);
+
+  /* A key of names cannot be an axis. */
+  g_autoptr(GPtrArray) names = g_ptr_array_new_with_free_func((GDestroyNotify)planner_grid_axis_free);
+  g_ptr_array_add(names, planner_grid_axis_parse("policy.async.pinned=pooled,none", "--set", NULL));
+  g_autoptr(PlannerGrid) grid3 = planner_grid_run(config, g_steal_pointer(&names), &options, &error);
+  ck_assert_msg(grid3 != NULL, "%s", error ? error->message : "");
+  g_autoptr(GError) bad = NULL;
+  ck_assert_ptr_null(plots_sweep_from_grid(grid3, &bad));
+  ck_assert(g_error_matches(bad, SIM_ERROR, SIM_ERROR_INPUT));
+  ck_assert_msg(strstr(bad->message, "policy.async.pinned") && strstr(bad->message, "'pooled'"), "%s", bad->message);
+}
+END_TEST
+
+/* `offsim sweep --plot` as a user runs it: the picture says µs and what
+ * the other key was held at. */
+START_TEST(sweep_plot_shows_units_and_held_values)
+{
+  NEEDS_GNUPLOT();
+  g_autofree char *dir = test_tmp_dir_new();
+  g_auto(TestRun) r = test_offsim_in(dir, "sweep", TINY, "--set", "link.latency=2us,20us", "--set",
+                                     "model.forward=1ms,2ms", "--jobs", "1", "--plot", "plots", NULL);
+  ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err);
+  g_autofree char *svg_path = g_build_filename(dir, "plots", "sweep.svg", NULL);
+  g_autofree char *svg = read_text(svg_path);
+  ck_assert_msg(strstr(svg, ">link.latency (\xc2\xb5s)<") != NULL, "no unit on the x axis");
+  ck_assert_msg(strstr(svg, "held at model.forward = 1ms<") != NULL, "the held value is not shown");
+  ck_assert_msg(strstr(svg, ">tiny uniform model<") != NULL, "no title");
 }
 END_TEST
 
@@ -1085,12 +1162,14 @@ plots_suite(void)
   tcase_add_test(scripts, comparison_marks_the_pareto_front);
   tcase_add_test(scripts, comparison_draws_the_budget_and_rings_what_fits);
   tcase_add_test(scripts, sweep_draws_a_line_per_policy);
+  tcase_add_test(scripts, sweep_from_a_grid_reads_in_human_units);
   suite_add_tcase(s, scripts);
 
   TCase *render = tcase_create("render");
   tcase_set_timeout(render, 240);
   tcase_add_test(render, compare_plot_writes_every_picture);
   tcase_add_test(render, renders_at_96_layers);
+  tcase_add_test(render, sweep_plot_shows_units_and_held_values);
   tcase_add_test(render, hostile_scenario_name_is_drawn_literally);
   tcase_add_test(render, gnuplot_errors_come_back_and_leave_no_file);
   tcase_add_test(render, missing_gnuplot_exits_3_and_still_writes_the_script);

@@ -47,4 +47,7 @@ actual=$(cd "$scratch" && "$offsim" ${demo#./build/cli/offsim } 2>&1) || fail "'
 for picture in comparison memory timeline-offload-sync timeline-offload-async; do
   [ -s "$scratch/build/plots/$picture.png" ] || fail "'$demo' did not draw build/plots/$picture.png"
 done
+# ...and nothing outside the build tree (build/plots is inside it, beside CMake's files for plots/).
+[ "$(ls -A "$scratch")" = build ] && [ "$(ls -A "$scratch/build")" = plots ] ||
+  fail "'$demo' wrote outside build/plots: $(cd "$scratch" && find . -mindepth 1 | sort | tr '\n' ' ')"
 echo "check_readme: README commands, .ci/run, the shown output and its pictures agree"

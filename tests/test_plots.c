@@ -394,6 +394,75 @@ START_TEST(labels_do_not_grow_with_layers)
 }
 END_TEST
 
+/* The rows of a chart's $spans block. */
+static guint
+span_rows(const PlotsChart *chart)
+{
+  const char *block = strstr(chart->data->str, "$spans << EOD\n");
+  ck_assert_ptr_nonnull(block);
+  const char *end = strstr(block, "\nEOD\n");
+  ck_assert_ptr_nonnull(end);
+  g_autofree char *rows = g_strndup(block, (gsize)(end - block));
+  return count(rows, "\n");
+}
+
+/* 5,000 layers are some 40,000 ops: drawn one box each, the SVG grows with
+ * them (80 MB for a transformer).  Above 4,000 the chart draws 1/1000 slices
+ * of the axis, each the kind that kept its row busy most, and says so. */
+START_TEST(large_timelines_are_drawn_aggregated)
+{
+  g_autofree char *text = g_strdup_printf("[scenario]\nname = uniform 5000\ninclude = %s\n[model]\nlayers = 5000\n"
+                                          "forward = 1ms\ninput = 8MiB\ntensors = attn:24MiB, mlp:32MiB\n"
+                                          "static = 1GiB\nworkspace = 64MiB\n",
+                                          OFFSIM_SCENARIOS "/profiles/h100-sxm-pcie-gen5.ini");
+  g_autoptr(SimScenario) s = test_scenario_from_text(text);
+  g_autoptr(SimResult) r = test_evaluate(s, "offload-async");
+  ck_assert_uint_gt(sim_program_n_ops(r->program), 30000);
+  g_autoptr(GError) error = NULL;
+  g_autoptr(PlotsChart) chart = plots_timeline_chart(r, "timeline-offload-async", 0, &error);
+  ck_assert_ptr_nonnull(chart);
+  guint rows = span_rows(chart);
+  ck_assert_msg(rows >= 3 && rows <= 3 * 1000, "%u boxes", rows);
+  const char *c = chart->commands->str;
+  g_autofree char *note = g_strdup_printf("ops drawn as %u boxes: each is the kind of op that kept its row busy most",
+                                          rows);
+  ck_assert_msg(strstr(c, note) != NULL, "no note in:\n%s", c);
+  ck_assert_ptr_nonnull(strstr(c, "set xlabel 'time since the step started (ms)' . \"\\n\" . '"));
+  /* The kinds still drawn: computing, copying both ways, waiting. */
+  ck_assert_ptr_nonnull(strstr(c, "title 'forward'"));
+  ck_assert_ptr_nonnull(strstr(c, "title 'backward'"));
+  ck_assert_ptr_nonnull(strstr(c, "title 'D2H copy'"));
+  ck_assert_ptr_nonnull(strstr(c, "title 'H2D copy'"));
+  /* Boxes tile each row in order, within the step. */
+  g_auto(GStrv) lines = g_strsplit(chart->data->str, "\n", -1);
+  double last_end[3] = { 0, 0, 0 };
+  for (char **l = lines + 1; *l && strcmp(*l, "EOD") != 0; l++) {
+    double start, end, y, kind;
+    ck_assert_int_eq(sscanf(*l, "%lf %lf %lf %lf", &start, &end, &y, &kind), 4);
+    ck_assert(y >= 0 && y <= 2);
+    ck_assert(start >= last_end[(int)y] - 1e-9 && end > start && end <= r->step_ms * (1 + 1e-9));
+    last_end[(int)y] = end;
+  }
+
+  /* 96 layers are drawn op by op, without a note. */
+  g_autoptr(GPtrArray) small = uniform(96);
+  g_autoptr(PlotsChart) exact = plots_timeline_chart(g_ptr_array_index(small, 2), "timeline", 0, &error);
+  ck_assert_ptr_null(strstr(exact->commands->str, "ops drawn as"));
+  ck_assert_ptr_nonnull(strstr(exact->commands->str, "set xlabel 'time since the step started (ms)'\n"));
+
+  if (!plots_gnuplot_available())
+    return;
+  g_autofree char *dir = test_tmp_dir_new();
+  g_autoptr(GPtrArray) charts = g_ptr_array_new();
+  g_ptr_array_add(charts, chart);
+  ck_assert_msg(plots_gnuplot_render(charts, PLOTS_FORMAT_SVG, dir, NULL, &error), "%s", error ? error->message : "");
+  g_autofree char *svg = g_build_filename(dir, "timeline-offload-async.svg", NULL);
+  GStatBuf st;
+  ck_assert_int_eq(g_stat(svg, &st), 0);
+  ck_assert_msg(st.st_size < 3 * 1024 * 1024, "the SVG is %ld bytes", (long)st.st_size);
+}
+END_TEST
+
 /* The capacity line is drawn when it is near the curves, named for what it
  * is (the device's memory or a --budget), and otherwise only mentioned. */
 START_TEST(memory_chart_marks_capacity_or_budget)
@@ -1157,6 +1226,7 @@ plots_suite(void)
   tcase_add_test(scripts, overlapping_ops_take_separate_lanes);
   tcase_add_test(scripts, timeline_script_has_lanes_colours_and_quoted_labels);
   tcase_add_test(scripts, labels_do_not_grow_with_layers);
+  tcase_add_test(scripts, large_timelines_are_drawn_aggregated);
   tcase_add_test(scripts, memory_chart_marks_capacity_or_budget);
   tcase_add_test(scripts, memory_footer_reads_on_white);
   tcase_add_test(scripts, comparison_marks_the_pareto_front);

@@ -2,9 +2,9 @@
  *
  * Left: step time against peak device memory, one dot per policy in its
  * series colour; the capacity the results' `fits` was decided against (the
- * device's memory or a --budget) as a dotted vertical line, named in the
- * legend (only named when it is far right of every dot, since drawing it
- * there would squash them); and the Pareto front of the policies that fit
+ * device's memory or a --budget) as a dotted vertical line named in the
+ * legend (when it is far right of every dot, drawing it would squash them:
+ * the axis label names it instead); and the Pareto front of the policies that fit
  * (those that no other policy that fits beats on both at once) joined by a
  * wide grey line and ringed: a policy that does not fit is never ringed,
  * and with none that fits there is no front.  Right: one stacked bar

@@ -13,6 +13,7 @@
 #pragma once
 
 #include <glib.h>
+#include <json-glib/json-glib.h>
 
 #include "gnuplot.h"
 #include "plan.h"
@@ -30,6 +31,12 @@ int cli_sweep_main(int argc, char **argv);   /* offsim sweep */
 /* The per-layer table of a plan: action, bytes saved, exposed time if the
  * layer were offloaded, recompute time (for `plan` and `compare --budget`). */
 void cli_plan_format_layers(GString *out, const PlannerPlan *plan);
+
+/* `offsim plan --format json`'s object for a plan under `budget` (actions
+ * and layers included), for `plan` and `compare --budget --format json`;
+ * `result` is the plan's (plan->result, or the row compare took it into).
+ * A new node (json_node_unref). */
+JsonNode *cli_plan_json(const PlannerPlan *plan, const SimResult *result, guint64 budget);
 
 /* g_option_context_parse, with its errors as bad input (exit 2) prefixed
  * by the command's name. */

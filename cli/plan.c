@@ -12,10 +12,9 @@
 /* Exit status when no plan fits the budget. */
 #define EXIT_INFEASIBLE 4
 
-static JsonNode *
-plan_json(const PlannerPlan *p, guint64 budget)
+JsonNode *
+cli_plan_json(const PlannerPlan *p, const SimResult *r, guint64 budget)
 {
-  const SimResult *r = p->result;
   g_autoptr(JsonBuilder) b = json_builder_new();
   json_builder_begin_object(b);
 #define MEMBER(name) json_builder_set_member_name(b, name)
@@ -156,7 +155,7 @@ plan_run(const char *path, const PlanOptions *o, GError **error)
     return -1;
   g_autofree char *text = NULL;
   if (format == CLI_FORMAT_JSON) {
-    g_autoptr(JsonNode) node = plan_json(p, budget);
+    g_autoptr(JsonNode) node = cli_plan_json(p, p->result, budget);
     text = cli_report_json_to_string(node);
   } else {
     text = plan_table(s, p, budget);

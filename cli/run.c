@@ -180,6 +180,23 @@ print_plan(const PlannerPlan *plan)
   fputs(more->str, stdout);
 }
 
+/* compare --budget --format json: the report's {"scenario", "results"},
+ * then "plan", the object `offsim plan --format json` prints for it. */
+static char *
+compare_json(const SimScenario *scenario, GPtrArray *results, const PlannerPlan *plan, guint64 budget)
+{
+  g_autoptr(JsonArray) rows = json_array_new();
+  for (guint i = 0; i < results->len; i++)
+    json_array_add_element(rows, cli_report_result_json(g_ptr_array_index(results, i)));
+  g_autoptr(JsonObject) root = json_object_new();
+  json_object_set_string_member(root, "scenario", scenario->name);
+  json_object_set_array_member(root, "results", json_array_ref(rows));
+  /* The plan's result is the last row, "planned" (add_plan_row). */
+  json_object_set_member(root, "plan", cli_plan_json(plan, g_ptr_array_index(results, results->len - 1), budget));
+  g_autoptr(JsonNode) node = json_node_init_object(json_node_alloc(), root);
+  return cli_report_json_to_string(node);
+}
+
 /* Everything after option parsing; errors come back in `error`. */
 static gboolean
 run_scenario(const char *path, const RunOptions *o, gboolean compare, GError **error)
@@ -201,7 +218,8 @@ run_scenario(const char *path, const RunOptions *o, gboolean compare, GError **e
   if (compare && req.budget && (plan = add_plan_row(scenario, req.budget, results, error)) == NULL)
     return FALSE;
 
-  g_autofree char *text = cli_report_format(scenario, results, req.format, !compare);
+  g_autofree char *text = plan && req.format == CLI_FORMAT_JSON ? compare_json(scenario, results, plan, req.budget)
+                                                                 : cli_report_format(scenario, results, req.format, !compare);
   fputs(text, stdout);
   if (plan && req.format == CLI_FORMAT_TABLE)
     print_plan(plan);

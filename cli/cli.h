@@ -53,6 +53,14 @@ gboolean cli_parse_budget(const char *text, const char *zero_reason, guint64 *by
  * offers when gnuplot is missing (cli/options.c). */
 extern const PlotsRenderNames cli_plot_names;
 
+/* The end of a command's --help: the units of sizes, rates and times, and
+ * the exit statuses it can return (0, 1 and 2, and the CliExits given). */
+typedef enum {
+  CLI_EXIT_TOOL = 1 << 0,    /* 3: gnuplot missing or failing */
+  CLI_EXIT_NO_PLAN = 1 << 1, /* 4: no plan fits */
+} CliExits;
+void cli_help_describe(GOptionContext *context, guint exits);
+
 /* Prints the error and returns its exit status. */
 int cli_fail(GError *error);
 

@@ -171,13 +171,15 @@ cli_plan_main(int argc, char **argv)
   PlanOptions o = { 0 };
   GError *error = NULL;
   const GOptionEntry entries[] = {
-    { "budget", 'b', 0, G_OPTION_ARG_STRING, &o.budget, "Device memory budget (required)", "SIZE" },
+    { "budget", 'b', 0, G_OPTION_ARG_STRING, &o.budget, "Device memory budget, a size such as 45GiB (required)",
+      "SIZE" },
     { "format", 'f', 0, G_OPTION_ARG_STRING, &o.format, "Output: table (default) or json", "FORMAT" },
     G_OPTION_ENTRY_NULL,
   };
   g_set_prgname("offsim plan");
   g_autoptr(GOptionContext) ctx = g_option_context_new("SCENARIO  - choose keep, offload or recompute per layer");
   g_option_context_add_main_entries(ctx, entries, NULL);
+  cli_help_describe(ctx, CLI_EXIT_NO_PLAN);
   int status;
   if (!cli_parse_options(ctx, "plan", &argc, &argv, &error)) {
     status = cli_fail(error);

@@ -237,7 +237,8 @@ run_common(int argc, char **argv, gboolean compare)
   GError *error = NULL;
   const GOptionEntry common_entries[] = {
     { "format", 'f', 0, G_OPTION_ARG_STRING, &o.format, "Output: table (default), csv or json", "FORMAT" },
-    { "budget", 'b', 0, G_OPTION_ARG_STRING, &o.budget, "Memory budget for `fits` (default: device memory)", "SIZE" },
+    { "budget", 'b', 0, G_OPTION_ARG_STRING, &o.budget, "Memory budget for `fits`, a size such as 45GiB (default: the "
+      "device's memory); compare also plans for it", "SIZE" },
     { "plot", 0, 0, G_OPTION_ARG_FILENAME, &o.plot, "Draw timeline, memory (and comparison) charts into DIR", "DIR" },
     { "plot-script", 0, 0, G_OPTION_ARG_FILENAME, &o.plot_script,
       "Write the gnuplot script, data inline, to FILE (no gnuplot needed)", "FILE" },
@@ -259,6 +260,7 @@ run_common(int argc, char **argv, gboolean compare)
     g_option_context_add_main_entries(ctx, run_entries, NULL);
   g_option_context_add_main_entries(ctx, common_entries, NULL);
   g_option_context_set_summary(ctx, "SCENARIO is an INI file; without it the embedded default runs.");
+  cli_help_describe(ctx, CLI_EXIT_TOOL);
 
   int status = 0;
   if (!cli_parse_options(ctx, compare ? "compare" : "run", &argc, &argv, &error)) {

@@ -132,17 +132,20 @@ cli_sweep_main(int argc, char **argv)
   SweepOptions o = { 0 };
   GError *error = NULL;
   const GOptionEntry entries[] = {
-    { "set", 's', 0, G_OPTION_ARG_STRING_ARRAY, &o.sets, "A key and its values: group.key=v1,v2,... (repeatable)",
+    { "set", 's', 0, G_OPTION_ARG_STRING_ARRAY, &o.sets, "A key and its values, in the key's units: group.key=v1,v2,... "
+      "(repeatable)",
       "G.K=V,..." },
     { "jobs", 'j', 0, G_OPTION_ARG_INT, &o.jobs, "Threads (default: every core)", "N" },
     { "shard", 0, 0, G_OPTION_ARG_STRING, &o.shard, "Run every N-th point from I (0-based), for batch systems", "I/N" },
     { "out", 'o', 0, G_OPTION_ARG_FILENAME, &o.out, "Write the CSV to FILE (atomically) instead of stdout", "FILE" },
-    { "plot", 0, 0, G_OPTION_ARG_FILENAME, &o.plot, "Draw step time against the first --set key into DIR", "DIR" },
+    { "plot", 0, 0, G_OPTION_ARG_FILENAME, &o.plot, "Draw step time against the first --set key into DIR (others "
+      "at their first value)", "DIR" },
     G_OPTION_ENTRY_NULL,
   };
   g_set_prgname("offsim sweep");
   g_autoptr(GOptionContext) ctx = g_option_context_new("SCENARIO  - every combination of --set values, as CSV");
   g_option_context_add_main_entries(ctx, entries, NULL);
+  cli_help_describe(ctx, CLI_EXIT_TOOL);
   int status = 0;
   if (!cli_parse_options(ctx, "sweep", &argc, &argv, &error)) {
     status = cli_fail(error);

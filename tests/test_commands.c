@@ -60,6 +60,39 @@ START_TEST(compare_budget_json_carries_the_plan)
 }
 END_TEST
 
+/* ---- --help -------------------------------------------------------------- */
+
+/* Every command's --help says which units sizes, rates and times take, and
+ * which exit statuses it returns. */
+START_TEST(help_lists_units_and_exit_statuses)
+{
+  static const struct {
+    const char *command;
+    const char *extra; /* the statuses beyond 0, 1 and 2 */
+  } commands[] = {
+    { "run", "3" },   { "compare", "3" }, { "plan", "4" },  { "sweep", "3" },
+    { "model", "" },  { "budget", "" },   { "bench", "" },
+  };
+  for (guint i = 0; i < G_N_ELEMENTS(commands); i++) {
+    g_auto(TestRun) r = test_offsim(commands[i].command, "--help", NULL);
+    const char *c = commands[i].command;
+    ck_assert_msg(r.status == 0, "%s --help: exit %d: %s", c, r.status, r.err);
+    const char *units[] = { "sizes  B, KB, MB, GB, TB (powers of 1000), KiB, MiB, GiB, TiB (powers of 1024)",
+                            "rates  a size unit per second: 55GB/s", "times  s, ms, us (microseconds), ns",
+                            "only a bare 0 may go without" };
+    for (guint u = 0; u < G_N_ELEMENTS(units); u++)
+      ck_assert_msg(strstr(r.out, units[u]) != NULL, "%s --help lacks '%s':\n%s", c, units[u], r.out);
+    const char *exits = strstr(r.out, "Exit status:\n");
+    ck_assert_msg(exits != NULL, "%s --help lists no exit status:\n%s", c, r.out);
+    ck_assert_ptr_nonnull(strstr(exits, "\n  0  success\n"));
+    ck_assert_ptr_nonnull(strstr(exits, "\n  1  internal error"));
+    ck_assert_ptr_nonnull(strstr(exits, "\n  2  bad input"));
+    ck_assert_msg((strstr(exits, "\n  3  ") != NULL) == (strchr(commands[i].extra, '3') != NULL), "%s: status 3", c);
+    ck_assert_msg((strstr(exits, "\n  4  ") != NULL) == (strchr(commands[i].extra, '4') != NULL), "%s: status 4", c);
+  }
+}
+END_TEST
+
 static Suite *
 commands_suite(void)
 {
@@ -68,6 +101,9 @@ commands_suite(void)
   tcase_set_timeout(json, 120);
   tcase_add_test(json, compare_budget_json_carries_the_plan);
   suite_add_tcase(s, json);
+  TCase *help = tcase_create("help");
+  tcase_add_test(help, help_lists_units_and_exit_statuses);
+  suite_add_tcase(s, help);
   return s;
 }
 

@@ -169,9 +169,8 @@ sim_output_temp_forget(char *temp)
 void
 sim_output_temp_discard(char *temp)
 {
-  if (temp == NULL)
-    return;
-  g_unlink(temp);
+  if (temp)
+    g_unlink(temp);
   sim_output_temp_forget(temp);
 }
 

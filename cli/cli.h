@@ -27,6 +27,7 @@ int cli_model_main(int argc, char **argv);   /* offsim model */
 int cli_plan_main(int argc, char **argv);    /* offsim plan */
 int cli_bench_main(int argc, char **argv);   /* offsim bench */
 int cli_sweep_main(int argc, char **argv);   /* offsim sweep */
+int cli_show_main(int argc, char **argv);    /* offsim show */
 
 /* The per-layer table of a plan: action, bytes saved, exposed time if the
  * layer were offloaded, recompute time (for `plan` and `compare --budget`). */

@@ -4,6 +4,7 @@
  * binary as a user runs them. */
 #include "testutil.h"
 
+#include <glib/gstdio.h>
 #include <json-glib/json-glib.h>
 #include <string.h>
 
@@ -18,6 +19,121 @@ parse_json(const char *text)
                 error ? error->message : "", text);
   return json_node_copy(json_parser_get_root(parser));
 }
+
+/* ---- show ---------------------------------------------------------------- */
+
+static char *
+write_text(const char *dir, const char *name, const char *text)
+{
+  char *path = g_build_filename(dir, name, NULL);
+  ck_assert(g_file_set_contents(path, text, -1, NULL));
+  return path;
+}
+
+/* Each `key = value` line is followed by the line that says where it came
+ * from; nothing else but comments, blank lines and group lines. */
+static void
+assert_every_value_has_its_origin(const char *shown)
+{
+  g_auto(GStrv) lines = g_strsplit(shown, "\n", -1);
+  guint values = 0;
+  for (guint i = 0; lines[i]; i++) {
+    const char *l = lines[i];
+    if (*l == '\0' || *l == '#' || *l == '[')
+      continue;
+    ck_assert_msg(strstr(l, " = ") != NULL, "not a key line: '%s'", l);
+    ck_assert_msg(lines[i + 1] && g_str_has_prefix(lines[i + 1], "# ^ "), "'%s' has no origin", l);
+    values++;
+  }
+  ck_assert_uint_gt(values, 10);
+}
+
+/* The output of `offsim show` for every bundled scenario and the embedded
+ * default, saved elsewhere, gives byte for byte the compare output of the
+ * original, in every format. */
+START_TEST(show_output_loads_as_the_same_scenario)
+{
+  g_autofree char *dir = test_tmp_dir_new();
+  g_autoptr(GPtrArray) scenarios = g_ptr_array_new_with_free_func(g_free);
+  g_ptr_array_add(scenarios, NULL); /* the embedded default */
+  g_autoptr(GDir) d = g_dir_open(OFFSIM_SCENARIOS, 0, NULL);
+  ck_assert_ptr_nonnull(d);
+  for (const char *name; (name = g_dir_read_name(d));)
+    if (g_str_has_suffix(name, ".ini"))
+      g_ptr_array_add(scenarios, g_build_filename(OFFSIM_SCENARIOS, name, NULL));
+  ck_assert_uint_ge(scenarios->len, 7);
+  for (guint i = 0; i < scenarios->len; i++) {
+    const char *original = g_ptr_array_index(scenarios, i);
+    g_auto(TestRun) show = original ? test_offsim("show", original, NULL) : test_offsim("show", NULL);
+    ck_assert_msg(show.status == 0, "show %s: exit %d: %s", original, show.status, show.err);
+    assert_every_value_has_its_origin(show.out);
+    g_autofree char *base = original ? g_path_get_basename(original) : g_strdup("embedded.ini");
+    g_autofree char *shown = write_text(dir, base, show.out);
+    const char *formats[] = { "table", "json", "csv" };
+    for (guint f = 0; f < G_N_ELEMENTS(formats); f++) {
+      g_auto(TestRun) a = original ? test_offsim("compare", original, "--format", formats[f], NULL)
+                                   : test_offsim("compare", "--format", formats[f], NULL);
+      g_auto(TestRun) b = test_offsim_in(dir, "compare", base, "--format", formats[f], NULL);
+      ck_assert_msg(a.status == 0 && b.status == 0, "%s: exit %d and %d: %s", base, a.status, b.status, b.err);
+      ck_assert_msg(strcmp(a.out, b.out) == 0, "%s, %s: compare differs once shown:\n%s\n---\n%s", base, formats[f],
+                    a.out, b.out);
+    }
+  }
+}
+END_TEST
+
+/* What the loader fills in, and where each value came from: the file (and
+ * what it overrode in the files it includes), (default) or (derived). */
+START_TEST(show_names_each_value_s_origin)
+{
+  g_autofree char *dir = test_tmp_dir_new();
+  g_autofree char *sub = g_build_filename(dir, "profiles", NULL);
+  ck_assert_int_eq(g_mkdir(sub, 0755), 0);
+  g_autofree char *profile = write_text(sub, "gpu.ini", "[device]\nmemory = 24GiB\n[link]\nh2d_bandwidth = 25GB/s\n"
+                                                       "d2h_bandwidth = 12.5GB/s\nlatency = 3us\n");
+  g_autofree char *scenario = write_text(dir, "mine.ini",
+                                         "[scenario]\ninclude = profiles/gpu.ini\n[link]\nlatency = 0.7us\n"
+                                         "[model]\nlayers = 3\nforward = 0.3ms\ninput = 1MiB\ntensors = a:2MiB\n"
+                                         "[layer.2]\nforward = 0.7ms\n");
+  g_auto(TestRun) r = test_offsim_in(dir, "show", "mine.ini", NULL);
+  ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err);
+  const char *expected[] = {
+    "# Files: profiles/gpu.ini, mine.ini\n",
+    "[scenario]\nname = mine\n# ^ (derived: the file name without its extension)\n",
+    "[device]\nmemory = 24GiB\n# ^ profiles/gpu.ini\nefficiency = 0.5\n# ^ (default)\n",
+    "h2d_bandwidth = 25GB/s\n# ^ profiles/gpu.ini\n",
+    "bidir_bandwidth = 37.5GB/s\n# ^ (derived: h2d_bandwidth + d2h_bandwidth)\n",
+    "latency = 0.7us\n# ^ mine.ini (overrides '3us' in profiles/gpu.ini)\n",
+    "host_alloc = 3ms\n# ^ (default)\n",
+    "backward = 600us\n# ^ (derived: 2 × forward)\n",
+    "[layer.2]\nforward = 0.7ms\n# ^ mine.ini\nbackward = 1.4ms\n# ^ (derived: 2 × this layer's forward)\n"
+    "input = 1MiB\n# ^ (default: [model]'s)\n",
+    "[policy.offload-sync]\nkind = offload\n# ^ (the default set: the scenario has no [policy.*] group)\n"
+    "mode = sync\n",
+  };
+  for (guint i = 0; i < G_N_ELEMENTS(expected); i++)
+    ck_assert_msg(strstr(r.out, expected[i]) != NULL, "missing:\n%s\nin:\n%s", expected[i], r.out);
+  ck_assert_ptr_null(strstr(r.out, "include ="));
+  ck_assert_ptr_null(strstr(r.out, dir)); /* files named as from here */
+
+  /* Loaded back from elsewhere, it is the same scenario. */
+  g_autofree char *elsewhere = test_tmp_dir_new();
+  g_autofree char *copy = write_text(elsewhere, "mine.ini", r.out);
+  g_auto(TestRun) a = test_offsim_in(dir, "compare", "mine.ini", "--budget", "30MiB", NULL);
+  g_auto(TestRun) b = test_offsim_in(elsewhere, "compare", "mine.ini", "--budget", "30MiB", NULL);
+  ck_assert_int_eq(a.status, 0);
+  ck_assert_str_eq(a.out, b.out);
+
+  /* The embedded default, and a scenario that does not load. */
+  g_auto(TestRun) embedded = test_offsim("show", NULL);
+  ck_assert_int_eq(embedded.status, 0);
+  ck_assert(g_str_has_prefix(embedded.out, "# offsim show (embedded default): "));
+  ck_assert_ptr_nonnull(strstr(embedded.out, "memory = 80GiB\n# ^ (embedded default)\n"));
+  g_auto(TestRun) missing = test_offsim_in(dir, "show", "nothing.ini", NULL);
+  ck_assert_int_eq(missing.status, 2);
+  ck_assert_ptr_nonnull(strstr(missing.err, "nothing.ini"));
+}
+END_TEST
 
 /* ---- compare --budget --format json ------------------------------------- */
 
@@ -71,7 +187,7 @@ START_TEST(help_lists_units_and_exit_statuses)
     const char *extra; /* the statuses beyond 0, 1 and 2 */
   } commands[] = {
     { "run", "3" },   { "compare", "3" }, { "plan", "4" },  { "sweep", "3" },
-    { "model", "" },  { "budget", "" },   { "bench", "" },
+    { "model", "" },  { "budget", "" },   { "bench", "" },  { "show", "" },
   };
   for (guint i = 0; i < G_N_ELEMENTS(commands); i++) {
     g_auto(TestRun) r = test_offsim(commands[i].command, "--help", NULL);
@@ -97,6 +213,11 @@ static Suite *
 commands_suite(void)
 {
   Suite *s = suite_create("commands");
+  TCase *show = tcase_create("show");
+  tcase_set_timeout(show, 240);
+  tcase_add_test(show, show_output_loads_as_the_same_scenario);
+  tcase_add_test(show, show_names_each_value_s_origin);
+  suite_add_tcase(s, show);
   TCase *json = tcase_create("json");
   tcase_set_timeout(json, 120);
   tcase_add_test(json, compare_budget_json_carries_the_plan);

@@ -29,6 +29,14 @@ for image in $(sed -n 's/.*!\[[^]]*\](\([^)]*\)).*/\1/p' "$readme"); do
   [ -f "$src/$image" ] || fail "README shows $image, which does not exist"
 done
 
+# The lines of `offsim show` shown after their marker are its first lines, from the
+# repository root.
+shown_show=$(awk '/<!-- offsim-show-output -->/{m=1; next} m&&/^```$/{if(in_block){exit} in_block=1; next} m&&in_block{print}' "$readme")
+[ -n "$shown_show" ] || fail "README shows no offsim show output"
+show_lines=$(printf '%s\n' "$shown_show" | wc -l)
+actual_show=$(cd "$src" && "$offsim" show scenarios/llama-3.1-8b-gh200.ini | head -n "$show_lines")
+[ "$shown_show" = "$actual_show" ] || fail "README's offsim show lines differ from the program's: $actual_show"
+
 # The output shown after the marker is what the first command's last step
 # prints, report and plot line alike, run from a scratch directory.
 command -v gnuplot >/dev/null 2>&1 || {

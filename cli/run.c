@@ -218,8 +218,9 @@ run_scenario(const char *path, const RunOptions *o, gboolean compare, GError **e
   if (compare && req.budget && (plan = add_plan_row(scenario, req.budget, results, error)) == NULL)
     return FALSE;
 
-  g_autofree char *text = plan && req.format == CLI_FORMAT_JSON ? compare_json(scenario, results, plan, req.budget)
-                                                                 : cli_report_format(scenario, results, req.format, !compare);
+  g_autofree char *text = plan && req.format == CLI_FORMAT_JSON
+                            ? compare_json(scenario, results, plan, req.budget)
+                            : cli_report_format(scenario, results, req.format, !compare);
   fputs(text, stdout);
   if (plan && req.format == CLI_FORMAT_TABLE)
     print_plan(plan);

@@ -99,6 +99,7 @@ cli_bench_main(int argc, char **argv)
   g_set_prgname("offsim bench");
   g_autoptr(GOptionContext) ctx = g_option_context_new("- performance figures");
   g_option_context_add_main_entries(ctx, entries, NULL);
+  cli_help_describe(ctx, 0);
   CliFormat format = CLI_FORMAT_TABLE;
   if (!cli_parse_options(ctx, "bench", &argc, &argv, &error))
     return cli_fail(error);

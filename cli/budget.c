@@ -309,9 +309,10 @@ cli_budget_main(int argc, char **argv)
   BudgetOptions o = { 0 };
   GError *error = NULL;
   const GOptionEntry entries[] = {
-    { "budget", 'b', 0, G_OPTION_ARG_STRING, &o.budget, "Device memory for activations (required)", "SIZE" },
-    { "bandwidth", 'w', 0, G_OPTION_ARG_STRING, &o.bandwidth, "Link bandwidth (required); the chapter's 8.0 is "
-      "8GiB/s", "RATE" },
+    { "budget", 'b', 0, G_OPTION_ARG_STRING, &o.budget, "Device memory for activations, a size such as 384MiB "
+      "(required)", "SIZE" },
+    { "bandwidth", 'w', 0, G_OPTION_ARG_STRING, &o.bandwidth, "Link bandwidth, a rate (required); the chapter's 8.0 "
+      "is 8GiB/s", "RATE" },
     { "format", 'f', 0, G_OPTION_ARG_STRING, &o.format, "Output: table (default) or json", "FORMAT" },
     { "min-saved-ratio", 0, 0, G_OPTION_ARG_STRING, &o.min_saved_ratio, "Accept from this saved ratio (0.25); "
       "tune from half of it", "RATIO" },
@@ -328,6 +329,7 @@ cli_budget_main(int argc, char **argv)
   g_option_context_set_summary(ctx, "CHUNKS.csv has the header name,bytes,reuse_delay_layers,offloadable.\n"
                                     "The coldest offloadable chunks (longest reuse delay, then largest, then by "
                                     "name)\nare offloaded until the rest fit --budget.");
+  cli_help_describe(ctx, 0);
 
   int status = 0;
   if (!cli_parse_options(ctx, "budget", &argc, &argv, &error)) {

@@ -1,7 +1,7 @@
 /* cli/cli.h — the subcommands of `offsim` and what they share.
  *
  * Each takes the arguments after its name and returns the process exit
- * status: 0 ok, 1 internal error, 2 bad input, 3 missing external tool, 4
+ * status: 0 ok, 1 internal error, 2 bad input, 3 missing or failing external tool, 4
  * (plan only) no plan fits.  Errors are printed once, by cli_fail, as
  * "offsim: message"; stdout carries only the report.  plots/ knows no
  * option names: its messages get them from here (cli_plot_names and the
@@ -13,6 +13,7 @@
 #pragma once
 
 #include <glib.h>
+#include <json-glib/json-glib.h>
 
 #include "gnuplot.h"
 #include "plan.h"
@@ -26,10 +27,17 @@ int cli_model_main(int argc, char **argv);   /* offsim model */
 int cli_plan_main(int argc, char **argv);    /* offsim plan */
 int cli_bench_main(int argc, char **argv);   /* offsim bench */
 int cli_sweep_main(int argc, char **argv);   /* offsim sweep */
+int cli_show_main(int argc, char **argv);    /* offsim show */
 
 /* The per-layer table of a plan: action, bytes saved, exposed time if the
  * layer were offloaded, recompute time (for `plan` and `compare --budget`). */
 void cli_plan_format_layers(GString *out, const PlannerPlan *plan);
+
+/* `offsim plan --format json`'s object for a plan under `budget` (actions
+ * and layers included), for `plan` and `compare --budget --format json`;
+ * `result` is the plan's (plan->result, or the row compare took it into).
+ * A new node (json_node_unref). */
+JsonNode *cli_plan_json(const PlannerPlan *plan, const SimResult *result, guint64 budget);
 
 /* g_option_context_parse, with its errors as bad input (exit 2) prefixed
  * by the command's name. */
@@ -66,6 +74,14 @@ gboolean cli_check_output_dir(const char *option, const char *path, GError **err
 /* What `offsim` calls the plot directory in plots/' messages, and what it
  * offers when gnuplot is missing (cli/options.c). */
 extern const PlotsRenderNames cli_plot_names;
+
+/* The end of a command's --help: the units of sizes, rates and times, and
+ * the exit statuses it can return (0, 1 and 2, and the CliExits given). */
+typedef enum {
+  CLI_EXIT_TOOL = 1 << 0,    /* 3: gnuplot missing or failing */
+  CLI_EXIT_NO_PLAN = 1 << 1, /* 4: no plan fits */
+} CliExits;
+void cli_help_describe(GOptionContext *context, guint exits);
 
 /* Prints the error and returns its exit status. */
 int cli_fail(GError *error);

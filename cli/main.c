@@ -18,6 +18,7 @@ static const Command commands[] = {
   { "compare", cli_compare_main, "simulate every policy of a scenario side by side" },
   { "plan", cli_plan_main, "choose keep, offload or recompute per layer under a memory budget" },
   { "model", cli_model_main, "print a scenario for a HuggingFace config.json" },
+  { "show", cli_show_main, "print a scenario merged, every default filled in, each value's file" },
   { "sweep", cli_sweep_main, "every combination of scenario values, in parallel, as CSV" },
   { "bench", cli_bench_main, "performance figures: engine events/s, step, plan and sweep times" },
   { "budget", cli_budget_main, "the activation budget ledger: which chunks to offload to fit" },

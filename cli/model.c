@@ -145,6 +145,7 @@ cli_model_main(int argc, char **argv)
   g_set_prgname("offsim model");
   g_autoptr(GOptionContext) ctx = g_option_context_new("- print a scenario for a HuggingFace model");
   g_option_context_add_main_entries(ctx, entries, NULL);
+  cli_help_describe(ctx, 0);
   int status = 0;
   if (!cli_parse_options(ctx, "model", &argc, &argv, &error)) {
     status = cli_fail(error);

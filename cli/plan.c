@@ -12,10 +12,9 @@
 /* Exit status when no plan fits the budget. */
 #define EXIT_INFEASIBLE 4
 
-static JsonNode *
-plan_json(const PlannerPlan *p, guint64 budget)
+JsonNode *
+cli_plan_json(const PlannerPlan *p, const SimResult *r, guint64 budget)
 {
-  const SimResult *r = p->result;
   g_autoptr(JsonBuilder) b = json_builder_new();
   json_builder_begin_object(b);
 #define MEMBER(name) json_builder_set_member_name(b, name)
@@ -164,7 +163,7 @@ plan_run(const char *path, const PlanOptions *o, GError **error)
     return -1;
   g_autofree char *text = NULL;
   if (format == CLI_FORMAT_JSON) {
-    g_autoptr(JsonNode) node = plan_json(p, capacity);
+    g_autoptr(JsonNode) node = cli_plan_json(p, p->result, capacity);
     text = cli_report_json_to_string(node);
   } else {
     text = plan_table(s, p, capacity, budget);
@@ -180,13 +179,15 @@ cli_plan_main(int argc, char **argv)
   PlanOptions o = { 0 };
   GError *error = NULL;
   const GOptionEntry entries[] = {
-    { "budget", 'b', 0, G_OPTION_ARG_STRING, &o.budget, "Device memory budget (required)", "SIZE" },
+    { "budget", 'b', 0, G_OPTION_ARG_STRING, &o.budget, "Device memory budget, a size such as 45GiB (required)",
+      "SIZE" },
     { "format", 'f', 0, G_OPTION_ARG_STRING, &o.format, "Output: table (default) or json", "FORMAT" },
     G_OPTION_ENTRY_NULL,
   };
   g_set_prgname("offsim plan");
   g_autoptr(GOptionContext) ctx = g_option_context_new("SCENARIO  - choose keep, offload or recompute per layer");
   g_option_context_add_main_entries(ctx, entries, NULL);
+  cli_help_describe(ctx, CLI_EXIT_NO_PLAN);
   int status;
   if (!cli_parse_options(ctx, "plan", &argc, &argv, &error)) {
     status = cli_fail(error);

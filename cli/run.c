@@ -188,6 +188,23 @@ append_plan(GString *more, const PlannerPlan *plan)
   cli_plan_format_layers(more, plan);
 }
 
+/* compare --budget --format json: the report's {"scenario", "results"},
+ * then "plan", the object `offsim plan --format json` prints for it. */
+static char *
+compare_json(const SimScenario *scenario, GPtrArray *results, const PlannerPlan *plan, guint64 budget)
+{
+  g_autoptr(JsonArray) rows = json_array_new();
+  for (guint i = 0; i < results->len; i++)
+    json_array_add_element(rows, cli_report_result_json(g_ptr_array_index(results, i)));
+  g_autoptr(JsonObject) root = json_object_new();
+  json_object_set_string_member(root, "scenario", scenario->name);
+  json_object_set_array_member(root, "results", json_array_ref(rows));
+  /* The plan's result is the last row, "planned" (add_plan_row). */
+  json_object_set_member(root, "plan", cli_plan_json(plan, g_ptr_array_index(results, results->len - 1), budget));
+  g_autoptr(JsonNode) node = json_node_init_object(json_node_alloc(), root);
+  return cli_report_json_to_string(node);
+}
+
 /* Everything after option parsing; errors come back in `error`. */
 static gboolean
 run_scenario(const char *path, const RunOptions *o, gboolean compare, GError **error)
@@ -211,7 +228,9 @@ run_scenario(const char *path, const RunOptions *o, gboolean compare, GError **e
   if (compare && req.budget && (plan = add_plan_row(scenario, capacity, results, error)) == NULL)
     return FALSE;
 
-  g_autofree char *text = cli_report_format(scenario, results, req.format, !compare);
+  g_autofree char *text = plan && req.format == CLI_FORMAT_JSON
+                            ? compare_json(scenario, results, plan, capacity)
+                            : cli_report_format(scenario, results, req.format, !compare);
   g_autoptr(GString) report = g_string_new(text);
   if (plan && req.format == CLI_FORMAT_TABLE)
     append_plan(report, plan);
@@ -227,7 +246,8 @@ run_common(int argc, char **argv, gboolean compare)
   GError *error = NULL;
   const GOptionEntry common_entries[] = {
     { "format", 'f', 0, G_OPTION_ARG_STRING, &o.format, "Output: table (default), csv or json", "FORMAT" },
-    { "budget", 'b', 0, G_OPTION_ARG_STRING, &o.budget, "Memory budget for `fits` (default: device memory)", "SIZE" },
+    { "budget", 'b', 0, G_OPTION_ARG_STRING, &o.budget, "Memory budget for `fits`, a size such as 45GiB (default: the "
+      "device's memory); compare also plans for it", "SIZE" },
     { "plot", 0, 0, G_OPTION_ARG_FILENAME, &o.plot, "Draw timeline, memory (and comparison) charts into DIR", "DIR" },
     { "plot-script", 0, 0, G_OPTION_ARG_FILENAME, &o.plot_script,
       "Write the gnuplot script, data inline, to FILE (no gnuplot needed)", "FILE" },
@@ -249,6 +269,7 @@ run_common(int argc, char **argv, gboolean compare)
     g_option_context_add_main_entries(ctx, run_entries, NULL);
   g_option_context_add_main_entries(ctx, common_entries, NULL);
   g_option_context_set_summary(ctx, "SCENARIO is an INI file; without it the embedded default runs.");
+  cli_help_describe(ctx, CLI_EXIT_TOOL);
 
   int status = 0;
   if (!cli_parse_options(ctx, compare ? "compare" : "run", &argc, &argv, &error)) {

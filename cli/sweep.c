@@ -7,9 +7,7 @@
 #include "output.h"
 #include "report.h"
 #include "sweep.h"
-#include "units.h"
 
-#include <math.h>
 #include <stdio.h>
 #include <unistd.h>
 
@@ -36,72 +34,17 @@ show_progress(guint done, guint total, gpointer data)
     g_printerr("\n");
 }
 
-/* "2" -> 2; the unit of the swept key's values for the chart's x axis. */
+/* step time against the first swept key, one line per policy (the other
+ * keys at their first value): plots/sweep.h. */
 static gboolean
-numeric_value(const char *text, double *x)
+draw(const PlannerGrid *g, const char *dir, GError **error)
 {
-  guint64 bytes;
-  if (sim_units_parse_rate(text, x, NULL))
-    return TRUE;
-  if (sim_units_parse_size(text, &bytes, NULL)) {
-    *x = (double)bytes;
-    return TRUE;
-  }
-  if (sim_units_parse_time(text, x, NULL))
-    return TRUE;
-  char *end = NULL;
-  *x = g_ascii_strtod(text, &end);
-  return end && *end == '\0' && end != text && isfinite(*x);
-}
-
-/* step_ms against the first swept key, one line per policy (the other keys
- * at their first value). */
-static gboolean
-draw(const PlannerGrid *g, const char *title, const char *dir, GError **error)
-{
-  const PlannerGridAxis *axis = g_ptr_array_index(g->axes, 0);
-  g_autoptr(PlotsSweep) sweep = plots_sweep_new(title, axis->name, "", "step_ms", "ms");
-  guint64 stride = g->size / axis->values->len;
-  g_autoptr(GPtrArray) series = g_ptr_array_new_with_free_func((GDestroyNotify)g_array_unref);
-  g_autoptr(GPtrArray) names = g_ptr_array_new();
-  for (guint v = 0; v < axis->values->len; v++) {
-    double x;
-    if (!numeric_value(g_ptr_array_index(axis->values, v), &x)) {
-      g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "--plot: the first --set (%s) must have numeric values",
-                  axis->name);
-      return FALSE;
-    }
-    g_array_append_val(sweep->x, x);
-    /* The point with this value and every other key at its first. */
-    const PlannerGridPoint *point = NULL;
-    for (guint i = 0; i < g->points->len && !point; i++)
-      if (((PlannerGridPoint *)g_ptr_array_index(g->points, i))->index == v * stride)
-        point = g_ptr_array_index(g->points, i);
-    for (guint k = 0; point && k < point->results->len; k++) {
-      const SimResult *r = g_ptr_array_index(point->results, k);
-      if (series->len <= k) {
-        g_ptr_array_add(series, g_array_new(FALSE, FALSE, sizeof(double)));
-        g_ptr_array_add(names, r->policy);
-      }
-      GArray *y = g_ptr_array_index(series, k);
-      while (y->len < v) {
-        double missing = NAN;
-        g_array_append_val(y, missing);
-      }
-      g_array_append_val(y, r->step_ms);
-    }
-  }
-  for (guint k = 0; k < series->len; k++) {
-    GArray *y = g_ptr_array_index(series, k);
-    while (y->len < axis->values->len) {
-      double missing = NAN;
-      g_array_append_val(y, missing);
-    }
-    plots_sweep_add_series(sweep, g_ptr_array_index(names, k), y->len, (double *)(void *)y->data);
-  }
-  g_autoptr(PlotsChart) chart = plots_sweep_chart(sweep, "sweep", error);
-  if (chart == NULL)
+  g_autoptr(PlotsSweep) sweep = plots_sweep_from_grid(g, error);
+  g_autoptr(PlotsChart) chart = sweep ? plots_sweep_chart(sweep, "sweep", error) : NULL;
+  if (chart == NULL) {
+    g_prefix_error(error, "--plot: ");
     return FALSE;
+  }
   g_autoptr(GPtrArray) charts = g_ptr_array_new();
   g_ptr_array_add(charts, chart);
   return plots_gnuplot_render(charts, PLOTS_FORMAT_ALL, dir, &cli_plot_names, error);
@@ -174,8 +117,7 @@ sweep_run(const char *path, const SweepOptions *o, GError **error)
   if (o->out ? !sim_output_save("--out", o->out, csv->str, csv->len, error) : !cli_print(csv->str, error))
     return FALSE;
   if (o->plot) {
-    g_autoptr(SimScenario) s = sim_scenario_from_config(config, error);
-    if (s == NULL || !draw(grid, s->name, o->plot, error))
+    if (!draw(grid, o->plot, error))
       return FALSE;
     g_printerr("plot written to %s%ssweep (.png and .svg)\n", o->plot, g_str_has_suffix(o->plot, "/") ? "" : "/");
   }
@@ -188,17 +130,20 @@ cli_sweep_main(int argc, char **argv)
   SweepOptions o = { 0 };
   GError *error = NULL;
   const GOptionEntry entries[] = {
-    { "set", 's', 0, G_OPTION_ARG_STRING_ARRAY, &o.sets, "A key and its values: group.key=v1,v2,... (repeatable)",
+    { "set", 's', 0, G_OPTION_ARG_STRING_ARRAY, &o.sets, "A key and its values, in the key's units: group.key=v1,v2,... "
+      "(repeatable)",
       "G.K=V,..." },
     { "jobs", 'j', 0, G_OPTION_ARG_INT, &o.jobs, "Threads (default: every core)", "N" },
     { "shard", 0, 0, G_OPTION_ARG_STRING, &o.shard, "Run every N-th point from I (0-based), for batch systems", "I/N" },
     { "out", 'o', 0, G_OPTION_ARG_FILENAME, &o.out, "Write the CSV to FILE (atomically) instead of stdout", "FILE" },
-    { "plot", 0, 0, G_OPTION_ARG_FILENAME, &o.plot, "Draw step time against the first --set key into DIR", "DIR" },
+    { "plot", 0, 0, G_OPTION_ARG_FILENAME, &o.plot, "Draw step time against the first --set key into DIR (others "
+      "at their first value)", "DIR" },
     G_OPTION_ENTRY_NULL,
   };
   g_set_prgname("offsim sweep");
   g_autoptr(GOptionContext) ctx = g_option_context_new("SCENARIO  - every combination of --set values, as CSV");
   g_option_context_add_main_entries(ctx, entries, NULL);
+  cli_help_describe(ctx, CLI_EXIT_TOOL);
   int status = 0;
   if (!cli_parse_options(ctx, "sweep", &argc, &argv, &error)) {
     status = cli_fail(error);

@@ -1,8 +1,13 @@
 /* plots/comparison.h — every policy of a compare on one picture.
  *
  * Left: step time against peak device memory, one dot per policy in its
- * series colour, the Pareto front (the policies that no other beats on both
- * at once) joined by a wide grey line and ringed.  Right: one stacked bar
+ * series colour; the capacity the results' `fits` was decided against (the
+ * device's memory or a --budget) as a dotted vertical line named in the
+ * legend (when it is far right of every dot, drawing it would squash them:
+ * the axis label names it instead); and the Pareto front of the policies that fit
+ * (those that no other policy that fits beats on both at once) joined by a
+ * wide grey line and ringed: a policy that does not fit is never ringed,
+ * and with none that fits there is no front.  Right: one stacked bar
  * per policy, compute + recompute + exposed transfer = the step time, in the
  * timeline's colours for forward, recompute and waits.  Policy names appear
  * in the legend and under the bars only, never next to a dot, so close dots
@@ -19,11 +24,13 @@
 
 G_BEGIN_DECLS
 
-/* `results` holds SimResult* (detail not needed). */
-PlotsChart *plots_comparison_chart(GPtrArray *results, const char *name);
+/* `results` holds SimResult* (detail not needed), all with the same
+ * capacity; `device_memory` tells the device's memory from a budget. */
+PlotsChart *plots_comparison_chart(GPtrArray *results, guint64 device_memory, const char *name);
 
-/* One gboolean per result: TRUE when no other result has a step time and a
- * peak device memory both at most its own, one of them strictly less. */
+/* One gboolean per result: TRUE when it fits and no other result that fits
+ * has a step time and a peak device memory both at most its own, one of
+ * them strictly less. */
 GArray *plots_comparison_pareto(GPtrArray *results);
 
 G_END_DECLS

@@ -34,7 +34,7 @@ plots_figures_charts(GPtrArray *results, guint64 device_memory, GError **error)
 
   if (results->len > 1) {
     g_hash_table_add(taken, g_strdup("comparison"));
-    g_ptr_array_add(charts, plots_comparison_chart(results, "comparison"));
+    g_ptr_array_add(charts, plots_comparison_chart(results, device_memory, "comparison"));
   }
   g_hash_table_add(taken, g_strdup("memory"));
   PlotsChart *memory = plots_memory_chart(results, device_memory, "memory", error);

@@ -1,9 +1,9 @@
 #include "gnuplot.h"
 
 #include "error.h"
+#include "output.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <math.h>
 #include <glib/gstdio.h>
 #include <signal.h>
@@ -113,15 +113,44 @@ plots_gnuplot_number(char *buf, double value)
   return g_ascii_formatd(buf, G_ASCII_DTOSTR_BUF_SIZE, "%.10g", value == 0 ? 0.0 : value);
 }
 
+/* Tableau 10: distinct for the common forms of colour blindness. */
+static const char *const series_colors[] = { "#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f",
+                                             "#edc948", "#b07aa1", "#ff9da7", "#9c755f", "#bab0ac" };
+
 void
 plots_gnuplot_series_linetypes(GString *commands, guint n, const char *style)
 {
-  /* Tableau 10: distinct for the common forms of colour blindness. */
-  static const char *colors[] = { "#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f",
-                                  "#edc948", "#b07aa1", "#ff9da7", "#9c755f", "#bab0ac" };
   for (guint i = 0; i < n; i++)
-    g_string_append_printf(commands, "set linetype %u lc rgb '%s' %s\n", i + 1, colors[i % G_N_ELEMENTS(colors)],
-                           style);
+    g_string_append_printf(commands, "set linetype %u lc rgb '%s' %s\n", i + 1,
+                           series_colors[i % G_N_ELEMENTS(series_colors)], style);
+}
+
+static double
+linear(guint channel)
+{
+  double c = channel / 255.0;
+  return c <= 0.04045 ? c / 12.92 : pow((c + 0.055) / 1.055, 2.4);
+}
+
+double
+plots_gnuplot_contrast_on_white(const char *color)
+{
+  guint rgb = (guint)g_ascii_strtoull(color + 1, NULL, 16);
+  double l = 0.2126 * linear(rgb >> 16 & 0xff) + 0.7152 * linear(rgb >> 8 & 0xff) + 0.0722 * linear(rgb & 0xff);
+  return 1.05 / (l + 0.05);
+}
+
+void
+plots_gnuplot_series_text_color(guint series, char out[8])
+{
+  guint rgb = (guint)g_ascii_strtoull(series_colors[series % G_N_ELEMENTS(series_colors)] + 1, NULL, 16);
+  /* The same hue, darker in steps of 5 % until it reads as text (WCAG AA). */
+  for (guint percent = 100;; percent -= 5) {
+    g_snprintf(out, 8, "#%02x%02x%02x", (rgb >> 16 & 0xff) * percent / 100, (rgb >> 8 & 0xff) * percent / 100,
+               (rgb & 0xff) * percent / 100);
+    if (plots_gnuplot_contrast_on_white(out) >= 4.5 || percent == 0)
+      return;
+  }
 }
 
 void
@@ -234,24 +263,28 @@ drain(gpointer data)
   return text;
 }
 
-/* gnuplot's messages span lines and pad with blanks; an error is one line. */
+/* What gnuplot said, as the one line of an error: the first line of its
+ * stderr that says something.  Piped a script, gnuplot prints an error as
+ * "line N: what"; it may first echo the command ("gnuplot> ...") and point
+ * at it with a caret line, which say nothing on their own. */
 static char *
-one_line(const char *text)
+first_line(const char *text)
 {
-  g_auto(GStrv) words = g_strsplit_set(text, " \t\r\n", -1);
-  g_autoptr(GString) out = g_string_new(NULL);
-  for (char **w = words; *w; w++) {
-    if (**w == '\0')
-      continue;
-    if (out->len)
-      g_string_append_c(out, ' ');
-    g_string_append(out, *w);
+  g_auto(GStrv) lines = g_strsplit(text, "\n", -1);
+  const char *said = NULL;
+  for (char **l = lines; *l && said == NULL; l++) {
+    g_strstrip(*l);
+    if (**l != '\0' && !g_str_has_prefix(*l, "gnuplot>") && strspn(*l, "^ \t") != strlen(*l))
+      said = *l;
   }
-  if (out->len > 400) {
-    g_string_truncate(out, 400);
-    g_string_append(out, "...");
-  }
-  return g_string_free(g_steal_pointer(&out), FALSE);
+  g_autofree char *valid = g_utf8_make_valid(said ? said : "", -1);
+  for (char *p = valid; *p; p++) /* tabs and other controls as spaces */
+    if ((unsigned char)*p < 0x20 || *p == 0x7f)
+      *p = ' ';
+  if (g_utf8_strlen(valid, -1) <= 300)
+    return g_steal_pointer(&valid);
+  g_autofree char *cut = g_utf8_substring(valid, 0, 300);
+  return g_strconcat(cut, "...", NULL);
 }
 
 gboolean
@@ -268,6 +301,9 @@ plots_gnuplot_run(const char *script, GError **error)
     g_set_error(error, SIM_ERROR, SIM_ERROR_TOOL, "cannot run gnuplot: %s", spawn_error->message);
     return FALSE;
   }
+  /* A SIGINT or SIGTERM kills it before removing the temporaries it draws
+   * into: left running, it would create them again. */
+  sim_output_temp_child(pid);
   GThread *reader = g_thread_new("gnuplot-stderr", drain, GINT_TO_POINTER(err_fd));
 
   /* A gnuplot that dies early closes the pipe: we want EPIPE and its exit
@@ -293,24 +329,28 @@ plots_gnuplot_run(const char *script, GError **error)
   int status = 0;
   while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
     ;
+  sim_output_temp_child(0);
   g_spawn_close_pid(pid);
   if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
     return TRUE;
-  g_autofree char *said = one_line(messages->str);
+  /* gnuplot ran and failed: like a missing one, the tool's fault (exit 3). */
+  g_autofree char *said = first_line(messages->str);
   if (WIFEXITED(status))
-    g_set_error(error, SIM_ERROR, SIM_ERROR_INTERNAL, "gnuplot failed (exit %d): %s", WEXITSTATUS(status),
+    g_set_error(error, SIM_ERROR, SIM_ERROR_TOOL, "gnuplot failed (exit %d): %s", WEXITSTATUS(status),
                 *said ? said : "no message");
   else
-    g_set_error(error, SIM_ERROR, SIM_ERROR_INTERNAL, "gnuplot died (signal %d): %s",
+    g_set_error(error, SIM_ERROR, SIM_ERROR_TOOL, "gnuplot died (signal %d): %s",
                 WIFSIGNALED(status) ? WTERMSIG(status) : 0, *said ? said : "no message");
   return FALSE;
 }
 
+/* Removes (and unregisters) every temporary of a render still in `temps`. */
 static void
-remove_all(GPtrArray *paths)
+discard_all(GPtrArray *temps)
 {
-  for (guint i = 0; i < paths->len; i++)
-    g_unlink(g_ptr_array_index(paths, i));
+  for (guint i = 0; i < temps->len; i++)
+    sim_output_temp_discard(g_ptr_array_index(temps, i));
+  g_ptr_array_set_size(temps, 0);
 }
 
 /* "--plot DIR", or "DIR" when the caller named no option. */
@@ -327,18 +367,16 @@ static gboolean
 render_into(GPtrArray *charts, guint formats, const char *dir, const PlotsRenderNames *names, GError **error)
 {
   /* gnuplot draws to a hidden temporary beside each final file, created
-   * here so that the name is ours and the directory is known writable. */
+   * here so that the name is ours and the directory is known writable, and
+   * registered so that a SIGINT or SIGTERM removes it (sim/base/output.h). */
   g_autoptr(GPtrArray) finals = output_paths(charts, formats, dir);
-  g_autoptr(GPtrArray) temps = g_ptr_array_new_with_free_func(g_free);
+  g_autoptr(GPtrArray) temps = g_ptr_array_new();
   for (guint i = 0; i < finals->len; i++) {
-    g_autofree char *base = g_path_get_basename(g_ptr_array_index(finals, i));
-    g_autofree char *hidden = g_strdup_printf(".%s.XXXXXX", base);
-    char *temp = g_build_filename(dir, hidden, NULL);
-    int fd = g_mkstemp_full(temp, O_RDWR, 0644);
+    char *temp = NULL;
+    int fd = sim_output_temp_open(g_ptr_array_index(finals, i), 0644, &temp);
     if (fd < 0) {
       int e = errno;
-      g_free(temp);
-      remove_all(temps);
+      discard_all(temps);
       g_autofree char *named = named_dir(names, dir);
       g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "%s: cannot write there: %s", named, g_strerror(e));
       return FALSE;
@@ -349,26 +387,29 @@ render_into(GPtrArray *charts, guint formats, const char *dir, const PlotsRender
 
   g_autofree char *script = script_with_outputs(charts, formats, (char **)temps->pdata);
   if (!plots_gnuplot_run(script, error)) {
-    remove_all(temps);
+    discard_all(temps);
     return FALSE;
   }
   for (guint i = 0; i < temps->len; i++) {
     GStatBuf st;
     const char *temp = g_ptr_array_index(temps, i), *final = g_ptr_array_index(finals, i);
     if (g_stat(temp, &st) != 0 || st.st_size == 0) {
-      remove_all(temps);
-      g_set_error(error, SIM_ERROR, SIM_ERROR_INTERNAL, "gnuplot exited 0 but wrote nothing to %s", final);
+      g_set_error(error, SIM_ERROR, SIM_ERROR_TOOL, "gnuplot exited 0 but wrote nothing to %s", final);
+      discard_all(temps);
       return FALSE;
     }
   }
   for (guint i = 0; i < temps->len; i++) {
-    const char *temp = g_ptr_array_index(temps, i), *final = g_ptr_array_index(finals, i);
+    char *temp = g_ptr_array_index(temps, i);
+    const char *final = g_ptr_array_index(finals, i);
     if (g_rename(temp, final) != 0) {
       int e = errno;
-      remove_all(temps);
       g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "cannot rename %s to %s: %s", temp, final, g_strerror(e));
+      discard_all(temps);
       return FALSE;
     }
+    sim_output_temp_forget(temp);
+    g_ptr_array_index(temps, i) = NULL;
   }
   return TRUE;
 }

@@ -19,11 +19,14 @@
  * script to its stdin and collects its stderr for the error message.  Each
  * output is first written under a temporary name in the target directory and
  * renamed once gnuplot has exited 0, so nobody sees a half-written picture and
- * a failed run leaves none behind.
+ * a failed run leaves none behind.  The temporaries are registered
+ * (sim_output_temp_open) and gnuplot is the registered child while it runs:
+ * SIGINT, SIGTERM or SIGHUP kill it and remove them before offsim dies.
  *
- * Errors: SIM_ERROR_TOOL when gnuplot is not installed (exit 3),
+ * Errors: SIM_ERROR_TOOL when gnuplot is not installed or runs and fails
+ * (exit 3; the message carries the first line of what it said on stderr),
  * SIM_ERROR_INPUT when the target directory cannot be created or written
- * (exit 2), SIM_ERROR_INTERNAL when gnuplot rejects the script (a bug here).
+ * (exit 2).
  * Messages name no command-line option; the caller passes its own
  * (PlotsRenderNames) or prefixes them.
  *
@@ -82,6 +85,15 @@ const char *plots_gnuplot_number(char *buf, double value);
  * and sweep charts; `style` follows each ("lw 2 pt 7 ps 1.5"). */
 void plots_gnuplot_series_linetypes(GString *commands, guint n, const char *style);
 
+/* The colour of text in series colour `series` (from 0): the series colour,
+ * darkened until its contrast ratio on white is at least 4.5:1 (WCAG AA for
+ * text; the yellow, pink, teal and grey of the series are lighter), as
+ * "#rrggbb" into `out`. */
+void plots_gnuplot_series_text_color(guint series, char out[8]);
+
+/* The WCAG contrast ratio of "#rrggbb" on white, from 1 to 21. */
+double plots_gnuplot_contrast_on_white(const char *color);
+
 /* Appends "COMMAND 'TITLE' . "\n" . 'SUBTITLE'": a two-line title whose lines
  * are both quoted, for `set title` or `set multiplot title`. */
 void plots_gnuplot_title(GString *commands, const char *command, const char *title, const char *subtitle);
@@ -102,7 +114,8 @@ char *plots_gnuplot_script(GPtrArray *charts, guint formats, const char *dir);
 /* TRUE when a `gnuplot` is on PATH. */
 gboolean plots_gnuplot_available(void);
 
-/* Feeds `script` to gnuplot and waits for it; fails with its stderr. */
+/* Feeds `script` to gnuplot and waits for it; fails (SIM_ERROR_TOOL) with
+ * the first line of its stderr that says something. */
 gboolean plots_gnuplot_run(const char *script, GError **error);
 
 /* The caller's words in rendering's messages, since plots/ knows no option

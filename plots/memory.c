@@ -122,7 +122,7 @@ host_panel(GString *c, const MemoryAxes *axes)
 }
 
 /* The footer: where the capacity is, then what each peak was, in its
- * curve's colour.  `device_memory` tells a budget from the capacity. */
+ * curve's colour darkened to read on white.  `device_memory` tells a budget from the capacity. */
 static void
 footer(GString *c, GPtrArray *results, const MemoryAxes *axes, guint64 device_memory)
 {
@@ -150,11 +150,13 @@ footer(GString *c, GPtrArray *results, const MemoryAxes *axes, guint64 device_me
                                             host);
     g_autofree char *live = g_strdup_printf("    live at the device peak: %s", r->peak_device.live);
     const char *lines[] = { peak, live };
+    char text_color[8]; /* the curve's colour, dark enough to read */
+    plots_gnuplot_series_text_color(i, text_color);
     for (guint k = 0; k < 2; k++) {
       y += LINE_PX;
       g_autofree char *label = plots_gnuplot_quote(lines[k]);
-      g_string_append_printf(c, "set label %u %s at screen 0.07, screen %s left tc lt %u\n", 2 + 2 * i + k, label,
-                             plots_gnuplot_number(a, 1 - y / axes->height), i + 1);
+      g_string_append_printf(c, "set label %u %s at screen 0.07, screen %s left tc rgb '%s'\n", 2 + 2 * i + k,
+                             label, plots_gnuplot_number(a, 1 - y / axes->height), text_color);
     }
   }
 }

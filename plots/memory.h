@@ -7,8 +7,8 @@
  * within reach of the curves; when it is far above them (80 GiB against
  * 8 GiB) drawing it would flatten every curve into the bottom tenth, so a
  * footer line says where it is instead.  The footer has two lines per
- * policy, in the policy's colour: its peak, when, in which phase and layer;
- * then what was live.  Each policy keeps the colour it has in every chart.
+ * policy, in the policy's colour (darkened until it reads on white): its
+ * peak, when, in which phase and layer; then what was live.  Each policy keeps the colour it has in every chart.
  *
  * The CSV is the ledger of one result: time_ms,device_bytes,host_bytes, one
  * row per change of either pool, starting with the baseline at 0.

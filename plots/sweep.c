@@ -1,6 +1,10 @@
 #include "sweep.h"
 
 #include "error.h"
+#include "schema.h"
+
+#include <math.h>
+#include <string.h>
 
 static void
 series_free(gpointer data)
@@ -22,6 +26,7 @@ plots_sweep_new(const char *title, const char *parameter, const char *x_unit, co
   s->y_unit = g_strdup(y_unit ? y_unit : "");
   s->x = g_array_new(FALSE, FALSE, sizeof(double));
   s->series = g_ptr_array_new_with_free_func(series_free);
+  s->held = g_ptr_array_new_with_free_func(g_free);
   return s;
 }
 
@@ -37,6 +42,7 @@ plots_sweep_free(PlotsSweep *s)
   g_free(s->y_unit);
   g_array_unref(s->x);
   g_ptr_array_unref(s->series);
+  g_ptr_array_unref(s->held);
   g_free(s);
 }
 
@@ -50,7 +56,13 @@ plots_sweep_add_series(PlotsSweep *s, const char *name, guint n, const double *y
   g_ptr_array_add(s->series, series);
 }
 
-/* "step_ms (ms)" or just "step_ms". */
+void
+plots_sweep_hold(PlotsSweep *s, const char *name, const char *value)
+{
+  g_ptr_array_add(s->held, g_strdup_printf("%s = %s", name, value));
+}
+
+/* "step time (ms)" or just "step time". */
 static char *
 axis_label(const char *what, const char *unit)
 {
@@ -86,10 +98,13 @@ plots_sweep_chart(const PlotsSweep *s, const char *name, GError **error)
   plots_gnuplot_data_end(chart);
 
   GString *c = chart->commands;
-  g_autofree char *subtitle = g_strdup_printf("%s as %s varies", s->metric, s->parameter);
+  g_autoptr(GString) subtitle = g_string_new(NULL);
+  g_string_printf(subtitle, "%s as %s varies", s->metric, s->parameter);
+  for (guint i = 0; i < s->held->len; i++)
+    g_string_append_printf(subtitle, "%s%s", i ? ", " : "; held at ", (char *)g_ptr_array_index(s->held, i));
   g_autofree char *xlabel = axis_label(s->parameter, s->x_unit);
   g_autofree char *ylabel = axis_label(s->metric, s->y_unit);
-  plots_gnuplot_title(c, "set title", s->title, subtitle);
+  plots_gnuplot_title(c, "set title", s->title, subtitle->str);
   g_string_append_printf(c, "\nset xlabel %s\nset ylabel %s\n", xlabel, ylabel);
   g_string_append(c, "set grid lc rgb '#d0d0d0'\nset key outside right top reverse Left\nset offsets graph 0.03, graph 0.03, "
                      "graph 0.08, graph 0.08\n");
@@ -105,4 +120,168 @@ plots_sweep_chart(const PlotsSweep *s, const char *name, GError **error)
     g_string_append(c, "NaN notitle");
   g_string_append_c(c, '\n');
   return g_steal_pointer(&chart);
+}
+
+/* ---- from a grid -------------------------------------------------------- */
+
+/* The schema's row for a swept group.key ("policy.async" is a policy's
+ * group, "layer.3" a layer's), or SIM_KEY_COUNT. */
+static SimKeyId
+swept_key(const PlannerGridAxis *axis)
+{
+  SimSchemaGroup group = SIM_GROUP_COUNT;
+  if (g_str_has_prefix(axis->group, "layer."))
+    group = SIM_GROUP_LAYER;
+  else if (g_str_has_prefix(axis->group, "policy."))
+    group = SIM_GROUP_POLICY;
+  for (guint g = 0; g < SIM_GROUP_COUNT && group == SIM_GROUP_COUNT; g++)
+    if (g != SIM_GROUP_LAYER && g != SIM_GROUP_POLICY && strcmp(sim_schema_group_name(g), axis->group) == 0)
+      group = g;
+  return group == SIM_GROUP_COUNT ? SIM_KEY_COUNT : sim_schema_find(group, axis->key, SIM_SCHEMA_ANY_KIND);
+}
+
+/* A value of key `id` as a number: bytes, bytes per second, seconds, or the
+ * number as written (a TFLOP/s figure stays in TFLOP/s). */
+static gboolean
+axis_number(SimKeyId id, const char *text, double *x)
+{
+  const SimSchemaKey *k = sim_schema_key(id);
+  guint64 whole = 0;
+  guint count = 0;
+  switch (k->type) {
+  case SIM_VALUE_SIZE:
+  case SIM_VALUE_COUNT64:
+    if (!sim_schema_parse_value(id, text, &whole, NULL))
+      return FALSE;
+    *x = (double)whole;
+    return TRUE;
+  case SIM_VALUE_COUNT:
+    if (!sim_schema_parse_value(id, text, &count, NULL))
+      return FALSE;
+    *x = count;
+    return TRUE;
+  case SIM_VALUE_TIME:
+  case SIM_VALUE_RATE:
+    return sim_schema_parse_value(id, text, x, NULL);
+  case SIM_VALUE_NUMBER:
+    if (!sim_schema_parse_value(id, text, x, NULL))
+      return FALSE;
+    *x /= k->scale ? k->scale : 1;
+    return TRUE;
+  default:
+    return FALSE;
+  }
+}
+
+typedef struct {
+  const char *name;
+  double scale; /* base units (bytes, bytes/s, seconds) per unit */
+} AxisUnit;
+
+/* The unit that suits values up to `largest`, by magnitude, from `units`
+ * (largest first). */
+static const AxisUnit *
+unit_for(const AxisUnit *units, guint n, double largest)
+{
+  for (guint i = 0; i + 1 < n; i++)
+    if (largest >= units[i].scale)
+      return &units[i];
+  return &units[n - 1];
+}
+
+/* The x unit of key `id`'s values `texts` (parsed into `x`): the unit they
+ * are all written in, else the one that suits their size; `*scale` is what
+ * one of it is in base units.  Counts and plain numbers have none. */
+static char *
+axis_unit(SimKeyId id, GPtrArray *texts, const double *x, double *scale)
+{
+  static const AxisUnit sizes[] = { { "TiB", 1099511627776.0 }, { "GiB", 1073741824.0 }, { "MiB", 1048576.0 },
+                                    { "KiB", 1024.0 },           { "B", 1.0 } };
+  static const AxisUnit rates[] = { { "TB/s", 1e12 }, { "GB/s", 1e9 }, { "MB/s", 1e6 }, { "KB/s", 1e3 }, { "B/s", 1.0 } };
+  static const AxisUnit times[] = { { "s", 1.0 }, { "ms", 1e-3 }, { "\xc2\xb5s", 1e-6 }, { "ns", 1e-9 } };
+  SimValueType type = sim_schema_key(id)->type;
+  *scale = 1;
+  if (type != SIM_VALUE_SIZE && type != SIM_VALUE_RATE && type != SIM_VALUE_TIME)
+    return g_strdup("");
+  /* The unit after the number, when every value has the same. */
+  g_autofree char *common = NULL;
+  for (guint i = 0; i < texts->len; i++) {
+    const char *text = g_ptr_array_index(texts, i);
+    g_autofree char *unit = g_strstrip(g_strdup(text + strspn(text, " \t+0123456789.")));
+    if (i == 0)
+      common = g_steal_pointer(&unit);
+    else if (g_strcmp0(common, unit) != 0)
+      g_clear_pointer(&common, g_free);
+    if (common == NULL)
+      break;
+  }
+  g_autofree char *one = common && *common ? g_strconcat("1", common, NULL) : NULL;
+  if (one && axis_number(id, one, scale) && *scale > 0)
+    return g_strdup(strcmp(common, "us") == 0 ? "\xc2\xb5s" : common);
+  double largest = 0;
+  for (guint i = 0; i < texts->len; i++)
+    largest = MAX(largest, fabs(x[i]));
+  const AxisUnit *u = type == SIM_VALUE_SIZE   ? unit_for(sizes, G_N_ELEMENTS(sizes), largest)
+                      : type == SIM_VALUE_RATE ? unit_for(rates, G_N_ELEMENTS(rates), largest)
+                                               : unit_for(times, G_N_ELEMENTS(times), largest);
+  *scale = u->scale;
+  return g_strdup(u->name);
+}
+
+/* The step time of every policy at the grid point `index`, or NaN where
+ * this shard has no such point; `sweep` gets the series when it has none. */
+static void
+add_point(PlotsSweep *sweep, const PlannerGrid *grid, guint64 index, guint v, guint n)
+{
+  const PlannerGridPoint *point = NULL;
+  for (guint i = 0; i < grid->points->len && point == NULL; i++)
+    if (((PlannerGridPoint *)g_ptr_array_index(grid->points, i))->index == index)
+      point = g_ptr_array_index(grid->points, i);
+  for (guint k = 0; point && k < point->results->len; k++) {
+    const SimResult *r = g_ptr_array_index(point->results, k);
+    if (sweep->series->len <= k) {
+      g_autofree double *missing = g_new(double, n);
+      for (guint i = 0; i < n; i++)
+        missing[i] = NAN;
+      plots_sweep_add_series(sweep, r->policy, n, missing);
+    }
+    g_array_index(((PlotsSweepSeries *)g_ptr_array_index(sweep->series, k))->y, double, v) = r->step_ms;
+  }
+}
+
+PlotsSweep *
+plots_sweep_from_grid(const PlannerGrid *grid, GError **error)
+{
+  const PlannerGridAxis *axis = g_ptr_array_index(grid->axes, 0);
+  SimKeyId id = swept_key(axis);
+  guint n = axis->values->len;
+  g_autofree double *x = g_new(double, n);
+  for (guint v = 0; v < n; v++) {
+    const char *text = g_ptr_array_index(axis->values, v);
+    if (id == SIM_KEY_COUNT || !axis_number(id, text, &x[v])) {
+      g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT,
+                  "the first swept key (%s) must take numbers (sizes, rates, times or counts) to be drawn, got '%s'",
+                  axis->name, text);
+      return NULL;
+    }
+  }
+  double scale = 1;
+  g_autofree char *unit = axis_unit(id, axis->values, x, &scale);
+  /* The title is the scenario's name as its points have it. */
+  const PlannerGridPoint *any = grid->points->len ? g_ptr_array_index(grid->points, 0) : NULL;
+  const SimResult *named = any && any->results->len ? g_ptr_array_index(any->results, 0) : NULL;
+  g_autoptr(PlotsSweep) sweep = plots_sweep_new(named ? named->scenario : "", axis->name, unit, "step time", "ms");
+  for (guint v = 0; v < n; v++) {
+    double value = x[v] / scale;
+    g_array_append_val(sweep->x, value);
+  }
+  for (guint a = 1; a < grid->axes->len; a++) {
+    const PlannerGridAxis *other = g_ptr_array_index(grid->axes, a);
+    plots_sweep_hold(sweep, other->name, g_ptr_array_index(other->values, 0));
+  }
+  /* Point v * stride has this value and every other key at its first. */
+  guint64 stride = grid->size / n;
+  for (guint v = 0; v < n; v++)
+    add_point(sweep, grid, v * stride, v, n);
+  return g_steal_pointer(&sweep);
 }

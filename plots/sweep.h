@@ -4,19 +4,26 @@
  * its series colour.  Lines join the x values in the order they were added,
  * so a caller adds them sorted as it wants them read.  A missing value (NaN)
  * breaks the line instead of inventing one.  Every series has one value per
- * x value; plots_sweep_chart checks it.
+ * x value; plots_sweep_chart checks it.  The subtitle names the parameter
+ * and the values the other swept keys were held at.
  *
- * `offsim sweep --plot` (cli/sweep.c) is the caller: step_ms against the
- * first swept key, the other keys at their first value, and NaN where its
- * shard did not run a point.
+ * plots_sweep_from_grid makes the chart of `offsim sweep --plot`: step time
+ * against the first swept key, in the unit its values are written in when
+ * they share one ("GB/s", "us" as "µs"), else in the unit that suits their
+ * size (never raw bytes or seconds for a size, rate or time); one line per
+ * policy at the points where every other swept key is at its first value
+ * (NaN where this shard did not run one), those values in the subtitle; the
+ * title is the name of the scenario as swept (its points' results).
  *
- * Ownership: a PlotsSweep owns its strings, its x array and its series
- * (copies of what it was given) and is freed with plots_sweep_free; the
- * chart is new, the caller's to free (plots_gnuplot_chart_free).
+ * Ownership: a PlotsSweep owns its strings, its x array, its series and its
+ * held values (copies of what it was given) and is freed with
+ * plots_sweep_free; the chart is new, the caller's to free
+ * (plots_gnuplot_chart_free).  The grid is only read.
  */
 #pragma once
 
 #include "gnuplot.h"
+#include "grid.h"
 
 G_BEGIN_DECLS
 
@@ -26,13 +33,14 @@ typedef struct {
 } PlotsSweepSeries;
 
 typedef struct {
-  char *title;     /* usually the scenario name */
+  char *title;     /* the scenario's name */
   char *parameter; /* "link.h2d_bandwidth" */
   char *x_unit;    /* "GB/s", or "" */
-  char *metric;    /* "step_ms" */
+  char *metric;    /* "step time" */
   char *y_unit;    /* "ms", or "" */
-  GArray *x;       /* double */
+  GArray *x;       /* double, in x_unit */
   GPtrArray *series; /* PlotsSweepSeries* */
+  GPtrArray *held;   /* char*, "group.key = value": the other swept keys, as drawn */
 } PlotsSweep;
 
 PlotsSweep *plots_sweep_new(const char *title, const char *parameter, const char *x_unit, const char *metric,
@@ -44,8 +52,16 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(PlotsSweep, plots_sweep_free)
  * chart is drawn). */
 void plots_sweep_add_series(PlotsSweep *sweep, const char *name, guint n, const double *y);
 
+/* Notes that swept key `name` was held at `value` in the chart. */
+void plots_sweep_hold(PlotsSweep *sweep, const char *name, const char *value);
+
 /* Fails with SIM_ERROR_INPUT when there are no x values or a series' length
  * differs from theirs. */
 PlotsChart *plots_sweep_chart(const PlotsSweep *sweep, const char *name, GError **error);
+
+/* Step time against `grid`'s first axis (above).  Fails with
+ * SIM_ERROR_INPUT, naming no option, when that key does not take numbers
+ * (sizes, rates, times, plain numbers or counts). */
+PlotsSweep *plots_sweep_from_grid(const PlannerGrid *grid, GError **error);
 
 G_END_DECLS

@@ -6,6 +6,13 @@
 /* Half the height of a box, in rows: a gap between rows keeps lanes apart. */
 #define BOX_HALF 0.38
 
+/* Above this many boxes the chart draws slices of time instead: a
+ * 5,000-layer transformer is some 190,000 ops, an 80 MB SVG of boxes far
+ * narrower than a pixel.  Every bundled scenario stays below. */
+#define MAX_BOXES 4000
+/* The slices of the time axis then: about a pixel each. */
+#define SLICES 1000
+
 const char *
 plots_timeline_color(guint kind)
 {
@@ -93,6 +100,83 @@ plot_kinds(GString *c, const gboolean *present)
   g_string_append_c(c, '\n');
 }
 
+/* The row of a span, from the bottom (the chart's y). */
+static double
+span_y(const PlotsSpan *span, const guint *first_row, guint rows)
+{
+  return rows - 1.0 - (first_row[span->stream] + span->lane);
+}
+
+/* Every drawn span as a box: start, end (ms), y, kind. */
+static void
+add_boxes(PlotsChart *chart, const PlotsSpans *spans, const gboolean *computes, const guint *first_row, guint rows,
+          gboolean *present)
+{
+  plots_gnuplot_data_begin(chart, "spans");
+  for (guint i = 0; i < spans->spans->len; i++) {
+    const PlotsSpan *span = &g_array_index(spans->spans, PlotsSpan, i);
+    if (!drawn(span, computes))
+      continue;
+    present[span->kind] = TRUE;
+    plots_gnuplot_data_row(chart, 4, (double[]){ span->start * 1e3, span->end * 1e3, span_y(span, first_row, rows),
+                                                 span->kind });
+  }
+  plots_gnuplot_data_end(chart);
+}
+
+/* Too many boxes to draw: the axis cut into SLICES slices of `width` ms,
+ * each row's slice drawn as the kind of span that kept the row busy longest
+ * in it when the row was busy for at least half of it, empty otherwise, and
+ * runs of slices of one kind joined into one box.  That is what a picture of
+ * every box shows at a pixel per slice.  Returns the boxes drawn. */
+static guint
+add_slices(PlotsChart *chart, const PlotsSpans *spans, const gboolean *computes, const guint *first_row, guint rows,
+           double width, gboolean *present)
+{
+  g_autofree double *busy = g_new0(double, (gsize)rows * SLICES * PLOTS_SPAN_COUNT);
+  for (guint i = 0; i < spans->spans->len; i++) {
+    const PlotsSpan *span = &g_array_index(spans->spans, PlotsSpan, i);
+    if (!drawn(span, computes))
+      continue;
+    guint row = first_row[span->stream] + span->lane;
+    double start = span->start * 1e3, end = span->end * 1e3;
+    for (guint k = (guint)MIN(start / width, SLICES - 1.0); k < SLICES && k * width < end; k++)
+      busy[((gsize)row * SLICES + k) * PLOTS_SPAN_COUNT + span->kind] +=
+        MIN(end, (k + 1) * width) - MAX(start, k * width);
+  }
+  guint boxes = 0;
+  plots_gnuplot_data_begin(chart, "spans");
+  for (guint row = 0; row < rows; row++) {
+    int open = -1; /* the kind of the box being extended, from slice `from` */
+    guint from = 0;
+    for (guint k = 0; k <= SLICES; k++) {
+      int kind = -1;
+      if (k < SLICES) {
+        const double *b = &busy[((gsize)row * SLICES + k) * PLOTS_SPAN_COUNT];
+        double total = 0;
+        for (guint t = 0; t < PLOTS_SPAN_COUNT; t++) {
+          total += b[t];
+          if (kind < 0 ? b[t] > 0 : b[t] > b[kind])
+            kind = (int)t;
+        }
+        if (total < width / 2)
+          kind = -1;
+      }
+      if (kind == open)
+        continue;
+      if (open >= 0) {
+        present[open] = TRUE;
+        plots_gnuplot_data_row(chart, 4, (double[]){ from * width, k * width, rows - 1.0 - row, open });
+        boxes++;
+      }
+      open = kind;
+      from = k;
+    }
+  }
+  plots_gnuplot_data_end(chart);
+  return boxes;
+}
+
 PlotsChart *
 plots_timeline_chart(const SimResult *r, const char *name, double xmax_ms, GError **error)
 {
@@ -102,6 +186,7 @@ plots_timeline_chart(const SimResult *r, const char *name, double xmax_ms, GErro
   const SimProgram *p = r->program;
   g_autofree gboolean *computes = computing_streams(p);
   char a[G_ASCII_DTOSTR_BUF_SIZE];
+  double xmax = xmax_ms > 0 ? xmax_ms : MAX(r->step_ms, 1e-6);
 
   /* Rows from the top: each stream's lanes in order. */
   guint rows = 0;
@@ -112,29 +197,36 @@ plots_timeline_chart(const SimResult *r, const char *name, double xmax_ms, GErro
   }
   g_autoptr(PlotsChart) chart = plots_gnuplot_chart_new(name, 1400, 130 + 70 * MAX(rows, 3u));
 
+  guint n_drawn = 0;
+  for (guint i = 0; i < spans->spans->len; i++)
+    n_drawn += drawn(&g_array_index(spans->spans, PlotsSpan, i), computes);
   gboolean present[PLOTS_SPAN_COUNT] = { FALSE };
-  plots_gnuplot_data_begin(chart, "spans");
-  for (guint i = 0; i < spans->spans->len; i++) {
-    const PlotsSpan *span = &g_array_index(spans->spans, PlotsSpan, i);
-    if (!drawn(span, computes))
-      continue;
-    present[span->kind] = TRUE;
-    double y = rows - 1.0 - (first_row[span->stream] + span->lane);
-    plots_gnuplot_data_row(chart, 4, (double[]){ span->start * 1e3, span->end * 1e3, y, span->kind });
+  g_autofree char *note = NULL;
+  if (n_drawn <= MAX_BOXES) {
+    add_boxes(chart, spans, computes, first_row, rows, present);
+  } else {
+    double width = xmax / SLICES;
+    guint boxes = add_slices(chart, spans, computes, first_row, rows, width, present);
+    note = g_strdup_printf("%u ops drawn as %u boxes: each is the kind of op that kept its row busy most of a "
+                           "%.3g ms slice (1/%u of the axis), blank where the row was idle half of it or more",
+                           n_drawn, boxes, width, SLICES);
   }
-  plots_gnuplot_data_end(chart);
 
   GString *c = chart->commands;
   g_autofree char *subtitle =
     g_strdup_printf("timeline of %s: step %.2f ms = compute %.2f + recompute %.2f + exposed transfer %.2f",
                     r->policy, r->step_ms, r->compute_ms, r->recompute_ms, r->exposed_transfer_ms);
   plots_gnuplot_title(c, "set title", r->scenario, subtitle);
-  g_string_append(c, " offset 0,1\nset tmargin 6\nset bmargin 5.5\nset lmargin 12\n"
-                     "set xlabel 'time since the step started (ms)'\n"
-                     "set grid xtics lc rgb '#d0d0d0'\n"
+  g_string_append_printf(c, " offset 0,1\nset tmargin 6\nset bmargin %s\nset lmargin 12\n", note ? "6.5" : "5.5");
+  if (note) {
+    plots_gnuplot_title(c, "set xlabel", "time since the step started (ms)", note);
+    g_string_append_c(c, '\n');
+  } else {
+    g_string_append(c, "set xlabel 'time since the step started (ms)'\n");
+  }
+  g_string_append(c, "set grid xtics lc rgb '#d0d0d0'\n"
                      "set key outside bottom center horizontal reverse Left samplen 2\n");
-  g_string_append_printf(c, "set xrange [0:%s]\n",
-                         plots_gnuplot_number(a, xmax_ms > 0 ? xmax_ms : MAX(r->step_ms, 1e-6)));
+  g_string_append_printf(c, "set xrange [0:%s]\n", plots_gnuplot_number(a, xmax));
   g_string_append_printf(c, "set yrange [-0.6:%s]\n", plots_gnuplot_number(a, rows - 0.4));
   stream_tics(c, p, spans, first_row, rows);
   if (spans->boundary >= 0) {

@@ -8,7 +8,12 @@
  * is only idle time).  A dashed line marks the forward/backward boundary, the
  * end of the last forward op.  The labels are the title, the axes, the
  * stream names, the legend and the boundary: none per op or per layer, so
- * the chart stays readable at any layer count.
+ * the chart stays readable at any layer count.  Above MAX_BOXES (4,000)
+ * drawn ops, a box per op would be far thinner than a pixel and the SVG
+ * tens of MB: the chart then shows 1,000 slices of the time axis, each
+ * drawn as the kind of op that kept its row busy longest (empty when the
+ * row was idle half of it or more), runs of one kind joined, and a second
+ * line under the axis says so.
  *
  * The CSV has one row per op in issue order, with the spans of spans.h:
  * stream,op,layer,phase,start_ms,end_ms,bytes.

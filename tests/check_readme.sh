@@ -29,6 +29,14 @@ for image in $(sed -n 's/.*!\[[^]]*\](\([^)]*\)).*/\1/p' "$readme"); do
   [ -f "$src/$image" ] || fail "README shows $image, which does not exist"
 done
 
+# The lines of `offsim show` shown after their marker are its first lines, from the
+# repository root.
+shown_show=$(awk '/<!-- offsim-show-output -->/{m=1; next} m&&/^```$/{if(in_block){exit} in_block=1; next} m&&in_block{print}' "$readme")
+[ -n "$shown_show" ] || fail "README shows no offsim show output"
+show_lines=$(printf '%s\n' "$shown_show" | wc -l)
+actual_show=$(cd "$src" && "$offsim" show scenarios/llama-3.1-8b-gh200.ini | head -n "$show_lines")
+[ "$shown_show" = "$actual_show" ] || fail "README's offsim show lines differ from the program's: $actual_show"
+
 # The output shown after the marker is what the first command's last step
 # prints, report and plot line alike, run from a scratch directory.
 command -v gnuplot >/dev/null 2>&1 || {
@@ -47,4 +55,7 @@ actual=$(cd "$scratch" && "$offsim" ${demo#./build/cli/offsim } 2>&1) || fail "'
 for picture in comparison memory timeline-offload-sync timeline-offload-async; do
   [ -s "$scratch/build/plots/$picture.png" ] || fail "'$demo' did not draw build/plots/$picture.png"
 done
+# ...and nothing outside the build tree (build/plots is inside it, beside CMake's files for plots/).
+[ "$(ls -A "$scratch")" = build ] && [ "$(ls -A "$scratch/build")" = plots ] ||
+  fail "'$demo' wrote outside build/plots: $(cd "$scratch" && find . -mindepth 1 | sort | tr '\n' ' ')"
 echo "check_readme: README commands, .ci/run, the shown output and its pictures agree"

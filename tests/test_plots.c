@@ -11,6 +11,7 @@
 #include "figures.h"
 #include "gnuplot.h"
 #include "memory.h"
+#include "output.h"
 #include "spans.h"
 #include "sweep.h"
 #include "timeline.h"
@@ -19,7 +20,11 @@
 #include <glib/gstdio.h>
 #include <json-glib/json-glib.h>
 #include <math.h>
+#include <signal.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #define TINY OFFSIM_SCENARIOS "/tiny.ini"
 
@@ -389,6 +394,75 @@ START_TEST(labels_do_not_grow_with_layers)
 }
 END_TEST
 
+/* The rows of a chart's $spans block. */
+static guint
+span_rows(const PlotsChart *chart)
+{
+  const char *block = strstr(chart->data->str, "$spans << EOD\n");
+  ck_assert_ptr_nonnull(block);
+  const char *end = strstr(block, "\nEOD\n");
+  ck_assert_ptr_nonnull(end);
+  g_autofree char *rows = g_strndup(block, (gsize)(end - block));
+  return count(rows, "\n");
+}
+
+/* 5,000 layers are some 40,000 ops: drawn one box each, the SVG grows with
+ * them (80 MB for a transformer).  Above 4,000 the chart draws 1/1000 slices
+ * of the axis, each the kind that kept its row busy most, and says so. */
+START_TEST(large_timelines_are_drawn_aggregated)
+{
+  g_autofree char *text = g_strdup_printf("[scenario]\nname = uniform 5000\ninclude = %s\n[model]\nlayers = 5000\n"
+                                          "forward = 1ms\ninput = 8MiB\ntensors = attn:24MiB, mlp:32MiB\n"
+                                          "static = 1GiB\nworkspace = 64MiB\n",
+                                          OFFSIM_SCENARIOS "/profiles/h100-sxm-pcie-gen5.ini");
+  g_autoptr(SimScenario) s = test_scenario_from_text(text);
+  g_autoptr(SimResult) r = test_evaluate(s, "offload-async");
+  ck_assert_uint_gt(sim_program_n_ops(r->program), 30000);
+  g_autoptr(GError) error = NULL;
+  g_autoptr(PlotsChart) chart = plots_timeline_chart(r, "timeline-offload-async", 0, &error);
+  ck_assert_ptr_nonnull(chart);
+  guint rows = span_rows(chart);
+  ck_assert_msg(rows >= 3 && rows <= 3 * 1000, "%u boxes", rows);
+  const char *c = chart->commands->str;
+  g_autofree char *note = g_strdup_printf("ops drawn as %u boxes: each is the kind of op that kept its row busy most",
+                                          rows);
+  ck_assert_msg(strstr(c, note) != NULL, "no note in:\n%s", c);
+  ck_assert_ptr_nonnull(strstr(c, "set xlabel 'time since the step started (ms)' . \"\\n\" . '"));
+  /* The kinds still drawn: computing, copying both ways, waiting. */
+  ck_assert_ptr_nonnull(strstr(c, "title 'forward'"));
+  ck_assert_ptr_nonnull(strstr(c, "title 'backward'"));
+  ck_assert_ptr_nonnull(strstr(c, "title 'D2H copy'"));
+  ck_assert_ptr_nonnull(strstr(c, "title 'H2D copy'"));
+  /* Boxes tile each row in order, within the step. */
+  g_auto(GStrv) lines = g_strsplit(chart->data->str, "\n", -1);
+  double last_end[3] = { 0, 0, 0 };
+  for (char **l = lines + 1; *l && strcmp(*l, "EOD") != 0; l++) {
+    double start, end, y, kind;
+    ck_assert_int_eq(sscanf(*l, "%lf %lf %lf %lf", &start, &end, &y, &kind), 4);
+    ck_assert(y >= 0 && y <= 2);
+    ck_assert(start >= last_end[(int)y] - 1e-9 && end > start && end <= r->step_ms * (1 + 1e-9));
+    last_end[(int)y] = end;
+  }
+
+  /* 96 layers are drawn op by op, without a note. */
+  g_autoptr(GPtrArray) small = uniform(96);
+  g_autoptr(PlotsChart) exact = plots_timeline_chart(g_ptr_array_index(small, 2), "timeline", 0, &error);
+  ck_assert_ptr_null(strstr(exact->commands->str, "ops drawn as"));
+  ck_assert_ptr_nonnull(strstr(exact->commands->str, "set xlabel 'time since the step started (ms)'\n"));
+
+  if (!plots_gnuplot_available())
+    return;
+  g_autofree char *dir = test_tmp_dir_new();
+  g_autoptr(GPtrArray) charts = g_ptr_array_new();
+  g_ptr_array_add(charts, chart);
+  ck_assert_msg(plots_gnuplot_render(charts, PLOTS_FORMAT_SVG, dir, NULL, &error), "%s", error ? error->message : "");
+  g_autofree char *svg = g_build_filename(dir, "timeline-offload-async.svg", NULL);
+  GStatBuf st;
+  ck_assert_int_eq(g_stat(svg, &st), 0);
+  ck_assert_msg(st.st_size < 3 * 1024 * 1024, "the SVG is %ld bytes", (long)st.st_size);
+}
+END_TEST
+
 /* The capacity line is drawn when it is near the curves, named for what it
  * is (the device's memory or a --budget), and otherwise only mentioned. */
 START_TEST(memory_chart_marks_capacity_or_budget)
@@ -424,8 +498,37 @@ START_TEST(memory_chart_marks_capacity_or_budget)
 }
 END_TEST
 
+/* A result of `peak` bytes against a capacity of `capacity` bytes. */
+/* The footer's text is in each curve's colour, darkened until it reads on
+ * white: the series' yellow (#edc948), pink, teal and grey are too light. */
+START_TEST(memory_footer_reads_on_white)
+{
+  ck_assert(plots_gnuplot_contrast_on_white("#edc948") < 2); /* the series' yellow, as it was drawn */
+  ck_assert(plots_gnuplot_contrast_on_white("#000000") > 20.9);
+  for (guint i = 0; i < 10; i++) {
+    char color[8];
+    plots_gnuplot_series_text_color(i, color);
+    ck_assert_msg(plots_gnuplot_contrast_on_white(color) >= 4.5, "series %u: %s", i, color);
+  }
+  char blue[8];
+  plots_gnuplot_series_text_color(0, blue);
+  ck_assert_str_eq(blue, "#4e79a7"); /* already dark enough: unchanged */
+
+  g_autoptr(GPtrArray) results = uniform(4);
+  g_autoptr(PlotsChart) chart = plots_memory_chart(results, 80ull << 30, "memory", NULL);
+  const char *c = chart->commands->str;
+  ck_assert_ptr_null(strstr(c, " tc lt "));
+  for (guint i = 0; i < results->len; i++) {
+    char color[8];
+    plots_gnuplot_series_text_color(i, color);
+    g_autofree char *tc = g_strdup_printf("left tc rgb '%s'\n", color);
+    ck_assert_msg(count(c, tc) >= 2, "%s missing in:\n%s", tc, c);
+  }
+}
+END_TEST
+
 static SimResult *
-fake(const char *policy, double step_ms, double compute_ms, double recompute_ms, gint64 peak)
+fake(const char *policy, double step_ms, double compute_ms, double recompute_ms, gint64 peak, guint64 capacity)
 {
   SimResult *r = g_new0(SimResult, 1);
   r->scenario = g_strdup("fake");
@@ -435,40 +538,105 @@ fake(const char *policy, double step_ms, double compute_ms, double recompute_ms,
   r->recompute_ms = recompute_ms;
   r->exposed_transfer_ms = step_ms - compute_ms - recompute_ms;
   r->peak_device.bytes = peak;
+  r->capacity_bytes = capacity;
+  r->fits = (guint64)peak <= capacity;
   return r;
+}
+
+/* plots_comparison_pareto gives `expected`, one per result. */
+static void
+assert_front(GPtrArray *results, const gboolean *expected)
+{
+  g_autoptr(GArray) front = plots_comparison_pareto(results);
+  ck_assert_uint_eq(front->len, results->len);
+  for (guint i = 0; i < results->len; i++)
+    ck_assert_msg(g_array_index(front, gboolean, i) == expected[i], "policy %u", i);
 }
 
 START_TEST(comparison_marks_the_pareto_front)
 {
   g_autoptr(GPtrArray) results = g_ptr_array_new_with_free_func((GDestroyNotify)sim_result_free);
   const gint64 G = 1 << 30;
-  g_ptr_array_add(results, fake("fast", 10, 10, 0, 5 * G));
-  g_ptr_array_add(results, fake("small", 20, 10, 2, 3 * G));
-  g_ptr_array_add(results, fake("dominated", 25, 10, 0, 4 * G));
-  g_ptr_array_add(results, fake("fast twin", 10, 10, 0, 5 * G));
-  g_ptr_array_add(results, fake("slow and big", 30, 10, 0, 6 * G));
-  g_autoptr(GArray) front = plots_comparison_pareto(results);
-  const gboolean expected[] = { TRUE, TRUE, FALSE, TRUE, FALSE };
-  for (guint i = 0; i < G_N_ELEMENTS(expected); i++)
-    ck_assert_msg(g_array_index(front, gboolean, i) == expected[i], "policy %u", i);
+  const guint64 device = 80ull << 30;
+  g_ptr_array_add(results, fake("fast", 10, 10, 0, 5 * G, device));
+  g_ptr_array_add(results, fake("small", 20, 10, 2, 3 * G, device));
+  g_ptr_array_add(results, fake("dominated", 25, 10, 0, 4 * G, device));
+  g_ptr_array_add(results, fake("fast twin", 10, 10, 0, 5 * G, device));
+  g_ptr_array_add(results, fake("slow and big", 30, 10, 0, 6 * G, device));
+  assert_front(results, (const gboolean[]){ TRUE, TRUE, FALSE, TRUE, FALSE });
 
-  g_autoptr(PlotsChart) chart = plots_comparison_chart(results, "comparison");
+  g_autoptr(PlotsChart) chart = plots_comparison_chart(results, device, "comparison");
   /* The front, by memory: small (3 GiB) then the two fast ones (5 GiB). */
   ck_assert_ptr_nonnull(strstr(chart->data->str, "$front << EOD\n3 20\n5 10\n5 10\nEOD\n"));
   ck_assert_ptr_nonnull(strstr(chart->data->str, "$bars << EOD\n0 10 0 0\n1 10 2 8\n2 10 0 15\n"));
   const char *c = chart->commands->str;
-  ck_assert_ptr_nonnull(strstr(c, "title 'Pareto front'"));
+  ck_assert_ptr_nonnull(strstr(c, "title 'Pareto front of what fits'"));
   ck_assert_ptr_nonnull(strstr(c, "every ::4::4 using 1:2 with points lt 5 title 'slow and big'"));
   ck_assert_ptr_nonnull(strstr(c, "set xtics scale 0 ('fast' 0, 'small' 1, 'dominated' 2, 'fast twin' 3, "
                                   "'slow and big' 4)"));
   ck_assert_ptr_nonnull(strstr(c, "title 'exposed transfer'"));
-  ck_assert_ptr_nonnull(strstr(c, "set xlabel 'peak device memory (GiB)'"));
+  /* 80 GiB is far right of 6 GiB: named under the axis, not drawn. */
+  ck_assert_ptr_nonnull(strstr(c, "set xlabel 'peak device memory (GiB); device capacity 80.0 GiB is far right, "
+                                  "not drawn'\n"));
+  ck_assert_ptr_null(strstr(c, "title 'device capacity"));
+  ck_assert_ptr_null(strstr(c, "set arrow 1 from"));
+  ck_assert_ptr_null(strstr(chart->data->str, "$capacity"));
+}
+END_TEST
+
+/* Under a budget, the line is drawn where the budget is, and only the
+ * policies that fit it are on the front and ringed: "fast" (5 GiB) is the
+ * quickest but does not fit 4.5 GiB, so "dominated" (4 GiB), which only
+ * "fast" beat, joins the front.  With nothing that fits, there is none. */
+START_TEST(comparison_draws_the_budget_and_rings_what_fits)
+{
+  g_autoptr(GPtrArray) results = g_ptr_array_new_with_free_func((GDestroyNotify)sim_result_free);
+  const gint64 G = 1 << 30;
+  const guint64 budget = 9ull << 29, device = 80ull << 30;
+  g_ptr_array_add(results, fake("fast", 10, 10, 0, 5 * G, budget));
+  g_ptr_array_add(results, fake("small", 20, 10, 2, 3 * G, budget));
+  g_ptr_array_add(results, fake("dominated", 15, 10, 0, 4 * G, budget));
+  g_ptr_array_add(results, fake("slow and big", 30, 10, 0, 6 * G, budget));
+  assert_front(results, (const gboolean[]){ FALSE, TRUE, TRUE, FALSE });
+
+  g_autoptr(PlotsChart) chart = plots_comparison_chart(results, device, "comparison");
+  ck_assert_ptr_nonnull(strstr(chart->data->str, "$front << EOD\n3 20\n4 15\nEOD\n"));
+  ck_assert_ptr_nonnull(strstr(chart->data->str, "$capacity << EOD\n4.5 10\nEOD\n"));
+  const char *c = chart->commands->str;
+  ck_assert_ptr_nonnull(strstr(c, "set arrow 1 from first 4.5, graph 0 to first 4.5, graph 1 nohead dt 3"));
+  ck_assert_ptr_nonnull(strstr(c, "title 'memory budget 4.50 GiB'"));
+  ck_assert_ptr_nonnull(strstr(c, "$capacity using 1:2 with points ps 0 notitle"));
+  ck_assert_uint_eq(count(c, "$front using"), 2);
+
+  /* A budget below every peak: no front, no ring, and the legend says so. */
+  for (guint i = 0; i < results->len; i++) {
+    SimResult *r = g_ptr_array_index(results, i);
+    r->capacity_bytes = 2ull << 30;
+    r->fits = FALSE;
+  }
+  g_autoptr(PlotsChart) none = plots_comparison_chart(results, device, "comparison");
+  ck_assert_ptr_nonnull(strstr(none->commands->str, "title 'memory budget 2.00 GiB'"));
+  ck_assert_ptr_nonnull(strstr(none->commands->str, "set xlabel 'peak device memory (GiB); no policy fits it'\n"));
+  ck_assert_ptr_null(strstr(none->commands->str, "$front using"));
+  ck_assert_ptr_nonnull(strstr(none->data->str, "$front << EOD\nEOD\n"));
+
+  if (!plots_gnuplot_available())
+    return;
+  g_autofree char *dir = test_tmp_dir_new();
+  g_autoptr(GPtrArray) charts = g_ptr_array_new();
+  g_ptr_array_add(charts, chart);
+  g_ptr_array_add(charts, none);
+  g_autoptr(GError) error = NULL;
+  PlotsChart *second = g_ptr_array_index(charts, 1);
+  g_free(second->name);
+  second->name = g_strdup("none");
+  ck_assert_msg(plots_gnuplot_render(charts, PLOTS_FORMAT_PNG, dir, NULL, &error), "%s", error ? error->message : "");
 }
 END_TEST
 
 START_TEST(sweep_draws_a_line_per_policy)
 {
-  g_autoptr(PlotsSweep) sweep = plots_sweep_new("tiny's sweep", "link.h2d_bandwidth", "GB/s", "step_ms", "ms");
+  g_autoptr(PlotsSweep) sweep = plots_sweep_new("tiny's sweep", "link.h2d_bandwidth", "GB/s", "step time", "ms");
   const double x[] = { 16, 32, 55, 450 };
   g_array_append_vals(sweep->x, x, 4);
   plots_sweep_add_series(sweep, "resident", 4, (double[]){ 10, 10, 10, 10 });
@@ -482,8 +650,8 @@ START_TEST(sweep_draws_a_line_per_policy)
   ck_assert_uint_eq(count(c, "with linespoints"), 3);
   ck_assert_ptr_nonnull(strstr(c, "$sweep using 1:4 with linespoints lt 3 title 'offload_sync'"));
   ck_assert_ptr_nonnull(strstr(c, "set xlabel 'link.h2d_bandwidth (GB/s)'"));
-  ck_assert_ptr_nonnull(strstr(c, "set ylabel 'step_ms (ms)'"));
-  ck_assert_ptr_nonnull(strstr(c, "set title 'tiny''s sweep' . \"\\n\" . 'step_ms as link.h2d_bandwidth varies'"));
+  ck_assert_ptr_nonnull(strstr(c, "set ylabel 'step time (ms)'"));
+  ck_assert_ptr_nonnull(strstr(c, "set title 'tiny''s sweep' . \"\\n\" . 'step time as link.h2d_bandwidth varies'"));
 
   /* A series of the wrong length is refused, not drawn short. */
   plots_sweep_add_series(sweep, "short", 3, (double[]){ 1, 2, 3 });
@@ -502,6 +670,83 @@ START_TEST(sweep_draws_a_line_per_policy)
                 error ? error->message : "");
   g_autofree char *png = g_build_filename(dir, "sweep.png", NULL);
   ck_assert(g_file_test(png, G_FILE_TEST_IS_REGULAR));
+}
+END_TEST
+
+/* A sweep of tiny.ini (a library grid): the x axis in the unit the values
+ * are written in, the other key's value in the subtitle, the scenario's
+ * name as the title, and each line the step times at those points. */
+START_TEST(sweep_from_a_grid_reads_in_human_units)
+{
+  g_autoptr(GError) error = NULL;
+  g_autoptr(SimConfig) config = sim_config_load_file(TINY, &error);
+  ck_assert_msg(config != NULL, "%s", error ? error->message : "");
+  g_autoptr(GPtrArray) axes = g_ptr_array_new_with_free_func((GDestroyNotify)planner_grid_axis_free);
+  g_ptr_array_add(axes, planner_grid_axis_parse("link.latency=1us,2us,4.5us", "--set", NULL));
+  g_ptr_array_add(axes, planner_grid_axis_parse("model.forward=1ms,2ms", "--set", NULL));
+  PlannerGridOptions options = { .jobs = 1 };
+  g_autoptr(PlannerGrid) grid = planner_grid_run(config, g_steal_pointer(&axes), &options, &error);
+  ck_assert_msg(grid != NULL, "%s", error ? error->message : "");
+  g_autoptr(PlotsSweep) sweep = plots_sweep_from_grid(grid, &error);
+  ck_assert_msg(sweep != NULL, "%s", error ? error->message : "");
+  ck_assert_str_eq(sweep->x_unit, "\xc2\xb5s");
+  ck_assert_uint_eq(sweep->x->len, 3);
+  ck_assert_close(g_array_index(sweep->x, double, 2), 4.5, 1e-12);
+  ck_assert_str_eq(sweep->title, "tiny uniform model");
+  ck_assert_uint_eq(sweep->held->len, 1);
+  ck_assert_str_eq(g_ptr_array_index(sweep->held, 0), "model.forward = 1ms");
+  ck_assert_uint_eq(sweep->series->len, 4);
+  for (guint v = 0; v < 3; v++) {
+    const PlannerGridPoint *point = g_ptr_array_index(grid->points, v * 2); /* model.forward = 1ms */
+    for (guint k = 0; k < 4; k++) {
+      const PlotsSweepSeries *series = g_ptr_array_index(sweep->series, k);
+      ck_assert(g_array_index(series->y, double, v) == ((SimResult *)g_ptr_array_index(point->results, k))->step_ms);
+    }
+  }
+  g_autoptr(PlotsChart) chart = plots_sweep_chart(sweep, "sweep", &error);
+  const char *c = chart->commands->str;
+  ck_assert_msg(strstr(c, "set xlabel 'link.latency (\xc2\xb5s)'\n"), "%s", c);
+  ck_assert_ptr_nonnull(strstr(c, "set ylabel 'step time (ms)'\n"));
+  ck_assert_msg(strstr(c, "set title 'tiny uniform model' . \"\\n\" . 'step time as link.latency varies; held at "
+                          "model.forward = 1ms'"), "%s", c);
+  ck_assert(g_str_has_prefix(chart->data->str, "$sweep << EOD\n1 "));
+
+  /* Values in different units: the unit that suits their size, never raw
+   * bytes per second. */
+  g_autoptr(GPtrArray) mixed = g_ptr_array_new_with_free_func((GDestroyNotify)planner_grid_axis_free);
+  g_ptr_array_add(mixed, planner_grid_axis_parse("link.h2d_bandwidth=10GB/s,25.6GiB/s", "--set", NULL));
+  g_autoptr(PlannerGrid) grid2 = planner_grid_run(config, g_steal_pointer(&mixed), &options, &error);
+  g_autoptr(PlotsSweep) rates = plots_sweep_from_grid(grid2, &error);
+  ck_assert_str_eq(rates->x_unit, "GB/s");
+  ck_assert_close(g_array_index(rates->x, double, 1), 25.6 * 1.073741824, 1e-9);
+  ck_assert_uint_eq(rates->held->len, 0);
+
+  /* A key of names cannot be an axis. */
+  g_autoptr(GPtrArray) names = g_ptr_array_new_with_free_func((GDestroyNotify)planner_grid_axis_free);
+  g_ptr_array_add(names, planner_grid_axis_parse("policy.async.pinned=pooled,none", "--set", NULL));
+  g_autoptr(PlannerGrid) grid3 = planner_grid_run(config, g_steal_pointer(&names), &options, &error);
+  ck_assert_msg(grid3 != NULL, "%s", error ? error->message : "");
+  g_autoptr(GError) bad = NULL;
+  ck_assert_ptr_null(plots_sweep_from_grid(grid3, &bad));
+  ck_assert(g_error_matches(bad, SIM_ERROR, SIM_ERROR_INPUT));
+  ck_assert_msg(strstr(bad->message, "policy.async.pinned") && strstr(bad->message, "'pooled'"), "%s", bad->message);
+}
+END_TEST
+
+/* `offsim sweep --plot` as a user runs it: the picture says µs and what
+ * the other key was held at. */
+START_TEST(sweep_plot_shows_units_and_held_values)
+{
+  NEEDS_GNUPLOT();
+  g_autofree char *dir = test_tmp_dir_new();
+  g_auto(TestRun) r = test_offsim_in(dir, "sweep", TINY, "--set", "link.latency=2us,20us", "--set",
+                                     "model.forward=1ms,2ms", "--jobs", "1", "--plot", "plots", NULL);
+  ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err);
+  g_autofree char *svg_path = g_build_filename(dir, "plots", "sweep.svg", NULL);
+  g_autofree char *svg = read_text(svg_path);
+  ck_assert_msg(strstr(svg, ">link.latency (\xc2\xb5s)<") != NULL, "no unit on the x axis");
+  ck_assert_msg(strstr(svg, "held at model.forward = 1ms<") != NULL, "the held value is not shown");
+  ck_assert_msg(strstr(svg, ">tiny uniform model<") != NULL, "no title");
 }
 END_TEST
 
@@ -621,7 +866,8 @@ START_TEST(gnuplot_errors_come_back_and_leave_no_file)
   NEEDS_GNUPLOT();
   g_autoptr(GError) error = NULL;
   ck_assert(!plots_gnuplot_run("plot undefined_function_xyz(x)\n", &error));
-  ck_assert(g_error_matches(error, SIM_ERROR, SIM_ERROR_INTERNAL));
+  /* gnuplot ran and failed: the tool's fault, exit 3, not a bug of ours. */
+  ck_assert(g_error_matches(error, SIM_ERROR, SIM_ERROR_TOOL));
   ck_assert_msg(strstr(error->message, "undefined function") != NULL, "%s", error->message);
   ck_assert_ptr_null(strchr(error->message, '\n'));
 
@@ -637,6 +883,43 @@ START_TEST(gnuplot_errors_come_back_and_leave_no_file)
   ck_assert(!plots_gnuplot_render(charts, PLOTS_FORMAT_ALL, dir, NULL, &render_error));
   g_autofree char *files = list_dir(dir);
   ck_assert_str_eq(files, ""); /* not even the good chart, nor a temporary */
+}
+END_TEST
+
+/* A stand-in `gnuplot` in DIR/bin running `body` (sh), for PATH=DIR/bin. */
+static char *
+fake_gnuplot(const char *dir, const char *body)
+{
+  g_autofree char *bin = g_build_filename(dir, "bin", NULL);
+  ck_assert_int_eq(g_mkdir_with_parents(bin, 0755), 0);
+  g_autofree char *path = g_build_filename(bin, "gnuplot", NULL);
+  g_autofree char *text = g_strdup_printf("#!/bin/sh\n%s\n", body);
+  ck_assert(g_file_set_contents(path, text, -1, NULL));
+  ck_assert_int_eq(g_chmod(path, 0755), 0);
+  return g_steal_pointer(&bin);
+}
+
+/* A gnuplot that runs and fails is a failing external tool: exit 3 (not 1,
+ * which is offsim's bug), with the first line it said, the script and the
+ * report still out, and no picture or temporary left. */
+START_TEST(failing_gnuplot_exits_3_with_its_first_line)
+{
+  g_autofree char *dir = test_tmp_dir_new();
+  g_autofree char *bin = fake_gnuplot(dir, "cat >/dev/null\n"
+                                           "printf '\\n   gnuplot> set output\\n   ^\\n   line 3: the first complaint\\n' >&2\n"
+                                           "echo 'a second line' >&2\nexit 1");
+  g_autofree char *saved = g_strdup(g_getenv("PATH"));
+  g_autofree char *path = g_strdup_printf("%s:%s", bin, saved);
+  g_setenv("PATH", path, TRUE);
+  g_auto(TestRun) r = test_offsim_in(dir, "compare", TINY, "--plot", "plots", "--plot-script", "all.gp", NULL);
+  g_setenv("PATH", saved, TRUE);
+  ck_assert_msg(r.status == 3, "exit %d: %s", r.status, r.err);
+  ck_assert_msg(strstr(r.err, "offsim: gnuplot failed (exit 1): line 3: the first complaint\n") != NULL, "%s", r.err);
+  ck_assert_ptr_null(strstr(r.err, "a second line"));
+  ck_assert_ptr_nonnull(strstr(r.err, "plot script written to all.gp"));
+  ck_assert_ptr_nonnull(strstr(r.out, "hybrid"));
+  g_autofree char *files = list_dir(dir);
+  ck_assert_str_eq(files, "all.gp,bin");
 }
 END_TEST
 
@@ -690,6 +973,98 @@ START_TEST(unwritable_paths_exit_2)
   /* The exports of one run belong to `run`. */
   g_auto(TestRun) trace = test_offsim("compare", "--trace", "x.json", NULL);
   ck_assert_int_eq(trace.status, 2);
+}
+END_TEST
+
+/* ---- temporaries on a signal --------------------------------------------- */
+
+/* `offsim compare --plot` interrupted while gnuplot runs (a stand-in that
+ * says it started and sleeps): the twelve hidden temporaries it draws into
+ * are removed, the stand-in is killed, and offsim dies of SIGINT as any
+ * program would. */
+START_TEST(sigint_during_plot_leaves_no_temporary)
+{
+  g_autofree char *dir = test_tmp_dir_new();
+  g_autofree char *started = g_build_filename(dir, "gnuplot.pid", NULL);
+  g_autofree char *body = g_strdup_printf("echo $$ > '%s.new' && mv '%s.new' '%s'\nexec sleep 60", started, started,
+                                          started);
+  g_autofree char *bin = fake_gnuplot(dir, body);
+  g_autofree char *path = g_strdup_printf("PATH=%s:%s", bin, g_getenv("PATH"));
+  g_autofree char *plots = g_build_filename(dir, "plots", NULL);
+  char *argv[] = { (char *)OFFSIM_BINARY, (char *)"compare", (char *)TINY, (char *)"--plot", plots, NULL };
+  char *envp[] = { path, (char *)"LC_ALL=C", NULL };
+  GPid pid;
+  g_autoptr(GError) error = NULL;
+  ck_assert_msg(g_spawn_async(NULL, argv, envp, G_SPAWN_DO_NOT_REAP_CHILD | G_SPAWN_STDOUT_TO_DEV_NULL, NULL, NULL,
+                              &pid, &error), "%s", error ? error->message : "");
+  for (guint i = 0; i < 2000 && !g_file_test(started, G_FILE_TEST_EXISTS); i++)
+    g_usleep(5000);
+  ck_assert_msg(g_file_test(started, G_FILE_TEST_EXISTS), "the stand-in gnuplot never started");
+  g_autofree char *during = list_dir(plots);
+  ck_assert_uint_eq(count(during, ","), 11); /* 6 charts x 2 formats, all hidden */
+  ck_assert_int_eq(kill(pid, SIGINT), 0);
+  int status = 0;
+  ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+  g_spawn_close_pid(pid);
+  g_autofree char *text = read_text(started);
+  pid_t gnuplot = (pid_t)atoi(text);
+  gboolean gnuplot_alive = kill(gnuplot, 0) == 0;
+  if (gnuplot_alive)
+    kill(gnuplot, SIGKILL);
+  ck_assert_msg(WIFSIGNALED(status) && WTERMSIG(status) == SIGINT, "offsim did not die of SIGINT (status %d)", status);
+  g_autofree char *after = list_dir(plots);
+  ck_assert_str_eq(after, "");
+  ck_assert_msg(!gnuplot_alive, "gnuplot is still running");
+}
+END_TEST
+
+/* The registry itself, in a child process (this test binary run again,
+ * see main): a registered temporary goes on SIGTERM, one forgotten after
+ * its rename stays, and a signal that was ignored stays ignored. */
+static int
+temp_child(const char *dir, const char *mode)
+{
+  g_autofree char *kept_path = g_build_filename(dir, "kept.txt", NULL);
+  g_autofree char *live_path = g_build_filename(dir, "live.txt", NULL);
+  if (strcmp(mode, "ignored") == 0)
+    signal(SIGINT, SIG_IGN);
+  char *kept = NULL, *live = NULL;
+  int a = sim_output_temp_open(kept_path, 0644, &kept), b = sim_output_temp_open(live_path, 0644, &live);
+  if (a < 0 || b < 0 || write(a, "kept\n", 5) != 5 || write(b, "half", 4) != 4)
+    return 10;
+  close(a);
+  close(b);
+  if (g_rename(kept, kept_path) != 0)
+    return 11;
+  sim_output_temp_forget(kept);
+  g_autoptr(GError) error = NULL;
+  g_autofree char *saved_path = g_build_filename(dir, "saved.txt", NULL);
+  if (!sim_output_save("--test", saved_path, "saved\n", 6, &error))
+    return 12;
+  raise(strcmp(mode, "ignored") == 0 ? SIGINT : SIGTERM);
+  return 0; /* only when the signal is ignored */
+}
+
+START_TEST(signals_remove_registered_temporaries)
+{
+  const char *modes[] = { "term", "ignored" };
+  for (guint m = 0; m < G_N_ELEMENTS(modes); m++) {
+    g_autofree char *dir = test_tmp_dir_new();
+    char *argv[] = { (char *)"/proc/self/exe", (char *)"--temp-child", dir, (char *)modes[m], NULL };
+    int status = 0;
+    g_autoptr(GError) error = NULL;
+    ck_assert_msg(g_spawn_sync(NULL, argv, NULL, G_SPAWN_DEFAULT, NULL, NULL, NULL, NULL, &status, &error), "%s",
+                  error ? error->message : "");
+    g_autofree char *files = list_dir(dir);
+    if (m == 0) {
+      ck_assert_msg(WIFSIGNALED(status) && WTERMSIG(status) == SIGTERM, "status %d", status);
+      ck_assert_str_eq(files, "kept.txt,saved.txt");
+    } else {
+      ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "status %d", status);
+      ck_assert_msg(g_str_has_prefix(files, ".live.txt.") && g_str_has_suffix(files, ",kept.txt,saved.txt"), "%s",
+                    files);
+    }
+  }
 }
 END_TEST
 
@@ -857,19 +1232,27 @@ plots_suite(void)
   tcase_add_test(scripts, overlapping_ops_take_separate_lanes);
   tcase_add_test(scripts, timeline_script_has_lanes_colours_and_quoted_labels);
   tcase_add_test(scripts, labels_do_not_grow_with_layers);
+  tcase_add_test(scripts, large_timelines_are_drawn_aggregated);
   tcase_add_test(scripts, memory_chart_marks_capacity_or_budget);
+  tcase_add_test(scripts, memory_footer_reads_on_white);
   tcase_add_test(scripts, comparison_marks_the_pareto_front);
+  tcase_add_test(scripts, comparison_draws_the_budget_and_rings_what_fits);
   tcase_add_test(scripts, sweep_draws_a_line_per_policy);
+  tcase_add_test(scripts, sweep_from_a_grid_reads_in_human_units);
   suite_add_tcase(s, scripts);
 
   TCase *render = tcase_create("render");
   tcase_set_timeout(render, 240);
   tcase_add_test(render, compare_plot_writes_every_picture);
   tcase_add_test(render, renders_at_96_layers);
+  tcase_add_test(render, sweep_plot_shows_units_and_held_values);
   tcase_add_test(render, hostile_scenario_name_is_drawn_literally);
   tcase_add_test(render, gnuplot_errors_come_back_and_leave_no_file);
   tcase_add_test(render, missing_gnuplot_exits_3_and_still_writes_the_script);
+  tcase_add_test(render, failing_gnuplot_exits_3_with_its_first_line);
   tcase_add_test(render, unwritable_paths_exit_2);
+  tcase_add_test(render, sigint_during_plot_leaves_no_temporary);
+  tcase_add_test(render, signals_remove_registered_temporaries);
   suite_add_tcase(s, render);
 
   TCase *exports = tcase_create("exports");
@@ -881,7 +1264,9 @@ plots_suite(void)
 }
 
 int
-main(void)
+main(int argc, char **argv)
 {
+  if (argc == 4 && strcmp(argv[1], "--temp-child") == 0)
+    return temp_child(argv[2], argv[3]);
   return test_run_suite(plots_suite());
 }

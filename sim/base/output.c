@@ -1,8 +1,18 @@
+/* sigaction, kill, waitpid, pthread_sigmask, O_CLOEXEC: POSIX, which -std=c11 hides. */
+#define _POSIX_C_SOURCE 200809L
+
 #include "output.h"
 
 #include "error.h"
 
+#include <errno.h>
+#include <fcntl.h>
+#include <glib/gstdio.h>
+#include <pthread.h>
+#include <signal.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 void
 sim_output_csv_field(GString *out, const char *text)
@@ -23,13 +33,206 @@ sim_output_number(GString *out, double value)
   g_string_append(out, g_ascii_formatd(buf, sizeof buf, "%.15g", value == 0 ? 0.0 : value));
 }
 
+/* ---- temporaries, removed when a signal ends the process ----------------- */
+
+/* Slots for names, in blocks that are added and never freed, so that the
+ * handler can walk them at any moment: a name is published (or withdrawn)
+ * by one atomic store, and the lock only orders the writers. */
+#define TEMP_SLOTS 64
+
+typedef struct TempBlock {
+  gpointer slots[TEMP_SLOTS]; /* char*, or NULL */
+  gpointer next;              /* TempBlock*, or NULL */
+} TempBlock;
+
+static TempBlock temp_first;
+static GMutex temp_lock;
+static gint temp_child;
+
+static const int temp_signals[] = { SIGINT, SIGTERM, SIGHUP };
+static struct sigaction temp_previous[G_N_ELEMENTS(temp_signals)];
+
+static void
+on_signal(int sig)
+{
+  int saved = errno;
+  pid_t child = g_atomic_int_get(&temp_child);
+  if (child > 0) {
+    kill(child, SIGKILL);
+    while (waitpid(child, NULL, 0) < 0 && errno == EINTR)
+      ;
+  }
+  for (TempBlock *b = &temp_first; b; b = g_atomic_pointer_get(&b->next))
+    for (guint i = 0; i < TEMP_SLOTS; i++) {
+      const char *name = g_atomic_pointer_get(&b->slots[i]);
+      if (name)
+        unlink(name);
+    }
+  /* Die of the signal as without us: put back what was there and raise it
+   * again; it is delivered when this handler returns. */
+  for (guint i = 0; i < G_N_ELEMENTS(temp_signals); i++)
+    if (temp_signals[i] == sig)
+      sigaction(sig, &temp_previous[i], NULL);
+  raise(sig);
+  errno = saved;
+}
+
+static void
+blocked_signals(sigset_t *set)
+{
+  sigemptyset(set);
+  for (guint i = 0; i < G_N_ELEMENTS(temp_signals); i++)
+    sigaddset(set, temp_signals[i]);
+}
+
+static void
+install_handler(void)
+{
+  static gsize installed = 0;
+  if (!g_once_init_enter(&installed))
+    return;
+  struct sigaction ours = { .sa_handler = on_signal, .sa_flags = SA_RESTART };
+  blocked_signals(&ours.sa_mask); /* one signal's cleanup at a time */
+  for (guint i = 0; i < G_N_ELEMENTS(temp_signals); i++) {
+    sigaction(temp_signals[i], NULL, &temp_previous[i]);
+    /* `nohup` and background jobs ignore some of them: so do we. */
+    if (!(temp_previous[i].sa_flags & SA_SIGINFO) && temp_previous[i].sa_handler == SIG_IGN)
+      continue;
+    sigaction(temp_signals[i], &ours, NULL);
+  }
+  g_once_init_leave(&installed, 1);
+}
+
+static void
+temp_track(char *name)
+{
+  g_mutex_lock(&temp_lock);
+  for (TempBlock *b = &temp_first;; b = b->next) {
+    for (guint i = 0; i < TEMP_SLOTS; i++)
+      if (b->slots[i] == NULL) {
+        g_atomic_pointer_set(&b->slots[i], name);
+        g_mutex_unlock(&temp_lock);
+        return;
+      }
+    if (b->next == NULL)
+      g_atomic_pointer_set(&b->next, g_new0(TempBlock, 1));
+  }
+}
+
+static void
+temp_untrack(const char *name)
+{
+  g_mutex_lock(&temp_lock);
+  for (TempBlock *b = &temp_first; b; b = b->next)
+    for (guint i = 0; i < TEMP_SLOTS; i++)
+      if (b->slots[i] == name)
+        g_atomic_pointer_set(&b->slots[i], NULL);
+  g_mutex_unlock(&temp_lock);
+}
+
+int
+sim_output_temp_open(const char *path, int mode, char **temp)
+{
+  g_autofree char *dir = g_path_get_dirname(path);
+  g_autofree char *base = g_path_get_basename(path);
+  g_autofree char *hidden = g_strdup_printf(".%s.XXXXXX", base);
+  char *name = g_build_filename(dir, hidden, NULL);
+  install_handler();
+  /* Created and registered with the signals held, so that no file exists
+   * unregistered (in this thread). */
+  sigset_t block, before;
+  blocked_signals(&block);
+  pthread_sigmask(SIG_BLOCK, &block, &before);
+  int fd = g_mkstemp_full(name, O_RDWR | O_CLOEXEC, mode);
+  int e = errno;
+  if (fd >= 0)
+    temp_track(name);
+  pthread_sigmask(SIG_SETMASK, &before, NULL);
+  if (fd < 0) {
+    g_free(name);
+    errno = e;
+    return -1;
+  }
+  *temp = name;
+  return fd;
+}
+
+void
+sim_output_temp_forget(char *temp)
+{
+  if (temp == NULL)
+    return;
+  temp_untrack(temp);
+  g_free(temp);
+}
+
+void
+sim_output_temp_discard(char *temp)
+{
+  if (temp)
+    g_unlink(temp);
+  sim_output_temp_forget(temp);
+}
+
+void
+sim_output_temp_child(GPid pid)
+{
+  g_atomic_int_set(&temp_child, pid > 0 ? pid : 0);
+}
+
+/* ---- atomic saves -------------------------------------------------------- */
+
+static gboolean
+write_all(int fd, const char *text, gsize length)
+{
+  while (length > 0) {
+    gssize n = write(fd, text, length);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n < 0)
+      return FALSE;
+    text += n;
+    length -= (gsize)n;
+  }
+  return TRUE;
+}
+
+static gboolean
+save_failed(GError **error, const char *option, const char *path, const char *what, int e)
+{
+  g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "%s %s: %s: %s", option, path, what, g_strerror(e));
+  return FALSE;
+}
+
 gboolean
 sim_output_save(const char *option, const char *path, const char *text, gsize length, GError **error)
 {
-  g_autoptr(GError) local = NULL;
-  if (!g_file_set_contents(path, text, (gssize)length, &local)) {
-    g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "%s %s: %s", option, path, local->message);
+  if (*path == '\0' || g_str_has_suffix(path, G_DIR_SEPARATOR_S) || g_file_test(path, G_FILE_TEST_IS_DIR)) {
+    g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "%s %s: expected the name of a file, not of a directory", option,
+                path);
     return FALSE;
   }
+  char *temp = NULL;
+  int fd = sim_output_temp_open(path, 0666, &temp);
+  if (fd < 0)
+    return save_failed(error, option, path, "cannot create a file there", errno);
+  /* As g_file_set_contents: a file replaced is flushed first, so that a
+   * crash leaves the old contents or the new, never an empty file. */
+  gboolean ok = write_all(fd, text, length) && (!g_file_test(path, G_FILE_TEST_EXISTS) || fsync(fd) == 0);
+  int e = errno;
+  if (close(fd) != 0 && ok) {
+    ok = FALSE;
+    e = errno;
+  }
+  if (!ok) {
+    sim_output_temp_discard(temp);
+    return save_failed(error, option, path, "cannot write", e);
+  }
+  if (g_rename(temp, path) != 0) {
+    e = errno;
+    sim_output_temp_discard(temp);
+    return save_failed(error, option, path, "cannot replace it", e);
+  }
+  sim_output_temp_forget(temp);
   return TRUE;
 }

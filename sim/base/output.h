@@ -4,9 +4,20 @@
  * CSV follows RFC 4180 (a field holding a comma, a quote or a line break is
  * quoted, quotes doubled), numbers are locale-independent with up to 15
  * significant digits (the same bytes on every machine), and a file is
- * written whole or not at all (g_file_set_contents renames a temporary).
- * A path that cannot be written is SIM_ERROR_INPUT (exit 2), prefixed with
- * the option that named it.
+ * written whole or not at all: under a hidden temporary name beside it,
+ * then renamed.  A path that cannot be written is SIM_ERROR_INPUT (exit 2),
+ * prefixed with the option that named it.
+ *
+ * Temporaries are registered while they exist: SIGINT, SIGTERM and SIGHUP
+ * remove every registered temporary (after killing the registered child,
+ * gnuplot, so that it cannot create one again) and then end the process as
+ * the signal would have (the handler that was there before runs; a signal
+ * that was ignored stays ignored).  The handler calls async-signal-safe
+ * functions only and takes no lock: registration publishes each name with
+ * an atomic store.  Only SIGKILL or a crash can leave a `.NAME.XXXXXX`.
+ *
+ * Ownership: a temporary's name (`*temp`) is the caller's from
+ * sim_output_temp_open until sim_output_temp_forget or _discard frees it.
  */
 #pragma once
 
@@ -21,5 +32,20 @@ void sim_output_number(GString *out, double value);
 
 /* Writes `text` to `path` atomically; `option` ("--trace") prefixes errors. */
 gboolean sim_output_save(const char *option, const char *path, const char *text, gsize length, GError **error);
+
+/* Creates DIR/.NAME.XXXXXX beside `path` (DIR/NAME) with `mode` (before the
+ * umask), registered: returns its open descriptor and its name in `*temp`,
+ * or -1 with errno set. */
+int sim_output_temp_open(const char *path, int mode, char **temp);
+
+/* Unregisters `temp` (renamed into place, or to be kept) and frees it. */
+void sim_output_temp_forget(char *temp);
+
+/* Removes the file `temp`, unregisters it and frees it. */
+void sim_output_temp_discard(char *temp);
+
+/* The process writing into registered temporaries (gnuplot), killed and
+ * reaped before they are removed on a signal; 0: none. */
+void sim_output_temp_child(GPid pid);
 
 G_END_DECLS

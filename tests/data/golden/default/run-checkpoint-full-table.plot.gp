@@ -968,8 +968,8 @@ set ylabel 'host pinned (GiB)'
 set xlabel 'time since the step started (ms)'
 set yrange [0:1]
 set label 1 'device capacity 80.0 GiB, far above every peak: not drawn, to keep the curves apart' at screen 0.07, screen 0.09499358151 left
-set label 2 'checkpoint-full: device peak 8.86 GiB at 2.39 ms (forward head), host peak 0 B' at screen 0.07, screen 0.07188703466 left tc lt 1
-set label 3 '    live at the device peak: static 7.36 GiB + workspace 890 MiB + embed/head saved 597 MiB + input L0-L23 42.0 MiB' at screen 0.07, screen 0.0487804878 left tc lt 1
+set label 2 'checkpoint-full: device peak 8.86 GiB at 2.39 ms (forward head), host peak 0 B' at screen 0.07, screen 0.07188703466 left tc rgb '#4e79a7'
+set label 3 '    live at the device peak: static 7.36 GiB + workspace 890 MiB + embed/head saved 597 MiB + input L0-L23 42.0 MiB' at screen 0.07, screen 0.0487804878 left tc rgb '#4e79a7'
 plot $memory0 using 1:3 with steps lt 1 notitle 
 unset multiplot
 unset output
@@ -1000,8 +1000,8 @@ set ylabel 'host pinned (GiB)'
 set xlabel 'time since the step started (ms)'
 set yrange [0:1]
 set label 1 'device capacity 80.0 GiB, far above every peak: not drawn, to keep the curves apart' at screen 0.07, screen 0.09499358151 left
-set label 2 'checkpoint-full: device peak 8.86 GiB at 2.39 ms (forward head), host peak 0 B' at screen 0.07, screen 0.07188703466 left tc lt 1
-set label 3 '    live at the device peak: static 7.36 GiB + workspace 890 MiB + embed/head saved 597 MiB + input L0-L23 42.0 MiB' at screen 0.07, screen 0.0487804878 left tc lt 1
+set label 2 'checkpoint-full: device peak 8.86 GiB at 2.39 ms (forward head), host peak 0 B' at screen 0.07, screen 0.07188703466 left tc rgb '#4e79a7'
+set label 3 '    live at the device peak: static 7.36 GiB + workspace 890 MiB + embed/head saved 597 MiB + input L0-L23 42.0 MiB' at screen 0.07, screen 0.0487804878 left tc rgb '#4e79a7'
 plot $memory0 using 1:3 with steps lt 1 notitle 
 unset multiplot
 unset output

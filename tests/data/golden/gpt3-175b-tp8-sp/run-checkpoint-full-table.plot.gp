@@ -560,8 +560,8 @@ set ylabel 'host pinned (GiB)'
 set xlabel 'time since the step started (ms)'
 set yrange [0:1]
 set label 1 'device capacity 80.0 GiB, far above every peak: not drawn, to keep the curves apart' at screen 0.07, screen 0.09499358151 left
-set label 2 'checkpoint-full: device peak 42.7 GiB at 33.75 ms (recompute L11), host peak 0 B' at screen 0.07, screen 0.07188703466 left tc lt 1
-set label 3 '    live at the device peak: static 42.1 GiB + saved L11 342 MiB + workspace L11 204 MiB + input L0-L11 72.0 MiB + embed/head saved 16.0 KiB' at screen 0.07, screen 0.0487804878 left tc lt 1
+set label 2 'checkpoint-full: device peak 42.7 GiB at 33.75 ms (recompute L11), host peak 0 B' at screen 0.07, screen 0.07188703466 left tc rgb '#4e79a7'
+set label 3 '    live at the device peak: static 42.1 GiB + saved L11 342 MiB + workspace L11 204 MiB + input L0-L11 72.0 MiB + embed/head saved 16.0 KiB' at screen 0.07, screen 0.0487804878 left tc rgb '#4e79a7'
 plot $memory0 using 1:3 with steps lt 1 notitle 
 unset multiplot
 unset output
@@ -592,8 +592,8 @@ set ylabel 'host pinned (GiB)'
 set xlabel 'time since the step started (ms)'
 set yrange [0:1]
 set label 1 'device capacity 80.0 GiB, far above every peak: not drawn, to keep the curves apart' at screen 0.07, screen 0.09499358151 left
-set label 2 'checkpoint-full: device peak 42.7 GiB at 33.75 ms (recompute L11), host peak 0 B' at screen 0.07, screen 0.07188703466 left tc lt 1
-set label 3 '    live at the device peak: static 42.1 GiB + saved L11 342 MiB + workspace L11 204 MiB + input L0-L11 72.0 MiB + embed/head saved 16.0 KiB' at screen 0.07, screen 0.0487804878 left tc lt 1
+set label 2 'checkpoint-full: device peak 42.7 GiB at 33.75 ms (recompute L11), host peak 0 B' at screen 0.07, screen 0.07188703466 left tc rgb '#4e79a7'
+set label 3 '    live at the device peak: static 42.1 GiB + saved L11 342 MiB + workspace L11 204 MiB + input L0-L11 72.0 MiB + embed/head saved 16.0 KiB' at screen 0.07, screen 0.0487804878 left tc rgb '#4e79a7'
 plot $memory0 using 1:3 with steps lt 1 notitle 
 unset multiplot
 unset output

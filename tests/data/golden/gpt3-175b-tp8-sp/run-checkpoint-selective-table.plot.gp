@@ -608,8 +608,8 @@ set ylabel 'host pinned (GiB)'
 set xlabel 'time since the step started (ms)'
 set yrange [0:1]
 set label 1 'device capacity 80.0 GiB, far above every peak: not drawn, to keep the curves apart' at screen 0.07, screen 0.09499358151 left
-set label 2 'checkpoint-selective: device peak 43.7 GiB at 28.38 ms (forward L11), host peak 0 B' at screen 0.07, screen 0.07188703466 left tc lt 1
-set label 3 '    live at the device peak: static 42.1 GiB + saved L0-L11 1.43 GiB + workspace L11 204 MiB + embed/head saved 16.0 KiB' at screen 0.07, screen 0.0487804878 left tc lt 1
+set label 2 'checkpoint-selective: device peak 43.7 GiB at 28.38 ms (forward L11), host peak 0 B' at screen 0.07, screen 0.07188703466 left tc rgb '#4e79a7'
+set label 3 '    live at the device peak: static 42.1 GiB + saved L0-L11 1.43 GiB + workspace L11 204 MiB + embed/head saved 16.0 KiB' at screen 0.07, screen 0.0487804878 left tc rgb '#4e79a7'
 plot $memory0 using 1:3 with steps lt 1 notitle 
 unset multiplot
 unset output
@@ -640,8 +640,8 @@ set ylabel 'host pinned (GiB)'
 set xlabel 'time since the step started (ms)'
 set yrange [0:1]
 set label 1 'device capacity 80.0 GiB, far above every peak: not drawn, to keep the curves apart' at screen 0.07, screen 0.09499358151 left
-set label 2 'checkpoint-selective: device peak 43.7 GiB at 28.38 ms (forward L11), host peak 0 B' at screen 0.07, screen 0.07188703466 left tc lt 1
-set label 3 '    live at the device peak: static 42.1 GiB + saved L0-L11 1.43 GiB + workspace L11 204 MiB + embed/head saved 16.0 KiB' at screen 0.07, screen 0.0487804878 left tc lt 1
+set label 2 'checkpoint-selective: device peak 43.7 GiB at 28.38 ms (forward L11), host peak 0 B' at screen 0.07, screen 0.07188703466 left tc rgb '#4e79a7'
+set label 3 '    live at the device peak: static 42.1 GiB + saved L0-L11 1.43 GiB + workspace L11 204 MiB + embed/head saved 16.0 KiB' at screen 0.07, screen 0.0487804878 left tc rgb '#4e79a7'
 plot $memory0 using 1:3 with steps lt 1 notitle 
 unset multiplot
 unset output

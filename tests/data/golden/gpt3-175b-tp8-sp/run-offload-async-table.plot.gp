@@ -1260,8 +1260,8 @@ set ylabel 'host pinned (GiB)'
 set xlabel 'time since the step started (ms)'
 set yrange [0:4.041257095]
 set label 1 'device capacity 80.0 GiB, far above every peak: not drawn, to keep the curves apart' at screen 0.07, screen 0.09499358151 left
-set label 2 'offload-async: device peak 42.9 GiB at 2.61 ms (forward L1), host peak 3.67 GiB' at screen 0.07, screen 0.07188703466 left tc lt 1
-set label 3 '    live at the device peak: static 42.1 GiB + saved L0-L1 684 MiB + workspace L1 204 MiB + embed/head saved 16.0 KiB' at screen 0.07, screen 0.0487804878 left tc lt 1
+set label 2 'offload-async: device peak 42.9 GiB at 2.61 ms (forward L1), host peak 3.67 GiB' at screen 0.07, screen 0.07188703466 left tc rgb '#4e79a7'
+set label 3 '    live at the device peak: static 42.1 GiB + saved L0-L1 684 MiB + workspace L1 204 MiB + embed/head saved 16.0 KiB' at screen 0.07, screen 0.0487804878 left tc rgb '#4e79a7'
 plot $memory0 using 1:3 with steps lt 1 notitle 
 unset multiplot
 unset output
@@ -1292,8 +1292,8 @@ set ylabel 'host pinned (GiB)'
 set xlabel 'time since the step started (ms)'
 set yrange [0:4.041257095]
 set label 1 'device capacity 80.0 GiB, far above every peak: not drawn, to keep the curves apart' at screen 0.07, screen 0.09499358151 left
-set label 2 'offload-async: device peak 42.9 GiB at 2.61 ms (forward L1), host peak 3.67 GiB' at screen 0.07, screen 0.07188703466 left tc lt 1
-set label 3 '    live at the device peak: static 42.1 GiB + saved L0-L1 684 MiB + workspace L1 204 MiB + embed/head saved 16.0 KiB' at screen 0.07, screen 0.0487804878 left tc lt 1
+set label 2 'offload-async: device peak 42.9 GiB at 2.61 ms (forward L1), host peak 3.67 GiB' at screen 0.07, screen 0.07188703466 left tc rgb '#4e79a7'
+set label 3 '    live at the device peak: static 42.1 GiB + saved L0-L1 684 MiB + workspace L1 204 MiB + embed/head saved 16.0 KiB' at screen 0.07, screen 0.0487804878 left tc rgb '#4e79a7'
 plot $memory0 using 1:3 with steps lt 1 notitle 
 unset multiplot
 unset output

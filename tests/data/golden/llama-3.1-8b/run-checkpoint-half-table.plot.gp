@@ -1209,8 +1209,8 @@ set ylabel 'host pinned (GiB)'
 set xlabel 'time since the step started (ms)'
 set yrange [0:1]
 set label 1 'device capacity 80.0 GiB: the dotted line' at screen 0.07, screen 0.09499358151 left
-set label 2 'checkpoint-half: device peak 61.3 GiB at 349.60 ms (forward head), host peak 0 B' at screen 0.07, screen 0.07188703466 left tc lt 1
-set label 3 '    live at the device peak: static 29.9 GiB + saved 16 of L1-L31 20.5 GiB + workspace 5.87 GiB + embed/head saved 4.04 GiB + input 16 of L0-L30 1.00 GiB' at screen 0.07, screen 0.0487804878 left tc lt 1
+set label 2 'checkpoint-half: device peak 61.3 GiB at 349.60 ms (forward head), host peak 0 B' at screen 0.07, screen 0.07188703466 left tc rgb '#4e79a7'
+set label 3 '    live at the device peak: static 29.9 GiB + saved 16 of L1-L31 20.5 GiB + workspace 5.87 GiB + embed/head saved 4.04 GiB + input 16 of L0-L30 1.00 GiB' at screen 0.07, screen 0.0487804878 left tc rgb '#4e79a7'
 plot $memory0 using 1:3 with steps lt 1 notitle 
 unset multiplot
 unset output
@@ -1242,8 +1242,8 @@ set ylabel 'host pinned (GiB)'
 set xlabel 'time since the step started (ms)'
 set yrange [0:1]
 set label 1 'device capacity 80.0 GiB: the dotted line' at screen 0.07, screen 0.09499358151 left
-set label 2 'checkpoint-half: device peak 61.3 GiB at 349.60 ms (forward head), host peak 0 B' at screen 0.07, screen 0.07188703466 left tc lt 1
-set label 3 '    live at the device peak: static 29.9 GiB + saved 16 of L1-L31 20.5 GiB + workspace 5.87 GiB + embed/head saved 4.04 GiB + input 16 of L0-L30 1.00 GiB' at screen 0.07, screen 0.0487804878 left tc lt 1
+set label 2 'checkpoint-half: device peak 61.3 GiB at 349.60 ms (forward head), host peak 0 B' at screen 0.07, screen 0.07188703466 left tc rgb '#4e79a7'
+set label 3 '    live at the device peak: static 29.9 GiB + saved 16 of L1-L31 20.5 GiB + workspace 5.87 GiB + embed/head saved 4.04 GiB + input 16 of L0-L30 1.00 GiB' at screen 0.07, screen 0.0487804878 left tc rgb '#4e79a7'
 plot $memory0 using 1:3 with steps lt 1 notitle 
 unset multiplot
 unset output

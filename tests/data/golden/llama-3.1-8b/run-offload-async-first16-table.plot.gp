@@ -2105,8 +2105,8 @@ set ylabel 'host pinned (GiB)'
 set xlabel 'time since the step started (ms)'
 set yrange [0:22.56826172]
 set label 1 'device capacity 80.0 GiB: the dotted line' at screen 0.07, screen 0.09499358151 left
-set label 2 'offload-async-first16: device peak 60.3 GiB at 577.28 ms (forward head), host peak 20.5 GiB' at screen 0.07, screen 0.07188703466 left tc lt 1
-set label 3 '    live at the device peak: static 29.9 GiB + saved L16-L31 20.5 GiB + workspace 5.87 GiB + embed/head saved 4.04 GiB' at screen 0.07, screen 0.0487804878 left tc lt 1
+set label 2 'offload-async-first16: device peak 60.3 GiB at 577.28 ms (forward head), host peak 20.5 GiB' at screen 0.07, screen 0.07188703466 left tc rgb '#4e79a7'
+set label 3 '    live at the device peak: static 29.9 GiB + saved L16-L31 20.5 GiB + workspace 5.87 GiB + embed/head saved 4.04 GiB' at screen 0.07, screen 0.0487804878 left tc rgb '#4e79a7'
 plot $memory0 using 1:3 with steps lt 1 notitle 
 unset multiplot
 unset output
@@ -2138,8 +2138,8 @@ set ylabel 'host pinned (GiB)'
 set xlabel 'time since the step started (ms)'
 set yrange [0:22.56826172]
 set label 1 'device capacity 80.0 GiB: the dotted line' at screen 0.07, screen 0.09499358151 left
-set label 2 'offload-async-first16: device peak 60.3 GiB at 577.28 ms (forward head), host peak 20.5 GiB' at screen 0.07, screen 0.07188703466 left tc lt 1
-set label 3 '    live at the device peak: static 29.9 GiB + saved L16-L31 20.5 GiB + workspace 5.87 GiB + embed/head saved 4.04 GiB' at screen 0.07, screen 0.0487804878 left tc lt 1
+set label 2 'offload-async-first16: device peak 60.3 GiB at 577.28 ms (forward head), host peak 20.5 GiB' at screen 0.07, screen 0.07188703466 left tc rgb '#4e79a7'
+set label 3 '    live at the device peak: static 29.9 GiB + saved L16-L31 20.5 GiB + workspace 5.87 GiB + embed/head saved 4.04 GiB' at screen 0.07, screen 0.0487804878 left tc rgb '#4e79a7'
 plot $memory0 using 1:3 with steps lt 1 notitle 
 unset multiplot
 unset output

@@ -1145,8 +1145,8 @@ set ylabel 'host pinned (GiB)'
 set xlabel 'time since the step started (ms)'
 set yrange [0:1]
 set label 1 'device capacity 80.0 GiB: the dotted line' at screen 0.07, screen 0.09499358151 left
-set label 2 'resident: device peak 80.9 GiB at 349.60 ms (forward head), host peak 0 B' at screen 0.07, screen 0.07188703466 left tc lt 1
-set label 3 '    live at the device peak: saved L0-L31 41.0 GiB + static 29.9 GiB + workspace 5.87 GiB + embed/head saved 4.04 GiB' at screen 0.07, screen 0.0487804878 left tc lt 1
+set label 2 'resident: device peak 80.9 GiB at 349.60 ms (forward head), host peak 0 B' at screen 0.07, screen 0.07188703466 left tc rgb '#4e79a7'
+set label 3 '    live at the device peak: saved L0-L31 41.0 GiB + static 29.9 GiB + workspace 5.87 GiB + embed/head saved 4.04 GiB' at screen 0.07, screen 0.0487804878 left tc rgb '#4e79a7'
 plot $memory0 using 1:3 with steps lt 1 notitle 
 unset multiplot
 unset output
@@ -1178,8 +1178,8 @@ set ylabel 'host pinned (GiB)'
 set xlabel 'time since the step started (ms)'
 set yrange [0:1]
 set label 1 'device capacity 80.0 GiB: the dotted line' at screen 0.07, screen 0.09499358151 left
-set label 2 'resident: device peak 80.9 GiB at 349.60 ms (forward head), host peak 0 B' at screen 0.07, screen 0.07188703466 left tc lt 1
-set label 3 '    live at the device peak: saved L0-L31 41.0 GiB + static 29.9 GiB + workspace 5.87 GiB + embed/head saved 4.04 GiB' at screen 0.07, screen 0.0487804878 left tc lt 1
+set label 2 'resident: device peak 80.9 GiB at 349.60 ms (forward head), host peak 0 B' at screen 0.07, screen 0.07188703466 left tc rgb '#4e79a7'
+set label 3 '    live at the device peak: saved L0-L31 41.0 GiB + static 29.9 GiB + workspace 5.87 GiB + embed/head saved 4.04 GiB' at screen 0.07, screen 0.0487804878 left tc rgb '#4e79a7'
 plot $memory0 using 1:3 with steps lt 1 notitle 
 unset multiplot
 unset output

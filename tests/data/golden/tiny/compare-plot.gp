@@ -27,14 +27,14 @@ set linetype 1 lc rgb '#4e79a7' lw 2 pt 7 ps 2
 set linetype 2 lc rgb '#f28e2b' lw 2 pt 7 ps 2
 set linetype 3 lc rgb '#e15759' lw 2 pt 7 ps 2
 set linetype 4 lc rgb '#76b7b2' lw 2 pt 7 ps 2
-set bmargin 5
+set bmargin 6
 set title 'step time against peak device memory (lower left is better)'
-set xlabel 'peak device memory (GiB)'
+set xlabel 'peak device memory (GiB); device capacity 80.0 GiB is far right, not drawn'
 set ylabel 'step time (ms)'
 set grid lc rgb '#d0d0d0'
 set offsets graph 0.1, graph 0.1, graph 0.12, graph 0.12
 set key outside below center horizontal reverse Left samplen 1.5 maxcols 3
-plot $front using 1:2 with lines lw 10 lc rgb '#d9d9d9' title 'Pareto front', \
+plot $front using 1:2 with lines lw 10 lc rgb '#d9d9d9' title 'Pareto front of what fits', \
      $front using 1:2 with points pt 6 ps 3.5 lw 1.5 lc rgb '#333333' notitle, \
      $policies every ::0::0 using 1:2 with points lt 1 title 'resident', \
      $policies every ::1::1 using 1:2 with points lt 2 title 'async', \
@@ -63,14 +63,14 @@ set linetype 1 lc rgb '#4e79a7' lw 2 pt 7 ps 2
 set linetype 2 lc rgb '#f28e2b' lw 2 pt 7 ps 2
 set linetype 3 lc rgb '#e15759' lw 2 pt 7 ps 2
 set linetype 4 lc rgb '#76b7b2' lw 2 pt 7 ps 2
-set bmargin 5
+set bmargin 6
 set title 'step time against peak device memory (lower left is better)'
-set xlabel 'peak device memory (GiB)'
+set xlabel 'peak device memory (GiB); device capacity 80.0 GiB is far right, not drawn'
 set ylabel 'step time (ms)'
 set grid lc rgb '#d0d0d0'
 set offsets graph 0.1, graph 0.1, graph 0.12, graph 0.12
 set key outside below center horizontal reverse Left samplen 1.5 maxcols 3
-plot $front using 1:2 with lines lw 10 lc rgb '#d9d9d9' title 'Pareto front', \
+plot $front using 1:2 with lines lw 10 lc rgb '#d9d9d9' title 'Pareto front of what fits', \
      $front using 1:2 with points pt 6 ps 3.5 lw 1.5 lc rgb '#333333' notitle, \
      $policies every ::0::0 using 1:2 with points lt 1 title 'resident', \
      $policies every ::1::1 using 1:2 with points lt 2 title 'async', \
@@ -336,14 +336,14 @@ set ylabel 'host pinned (GiB)'
 set xlabel 'time since the step started (ms)'
 set yrange [0:0.18046875]
 set label 1 'device capacity 80.0 GiB, far above every peak: not drawn, to keep the curves apart' at screen 0.07, screen 0.2051860203 left
-set label 2 'resident: device peak 1.28 GiB at 6.00 ms (forward L3), host peak 0 B' at screen 0.07, screen 0.1848928974 left tc lt 1
-set label 3 '    live at the device peak: static 1.00 GiB + saved L0-L3 224 MiB + workspace L3 64.0 MiB' at screen 0.07, screen 0.1645997745 left tc lt 1
-set label 4 'async: device peak 1.17 GiB at 2.00 ms (forward L1), host peak 168 MiB' at screen 0.07, screen 0.1443066516 left tc lt 2
-set label 5 '    live at the device peak: static 1.00 GiB + saved L0-L1 112 MiB + workspace L1 64.0 MiB' at screen 0.07, screen 0.1240135287 left tc lt 2
-set label 6 'hybrid: device peak 1.23 GiB at 9.53 ms (reload L2), host peak 112 MiB' at screen 0.07, screen 0.1037204059 left tc lt 3
-set label 7 '    live at the device peak: static 1.00 GiB + saved 3 of L0-L3 168 MiB + workspace L3 64.0 MiB + input L3 8.00 MiB' at screen 0.07, screen 0.08342728298 left tc lt 3
-set label 8 'checkpoint: device peak 1.15 GiB at 9.00 ms (recompute L3), host peak 0 B' at screen 0.07, screen 0.06313416009 left tc lt 4
-set label 9 '    live at the device peak: static 1.00 GiB + workspace L3 64.0 MiB + saved L3 56.0 MiB + input L0-L3 32.0 MiB' at screen 0.07, screen 0.0428410372 left tc lt 4
+set label 2 'resident: device peak 1.28 GiB at 6.00 ms (forward L3), host peak 0 B' at screen 0.07, screen 0.1848928974 left tc rgb '#4e79a7'
+set label 3 '    live at the device peak: static 1.00 GiB + saved L0-L3 224 MiB + workspace L3 64.0 MiB' at screen 0.07, screen 0.1645997745 left tc rgb '#4e79a7'
+set label 4 'async: device peak 1.17 GiB at 2.00 ms (forward L1), host peak 168 MiB' at screen 0.07, screen 0.1443066516 left tc rgb '#a9631e'
+set label 5 '    live at the device peak: static 1.00 GiB + saved L0-L1 112 MiB + workspace L1 64.0 MiB' at screen 0.07, screen 0.1240135287 left tc rgb '#a9631e'
+set label 6 'hybrid: device peak 1.23 GiB at 9.53 ms (reload L2), host peak 112 MiB' at screen 0.07, screen 0.1037204059 left tc rgb '#bf494b'
+set label 7 '    live at the device peak: static 1.00 GiB + saved 3 of L0-L3 168 MiB + workspace L3 64.0 MiB + input L3 8.00 MiB' at screen 0.07, screen 0.08342728298 left tc rgb '#bf494b'
+set label 8 'checkpoint: device peak 1.15 GiB at 9.00 ms (recompute L3), host peak 0 B' at screen 0.07, screen 0.06313416009 left tc rgb '#4c7673'
+set label 9 '    live at the device peak: static 1.00 GiB + workspace L3 64.0 MiB + saved L3 56.0 MiB + input L0-L3 32.0 MiB' at screen 0.07, screen 0.0428410372 left tc rgb '#4c7673'
 plot $memory0 using 1:3 with steps lt 1 notitle , \
      $memory1 using 1:3 with steps lt 2 notitle , \
      $memory2 using 1:3 with steps lt 3 notitle , \
@@ -383,14 +383,14 @@ set ylabel 'host pinned (GiB)'
 set xlabel 'time since the step started (ms)'
 set yrange [0:0.18046875]
 set label 1 'device capacity 80.0 GiB, far above every peak: not drawn, to keep the curves apart' at screen 0.07, screen 0.2051860203 left
-set label 2 'resident: device peak 1.28 GiB at 6.00 ms (forward L3), host peak 0 B' at screen 0.07, screen 0.1848928974 left tc lt 1
-set label 3 '    live at the device peak: static 1.00 GiB + saved L0-L3 224 MiB + workspace L3 64.0 MiB' at screen 0.07, screen 0.1645997745 left tc lt 1
-set label 4 'async: device peak 1.17 GiB at 2.00 ms (forward L1), host peak 168 MiB' at screen 0.07, screen 0.1443066516 left tc lt 2
-set label 5 '    live at the device peak: static 1.00 GiB + saved L0-L1 112 MiB + workspace L1 64.0 MiB' at screen 0.07, screen 0.1240135287 left tc lt 2
-set label 6 'hybrid: device peak 1.23 GiB at 9.53 ms (reload L2), host peak 112 MiB' at screen 0.07, screen 0.1037204059 left tc lt 3
-set label 7 '    live at the device peak: static 1.00 GiB + saved 3 of L0-L3 168 MiB + workspace L3 64.0 MiB + input L3 8.00 MiB' at screen 0.07, screen 0.08342728298 left tc lt 3
-set label 8 'checkpoint: device peak 1.15 GiB at 9.00 ms (recompute L3), host peak 0 B' at screen 0.07, screen 0.06313416009 left tc lt 4
-set label 9 '    live at the device peak: static 1.00 GiB + workspace L3 64.0 MiB + saved L3 56.0 MiB + input L0-L3 32.0 MiB' at screen 0.07, screen 0.0428410372 left tc lt 4
+set label 2 'resident: device peak 1.28 GiB at 6.00 ms (forward L3), host peak 0 B' at screen 0.07, screen 0.1848928974 left tc rgb '#4e79a7'
+set label 3 '    live at the device peak: static 1.00 GiB + saved L0-L3 224 MiB + workspace L3 64.0 MiB' at screen 0.07, screen 0.1645997745 left tc rgb '#4e79a7'
+set label 4 'async: device peak 1.17 GiB at 2.00 ms (forward L1), host peak 168 MiB' at screen 0.07, screen 0.1443066516 left tc rgb '#a9631e'
+set label 5 '    live at the device peak: static 1.00 GiB + saved L0-L1 112 MiB + workspace L1 64.0 MiB' at screen 0.07, screen 0.1240135287 left tc rgb '#a9631e'
+set label 6 'hybrid: device peak 1.23 GiB at 9.53 ms (reload L2), host peak 112 MiB' at screen 0.07, screen 0.1037204059 left tc rgb '#bf494b'
+set label 7 '    live at the device peak: static 1.00 GiB + saved 3 of L0-L3 168 MiB + workspace L3 64.0 MiB + input L3 8.00 MiB' at screen 0.07, screen 0.08342728298 left tc rgb '#bf494b'
+set label 8 'checkpoint: device peak 1.15 GiB at 9.00 ms (recompute L3), host peak 0 B' at screen 0.07, screen 0.06313416009 left tc rgb '#4c7673'
+set label 9 '    live at the device peak: static 1.00 GiB + workspace L3 64.0 MiB + saved L3 56.0 MiB + input L0-L3 32.0 MiB' at screen 0.07, screen 0.0428410372 left tc rgb '#4c7673'
 plot $memory0 using 1:3 with steps lt 1 notitle , \
      $memory1 using 1:3 with steps lt 2 notitle , \
      $memory2 using 1:3 with steps lt 3 notitle , \

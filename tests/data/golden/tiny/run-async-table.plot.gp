@@ -92,8 +92,8 @@ set ylabel 'host pinned (GiB)'
 set xlabel 'time since the step started (ms)'
 set yrange [0:0.18046875]
 set label 1 'device capacity 80.0 GiB, far above every peak: not drawn, to keep the curves apart' at screen 0.07, screen 0.09499358151 left
-set label 2 'async: device peak 1.17 GiB at 2.00 ms (forward L1), host peak 168 MiB' at screen 0.07, screen 0.07188703466 left tc lt 1
-set label 3 '    live at the device peak: static 1.00 GiB + saved L0-L1 112 MiB + workspace L1 64.0 MiB' at screen 0.07, screen 0.0487804878 left tc lt 1
+set label 2 'async: device peak 1.17 GiB at 2.00 ms (forward L1), host peak 168 MiB' at screen 0.07, screen 0.07188703466 left tc rgb '#4e79a7'
+set label 3 '    live at the device peak: static 1.00 GiB + saved L0-L1 112 MiB + workspace L1 64.0 MiB' at screen 0.07, screen 0.0487804878 left tc rgb '#4e79a7'
 plot $memory0 using 1:3 with steps lt 1 notitle 
 unset multiplot
 unset output
@@ -124,8 +124,8 @@ set ylabel 'host pinned (GiB)'
 set xlabel 'time since the step started (ms)'
 set yrange [0:0.18046875]
 set label 1 'device capacity 80.0 GiB, far above every peak: not drawn, to keep the curves apart' at screen 0.07, screen 0.09499358151 left
-set label 2 'async: device peak 1.17 GiB at 2.00 ms (forward L1), host peak 168 MiB' at screen 0.07, screen 0.07188703466 left tc lt 1
-set label 3 '    live at the device peak: static 1.00 GiB + saved L0-L1 112 MiB + workspace L1 64.0 MiB' at screen 0.07, screen 0.0487804878 left tc lt 1
+set label 2 'async: device peak 1.17 GiB at 2.00 ms (forward L1), host peak 168 MiB' at screen 0.07, screen 0.07188703466 left tc rgb '#4e79a7'
+set label 3 '    live at the device peak: static 1.00 GiB + saved L0-L1 112 MiB + workspace L1 64.0 MiB' at screen 0.07, screen 0.0487804878 left tc rgb '#4e79a7'
 plot $memory0 using 1:3 with steps lt 1 notitle 
 unset multiplot
 unset output

@@ -68,8 +68,8 @@ set ylabel 'host pinned (GiB)'
 set xlabel 'time since the step started (ms)'
 set yrange [0:1]
 set label 1 'device capacity 80.0 GiB, far above every peak: not drawn, to keep the curves apart' at screen 0.07, screen 0.09499358151 left
-set label 2 'resident: device peak 1.28 GiB at 6.00 ms (forward L3), host peak 0 B' at screen 0.07, screen 0.07188703466 left tc lt 1
-set label 3 '    live at the device peak: static 1.00 GiB + saved L0-L3 224 MiB + workspace L3 64.0 MiB' at screen 0.07, screen 0.0487804878 left tc lt 1
+set label 2 'resident: device peak 1.28 GiB at 6.00 ms (forward L3), host peak 0 B' at screen 0.07, screen 0.07188703466 left tc rgb '#4e79a7'
+set label 3 '    live at the device peak: static 1.00 GiB + saved L0-L3 224 MiB + workspace L3 64.0 MiB' at screen 0.07, screen 0.0487804878 left tc rgb '#4e79a7'
 plot $memory0 using 1:3 with steps lt 1 notitle 
 unset multiplot
 unset output
@@ -100,8 +100,8 @@ set ylabel 'host pinned (GiB)'
 set xlabel 'time since the step started (ms)'
 set yrange [0:1]
 set label 1 'device capacity 80.0 GiB, far above every peak: not drawn, to keep the curves apart' at screen 0.07, screen 0.09499358151 left
-set label 2 'resident: device peak 1.28 GiB at 6.00 ms (forward L3), host peak 0 B' at screen 0.07, screen 0.07188703466 left tc lt 1
-set label 3 '    live at the device peak: static 1.00 GiB + saved L0-L3 224 MiB + workspace L3 64.0 MiB' at screen 0.07, screen 0.0487804878 left tc lt 1
+set label 2 'resident: device peak 1.28 GiB at 6.00 ms (forward L3), host peak 0 B' at screen 0.07, screen 0.07188703466 left tc rgb '#4e79a7'
+set label 3 '    live at the device peak: static 1.00 GiB + saved L0-L3 224 MiB + workspace L3 64.0 MiB' at screen 0.07, screen 0.0487804878 left tc rgb '#4e79a7'
 plot $memory0 using 1:3 with steps lt 1 notitle 
 unset multiplot
 unset output

@@ -77,6 +77,8 @@ layer_costs(Ctx *c)
     guint64 all = 0, fixed = 0, sel = 0, sel_fixed = 0;
     for (guint k = 0; k < layer->tensors->len; k++) {
       const SimTensor *t = &g_array_index(layer->tensors, SimTensor, k);
+      if (!sim_tensor_on_device(t))
+        continue;
       all += t->bytes;
       if (!t->offloadable)
         fixed += t->bytes;

@@ -82,7 +82,7 @@ offloads(SimAction a)
 static inline gboolean
 moves(const Lower *l, const SimTensor *t)
 {
-  return t->offloadable && t->bytes >= l->policy->min_tensor;
+  return sim_tensor_on_device(t) && t->offloadable && t->bytes >= l->policy->min_tensor;
 }
 
 static Fate
@@ -221,6 +221,8 @@ emit_stage(Lower *l, const SimLayer *stage, const char *name, SimPhase phase)
   workspace(l, op, stage, SIM_NO_LAYER);
   for (guint k = 0; k < stage->tensors->len; k++) {
     const SimTensor *t = &g_array_index(stage->tensors, SimTensor, k);
+    if (!sim_tensor_on_device(t))
+      continue;
     sim_program_mem_inline(l->p, op, forward ? SIM_AT_START : SIM_AT_END, SIM_POOL_DEVICE,
                            forward ? (gint64)t->bytes : -(gint64)t->bytes, sim_program_intern(l->p, t->name),
                            SIM_NO_LAYER);
@@ -245,7 +247,7 @@ emit_forward(Lower *l, guint i)
   for (guint k = 0; k < layer->tensors->len; k++) {
     const SimTensor *t = &g_array_index(layer->tensors, SimTensor, k);
     Fate fate = tensor_fate(l, i, k);
-    if (fate == FATE_FULL)
+    if (fate == FATE_FULL || !sim_tensor_on_device(t))
       continue;
     /* Every tensor exists while the forward runs; dropped ones go at its end. */
     sim_program_mem_inline(p, op, SIM_AT_START, SIM_POOL_DEVICE, (gint64)t->bytes, tensor_label(l, i, k), (gint32)i);
@@ -303,7 +305,7 @@ emit_backward(Lower *l, guint i)
     for (guint k = 0; k < layer->tensors->len; k++) {
       const SimTensor *t = &g_array_index(layer->tensors, SimTensor, k);
       Fate fate = tensor_fate(l, i, k);
-      if (fate == FATE_FULL || fate == FATE_DROP)
+      if ((fate == FATE_FULL || fate == FATE_DROP) && sim_tensor_on_device(t))
         sim_program_mem_inline(p, op, SIM_AT_START, SIM_POOL_DEVICE, (gint64)t->bytes, tensor_label(l, i, k),
                                (gint32)i);
     }
@@ -315,6 +317,8 @@ emit_backward(Lower *l, guint i)
   workspace(l, op, layer, (gint32)i);
   for (guint k = 0; k < layer->tensors->len; k++) {
     const SimTensor *t = &g_array_index(layer->tensors, SimTensor, k);
+    if (!sim_tensor_on_device(t))
+      continue;
     guint n = tensor_fate(l, i, k) == FATE_OFFLOAD ? copies_of(l, t) : 1;
     sim_program_mem_inline(p, op, SIM_AT_END, SIM_POOL_DEVICE, -(gint64)(t->bytes * n), tensor_label(l, i, k),
                            (gint32)i);

@@ -118,8 +118,11 @@ guint64
 sim_layer_saved_bytes(const SimLayer *layer)
 {
   guint64 sum = 0;
-  for (guint i = 0; i < layer->tensors->len; i++)
-    sum += g_array_index(layer->tensors, SimTensor, i).bytes;
+  for (guint i = 0; i < layer->tensors->len; i++) {
+    const SimTensor *t = &g_array_index(layer->tensors, SimTensor, i);
+    if (sim_tensor_on_device(t))
+      sum += t->bytes;
+  }
   return sum;
 }
 
@@ -136,16 +139,21 @@ sim_workload_saved_bytes(const SimWorkload *w)
   return sum;
 }
 
+static guint
+device_tensors(const SimLayer *layer)
+{
+  guint n = 0;
+  for (guint i = 0; layer && i < layer->tensors->len; i++)
+    n += sim_tensor_on_device(&g_array_index(layer->tensors, SimTensor, i));
+  return n;
+}
+
 guint
 sim_workload_saved_tensors(const SimWorkload *w)
 {
-  guint n = 0;
+  guint n = device_tensors(w->embed) + device_tensors(w->head);
   for (guint i = 0; i < sim_workload_n_layers(w); i++)
-    n += sim_workload_layer(w, i)->tensors->len;
-  if (w->embed)
-    n += w->embed->tensors->len;
-  if (w->head)
-    n += w->head->tensors->len;
+    n += device_tensors(sim_workload_layer(w, i));
   return n;
 }
 

@@ -23,14 +23,35 @@ G_BEGIN_DECLS
  * typo like `layers = 1000000000` is an error instead of an out-of-memory. */
 #define SIM_WORKLOAD_MAX_LAYERS 1000000
 
+/* A saved tensor: one storage and the references autograd saved to it in
+ * this layer.  The last four flags are FALSE for every workload but `ops =
+ * hf` (sim/input/transformer_hf.c), which lists every reference autograd
+ * packs: `parameter` and `shared` entries are references to a storage that
+ * is held anyway (a weight, or a tensor an earlier layer saved: the RoPE
+ * tables) and `host` entries live in host memory, so none of the three
+ * takes device memory, is copied by a policy or counts in saved bytes
+ * (sim_tensor_on_device); `leaf` says the tensor has no grad_fn (masks,
+ * statistics, indices, RoPE tables), which a hook may treat apart. */
 typedef struct {
   const char *name;     /* interned (g_intern_string): equal names are one pointer, never freed */
-  guint64 bytes;
+  guint64 bytes;        /* the storage's size */
   gboolean offloadable; /* FALSE: a policy must keep it on the device */
   gboolean selective;   /* dropped and recomputed by selective checkpointing */
   double recompute;     /* seconds to recompute it, when selective */
   guint refs;           /* saved references to this storage (autograd packs), >= 1 */
+  gboolean leaf;        /* no grad_fn */
+  gboolean parameter;   /* a reference to a parameter (static memory) */
+  gboolean shared;      /* a reference to a storage an earlier layer saved, and counted */
+  gboolean host;        /* in host memory on CUDA (SDPA's philox seed and offset) */
 } SimTensor;
+
+/* Whether the tensor is a device storage of its own layer: what saved
+ * bytes, the lowering's memory and a policy's copies count. */
+static inline gboolean
+sim_tensor_on_device(const SimTensor *t)
+{
+  return !t->parameter && !t->shared && !t->host;
+}
 
 typedef struct {
   double forward;           /* seconds */
@@ -81,10 +102,10 @@ SimLayer *sim_workload_add_head(SimWorkload *workload);
 /* Seconds of recompute for the layer's selective tensors. */
 double sim_layer_selective_recompute(const SimLayer *layer);
 
-/* Distinct tensors saved in the step, embedding and head included. */
+/* Distinct device tensors saved in the step, embedding and head included. */
 guint sim_workload_saved_tensors(const SimWorkload *workload);
 
-/* Bytes a layer saves for backward: the sum of its tensors. */
+/* Bytes a layer saves for backward: the sum of its tensors on the device. */
 guint64 sim_layer_saved_bytes(const SimLayer *layer);
 
 /* The total size of the distinct tensors saved in the step, embedding and

@@ -56,7 +56,9 @@ START_TEST(test_defaults_are_the_loaded_values)
   sim_transformer_defaults(&t);
   ck_assert_uint_eq(t.dtype, SIM_DTYPE_BF16);
   ck_assert_uint_eq(sim_dtype_bytes(t.dtype), 2);
-  ck_assert(t.flash && t.adamw && t.master_weights && !t.layernorm && !t.gelu && !t.sp);
+  ck_assert(t.adamw && t.master_weights && !t.layernorm && !t.gelu && !t.sp && !t.hf_ops);
+  ck_assert_uint_eq(t.attention, SIM_ATTENTION_FLASH);
+  ck_assert_uint_eq(t.hidden_act, SIM_ACT_SILU);
   ck_assert_uint_eq(t.tp, 1);
 
   SimMachine m;

@@ -94,6 +94,21 @@ read_probability(Reader *r, const char *field, double fallback, double *out)
   return TRUE;
 }
 
+/* The MLP activation (`field`: hidden_act, or activation_function for
+ * gpt2), one of the [transformer] hidden_act key's names. */
+static gboolean
+read_activation(Reader *r, const char *field, const char *fallback, SimTransformer *c)
+{
+  GType type;
+  JsonNode *node = field_value(r, field, &type);
+  const char *name = node == NULL ? fallback : type == G_TYPE_STRING ? json_node_get_string(node) : NULL;
+  if (name && sim_schema_parse(SIM_KEY_TRANSFORMER_HIDDEN_ACT, name, c, NULL))
+    return TRUE;
+  g_autofree char *expected = g_strjoinv(", ", (char **)sim_activation_names);
+  g_autofree char *what = g_strdup_printf("one of %s", expected);
+  return wrong_field(r, field, what);
+}
+
 /* llama, qwen2 and mistral share one layout: RMSNorm, SwiGLU, RoPE, GQA. */
 static gboolean
 load_llama_like(Reader *r, const char *type, SimTransformer *c)
@@ -115,7 +130,7 @@ load_llama_like(Reader *r, const char *type, SimTransformer *c)
   else if (!read_bool(r, "attention_bias", FALSE, &bias))
     return FALSE;
   double dropout;
-  if (!read_probability(r, "attention_dropout", 0, &dropout))
+  if (!read_probability(r, "attention_dropout", 0, &dropout) || !read_activation(r, "hidden_act", "silu", c))
     return FALSE;
   c->hidden = (guint)hidden;
   c->layers = (guint)layers;
@@ -138,15 +153,22 @@ static gboolean
 load_gpt2(Reader *r, SimTransformer *c)
 {
   guint64 hidden, layers, heads, vocab, positions, inner;
-  double dropout;
+  double dropout, attn, embd;
   if (!read_uint(r, "n_embd", SIM_KEY_TRANSFORMER_HIDDEN, 0, &hidden) ||
       !read_uint(r, "n_layer", SIM_KEY_TRANSFORMER_LAYERS, 0, &layers) ||
       !read_uint(r, "n_head", SIM_KEY_TRANSFORMER_HEADS, 0, &heads) ||
       !read_uint(r, "vocab_size", SIM_KEY_TRANSFORMER_VOCAB, 0, &vocab) ||
       !read_uint(r, "n_positions", SIM_KEY_TRANSFORMER_POSITIONS, 0, &positions) ||
       !read_uint(r, "n_inner", SIM_KEY_TRANSFORMER_FFN, 4 * hidden, &inner) ||
-      !read_probability(r, "resid_pdrop", 0.1, &dropout))
+      !read_probability(r, "resid_pdrop", 0.1, &dropout) || !read_probability(r, "attn_pdrop", 0.1, &attn) ||
+      !read_probability(r, "embd_pdrop", 0.1, &embd) || !read_activation(r, "activation_function", "gelu_new", c))
     return FALSE;
+  /* One dropout key stands for the three: what is saved (masks or none) must not depend on which. */
+  if ((attn > 0) != (dropout > 0) || (embd > 0) != (dropout > 0)) {
+    g_set_error(r->error, SIM_ERROR, SIM_ERROR_INPUT, "%s: fields 'resid_pdrop', 'attn_pdrop' and 'embd_pdrop': "
+                "expected all 0 or all above 0 (one [transformer] dropout stands for the three)", r->origin);
+    return FALSE;
+  }
   c->hidden = (guint)hidden;
   c->layers = (guint)layers;
   c->heads = c->kv_heads = (guint)heads;
@@ -209,6 +231,7 @@ apply_shape(SimTransformer *c, const SimTransformer *shape)
   c->max_positions = shape->max_positions;
   c->layernorm = shape->layernorm;
   c->gelu = shape->gelu;
+  c->hidden_act = shape->hidden_act;
   c->dropout = shape->dropout;
   c->tied_embeddings = shape->tied_embeddings;
   c->qkv_bias = shape->qkv_bias;

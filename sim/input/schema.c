@@ -14,6 +14,8 @@
 G_STATIC_ASSERT(sizeof(SimPinned) == sizeof(guint));
 G_STATIC_ASSERT(sizeof(SimDtype) == sizeof(guint));
 G_STATIC_ASSERT(sizeof(SimPolicyKind) == sizeof(guint));
+G_STATIC_ASSERT(sizeof(SimAttention) == sizeof(guint));
+G_STATIC_ASSERT(sizeof(SimActivation) == sizeof(guint));
 
 static const char *const group_names[SIM_GROUP_COUNT] = {
   [SIM_GROUP_SCENARIO] = "scenario", [SIM_GROUP_DEVICE] = "device",         [SIM_GROUP_LINK] = "link",
@@ -27,7 +29,7 @@ static const char *const checkpoint_modes[] = { "full", "selective", NULL };
 static const char *const pinned_names[] = { "pooled", "per-tensor", "none", NULL };
 static const char *const norm_names[] = { "rmsnorm", "layernorm", NULL };
 static const char *const mlp_names[] = { "swiglu", "gelu", NULL };
-static const char *const attention_names[] = { "eager", "flash", NULL };
+static const char *const ops_names[] = { "fused", "hf", NULL };
 static const char *const optimizer_names[] = { "none", "adamw", NULL };
 
 #define OFFLOAD_PLAN ((1u << SIM_POLICY_OFFLOAD) | (1u << SIM_POLICY_PLAN))
@@ -154,9 +156,14 @@ static const SimSchemaKey keys[SIM_KEY_COUNT] = {
                                  .expect = "rmsnorm or layernorm" },
   [SIM_KEY_TRANSFORMER_MLP] = { SIM_GROUP_TRANSFORMER, "mlp", SIM_VALUE_CHOICE, .offset = T(gelu), .names = mlp_names,
                                 .fallback = "swiglu", .doc_default = "`swiglu`", .expect = "swiglu or gelu" },
-  [SIM_KEY_TRANSFORMER_ATTENTION] = { SIM_GROUP_TRANSFORMER, "attention", SIM_VALUE_CHOICE, .offset = T(flash),
-                                      .names = attention_names, .fallback = "flash", .doc_default = "`flash`",
-                                      .expect = "eager or flash" },
+  [SIM_KEY_TRANSFORMER_HIDDEN_ACT] = { SIM_GROUP_TRANSFORMER, "hidden_act", SIM_VALUE_CHOICE, .offset = T(hidden_act),
+                                       .names = sim_activation_names, .fallback = "silu", .doc_default = "`silu`",
+                                       .expect = "silu, gelu_new, gelu_pytorch_tanh or gelu" },
+  [SIM_KEY_TRANSFORMER_ATTENTION] = { SIM_GROUP_TRANSFORMER, "attention", SIM_VALUE_CHOICE, .offset = T(attention),
+                                      .names = sim_attention_names, .fallback = "flash", .doc_default = "`flash`",
+                                      .expect = "eager, sdpa or flash" },
+  [SIM_KEY_TRANSFORMER_OPS] = { SIM_GROUP_TRANSFORMER, "ops", SIM_VALUE_CHOICE, .offset = T(hf_ops), .names = ops_names,
+                                .fallback = "fused", .doc_default = "`fused`", .expect = "fused or hf" },
   [SIM_KEY_TRANSFORMER_DROPOUT] = { SIM_GROUP_TRANSFORMER, "dropout", SIM_VALUE_NUMBER, .offset = T(dropout), .lo = 0,
                                     .hi = 1, .open = SIM_OPEN_HI, .fallback = "0", .doc_default = "`0`",
                                     .expect = "a probability in [0, 1)" },

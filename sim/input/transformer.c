@@ -8,6 +8,10 @@
 
 const char *const sim_dtype_names[] = { "fp32", "bf16", "fp16", NULL };
 G_STATIC_ASSERT(G_N_ELEMENTS(sim_dtype_names) == SIM_DTYPE_COUNT + 1);
+const char *const sim_attention_names[] = { "eager", "sdpa", "flash", NULL };
+G_STATIC_ASSERT(G_N_ELEMENTS(sim_attention_names) == SIM_ATTENTION_COUNT + 1);
+const char *const sim_activation_names[] = { "silu", "gelu_new", "gelu_pytorch_tanh", "gelu", NULL };
+G_STATIC_ASSERT(G_N_ELEMENTS(sim_activation_names) == SIM_ACT_COUNT + 1);
 
 guint
 sim_dtype_bytes(SimDtype dtype)
@@ -46,6 +50,36 @@ mul3(Checked *c, guint64 a, guint64 b, guint64 d)
   return mul(c, mul(c, a, b), d);
 }
 
+/* What ops = hf models: the two layouts of HF's supported model types, on
+ * one GPU, with the kernels HF would call.  Anything else is refused rather
+ * than approximated. */
+static gboolean
+hf_validate(const SimTransformer *c, GError **error)
+{
+  gboolean llama = !c->layernorm && !c->gelu && c->max_positions == 0;
+  gboolean gpt2 = c->layernorm && c->gelu && c->max_positions > 0;
+  const char *message = NULL;
+  if (!llama && !gpt2)
+    message = "norm, mlp and positions: ops = hf follows the modeling code of a supported model_type, which has "
+              "norm = rmsnorm, mlp = swiglu and positions = 0 (llama, qwen2, mistral) or norm = layernorm, mlp = gelu "
+              "and positions above 0 (gpt2)";
+  else if (c->tp != 1 || c->sp)
+    message = "tp and sp: ops = hf follows HuggingFace's modeling code on one GPU: tp = 1 and sp = false";
+  else if (gpt2 && (c->kv_heads != c->heads || (guint64)c->heads * c->head_dim != c->hidden))
+    message = "kv_heads and head_dim: gpt2 splits c_attn's output into three hidden-wide parts: kv_heads = heads "
+              "and heads x head_dim = hidden";
+  else if (gpt2 && c->seq > c->max_positions)
+    message = "seq: gpt2 takes at most `positions` tokens (its learned position embeddings)";
+  else if (c->attention == SIM_ATTENTION_FLASH && c->dtype == SIM_DTYPE_FP32)
+    message = "attention: flash (flash_attention_2) runs in bf16 or fp16 only (expected eager or sdpa for fp32)";
+  else if (c->attention != SIM_ATTENTION_EAGER && c->dtype != SIM_DTYPE_FP32 && c->head_dim > 256)
+    message = "head_dim: the flash kernels of attention = sdpa and flash take head_dim up to 256 (expected "
+              "attention = eager)";
+  if (message)
+    g_set_error_literal(error, SIM_ERROR, SIM_ERROR_INPUT, message);
+  return message == NULL;
+}
+
 gboolean
 sim_transformer_validate(const SimTransformer *c, GError **error)
 {
@@ -79,6 +113,13 @@ sim_transformer_validate(const SimTransformer *c, GError **error)
   }
   if (!(c->dropout >= 0 && c->dropout < 1)) {
     g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "dropout: expected a probability in [0, 1)");
+    return FALSE;
+  }
+  if (c->hf_ops)
+    return hf_validate(c, error);
+  if (c->attention == SIM_ATTENTION_SDPA) {
+    g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT,
+                "attention: sdpa is HuggingFace's SDPA path, which needs ops = hf (ops = fused takes eager or flash)");
     return FALSE;
   }
   return TRUE;
@@ -131,14 +172,25 @@ add_norm(SimLayer *layer, const SimTransformer *c, const Geometry *g, Checked *k
   add(layer, stats, mul(k, g->rows, c->layernorm ? 8 : 4) / g->sr, 1);
 }
 
+/* Seconds to recompute eager attention's core (QK^T, softmax, dropout):
+ * what selective checkpointing pays for the tensors it drops. */
+static double
+core_recompute(const SimTransformer *c, const Geometry *g, const SimDevice *dev, Checked *k)
+{
+  guint64 scores = mul(k, g->scores, g->e);
+  double bytes = 2.0 * (double)scores + (c->dropout > 0 ? (double)scores + (double)g->scores * (double)(2 * g->e + 1) : 0);
+  double flops = 2.0 * (double)g->scores * (double)(g->qd / c->heads);
+  return flops / (dev->matmul_flops * dev->efficiency) + bytes / dev->hbm_bandwidth;
+}
+
+/* ops = fused: one tensor per storage of a fused-kernel layer. */
 static void
-build_layer(SimLayer *layer, const SimTransformer *c, const Geometry *g, const SimDevice *dev, Checked *k)
+fused_layer(SimLayer *layer, const SimTransformer *c, const Geometry *g, double core, Checked *k)
 {
   guint64 row_h = mul3(k, g->rows, g->h, g->e) / g->sr;
   guint64 row_f = mul3(k, g->rows, g->f, g->e) / g->t;
   guint64 scores = mul(k, g->scores, g->e);
-  gboolean drop = c->dropout > 0;
-  double mm = dev->matmul_flops * dev->efficiency, hbm = dev->hbm_bandwidth;
+  gboolean drop = c->dropout > 0, flash = c->attention == SIM_ATTENTION_FLASH;
 
   /* Attention. */
   add_norm(layer, c, g, k, "attn_norm_in", "attn_norm_stats");
@@ -146,21 +198,19 @@ build_layer(SimLayer *layer, const SimTransformer *c, const Geometry *g, const S
   add(layer, "q", mul3(k, g->rows, g->qd, g->e) / g->t, 1);
   add(layer, "k", mul3(k, g->rows, g->kvd, g->e) / g->t, 1);
   add(layer, "v", mul3(k, g->rows, g->kvd, g->e) / g->t, 1);
-  double score_flops = 2.0 * (double)g->scores * (double)(g->qd / c->heads);
-  if (c->flash) {
+  if (flash) {
     add(layer, "softmax_lse", mul3(k, g->rows, c->heads, 4) / g->t, 1);
   } else {
     /* Without dropout the PV matmul reads the softmax output itself. */
     SimTensor *sm = add(layer, "scores_softmax", scores, drop ? 1 : 2);
-    double core_bytes = 2.0 * (double)scores + (drop ? (double)scores + (double)g->scores * (double)(2 * g->e + 1) : 0);
     sm->selective = TRUE;
-    sm->recompute = score_flops / mm + core_bytes / hbm;
+    sm->recompute = core;
     if (drop) {
       add(layer, "attn_dropout_mask", g->scores, 1)->selective = TRUE;
       add(layer, "attn_probs_dropped", scores, 1)->selective = TRUE;
     }
   }
-  add(layer, "attn_out", mul3(k, g->rows, g->qd, g->e) / g->t, c->flash ? 2 : 1);
+  add(layer, "attn_out", mul3(k, g->rows, g->qd, g->e) / g->t, flash ? 2 : 1);
   if (drop)
     add(layer, "attn_resid_mask", mul(k, g->rows, g->h) / g->sr, 1);
 
@@ -178,17 +228,29 @@ build_layer(SimLayer *layer, const SimTransformer *c, const Geometry *g, const S
   }
   if (drop)
     add(layer, "mlp_resid_mask", mul(k, g->rows, g->h) / g->sr, 1);
+}
 
-  /* Times: matmuls at the reachable rate, elementwise work at HBM speed. */
+/* Times, the checkpointed input and the workspace of a layer, for both ops:
+ * matmuls at the reachable rate, elementwise work at HBM speed.  SDPA runs
+ * a flash-type kernel. */
+static void
+layer_times(SimLayer *layer, const SimTransformer *c, const Geometry *g, const SimDevice *dev, Checked *k)
+{
+  guint64 row_h = mul3(k, g->rows, g->h, g->e) / g->sr;
+  guint64 row_f = mul3(k, g->rows, g->f, g->e) / g->t;
+  guint64 scores = mul(k, g->scores, g->e);
+  gboolean drop = c->dropout > 0, flash = c->attention != SIM_ATTENTION_EAGER;
+  double mm = dev->matmul_flops * dev->efficiency, hbm = dev->hbm_bandwidth;
+  double score_flops = 2.0 * (double)g->scores * (double)(g->qd / c->heads);
   double rows = (double)g->rows, h = (double)g->h, t = (double)g->t, e = (double)g->e;
   double flops = 2 * rows * h * (double)(g->qd + 2 * g->kvd) / t /* q, k, v */
                  + 2 * rows * (double)g->qd * h / t             /* output projection */
                  + (c->gelu ? 4 : 6) * rows * h * (double)g->f / t /* MLP */
-                 + 2 * score_flops * (c->flash ? 0.5 : 1.0);      /* QK^T and PV; causal flash skips half */
+                 + 2 * score_flops * (flash ? 0.5 : 1.0);      /* QK^T and PV; causal flash skips half */
   double bytes = 2 * 2 * (double)row_h                            /* two norms: read and write */
                  + 2 * 3 * (double)row_h                          /* two residual adds */
                  + (c->gelu ? 2 : 5) * (double)row_f;             /* GeLU, or SiLU and the product */
-  if (!c->flash)
+  if (!flash)
     bytes += 2.0 * (double)scores + (drop ? (double)g->scores * (2 * e + 1) : 0);
   if (drop)
     bytes += 2 * rows * h / (double)g->sr * (2 * e + 1);
@@ -197,18 +259,257 @@ build_layer(SimLayer *layer, const SimTransformer *c, const Geometry *g, const S
   /* The checkpointed input is the residual stream entering the layer. */
   layer->input_bytes = row_h;
   /* Backward holds the gradients of the widest activations at once. */
-  guint64 grads = MAX(mul(k, 2, row_f), c->flash ? 0 : mul(k, 2, scores));
+  guint64 grads = MAX(mul(k, 2, row_f), flash ? 0 : mul(k, 2, scores));
   layer->workspace_bytes = grads + mul(k, 2, row_h);
 }
+
+/* ---- ops = hf --------------------------------------------------------------
+ *
+ * What current PyTorch's autograd saves (one entry per storage, its
+ * references in the layer) when HuggingFace transformers' modeling code runs
+ * on CUDA: the table in transformer.h, checked against the recordings of
+ * tests/data/hf (tests/test_transformer_hf.c). */
+
+enum {
+  HF_LEAF = 1 << 0,   /* no grad_fn */
+  HF_PARAM = 1 << 1,  /* a parameter reference */
+  HF_SHARED = 1 << 2, /* saved by an earlier layer */
+  HF_HOST = 1 << 3,   /* in host memory */
+  HF_KEPT = 1 << 4,   /* never offloaded (ids, labels) */
+};
+
+static SimTensor *
+hf_add(SimLayer *layer, const char *name, guint64 bytes, guint refs, guint flags)
+{
+  SimTensor *t = add(layer, name, bytes, refs);
+  t->leaf = (flags & HF_LEAF) != 0;
+  t->parameter = (flags & HF_PARAM) != 0;
+  t->shared = (flags & HF_SHARED) != 0;
+  t->host = (flags & HF_HOST) != 0;
+  t->offloadable = (flags & (HF_KEPT | HF_PARAM | HF_SHARED | HF_HOST)) == 0;
+  return t;
+}
+
+/* The shape in the units of HF's code. */
+typedef struct {
+  guint64 n, e, h, f, b, s, a, kv, d;
+  guint64 dp;     /* head_dim as the flash kernels pad it (a multiple of 8) */
+  guint64 scores; /* b.a.s^2 */
+  gboolean drop, gpt2;
+} Hf;
+
+static Hf
+hf_shape(const SimTransformer *c, const Geometry *g)
+{
+  return (Hf){ .n = g->rows, .e = g->e, .h = g->h, .f = g->f, .b = c->batch, .s = c->seq, .a = c->heads,
+               .kv = c->kv_heads, .d = c->head_dim, .dp = (c->head_dim + 7) / 8 * 8, .scores = g->scores,
+               .drop = c->dropout > 0, .gpt2 = c->layernorm };
+}
+
+typedef struct {
+  const char *in, *in_fp32, *rsqrt, *normed, *mean, *rstd, *weight, *bias;
+} NormNames;
+
+#define NORM_NAMES(p)                                                                                      \
+  { p ".in", p ".in_fp32", p ".rsqrt", p ".normed", p ".mean", p ".rstd", p ".weight", p ".bias" }
+static const NormNames attn_norm = NORM_NAMES("attn_norm"), mlp_norm = NORM_NAMES("mlp_norm"),
+                       final_norm = NORM_NAMES("final_norm");
+
+/* LlamaRMSNorm: hidden.to(float32) (saved by pow and by the multiply by
+ * rsqrt; in fp32 the cast is a no-op and this is the input itself), rsqrt
+ * (by its own backward and by the multiply), the weight and the normalised
+ * tensor cast back (weight * x); mean saves no tensor (PyTorch 2.2 and
+ * later).  nn.LayerNorm, CUDA's native_layer_norm: the input, weight, bias
+ * and the fp32 mean and rstd. */
+static void
+hf_norm(SimLayer *l, const Hf *m, Checked *k, const NormNames *names)
+{
+  if (m->gpt2) {
+    hf_add(l, names->in, mul3(k, m->n, m->h, m->e), 1, 0);
+    hf_add(l, names->weight, m->h * m->e, 1, HF_PARAM | HF_LEAF);
+    hf_add(l, names->bias, m->h * m->e, 1, HF_PARAM | HF_LEAF);
+    hf_add(l, names->mean, mul(k, m->n, 4), 1, HF_LEAF);
+    hf_add(l, names->rstd, mul(k, m->n, 4), 1, HF_LEAF);
+    return;
+  }
+  hf_add(l, names->in_fp32, mul3(k, m->n, m->h, 4), 2, 0);
+  hf_add(l, names->rsqrt, mul(k, m->n, 4), 2, 0);
+  hf_add(l, names->weight, m->h * m->e, 1, HF_PARAM);
+  hf_add(l, names->normed, mul3(k, m->n, m->h, m->e), 1, 0);
+}
+
+/* The MLP activation on `input` (N x ffn): SiLU and the fused GeLUs save
+ * their input; gelu_new, written out in plain ops, saves pow's input, the
+ * tanh result and both operands of the last multiply (Python scalars are no
+ * saved tensors). */
+static void
+hf_activation(SimLayer *l, const SimTransformer *c, const Hf *m, Checked *k, const char *input)
+{
+  guint64 row_f = mul3(k, m->n, m->f, m->e);
+  hf_add(l, input, row_f, 1, 0);
+  if (c->hidden_act == SIM_ACT_GELU_NEW) {
+    hf_add(l, "act.tanh", row_f, 1, 0);
+    hf_add(l, "act.half_x", row_f, 1, 0);
+    hf_add(l, "act.one_plus_tanh", row_f, 1, 0);
+  }
+}
+
+/* Eager attention: QK^T saves q and k (at the query head count, after
+ * repeat_kv), the softmax saves its result (fp32 for llama-like models,
+ * then cast to the activation dtype for PV; GPT-2's is in the activation
+ * dtype and PV reads it itself), dropout its bool mask, PV the
+ * probabilities and v, the output projection the merged heads. */
+static void
+hf_eager(SimLayer *l, const Hf *m, double core, Checked *k)
+{
+  guint64 row_q = mul3(k, m->n, m->a * m->d, m->e);
+  hf_add(l, "q", row_q, 1, 0);
+  hf_add(l, "k", row_q, 1, 0);
+  guint64 softmax_e = m->gpt2 ? m->e : 4;
+  gboolean same = softmax_e == m->e && !m->drop; /* PV reads the softmax result itself */
+  SimTensor *sm = hf_add(l, "scores_softmax", mul(k, m->scores, softmax_e), same ? 2 : 1, 0);
+  sm->selective = TRUE;
+  sm->recompute = core;
+  if (m->drop) {
+    hf_add(l, "attn_dropout_mask", m->scores, 1, HF_LEAF)->selective = TRUE;
+    hf_add(l, "attn_probs_dropped", mul(k, m->scores, m->e), 1, 0)->selective = TRUE;
+  } else if (!same) {
+    hf_add(l, "attn_probs", mul(k, m->scores, m->e), 1, 0)->selective = TRUE;
+  }
+  hf_add(l, "v", row_q, 1, 0);
+  hf_add(l, "attn_out", row_q, 1, 0);
+}
+
+/* PyTorch's SDPA flash (16-bit) or memory-efficient (fp32) kernel, or
+ * flash_attention_2: q, k, v as given, the output (whose storage the output
+ * projection reads again), fp32 logsumexp, and the dropout state: philox
+ * seed and offset on the host (SDPA) or an int64 (2,) rng_state (flash-attn).
+ * The flash kernels zero-pad head_dim to a multiple of 8: q, k, v and the
+ * output are then padded copies, and the output projection reads a copy
+ * without the padding. */
+static void
+hf_fused_attention(SimLayer *l, const SimTransformer *c, const Hf *m, Checked *k)
+{
+  gboolean sdpa = c->attention == SIM_ATTENTION_SDPA, padded = m->d % 8 != 0 && m->e != 4;
+  guint64 d = padded ? m->dp : m->d;
+  /* SDPA gets k and v after repeat_kv; flash_attention_2 at their own head count. */
+  guint64 kv = sdpa ? m->a : m->kv;
+  guint64 row_q = mul3(k, m->n, m->a * d, m->e), row_kv = mul3(k, m->n, kv * d, m->e);
+  if (m->gpt2 && !padded) {
+    /* Views of c_attn's output, one storage. */
+    hf_add(l, "qkv", mul3(k, m->n, 3 * m->h, m->e), 3, 0);
+  } else {
+    hf_add(l, "q", row_q, 1, 0);
+    hf_add(l, "k", row_kv, 1, 0);
+    hf_add(l, "v", row_kv, 1, 0);
+  }
+  hf_add(l, padded ? "attn_out_padded" : "attn_out", row_q, padded ? 1 : 2, 0);
+  /* The memory-efficient kernel (fp32) pads logsumexp's last dimension to 32. */
+  guint64 lse_s = sdpa && m->e == 4 ? (m->s + 31) / 32 * 32 : m->s;
+  hf_add(l, "softmax_lse", mul(k, mul3(k, m->b, m->a, lse_s), 4), 1, HF_LEAF);
+  if (sdpa) {
+    hf_add(l, "philox_seed", 8, 1, HF_LEAF | HF_HOST);
+    hf_add(l, "philox_offset", 8, 1, HF_LEAF | HF_HOST);
+  } else {
+    hf_add(l, "rng_state", 16, 1, HF_LEAF);
+  }
+  if (padded)
+    hf_add(l, "attn_out", mul3(k, m->n, m->a * m->d, m->e), 1, 0);
+}
+
+static void
+hf_layer(SimLayer *l, guint index, const SimTransformer *c, const Geometry *g, double core, Checked *k)
+{
+  Hf m = hf_shape(c, g);
+  guint64 row_h = mul3(k, m.n, m.h, m.e), qd = m.a * m.d, kvd = m.kv * m.d;
+  hf_norm(l, &m, k, &attn_norm);
+  if (m.gpt2) {
+    hf_add(l, "qkv_in", row_h, 1, 0);
+    hf_add(l, "attn.c_attn.weight", m.h * 3 * m.h * m.e, 1, HF_PARAM | HF_LEAF);
+  } else {
+    hf_add(l, "qkv_in", row_h, 3, 0);
+    hf_add(l, "q_proj.weight", m.h * qd * m.e, 1, HF_PARAM);
+    hf_add(l, "k_proj.weight", m.h * kvd * m.e, 1, HF_PARAM);
+    hf_add(l, "v_proj.weight", m.h * kvd * m.e, 1, HF_PARAM);
+    /* RoPE: cos and sin (1, seq, head_dim), computed once in the model's
+     * forward and saved by the q and k multiplies of every layer. */
+    guint shared = index > 0 ? HF_SHARED : 0;
+    hf_add(l, "rope_cos", m.s * m.d * m.e, 2, HF_LEAF | shared);
+    hf_add(l, "rope_sin", m.s * m.d * m.e, 2, HF_LEAF | shared);
+  }
+  if (c->attention == SIM_ATTENTION_EAGER)
+    hf_eager(l, &m, core, k);
+  else
+    hf_fused_attention(l, c, &m, k);
+  hf_add(l, m.gpt2 ? "attn.c_proj.weight" : "o_proj.weight", qd * m.h * m.e, 1, m.gpt2 ? HF_PARAM | HF_LEAF : HF_PARAM);
+  if (m.gpt2 && m.drop)
+    hf_add(l, "attn_resid_mask", mul(k, m.n, m.h), 1, HF_LEAF);
+
+  hf_norm(l, &m, k, &mlp_norm);
+  guint64 row_f = mul3(k, m.n, m.f, m.e);
+  if (m.gpt2) {
+    hf_add(l, "mlp_in", row_h, 1, 0);
+    hf_add(l, "mlp.c_fc.weight", m.h * m.f * m.e, 1, HF_PARAM | HF_LEAF);
+    hf_activation(l, c, &m, k, "fc1_out");
+    hf_add(l, "fc2_in", row_f, 1, 0);
+    hf_add(l, "mlp.c_proj.weight", m.f * m.h * m.e, 1, HF_PARAM | HF_LEAF);
+    if (m.drop)
+      hf_add(l, "mlp_resid_mask", mul(k, m.n, m.h), 1, HF_LEAF);
+    return;
+  }
+  hf_add(l, "mlp_in", row_h, 2, 0);
+  hf_add(l, "gate_proj.weight", m.h * m.f * m.e, 1, HF_PARAM);
+  hf_activation(l, c, &m, k, "gate");
+  hf_add(l, "up_proj.weight", m.h * m.f * m.e, 1, HF_PARAM);
+  hf_add(l, "act_out", row_f, 1, 0);
+  hf_add(l, "up", row_f, 1, 0);
+  hf_add(l, "down_in", row_f, 1, 0);
+  hf_add(l, "down_proj.weight", m.f * m.h * m.e, 1, HF_PARAM);
+}
+
+/* The token ids; GPT-2 adds its position ids (1 x seq) and the embedding
+ * dropout's mask.  EmbeddingBackward0 keeps the weight's row count, not the
+ * weight (PyTorch 2.x; torch 1.13 packed it). */
+static void
+hf_embed(SimLayer *stage, const SimTransformer *c, const Geometry *g, Checked *k)
+{
+  Hf m = hf_shape(c, g);
+  hf_add(stage, "token_ids", mul(k, m.n, 8), 1, HF_LEAF | HF_KEPT);
+  if (m.gpt2) {
+    hf_add(stage, "position_ids", m.s * 8, 1, HF_LEAF | HF_KEPT);
+    if (m.drop)
+      hf_add(stage, "embed_dropout_mask", mul(k, m.n, m.h), 1, HF_LEAF);
+  }
+}
+
+/* The final norm, the LM head's input and weight, and HF's ForCausalLMLoss:
+ * logits.float(), labels padded and shifted (so N rows, not N - batch),
+ * cross entropy: log_softmax's fp32 result saved by itself and by nll_loss,
+ * the labels and nll_loss's total weight (an fp32 scalar). */
+static void
+hf_head(SimLayer *stage, const SimTransformer *c, const Geometry *g, Checked *k)
+{
+  Hf m = hf_shape(c, g);
+  hf_norm(stage, &m, k, &final_norm);
+  hf_add(stage, "lm_head_in", mul3(k, m.n, m.h, m.e), 1, 0);
+  hf_add(stage, "lm_head.weight", mul3(k, c->vocab, m.h, m.e), 1, HF_PARAM);
+  hf_add(stage, "log_softmax", mul3(k, m.n, c->vocab, 4), 2, 0);
+  hf_add(stage, "labels", mul(k, m.n, 8), 1, HF_LEAF | HF_KEPT);
+  hf_add(stage, "loss_total_weight", 4, 1, HF_LEAF | HF_KEPT);
+}
+
+/* ---- both ------------------------------------------------------------------ */
 
 static void
 build_embed(SimLayer *stage, const SimTransformer *c, const Geometry *g, const SimDevice *dev, Checked *k)
 {
-  add(stage, "token_ids", mul(k, g->rows, 8), 1)->offloadable = FALSE;
+  if (c->hf_ops)
+    hf_embed(stage, c, g, k);
+  else
+    add(stage, "token_ids", mul(k, g->rows, 8), 1)->offloadable = FALSE;
   /* A gather: read and write one row of h per token. */
   stage->forward = 2.0 * (double)g->rows * (double)g->h * (double)g->e / dev->hbm_bandwidth;
   stage->backward = 2 * stage->forward;
-  (void)c;
 }
 
 static void
@@ -216,11 +517,15 @@ build_head(SimLayer *stage, const SimTransformer *c, const Geometry *g, const Si
 {
   guint64 logits = mul(k, g->rows, c->vocab) / g->t;
   guint64 upcast = g->e == 4 ? 0 : mul(k, logits, 4); /* .float() is a no-op in fp32 */
-  add_norm(stage, c, g, k, "final_norm_in", "final_norm_stats");
-  add(stage, "lm_head_in", mul3(k, g->rows, g->h, g->e), 1);
-  /* log_softmax saves its output and nll_loss reads it again, with the labels. */
-  add(stage, "log_softmax", mul(k, logits, 4), 2);
-  add(stage, "labels", mul(k, g->rows, 8), 1)->offloadable = FALSE;
+  if (c->hf_ops) {
+    hf_head(stage, c, g, k);
+  } else {
+    add_norm(stage, c, g, k, "final_norm_in", "final_norm_stats");
+    add(stage, "lm_head_in", mul3(k, g->rows, g->h, g->e), 1);
+    /* log_softmax saves its output and nll_loss reads it again, with the labels. */
+    add(stage, "log_softmax", mul(k, logits, 4), 2);
+    add(stage, "labels", mul(k, g->rows, 8), 1)->offloadable = FALSE;
+  }
   /* Transient: the logits and their fp32 copy exist together while the loss
    * is computed, and their gradients in backward: the step's sharpest peak. */
   stage->workspace_bytes = mul(k, logits, g->e) + upcast;
@@ -257,8 +562,15 @@ sim_transformer_build(const SimTransformer *c, const SimDevice *dev, const char 
   g.scores = mul(&k, mul3(&k, c->batch, c->heads, c->seq), c->seq) / c->tp;
 
   g_autoptr(SimWorkload) w = sim_workload_new(name, c->layers);
-  for (guint i = 0; i < c->layers; i++)
-    build_layer(sim_workload_layer(w, i), c, &g, dev, &k);
+  double core = core_recompute(c, &g, dev, &k);
+  for (guint i = 0; i < c->layers; i++) {
+    SimLayer *layer = sim_workload_layer(w, i);
+    if (c->hf_ops)
+      hf_layer(layer, i, c, &g, core, &k);
+    else
+      fused_layer(layer, c, &g, core, &k);
+    layer_times(layer, c, &g, dev, &k);
+  }
   build_embed(sim_workload_add_embed(w), c, &g, dev, &k);
   build_head(sim_workload_add_head(w), c, &g, dev, &k);
 
@@ -292,4 +604,9 @@ sim_transformer_format_ini(const SimTransformer *c, GString *out)
   for (guint i = 0; i < G_N_ELEMENTS(order); i++)
     if (order[i] != SIM_KEY_TRANSFORMER_POSITIONS || c->max_positions)
       sim_schema_format(order[i], c, out);
+  /* What only ops = hf reads, only with it: ops = fused files stay as they were. */
+  if (c->hf_ops) {
+    sim_schema_format(SIM_KEY_TRANSFORMER_OPS, c, out);
+    sim_schema_format(SIM_KEY_TRANSFORMER_HIDDEN_ACT, c, out);
+  }
 }

@@ -36,9 +36,58 @@
  * checkpointing drops the eager attention core (scores, mask, dropped probs)
  * and recomputes it at the cost of QK^T plus the softmax and dropout traffic.
  *
+ * The above is `ops = fused` (fused norm kernels, flash attention, a fused
+ * loss: Megatron, TransformerEngine).  `ops = hf` lists what current
+ * PyTorch's autograd saves (2.2 and later: mean keeps no input; Python
+ * scalars are not packed) when HuggingFace transformers' modeling code runs
+ * on CUDA, one entry per storage with its references in the layer, and the
+ * references to memory held elsewhere as entries of their own (SimTensor's
+ * parameter, shared, host; not saved bytes).  Two layouts, chosen by norm,
+ * mlp and positions: llama, qwen2 and mistral (the S = b.a.s^2 scores; kv =
+ * a after repeat_kv for eager and sdpa, g for flash):
+ *
+ *   attn_norm.in_fp32  N.h.4  hidden.to(float32): PowBackward0, MulBackward0 (2 refs)
+ *   attn_norm.rsqrt    N.4    RsqrtBackward0.result, MulBackward0.other (2 refs)
+ *   attn_norm.normed   N.h.e  the normalised tensor cast back, by weight * x
+ *   qkv_in             N.h.e  the norm's output, by q/k/v_proj (3 refs)
+ *   rope_cos, rope_sin s.d.e  leaves, 2 refs each; `shared` after layer 0
+ *   eager: q, k, v     N.a.d.e    the batched matmuls' operands
+ *          scores_softmax  S.4    softmax(dtype=float32).result
+ *          attn_probs      S.e    its copy in e, read by PV (fp32: the same
+ *                                 storage, 2 refs); with dropout instead
+ *          attn_dropout_mask S, attn_probs_dropped S.e
+ *          attn_out        N.a.d.e  the merged heads, by o_proj
+ *   sdpa / flash: q N.a.d.e, k and v N.kv.d.e, attn_out N.a.d.e (the
+ *          kernel's output, read again by o_proj: 2 refs), softmax_lse
+ *          b.a.s.4 (fp32 SDPA, the memory-efficient kernel: s padded to 32),
+ *          sdpa: philox_seed, philox_offset (8 B each, host); flash:
+ *          rng_state (16 B).  head_dim not a multiple of 8 (16-bit): q, k,
+ *          v and attn_out_padded are padded copies, attn_out a copy
+ *   mlp_norm.*         as attn_norm
+ *   mlp_in             N.h.e  by gate_proj and up_proj (2 refs)
+ *   gate               N.f.e  the activation's input (gelu_new also
+ *                             act.tanh, act.half_x, act.one_plus_tanh)
+ *   act_out, up, down_in  N.f.e
+ *
+ * and gpt2 (LayerNorm, Conv1D, learned positions, dropout everywhere):
+ *
+ *   attn_norm.in N.h.e, attn_norm.mean and .rstd N.4 each (fp32 leaves)
+ *   qkv_in N.h.e (c_attn's input, once), then eager as above but
+ *   scores_softmax S.e (2 refs without dropout), or sdpa / flash with qkv
+ *   N.3h.e (c_attn's output, viewed as q, k and v: 3 refs); attn_out;
+ *   attn_resid_mask N.h; mlp_norm.*; mlp_in N.h.e; fc1_out N.f.e (and
+ *   gelu_new's three); fc2_in N.f.e; mlp_resid_mask N.h.
+ *
+ * Parameter references: every weight its op saves (norm weights and biases,
+ * the projections, lm_head).  Embedding: token_ids (gpt2: position_ids s.8
+ * and embed_dropout_mask N.h); EmbeddingBackward0 keeps only the weight's
+ * row count.  Head: the final norm, lm_head_in N.h.e, log_softmax N.V.4 (2
+ * refs: log_softmax and nll_loss), labels N.8, loss_total_weight 4 B.
+ *
  * Times: forward matmul FLOPs / ([device] matmul_flops x efficiency) plus
  * memory-bound bytes / hbm_bandwidth; backward is twice the forward.  Causal
- * flash attention does half the score FLOPs of eager.
+ * flash attention (and SDPA) does half the score FLOPs of eager.  Times and
+ * workspace do not depend on ops.
  */
 #pragma once
 
@@ -60,6 +109,33 @@ extern const char *const sim_dtype_names[];
 /* Bytes per element. */
 guint sim_dtype_bytes(SimDtype dtype);
 
+/* How attention runs.  fused: eager (the score matrices) or flash;
+ * ops = hf: HF's eager_attention_forward, its SDPA path (repeat_kv, then
+ * PyTorch's flash kernel for 16-bit and the memory-efficient one for fp32,
+ * as on CUDA) or flash_attention_2 (native GQA, 16-bit only). */
+typedef enum {
+  SIM_ATTENTION_EAGER,
+  SIM_ATTENTION_SDPA,
+  SIM_ATTENTION_FLASH,
+  SIM_ATTENTION_COUNT,
+} SimAttention;
+
+/* "eager", "sdpa", "flash", indexed by SimAttention, NULL-terminated. */
+extern const char *const sim_attention_names[];
+
+/* The MLP activation of HF's ACT2FN, as config.json names it (hidden_act,
+ * activation_function for gpt2).  Only ops = hf reads it. */
+typedef enum {
+  SIM_ACT_SILU,              /* SiLU: saves its input */
+  SIM_ACT_GELU_NEW,          /* NewGELUActivation, the tanh formula in plain ops: four tensors */
+  SIM_ACT_GELU_PYTORCH_TANH, /* F.gelu(approximate="tanh"): its input */
+  SIM_ACT_GELU,              /* F.gelu: its input */
+  SIM_ACT_COUNT,
+} SimActivation;
+
+/* "silu", "gelu_new", "gelu_pytorch_tanh", "gelu", NULL-terminated. */
+extern const char *const sim_activation_names[];
+
 typedef struct {
   guint hidden, layers, heads, kv_heads, head_dim, ffn;
   guint64 vocab;
@@ -68,7 +144,9 @@ typedef struct {
   SimDtype dtype;
   gboolean layernorm;      /* FALSE: rmsnorm */
   gboolean gelu;           /* FALSE: swiglu */
-  gboolean flash;          /* FALSE: eager */
+  SimAttention attention;
+  gboolean hf_ops;         /* ops = hf (sim/input/transformer_hf.c); FALSE: fused */
+  SimActivation hidden_act;
   double dropout;          /* probability; 0 = no masks */
   gboolean tied_embeddings;
   gboolean qkv_bias;
@@ -84,7 +162,8 @@ typedef struct {
 void sim_transformer_defaults(SimTransformer *config);
 
 /* Checks the shape: positive sizes, heads divisible by kv_heads and by tp,
- * and products that fit.  SIM_ERROR_INPUT naming the field. */
+ * and products that fit; with ops = hf, a layout and kernels HF has (see
+ * above), without ops = hf no sdpa.  SIM_ERROR_INPUT naming the field. */
 gboolean sim_transformer_validate(const SimTransformer *config, GError **error);
 
 /* Builds the workload.  `device` gives matmul_flops, efficiency and

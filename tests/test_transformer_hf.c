@@ -6,6 +6,7 @@
 #include "testutil.h"
 
 #include "error.h"
+#include "config.h"
 #include "hf_config.h"
 #include "transformer.h"
 #include "trace.h"
@@ -527,6 +528,55 @@ START_TEST(hf_bad_input_is_named)
 }
 END_TEST
 
+/* The README's table of one Qwen2.5-0.5B layer under both ops is what the
+ * program measures, cell by cell. */
+START_TEST(readme_table_is_the_program)
+{
+  g_autofree char *readme = NULL;
+  ck_assert(g_file_get_contents(OFFSIM_SCENARIOS "/../README.md", &readme, NULL, NULL));
+  g_auto(GStrv) lines = g_strsplit(readme, "\n", -1);
+  guint at = 0;
+  while (lines[at] && !g_str_has_prefix(lines[at], "| layer 5 of 24 |"))
+    at++;
+  ck_assert_msg(lines[at] != NULL, "README: no table of layer 5");
+  g_auto(GStrv) header = g_strsplit(lines[at], "|", -1);
+  guint checked = 0;
+  for (guint col = 2; header[col] && *g_strstrip(header[col]); col++) {
+    /* "`fused`, flash" */
+    g_auto(GStrv) cell = g_strsplit(header[col], ",", 2);
+    g_autofree char *ops = g_strndup(cell[0] + 1, strlen(cell[0]) - 2);
+    const char *attention = g_strstrip(cell[1]);
+    g_autoptr(GError) error = NULL;
+    g_autoptr(SimConfig) config = sim_config_load_file(OFFSIM_SCENARIOS "/ops/qwen2.5-0.5b-layer.ini", &error);
+    ck_assert_msg(config != NULL, "%s", error ? error->message : "");
+    sim_config_set(config, "transformer", "ops", ops, "test");
+    sim_config_set(config, "transformer", "attention", attention, "test");
+    g_autoptr(SimScenario) s = sim_scenario_from_config(config, &error);
+    ck_assert_msg(s != NULL, "%s", error ? error->message : "");
+    g_autoptr(SimResult) unique = test_evaluate(s, "unique");
+    g_autoptr(SimResult) references = test_evaluate(s, "references");
+    for (guint row = at + 2; lines[row] && lines[row][0] == '|'; row++) {
+      g_auto(GStrv) cells = g_strsplit(lines[row], "|", -1);
+      const char *label = cells[1];
+      const SimResult *r = strstr(label, "`references`") ? references : unique;
+      guint64 program = strstr(label, "saved_bytes") ? r->saved_bytes
+                        : strstr(label, "d2h_copies") ? r->d2h_copies
+                                                      : r->d2h_bytes;
+      g_autofree char *digits = g_strdup(g_strstrip(cells[col]));
+      char *w = digits;
+      for (const char *c = digits; *c; c++)
+        if (*c != ',')
+          *w++ = *c;
+      *w = '\0';
+      ck_assert_msg(g_ascii_strtoull(digits, NULL, 10) == program, "README: %s, %s, %s: %s, the program %" G_GUINT64_FORMAT,
+                    ops, attention, g_strstrip(cells[1]), digits, program);
+      checked++;
+    }
+  }
+  ck_assert_uint_eq(checked, 5 * 5);
+}
+END_TEST
+
 static Suite *
 transformer_hf_suite(void)
 {
@@ -540,6 +590,7 @@ transformer_hf_suite(void)
   tcase_add_test(tc, activations_and_dropout);
   tcase_add_test(tc, flash_kernels_pad_head_dim);
   tcase_add_test(tc, hf_bad_input_is_named);
+  tcase_add_test(tc, readme_table_is_the_program);
   suite_add_tcase(s, tc);
   return s;
 }

@@ -516,8 +516,38 @@ START_TEST(hf_bad_input_is_named)
     ck_assert(g_error_matches(error, SIM_ERROR, SIM_ERROR_INPUT));
     ck_assert_msg(g_str_has_prefix(error->message, bad[i].message), "%s", error->message);
   }
-  /* Absent: HF's defaults, silu (llama-like) and gelu_new (gpt2). */
+  /* A mistral sliding window shorter than seq: HF's SDPA path passes a mask. */
+  g_autofree char *dir = test_tmp_dir_new();
+  g_autofree char *windowed = g_build_filename(dir, "mistral.json", NULL);
+  g_autofree char *json = NULL;
+  ck_assert(g_file_get_contents(HF_DATA "/configs/mistral-tiny.json", &json, NULL, NULL));
+  char *null_at = strstr(json, "\"sliding_window\": null");
+  ck_assert_ptr_nonnull(null_at);
+  GString *edited = g_string_new_len(json, null_at - json);
+  g_string_append(edited, "\"sliding_window\": 8");
+  g_string_append(edited, null_at + strlen("\"sliding_window\": null"));
+  ck_assert(g_file_set_contents(windowed, edited->str, -1, NULL));
+  g_string_free(edited, TRUE);
+  for (guint a = 0; a < SIM_ATTENTION_COUNT; a++) {
+    g_autofree char *text = g_strdup_printf("%s[transformer]\nhf_config = %s\nbatch = 2\nseq = 16\nops = hf\n"
+                                            "attention = %s\n", machine, windowed, sim_attention_names[a]);
+    if (a != SIM_ATTENTION_SDPA) {
+      g_autoptr(SimScenario) s = test_scenario_from_text(text);
+      continue;
+    }
+    g_autofree char *m = test_scenario_error(text);
+    ck_assert_ptr_nonnull(strstr(m, "attention: sdpa with hf_config's sliding window (8) shorter than seq (16)"));
+  }
+  g_autofree char *null_window = g_strdup_printf("%s[transformer]\nhf_config = %s/configs/mistral-tiny.json\n"
+                                                 "batch = 2\nseq = 16\nops = hf\nattention = sdpa\n", machine, HF_DATA);
+  g_autoptr(SimScenario) unwindowed = test_scenario_from_text(null_window);
   g_autoptr(GError) error = NULL;
+  ck_assert(sim_hf_config_load_data("{\"model_type\": \"mistral\", \"hidden_size\": 64, \"num_hidden_layers\": 2, "
+                                    "\"num_attention_heads\": 4, \"intermediate_size\": 128, \"vocab_size\": 100}",
+                                    -1, "m.json", &t, &error));
+  ck_assert_uint_eq(t.sliding_window, 4096); /* MistralConfig's default */
+
+  /* Absent: HF's defaults, silu (llama-like) and gelu_new (gpt2). */
   ck_assert(sim_hf_config_load_data("{\"model_type\": \"mistral\", \"hidden_size\": 64, \"num_hidden_layers\": 2, "
                                     "\"num_attention_heads\": 4, \"intermediate_size\": 128, \"vocab_size\": 100}",
                                     -1, "m.json", &t, &error));

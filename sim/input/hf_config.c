@@ -132,6 +132,20 @@ load_llama_like(Reader *r, const char *type, SimTransformer *c)
   double dropout;
   if (!read_probability(r, "attention_dropout", 0, &dropout) || !read_activation(r, "hidden_act", "silu", c))
     return FALSE;
+  /* A sliding window (mistral; qwen2 with use_sliding_window) makes HF's SDPA
+   * path pass a mask.  Absent: the configs' default, 4096; null: none. */
+  guint64 window = 0;
+  gboolean qwen2_window = FALSE;
+  if (strcmp(type, "qwen2") == 0 && !read_bool(r, "use_sliding_window", FALSE, &qwen2_window))
+    return FALSE;
+  if (strcmp(type, "mistral") == 0 || qwen2_window) {
+    JsonNode *node = json_object_get_member(r->root, "sliding_window");
+    if (node == NULL)
+      window = 4096;
+    else if (!JSON_NODE_HOLDS_NULL(node) && !read_uint(r, "sliding_window", SIM_KEY_TRANSFORMER_SEQ, 0, &window))
+      return FALSE;
+  }
+  c->sliding_window = (guint)window;
   c->hidden = (guint)hidden;
   c->layers = (guint)layers;
   c->heads = (guint)heads;
@@ -181,6 +195,7 @@ load_gpt2(Reader *r, SimTransformer *c)
   c->linear_bias = TRUE;
   c->layernorm = TRUE;
   c->gelu = TRUE;
+  c->sliding_window = 0;
   c->dropout = dropout;
   return TRUE;
 }
@@ -232,6 +247,7 @@ apply_shape(SimTransformer *c, const SimTransformer *shape)
   c->layernorm = shape->layernorm;
   c->gelu = shape->gelu;
   c->hidden_act = shape->hidden_act;
+  c->sliding_window = shape->sliding_window;
   c->dropout = shape->dropout;
   c->tied_embeddings = shape->tied_embeddings;
   c->qkv_bias = shape->qkv_bias;

@@ -75,9 +75,17 @@ hf_validate(const SimTransformer *c, GError **error)
   else if (c->attention != SIM_ATTENTION_EAGER && c->dtype != SIM_DTYPE_FP32 && c->head_dim > 256)
     message = "head_dim: the flash kernels of attention = sdpa and flash take head_dim up to 256 (expected "
               "attention = eager)";
-  if (message)
+  if (message) {
     g_set_error_literal(error, SIM_ERROR, SIM_ERROR_INPUT, message);
-  return message == NULL;
+    return FALSE;
+  }
+  if (c->attention == SIM_ATTENTION_SDPA && c->sliding_window && c->sliding_window < c->seq) {
+    g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT,
+                "attention: sdpa with hf_config's sliding window (%u) shorter than seq (%u): HF passes SDPA a mask, "
+                "which runs other kernels than the ones modelled (expected eager or flash)", c->sliding_window, c->seq);
+    return FALSE;
+  }
+  return TRUE;
 }
 
 gboolean

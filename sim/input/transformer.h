@@ -147,6 +147,7 @@ typedef struct {
   SimAttention attention;
   gboolean hf_ops;         /* ops = hf (sim/input/transformer_hf.c); FALSE: fused */
   SimActivation hidden_act;
+  guint sliding_window;    /* from hf_config (mistral, qwen2), read by ops = hf; 0: none */
   double dropout;          /* probability; 0 = no masks */
   gboolean tied_embeddings;
   gboolean qkv_bias;
@@ -163,7 +164,8 @@ void sim_transformer_defaults(SimTransformer *config);
 
 /* Checks the shape: positive sizes, heads divisible by kv_heads and by tp,
  * and products that fit; with ops = hf, a layout and kernels HF has (see
- * above), without ops = hf no sdpa.  SIM_ERROR_INPUT naming the field. */
+ * above; no sdpa with a sliding window shorter than seq: HF passes a mask),
+ * without ops = hf no sdpa.  SIM_ERROR_INPUT naming the field. */
 gboolean sim_transformer_validate(const SimTransformer *config, GError **error);
 
 /* Builds the workload.  `device` gives matmul_flops, efficiency and

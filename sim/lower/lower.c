@@ -8,6 +8,7 @@ typedef enum {
   FATE_OFFLOAD, /* goes to the host and comes back */
   FATE_DROP,    /* freed after the forward, recomputed before the backward (selective) */
   FATE_FULL,    /* never kept: the whole forward is recomputed (full checkpointing) */
+  FATE_ELSEWHERE, /* not a device storage of this layer (sim_tensor_on_device): no memory, never copied */
 } Fate;
 
 typedef struct {
@@ -82,12 +83,14 @@ offloads(SimAction a)
 static inline gboolean
 moves(const Lower *l, const SimTensor *t)
 {
-  return sim_tensor_on_device(t) && t->offloadable && t->bytes >= l->policy->min_tensor;
+  return t->offloadable && t->bytes >= l->policy->min_tensor;
 }
 
 static Fate
 fate_of(const Lower *l, SimAction a, const SimTensor *t)
 {
+  if (!sim_tensor_on_device(t))
+    return FATE_ELSEWHERE;
   switch (a) {
   case SIM_ACTION_RECOMPUTE:
     return FATE_FULL;
@@ -247,7 +250,7 @@ emit_forward(Lower *l, guint i)
   for (guint k = 0; k < layer->tensors->len; k++) {
     const SimTensor *t = &g_array_index(layer->tensors, SimTensor, k);
     Fate fate = tensor_fate(l, i, k);
-    if (fate == FATE_FULL || !sim_tensor_on_device(t))
+    if (fate == FATE_FULL || fate == FATE_ELSEWHERE)
       continue;
     /* Every tensor exists while the forward runs; dropped ones go at its end. */
     sim_program_mem_inline(p, op, SIM_AT_START, SIM_POOL_DEVICE, (gint64)t->bytes, tensor_label(l, i, k), (gint32)i);
@@ -305,7 +308,7 @@ emit_backward(Lower *l, guint i)
     for (guint k = 0; k < layer->tensors->len; k++) {
       const SimTensor *t = &g_array_index(layer->tensors, SimTensor, k);
       Fate fate = tensor_fate(l, i, k);
-      if ((fate == FATE_FULL || fate == FATE_DROP) && sim_tensor_on_device(t))
+      if (fate == FATE_FULL || fate == FATE_DROP)
         sim_program_mem_inline(p, op, SIM_AT_START, SIM_POOL_DEVICE, (gint64)t->bytes, tensor_label(l, i, k),
                                (gint32)i);
     }
@@ -317,9 +320,10 @@ emit_backward(Lower *l, guint i)
   workspace(l, op, layer, (gint32)i);
   for (guint k = 0; k < layer->tensors->len; k++) {
     const SimTensor *t = &g_array_index(layer->tensors, SimTensor, k);
-    if (!sim_tensor_on_device(t))
+    Fate fate = tensor_fate(l, i, k);
+    if (fate == FATE_ELSEWHERE)
       continue;
-    guint n = tensor_fate(l, i, k) == FATE_OFFLOAD ? copies_of(l, t) : 1;
+    guint n = fate == FATE_OFFLOAD ? copies_of(l, t) : 1;
     sim_program_mem_inline(p, op, SIM_AT_END, SIM_POOL_DEVICE, -(gint64)(t->bytes * n), tensor_label(l, i, k),
                            (gint32)i);
   }

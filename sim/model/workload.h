@@ -35,14 +35,16 @@ G_BEGIN_DECLS
 typedef struct {
   const char *name;     /* interned (g_intern_string): equal names are one pointer, never freed */
   guint64 bytes;        /* the storage's size */
-  gboolean offloadable; /* FALSE: a policy must keep it on the device */
-  gboolean selective;   /* dropped and recomputed by selective checkpointing */
   double recompute;     /* seconds to recompute it, when selective */
   guint refs;           /* saved references to this storage (autograd packs), >= 1 */
-  gboolean leaf;        /* no grad_fn */
-  gboolean parameter;   /* a reference to a parameter (static memory) */
-  gboolean shared;      /* a reference to a storage an earlier layer saved, and counted */
-  gboolean host;        /* in host memory on CUDA (SDPA's philox seed and offset) */
+  /* Flags as bits: the lowering walks every tensor of every layer per
+   * candidate, and 32 bytes a tensor keep more of them in cache than 56. */
+  guint offloadable : 1; /* 0: a policy must keep it on the device */
+  guint selective : 1;   /* dropped and recomputed by selective checkpointing */
+  guint leaf : 1;        /* no grad_fn */
+  guint parameter : 1;   /* a reference to a parameter (static memory) */
+  guint shared : 1;      /* a reference to a storage an earlier layer saved, and counted */
+  guint host : 1;        /* in host memory on CUDA (SDPA's philox seed and offset) */
 } SimTensor;
 
 /* Whether the tensor is a device storage of its own layer: what saved

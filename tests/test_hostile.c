@@ -844,8 +844,8 @@ START_TEST(model_profile_is_loaded_and_included_from_the_scenario)
   assert_model(&absolute, 0, NULL);
 
   /* A profile without [link]: the profile is named, with the key. */
-  g_autofree char *device_only = write_file(profiles, "device-only.ini",
-                                            "[device]\nmemory = 80GiB\nmatmul_tflops = 312\nhbm_bandwidth = 2TB/s\n", -1);
+  const char *device = "[device]\nmemory = 80GiB\nmatmul_tflops = 312\nhbm_bandwidth = 2TB/s\n";
+  g_autofree char *device_only = write_file(profiles, "device-only.ini", device, -1);
   g_auto(TestRun) partial = test_offsim("model", "--hf-config", qwen, "--batch", "2", "--seq", "16", "--profile",
                                         device_only, NULL);
   g_autofree char *expect = g_strdup_printf("%s: [link] h2d_bandwidth: missing required key", device_only);
@@ -857,6 +857,13 @@ START_TEST(model_profile_is_loaded_and_included_from_the_scenario)
   g_auto(TestRun) unwritable = test_offsim_in(dir, "model", "--hf-config", qwen, "--batch", "2", "--seq", "16",
                                               "--out", "profiles", NULL);
   assert_model(&unwritable, 2, "--out profiles");
+  /* --out naming a file it reads would replace it. */
+  g_auto(TestRun) over = test_offsim_in(dir, "model", "--hf-config", qwen, "--batch", "2", "--seq", "16", "--profile",
+                                        "profiles/h100.ini", "--out", "profiles/h100.ini", NULL);
+  assert_model(&over, 2, "--out profiles/h100.ini: it is the file --profile reads");
+  g_autofree char *after = NULL;
+  ck_assert(g_file_get_contents(profile, &after, NULL, NULL));
+  ck_assert_str_eq(after, profile_text);
 }
 END_TEST
 

@@ -207,8 +207,8 @@ field_names(Reader *r, gboolean gpt2, const char *names[SIM_KEY_COUNT])
     names[SIM_KEY_TRANSFORMER_HEADS] = "field 'num_attention_heads'";
     names[SIM_KEY_TRANSFORMER_KV_HEADS] = field_value(r, "num_key_value_heads", &type) ? "field 'num_key_value_heads'"
                                                                                         : "field 'num_attention_heads'";
-    names[SIM_KEY_TRANSFORMER_HEAD_DIM] = field_value(r, "head_dim", &type) ? "field 'head_dim'"
-                                                                            : "head_dim (hidden_size / num_attention_heads)";
+    names[SIM_KEY_TRANSFORMER_HEAD_DIM] =
+      field_value(r, "head_dim", &type) ? "field 'head_dim'" : "head_dim (hidden_size / num_attention_heads)";
     names[SIM_KEY_TRANSFORMER_FFN] = "field 'intermediate_size'";
     names[SIM_KEY_TRANSFORMER_DROPOUT] = "field 'attention_dropout'";
   }

@@ -84,13 +84,14 @@ check(const SimTransformer *c, gboolean shape_only, const char *const *names, GE
     if (k->group != SIM_GROUP_TRANSFORMER || k->offset == SIM_SCHEMA_BY_HAND ||
         (k->type != SIM_VALUE_COUNT && k->type != SIM_VALUE_COUNT64))
       continue;
-    if (shape_only && (id == SIM_KEY_TRANSFORMER_BATCH || id == SIM_KEY_TRANSFORMER_SEQ || id == SIM_KEY_TRANSFORMER_TP))
+    gboolean callers = id == SIM_KEY_TRANSFORMER_BATCH || id == SIM_KEY_TRANSFORMER_SEQ || id == SIM_KEY_TRANSFORMER_TP;
+    if (shape_only && callers)
       continue;
     guint64 v = count_of(c, k);
     if (v < k->min || v > k->max) {
       g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT,
-                  "%s: expected a whole number from %" G_GUINT64_FORMAT " to %" G_GUINT64_FORMAT ", got %" G_GUINT64_FORMAT,
-                  name_of(names, id), k->min, k->max, v);
+                  "%s: expected a whole number from %" G_GUINT64_FORMAT " to %" G_GUINT64_FORMAT
+                  ", got %" G_GUINT64_FORMAT, name_of(names, id), k->min, k->max, v);
       return FALSE;
     }
   }

@@ -674,6 +674,14 @@ static const struct {
   { "scenario-bom.ini", NULL },
   { "scenario-control-bytes.ini", "[link] latency: expected a time with a unit (s, ms, us, ns), got "
                                   "'8\\x1b[2J\\x1b]0;owned\\x07us'" },
+  /* 200 levels of '[' in a config.json: json-glib recurses per level, and
+   * 100,000 of them (200 KB) crashed `offsim model` and hf_config (exit 139);
+   * the depth is now counted before parsing. */
+  { "hf-deep-nesting.json", "hf-deep-nesting.json:2: objects and arrays nest deeper than 64 levels" },
+  /* GPT-2 with n_embd 872190 and n_head 6 (head_dim 145365): hf_config
+   * accepted it, `offsim model` refused the scenario it generated. */
+  { "hf-gpt2-head-dim.json", "hf-gpt2-head-dim.json: head_dim (n_embd / n_head): expected a whole number from 1 to "
+                             "65536, got 145365" },
 };
 
 static const char *
@@ -812,6 +820,189 @@ START_TEST(regression_keep_last_keeps_everything)
   g_autoptr(SimResult) r = test_evaluate(s, "keep-all");
   ck_assert_uint_eq(r->d2h_bytes, 0);
   ck_assert_uint_eq(r->d2h_copies, 0);
+}
+END_TEST
+
+/* ---- config.json: nesting, the two ways in, `offsim model`'s files ------------------ */
+
+/* `offsim model` exits `status` (2: one line holding `expect`, and never the
+ * name of the scenario being generated or json-glib's "<data>"). */
+static void
+assert_model(const TestRun *r, int status, const char *expect)
+{
+  ck_assert_msg(r->status == status, "offsim model: exit %d, expected %d: %s", r->status, status, r->err);
+  if (status != 2)
+    return;
+  ck_assert_msg(strchr(r->err, '\n') == strrchr(r->err, '\n'), "more than one line: %s", r->err);
+  ck_assert_msg(strstr(r->err, expect), "'%s' not in: %s", expect, r->err);
+  ck_assert_msg(!strstr(r->err, "generated scenario") && !strstr(r->err, "<data>"), "names no user file: %s", r->err);
+}
+
+/* A scenario around `json` through [transformer] hf_config: a new path. */
+static char *
+hf_scenario(const char *dir, const char *json)
+{
+  g_autofree char *text = g_strdup_printf(DEVICE "matmul_tflops = 312\nhbm_bandwidth = 2TB/s\n" LINK
+                                          "[transformer]\nhf_config = %s\nbatch = 2\nseq = 16\n", json);
+  return write_file(dir, "hf.ini", text, -1);
+}
+
+/* 100,000 levels (200 KB) segfaulted json-glib: exit 139 through `offsim
+ * model` and through hf_config.  Now any depth exits 2 naming the file. */
+START_TEST(config_json_nested_100000_deep)
+{
+  g_autoptr(TempDir) dir = temp_dir();
+  for (guint objects = 0; objects < 2; objects++) {
+    GString *json = g_string_new(NULL);
+    for (guint i = 0; i < 100000; i++)
+      g_string_append(json, objects ? "{\"a\":" : "[");
+    for (guint i = 0; i < 100000; i++)
+      g_string_append_c(json, objects ? '}' : ']');
+    g_autofree char *text = g_string_free(json, FALSE);
+    g_autofree char *path = write_file(dir, "deep.json", text, -1);
+    SimTransformer t;
+    sim_transformer_defaults(&t);
+    g_autoptr(GError) error = NULL;
+    ck_assert(!sim_hf_config_load(path, &t, &error));
+    assert_input_error(error, "deep.json:1: objects and arrays nest deeper than 64 levels");
+    g_auto(TestRun) m = test_offsim("model", "--hf-config", path, "--batch", "2", "--seq", "16", NULL);
+    assert_model(&m, 2, "deep.json:1: objects and arrays nest deeper than 64 levels");
+    g_autofree char *scenario = hf_scenario(dir, path);
+    assert_compare(scenario, 2, "deep.json:1: objects and arrays nest deeper than 64 levels");
+  }
+}
+END_TEST
+
+/* `offsim model` and [transformer] hf_config accept and refuse the same
+ * config.json files (one validation): every bundled model and every
+ * regression input, through both, exits alike and names the same fault. */
+START_TEST(hf_configs_agree_in_both_paths)
+{
+  g_autoptr(GPtrArray) files = g_ptr_array_new_with_free_func(g_free);
+  const char *dirs[] = { REGRESS, OFFSIM_SCENARIOS "/models" };
+  for (guint d = 0; d < G_N_ELEMENTS(dirs); d++) {
+    g_autoptr(GDir) dir = g_dir_open(dirs[d], 0, NULL);
+    ck_assert_ptr_nonnull(dir);
+    for (const char *file; (file = g_dir_read_name(dir));)
+      if (g_str_has_suffix(file, ".json"))
+        g_ptr_array_add(files, g_build_filename(dirs[d], file, NULL));
+  }
+  ck_assert_uint_ge(files->len, 5);
+  g_autoptr(TempDir) tmp = temp_dir();
+  for (guint i = 0; i < files->len; i++) {
+    const char *json = g_ptr_array_index(files, i);
+    g_auto(TestRun) m = test_offsim("model", "--hf-config", json, "--batch", "2", "--seq", "16", NULL);
+    g_autofree char *scenario = hf_scenario(tmp, json);
+    g_auto(TestRun) c = test_offsim("compare", scenario, NULL);
+    ck_assert_msg(m.status == c.status, "%s: offsim model exits %d, [transformer] hf_config %d\n%s%s", json, m.status,
+                  c.status, m.err, c.err);
+    if (m.status == 2) {
+      /* "offsim: FILE: what" and "offsim: hf.ini: [transformer] hf_config: FILE: what" */
+      const char *what = strstr(m.err, json);
+      ck_assert_ptr_nonnull(what);
+      ck_assert_msg(strstr(c.err, what), "different faults:\n%s%s", m.err, c.err);
+    }
+  }
+}
+END_TEST
+
+/* --profile is loaded (a missing one is exit 2, and a profile that cannot
+ * run the model names the profile), and with --out the include is written
+ * relative to the scenario's directory, so the scenario runs from anywhere;
+ * printed to stdout it is relative to the current directory, as given. */
+START_TEST(model_profile_is_loaded_and_included_from_the_scenario)
+{
+  const char *qwen = OFFSIM_SCENARIOS "/models/qwen2.5-0.5b.json";
+  g_autoptr(TempDir) dir = temp_dir();
+  g_auto(TestRun) missing = test_offsim("model", "--hf-config", qwen, "--batch", "2", "--seq", "16", "--profile",
+                                        "/nonexistent.ini", NULL);
+  assert_model(&missing, 2, "/nonexistent.ini");
+
+  g_autofree char *profiles = g_build_filename(dir, "profiles", NULL);
+  g_autofree char *out = g_build_filename(dir, "out", "deeper", NULL);
+  ck_assert_int_eq(g_mkdir_with_parents(profiles, 0700), 0);
+  ck_assert_int_eq(g_mkdir_with_parents(out, 0700), 0);
+  g_autofree char *profile_text = NULL;
+  ck_assert(g_file_get_contents(OFFSIM_SCENARIOS "/profiles/h100-sxm-pcie-gen5.ini", &profile_text, NULL, NULL));
+  g_autofree char *profile = write_file(profiles, "h100.ini", profile_text, -1);
+  g_auto(TestRun) written = test_offsim_in(dir, "model", "--hf-config", qwen, "--batch", "2", "--seq", "16",
+                                           "--profile", "profiles/h100.ini", "--out", "out/deeper/qwen.ini", NULL);
+  assert_model(&written, 0, NULL);
+  ck_assert_str_eq(written.out, "");
+  g_autofree char *scenario = g_build_filename(out, "qwen.ini", NULL);
+  g_autofree char *text = NULL;
+  ck_assert(g_file_get_contents(scenario, &text, NULL, NULL));
+  ck_assert_msg(strstr(text, "\ninclude = ../../profiles/h100.ini\n"), "%s", text);
+  assert_compare(scenario, 0, NULL);
+  g_auto(TestRun) printed = test_offsim_in(dir, "model", "--hf-config", qwen, "--batch", "2", "--seq", "16",
+                                           "--profile", "profiles/h100.ini", NULL);
+  assert_model(&printed, 0, NULL);
+  ck_assert_msg(strstr(printed.out, "\ninclude = profiles/h100.ini\n"), "%s", printed.out);
+  g_auto(TestRun) absolute = test_offsim_in(dir, "model", "--hf-config", qwen, "--batch", "2", "--seq", "16",
+                                            "--profile", profile, "--out", "out/abs.ini", NULL);
+  assert_model(&absolute, 0, NULL);
+
+  /* A profile without [link]: the profile is named, with the key. */
+  const char *device = "[device]\nmemory = 80GiB\nmatmul_tflops = 312\nhbm_bandwidth = 2TB/s\n";
+  g_autofree char *device_only = write_file(profiles, "device-only.ini", device, -1);
+  g_auto(TestRun) partial = test_offsim("model", "--hf-config", qwen, "--batch", "2", "--seq", "16", "--profile",
+                                        device_only, NULL);
+  g_autofree char *expect = g_strdup_printf("%s: [link] h2d_bandwidth: missing required key", device_only);
+  assert_model(&partial, 2, expect);
+  /* --out where it cannot be written; a directory that does not exist. */
+  g_auto(TestRun) nowhere = test_offsim_in(dir, "model", "--hf-config", qwen, "--batch", "2", "--seq", "16",
+                                           "--profile", "profiles/h100.ini", "--out", "none/qwen.ini", NULL);
+  assert_model(&nowhere, 2, "--out none/qwen.ini");
+  g_auto(TestRun) unwritable = test_offsim_in(dir, "model", "--hf-config", qwen, "--batch", "2", "--seq", "16",
+                                              "--out", "profiles", NULL);
+  assert_model(&unwritable, 2, "--out profiles");
+  /* --out naming a file it reads would replace it. */
+  g_auto(TestRun) over = test_offsim_in(dir, "model", "--hf-config", qwen, "--batch", "2", "--seq", "16", "--profile",
+                                        "profiles/h100.ini", "--out", "profiles/h100.ini", NULL);
+  assert_model(&over, 2, "--out profiles/h100.ini: it is the file --profile reads");
+  g_autofree char *after = NULL;
+  ck_assert(g_file_get_contents(profile, &after, NULL, NULL));
+  ck_assert_str_eq(after, profile_text);
+}
+END_TEST
+
+/* `offsim model` names the user's file and field: a profile given as the
+ * config.json, a config.json field the generated scenario would refuse,
+ * an option out of range, a BOM (skipped), a line break in a value. */
+START_TEST(model_errors_name_the_users_file_and_field)
+{
+  const char *qwen = OFFSIM_SCENARIOS "/models/qwen2.5-0.5b.json";
+  const char *profile = OFFSIM_SCENARIOS "/profiles/h100-sxm-pcie-gen5.ini";
+  g_auto(TestRun) ini = test_offsim("model", "--hf-config", profile, "--batch", "2", "--seq", "16", NULL);
+  g_autofree char *at = g_strdup_printf("%s:1:1: not valid JSON", profile);
+  assert_model(&ini, 2, at);
+  ck_assert_ptr_nonnull(strstr(ini.err, "looks like a scenario or profile file"));
+  g_auto(TestRun) field = test_offsim("model", "--hf-config", REGRESS "/hf-gpt2-head-dim.json", "--batch", "2", "--seq",
+                                      "16", NULL);
+  assert_model(&field, 2, "hf-gpt2-head-dim.json: head_dim (n_embd / n_head)");
+  g_auto(TestRun) batch = test_offsim("model", "--hf-config", qwen, "--batch", "2000000", "--seq", "16", NULL);
+  assert_model(&batch, 2, "--batch: expected a whole number from 1 to 1048576, got 2000000");
+  g_auto(TestRun) seq = test_offsim("model", "--hf-config", qwen, "--batch", "1", "--seq", "20000000", NULL);
+  assert_model(&seq, 2, "--seq: expected a whole number from 1 to 16777216, got 20000000");
+  /* Too large for 4 EiB: the config.json and the options that make it so. */
+  g_autoptr(TempDir) dir = temp_dir();
+  g_autofree char *huge = write_file(dir, "huge.json",
+                                     "{\"model_type\": \"llama\", \"hidden_size\": 1048576, \"num_hidden_layers\": "
+                                     "1000000, \"num_attention_heads\": 16, \"intermediate_size\": 16777216, "
+                                     "\"vocab_size\": 1000000000}", -1);
+  g_auto(TestRun) big = test_offsim("model", "--hf-config", huge, "--batch", "1024", "--seq", "65536", NULL);
+  g_autofree char *big_expect = g_strdup_printf("%s: at --batch 1024 --seq 65536: the model's memory adds up to more "
+                                                "than 4 EiB", huge);
+  assert_model(&big, 2, big_expect);
+  g_autofree char *qwen_text = NULL;
+  ck_assert(g_file_get_contents(qwen, &qwen_text, NULL, NULL));
+  g_autofree char *bom_text = g_strconcat("\xef\xbb\xbf", qwen_text, NULL);
+  g_autofree char *bom = write_file(dir, "bom.json", bom_text, -1);
+  g_auto(TestRun) with_bom = test_offsim("model", "--hf-config", bom, "--batch", "2", "--seq", "16", NULL);
+  assert_model(&with_bom, 0, NULL);
+  g_auto(TestRun) name = test_offsim("model", "--hf-config", qwen, "--batch", "2", "--seq", "16", "--name",
+                                     "x\n[device]\nmemory = 1B", NULL);
+  assert_model(&name, 2, "--name: a line break cannot be written into a scenario");
 }
 END_TEST
 
@@ -975,6 +1166,10 @@ main(void)
   tcase_add_test(tc, budget_100000_chunks);
   tcase_add_test(tc, regressions_replay);
   tcase_add_test(tc, regression_keep_last_keeps_everything);
+  tcase_add_test(tc, config_json_nested_100000_deep);
+  tcase_add_test(tc, hf_configs_agree_in_both_paths);
+  tcase_add_test(tc, model_profile_is_loaded_and_included_from_the_scenario);
+  tcase_add_test(tc, model_errors_name_the_users_file_and_field);
   tcase_add_test(tc, unwritable_outputs_are_clear_errors);
   tcase_add_test(tc, output_paths_are_checked_before_the_run);
   tcase_add_test(tc, plot_rename_failure_leaves_no_temporary);

@@ -302,7 +302,131 @@ START_TEST(hf_config_reads_qwen2_llama_mistral_gpt2)
     g_clear_error(&error);
   }
   ck_assert(!sim_hf_config_load_data("{", -1, "x.json", &t, &error));
-  ck_assert_ptr_nonnull(strstr(error->message, "x.json: not valid JSON"));
+  ck_assert_ptr_nonnull(strstr(error->message, "x.json:1:1: not valid JSON"));
+}
+END_TEST
+
+/* json-glib recurses per level: 100,000 '[' crashed it (exit 139).  Depth
+ * is counted first, outside strings; past SIM_HF_CONFIG_MAX_DEPTH it is an
+ * error naming the file and line, at or under it the file loads. */
+#define GPT2_FIELDS "\"model_type\": \"gpt2\", \"n_embd\": 64, \"n_layer\": 2, \"n_head\": 4, " \
+                    "\"vocab_size\": 100, \"n_positions\": 128"
+static char *
+nested(guint depth, const char *open, const char *close)
+{
+  GString *text = g_string_new("{" GPT2_FIELDS ",\n\"extra\": ");
+  for (guint i = 1; i < depth; i++)
+    g_string_append(text, open);
+  g_string_append(text, "0");
+  for (guint i = 1; i < depth; i++)
+    g_string_append(text, close);
+  g_string_append(text, "}");
+  return g_string_free(text, FALSE);
+}
+
+START_TEST(hf_config_nesting_is_bounded_before_parsing)
+{
+  SimTransformer t;
+  sim_transformer_defaults(&t);
+  static const guint depths[] = { 65, 1000, 100000, 1000000 };
+  for (guint i = 0; i < G_N_ELEMENTS(depths); i++) {
+    for (guint kind = 0; kind < 2; kind++) {
+      g_autofree char *json = kind ? nested(depths[i], "{\"a\":", "}") : nested(depths[i], "[", "]");
+      g_autoptr(GError) error = NULL;
+      ck_assert(!sim_hf_config_load_data(json, -1, "deep.json", &t, &error));
+      ck_assert(g_error_matches(error, SIM_ERROR, SIM_ERROR_INPUT));
+      ck_assert_str_eq(error->message, "deep.json:2: objects and arrays nest deeper than 64 levels (a config.json "
+                                       "needs a few)");
+    }
+  }
+  /* Exactly the limit loads; brackets inside strings, escaped quotes
+   * included, are not nesting. */
+  g_autofree char *limit = nested(SIM_HF_CONFIG_MAX_DEPTH, "[", "]");
+  g_autoptr(GError) error = NULL;
+  ck_assert_msg(sim_hf_config_load_data(limit, -1, "limit.json", &t, &error), "%s", error ? error->message : "");
+  GString *quoted = g_string_new("{" GPT2_FIELDS ", \"s\": \"\\\"");
+  for (guint i = 0; i < 10000; i++)
+    g_string_append(quoted, "[{");
+  g_string_append(quoted, "\"}");
+  g_autofree char *text = g_string_free(quoted, FALSE);
+  ck_assert_msg(sim_hf_config_load_data(text, -1, "quoted.json", &t, &error), "%s", error ? error->message : "");
+  ck_assert_uint_eq(t.hidden, 64);
+}
+END_TEST
+
+/* The parser's errors name the user's file, line and column, not json-glib's
+ * "<data>"; a scenario or a profile given as a config.json says so. */
+START_TEST(hf_config_parse_errors_name_the_file)
+{
+  SimTransformer t;
+  sim_transformer_defaults(&t);
+  g_autoptr(GError) error = NULL;
+  ck_assert(!sim_hf_config_load_data("{\n  \"model_type\": x}", -1, "c.json", &t, &error));
+  ck_assert_str_eq(error->message, "c.json:2:17: not valid JSON: unexpected identifier `x', expected value");
+  g_clear_error(&error);
+  ck_assert(!sim_hf_config_load_data("[device]\nmemory = 80GiB\n", -1, "h100.ini", &t, &error));
+  ck_assert_ptr_null(strstr(error->message, "<data>"));
+  ck_assert_ptr_nonnull(strstr(error->message, "h100.ini:1:"));
+  ck_assert_ptr_nonnull(strstr(error->message, "(this looks like a scenario or profile file, not a HuggingFace "
+                                               "config.json)"));
+  g_clear_error(&error);
+  ck_assert(!sim_hf_config_load_data("# a profile\n[device]\n", -1, "p.ini", &t, &error));
+  ck_assert_ptr_nonnull(strstr(error->message, "p.ini:1:1: not valid JSON: "));
+  ck_assert_ptr_nonnull(strstr(error->message, "looks like a scenario or profile file"));
+}
+END_TEST
+
+/* One validation for both ways in: what a config.json derives (head_dim
+ * from n_embd / n_head) is held to the range of the [transformer] key it
+ * sets, and so is a scenario's derived head_dim; every failure names the
+ * config.json's field. */
+START_TEST(hf_config_and_transformer_group_share_one_validation)
+{
+  static const struct {
+    const char *json, *message;
+  } bad[] = {
+    /* GPT-2 with n_embd 872190, n_head 6: head_dim 145365, which a
+     * [transformer] group refuses; hf_config used to accept it. */
+    { "{\"model_type\": \"gpt2\", \"n_embd\": 872190, \"n_layer\": 2, \"n_head\": 6, \"vocab_size\": 100, "
+      "\"n_positions\": 128}",
+      "g.json: head_dim (n_embd / n_head): expected a whole number from 1 to 65536, got 145365" },
+    { "{\"model_type\": \"gpt2\", \"n_embd\": 100, \"n_layer\": 2, \"n_head\": 7, \"vocab_size\": 100, "
+      "\"n_positions\": 128}",
+      "g.json: field 'n_head': 7 does not divide n_embd (100)" },
+    { "{\"model_type\": \"llama\", \"hidden_size\": 4, \"num_hidden_layers\": 2, \"num_attention_heads\": 8, "
+      "\"intermediate_size\": 16, \"vocab_size\": 100}",
+      "g.json: head_dim (hidden_size / num_attention_heads): field 'num_attention_heads' (8) does not divide field "
+      "'hidden_size' (4); give head_dim" },
+    { "{\"model_type\": \"llama\", \"hidden_size\": 64, \"num_hidden_layers\": 2, \"num_attention_heads\": 8, "
+      "\"num_key_value_heads\": 3, \"intermediate_size\": 16, \"vocab_size\": 100}",
+      "g.json: field 'num_key_value_heads': 3 does not divide field 'num_attention_heads' (8)" },
+  };
+  for (guint i = 0; i < G_N_ELEMENTS(bad); i++) {
+    SimTransformer t;
+    sim_transformer_defaults(&t);
+    g_autoptr(GError) error = NULL;
+    ck_assert_msg(!sim_hf_config_load_data(bad[i].json, -1, "g.json", &t, &error), "case %u loaded", i);
+    ck_assert(g_error_matches(error, SIM_ERROR, SIM_ERROR_INPUT));
+    ck_assert_str_eq(error->message, bad[i].message);
+  }
+  /* The same through a scenario: hf_config names the config.json; a
+   * written shape whose derived head_dim is out of range is refused too
+   * (hidden = 1048576, heads = 1 used to load with head_dim 1048576). */
+  g_autofree char *dir = test_tmp_dir_new();
+  g_autofree char *json = g_build_filename(dir, "g.json", NULL);
+  ck_assert(g_file_set_contents(json, bad[0].json, -1, NULL));
+  const char *machine = "[device]\nmemory = 80GiB\nmatmul_tflops = 312\nhbm_bandwidth = 2TB/s\n"
+                        "[link]\nh2d_bandwidth = 25GB/s\nd2h_bandwidth = 25GB/s\n";
+  g_autofree char *hf = g_strdup_printf("%s[transformer]\nhf_config = %s\nbatch = 1\nseq = 8\n", machine, json);
+  g_autofree char *msg = test_scenario_error(hf);
+  ck_assert_msg(strstr(msg, "head_dim (n_embd / n_head): expected a whole number from 1 to 65536, got 145365"), "%s",
+                msg);
+  g_autofree char *wide = g_strdup_printf("%s[transformer]\nhidden = 1048576\nlayers = 1\nheads = 1\nffn = 1\n"
+                                          "vocab = 1\nbatch = 1\nseq = 1\n", machine);
+  g_autofree char *wide_msg = test_scenario_error(wide);
+  ck_assert_msg(strstr(wide_msg, "[transformer] head_dim: expected a whole number from 1 to 65536, got 1048576"), "%s",
+                wide_msg);
+  test_tmp_dir_remove(dir);
 }
 END_TEST
 
@@ -480,6 +604,9 @@ transformer_suite(void)
   tcase_add_test(tc, times_follow_flops_and_bytes);
   tcase_add_test(tc, presets_have_their_published_parameter_counts);
   tcase_add_test(tc, hf_config_reads_qwen2_llama_mistral_gpt2);
+  tcase_add_test(tc, hf_config_nesting_is_bounded_before_parsing);
+  tcase_add_test(tc, hf_config_parse_errors_name_the_file);
+  tcase_add_test(tc, hf_config_and_transformer_group_share_one_validation);
   tcase_add_test(tc, transformer_bad_input_is_named);
   tcase_add_test(tc, generator_matches_pytorch_recordings_within_5_percent);
   tcase_add_test(tc, recordings_count_references_and_storages);

@@ -6,6 +6,7 @@
 
 #include <glib/gstdio.h>
 #include <json-glib/json-glib.h>
+#include <stdio.h>
 #include <string.h>
 
 typedef struct {
@@ -109,6 +110,20 @@ read_activation(Reader *r, const char *field, const char *fallback, SimTransform
   return wrong_field(r, field, what);
 }
 
+/* llama's head_dim: the field, or hidden_size // num_attention_heads as
+ * HuggingFace derives it (0 when heads exceed hidden, which the shared
+ * check refuses). */
+static gboolean
+read_head_dim(Reader *r, guint64 hidden, guint64 heads, guint64 *out)
+{
+  GType type;
+  if (field_value(r, "head_dim", &type) == NULL) {
+    *out = hidden / heads;
+    return TRUE;
+  }
+  return read_uint(r, "head_dim", SIM_KEY_TRANSFORMER_HEAD_DIM, 0, out);
+}
+
 /* llama, qwen2 and mistral share one layout: RMSNorm, SwiGLU, RoPE, GQA. */
 static gboolean
 load_llama_like(Reader *r, const char *type, SimTransformer *c)
@@ -119,7 +134,7 @@ load_llama_like(Reader *r, const char *type, SimTransformer *c)
       !read_uint(r, "num_hidden_layers", SIM_KEY_TRANSFORMER_LAYERS, 0, &layers) ||
       !read_uint(r, "num_attention_heads", SIM_KEY_TRANSFORMER_HEADS, 0, &heads) ||
       !read_uint(r, "num_key_value_heads", SIM_KEY_TRANSFORMER_KV_HEADS, heads, &kv) ||
-      !read_uint(r, "head_dim", SIM_KEY_TRANSFORMER_HEAD_DIM, hidden / heads ? hidden / heads : 1, &head_dim) ||
+      !read_head_dim(r, hidden, heads, &head_dim) ||
       !read_uint(r, "intermediate_size", SIM_KEY_TRANSFORMER_FFN, 0, &ffn) ||
       !read_uint(r, "vocab_size", SIM_KEY_TRANSFORMER_VOCAB, 0, &vocab) ||
       !read_bool(r, "tie_word_embeddings", FALSE, &tied))
@@ -183,6 +198,12 @@ load_gpt2(Reader *r, SimTransformer *c)
                 "expected all 0 or all above 0 (one [transformer] dropout stands for the three)", r->origin);
     return FALSE;
   }
+  /* GPT-2 has no head_dim field: its heads split n_embd evenly. */
+  if (hidden % heads != 0) {
+    g_set_error(r->error, SIM_ERROR, SIM_ERROR_INPUT, "%s: field 'n_head': %" G_GUINT64_FORMAT
+                " does not divide n_embd (%" G_GUINT64_FORMAT ")", r->origin, heads, hidden);
+    return FALSE;
+  }
   c->hidden = (guint)hidden;
   c->layers = (guint)layers;
   c->heads = c->kv_heads = (guint)heads;
@@ -200,13 +221,107 @@ load_gpt2(Reader *r, SimTransformer *c)
   return TRUE;
 }
 
+/* What the shared check (sim_transformer_validate_shape) calls each key:
+ * the field of this model_type that sets it. */
+static void
+field_names(Reader *r, gboolean gpt2, const char *names[SIM_KEY_COUNT])
+{
+  GType type;
+  for (guint i = 0; i < SIM_KEY_COUNT; i++)
+    names[i] = NULL;
+  if (gpt2) {
+    names[SIM_KEY_TRANSFORMER_HIDDEN] = "field 'n_embd'";
+    names[SIM_KEY_TRANSFORMER_LAYERS] = "field 'n_layer'";
+    names[SIM_KEY_TRANSFORMER_HEADS] = "field 'n_head'";
+    names[SIM_KEY_TRANSFORMER_KV_HEADS] = "field 'n_head'";
+    names[SIM_KEY_TRANSFORMER_HEAD_DIM] = "head_dim (n_embd / n_head)";
+    names[SIM_KEY_TRANSFORMER_FFN] = field_value(r, "n_inner", &type) ? "field 'n_inner'" : "n_inner (4 x n_embd)";
+    names[SIM_KEY_TRANSFORMER_POSITIONS] = "field 'n_positions'";
+    names[SIM_KEY_TRANSFORMER_DROPOUT] = "field 'resid_pdrop'";
+  } else {
+    names[SIM_KEY_TRANSFORMER_HIDDEN] = "field 'hidden_size'";
+    names[SIM_KEY_TRANSFORMER_LAYERS] = "field 'num_hidden_layers'";
+    names[SIM_KEY_TRANSFORMER_HEADS] = "field 'num_attention_heads'";
+    names[SIM_KEY_TRANSFORMER_KV_HEADS] = field_value(r, "num_key_value_heads", &type) ? "field 'num_key_value_heads'"
+                                                                                        : "field 'num_attention_heads'";
+    names[SIM_KEY_TRANSFORMER_HEAD_DIM] =
+      field_value(r, "head_dim", &type) ? "field 'head_dim'" : "head_dim (hidden_size / num_attention_heads)";
+    names[SIM_KEY_TRANSFORMER_FFN] = "field 'intermediate_size'";
+    names[SIM_KEY_TRANSFORMER_DROPOUT] = "field 'attention_dropout'";
+  }
+  names[SIM_KEY_TRANSFORMER_VOCAB] = "field 'vocab_size'";
+}
+
+/* json-glib's parser recurses once per nesting level, so a file of 100,000
+ * '[' overflows the stack: count the depth first, over the bytes, outside
+ * strings (honouring backslash escapes).  Unbalanced brackets are left to
+ * the parser to report. */
+static gboolean
+check_depth(const char *data, gsize length, const char *origin, GError **error)
+{
+  guint depth = 0, line = 1;
+  gboolean in_string = FALSE;
+  for (gsize i = 0; i < length; i++) {
+    char ch = data[i];
+    if (ch == '\n')
+      line++;
+    if (in_string) {
+      if (ch == '\\')
+        i++; /* the escaped byte cannot end the string (a newline there is the parser's error) */
+      else if (ch == '"')
+        in_string = FALSE;
+    } else if (ch == '"') {
+      in_string = TRUE;
+    } else if (ch == '[' || ch == '{') {
+      if (++depth > SIM_HF_CONFIG_MAX_DEPTH) {
+        g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT,
+                    "%s:%u: objects and arrays nest deeper than %d levels (a config.json needs a few)", origin, line,
+                    SIM_HF_CONFIG_MAX_DEPTH);
+        return FALSE;
+      }
+    } else if ((ch == ']' || ch == '}') && depth > 0) {
+      depth--;
+    }
+  }
+  return TRUE;
+}
+
+/* json-glib says "<data>:LINE:COL: Parse error: WHAT": the user's file
+ * instead of its internal name, and a hint when the file is not JSON at all
+ * but a scenario or a profile (which start with '#' or '['). */
+static void
+not_json(const char *data, gsize length, const char *origin, const GError *cause, GError **error)
+{
+  unsigned line = 0, column = 0;
+  int used = 0;
+  const char *what = cause->message;
+  if (sscanf(what, "<data>:%u:%u: %n", &line, &column, &used) == 2 && used > 0) {
+    what += used;
+    if (g_str_has_prefix(what, "Parse error: "))
+      what += strlen("Parse error: ");
+  }
+  gsize i = 0;
+  while (i < length && g_ascii_isspace(data[i]))
+    i++;
+  gboolean ini = i < length && (data[i] == '#' || data[i] == ';' ||
+                                (data[i] == '[' && i + 1 < length && g_ascii_isalpha(data[i + 1])));
+  const char *hint = ini ? " (this looks like a scenario or profile file, not a HuggingFace config.json)" : "";
+  if (line > 0)
+    g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "%s:%u:%u: not valid JSON: %s%s", origin, line, column, what, hint);
+  else
+    g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "%s: not valid JSON: %s%s", origin, what, hint);
+}
+
 gboolean
 sim_hf_config_load_data(const char *data, gssize length, const char *origin, SimTransformer *c, GError **error)
 {
+  gsize len = length < 0 ? strlen(data) : (gsize)length;
+  if (!check_depth(data, len, origin, error))
+    return FALSE;
   g_autoptr(JsonParser) parser = json_parser_new();
   g_autoptr(GError) local = NULL;
-  if (!json_parser_load_from_data(parser, data, length, &local)) {
-    g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "%s: not valid JSON: %s", origin, local->message);
+  if (!json_parser_load_from_data(parser, data, (gssize)len, &local)) {
+    not_json(data, len, origin, local, error);
     return FALSE;
   }
   JsonNode *root = json_parser_get_root(parser);
@@ -223,13 +338,25 @@ sim_hf_config_load_data(const char *data, gssize length, const char *origin, Sim
     g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "%s: missing field 'model_type' (expected a string)", origin);
     return FALSE;
   }
-  if (strcmp(type, "llama") == 0 || strcmp(type, "qwen2") == 0 || strcmp(type, "mistral") == 0)
-    return load_llama_like(&r, type, c);
-  if (strcmp(type, "gpt2") == 0)
-    return load_gpt2(&r, c);
-  g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT,
-              "%s: field 'model_type': '%s' is not supported (expected llama, qwen2, mistral or gpt2)", origin, type);
-  return FALSE;
+  gboolean gpt2 = strcmp(type, "gpt2") == 0;
+  if (!gpt2 && strcmp(type, "llama") != 0 && strcmp(type, "qwen2") != 0 && strcmp(type, "mistral") != 0) {
+    g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT,
+                "%s: field 'model_type': '%s' is not supported (expected llama, qwen2, mistral or gpt2)", origin, type);
+    return FALSE;
+  }
+  SimTransformer shape = *c;
+  if (!(gpt2 ? load_gpt2(&r, &shape) : load_llama_like(&r, type, &shape)))
+    return FALSE;
+  /* The check a [transformer] group gets, in this file's words. */
+  const char *names[SIM_KEY_COUNT];
+  field_names(&r, gpt2, names);
+  g_autoptr(GError) invalid = NULL;
+  if (!sim_transformer_validate_shape(&shape, names, &invalid)) {
+    g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "%s: %s", origin, invalid->message);
+    return FALSE;
+  }
+  *c = shape;
+  return TRUE;
 }
 
 /* The fields a config.json decides; everything else is the caller's. */

@@ -7,7 +7,15 @@
  * SIM_ERROR_INPUT naming the file and the field; an unknown model_type
  * names the ones supported.  Integer fields take the range of the
  * [transformer] key they set (sim/input/schema.c), so a config.json and a
- * scenario that spell the same model accept the same values.
+ * scenario that spell the same model accept the same values; the shape
+ * read then goes through sim_transformer_validate_shape, the check a
+ * [transformer] group gets, with this file's field names in its messages.
+ *
+ * Nesting: json-glib's parser recurses once per level of objects and
+ * arrays, so objects and arrays nested more than SIM_HF_CONFIG_MAX_DEPTH
+ * deep are refused, naming the file and the line, before it parses (a
+ * config.json nests two or three levels).  Parse errors name the file,
+ * line and column.
  *
  * Cache: a sweep loads the same config.json for every point, so
  * sim_hf_config_load keeps each parsed shape in a process-wide table keyed
@@ -21,6 +29,9 @@
 #include "transformer.h"
 
 G_BEGIN_DECLS
+
+#define SIM_HF_CONFIG_MAX_DEPTH 64
+
 
 gboolean sim_hf_config_load(const char *path, SimTransformer *config, GError **error);
 gboolean sim_hf_config_load_data(const char *data, gssize length, const char *origin, SimTransformer *config,

@@ -468,12 +468,9 @@ load_transformer(const SimConfig *c, const SimMachine *m, const char *name, SimW
       !read_fields(g, SIM_GROUP_TRANSFORMER, 0, &t, error))
     return FALSE;
   derive_heads(g, hf != NULL, &t);
-  if (t.head_dim == 0) {
-    g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT,
-                "%s: [transformer] head_dim: heads (%u) does not divide hidden (%u); give head_dim", g->file, t.heads,
-                t.hidden);
-    return FALSE;
-  }
+  /* head_dim 0 (heads does not divide hidden) and every range are
+   * sim_transformer_validate's, which the build calls: one check for this
+   * group and for `offsim model`. */
 
   g_autoptr(GError) cause = NULL;
   *out = sim_transformer_build(&t, &m->device, name, &cause);

@@ -88,39 +88,74 @@ hf_validate(const SimTransformer *c, GError **error)
   return TRUE;
 }
 
-gboolean
-sim_transformer_validate(const SimTransformer *c, GError **error)
+/* What a message calls key `id`: the caller's name for it, or the key's. */
+static const char *
+name_of(const char *const *names, SimKeyId id)
 {
-  struct {
-    const char *name;
-    guint64 value;
-  } required[] = {
-    { "hidden", c->hidden }, { "layers", c->layers }, { "heads", c->heads },   { "kv_heads", c->kv_heads },
-    { "head_dim", c->head_dim }, { "ffn", c->ffn },   { "vocab", c->vocab },   { "batch", c->batch },
-    { "seq", c->seq },       { "tp", c->tp },
-  };
-  for (guint i = 0; i < G_N_ELEMENTS(required); i++) {
-    if (required[i].value == 0) {
-      g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "%s: expected a positive whole number", required[i].name);
+  return names && names[id] ? names[id] : sim_schema_key(id)->key;
+}
+
+/* A count field of `c` as the schema maps it. */
+static guint64
+count_of(const SimTransformer *c, const SimSchemaKey *k)
+{
+  const char *field = (const char *)c + k->offset;
+  if (k->type == SIM_VALUE_COUNT64)
+    return *(const guint64 *)(gconstpointer)field;
+  return *(const guint *)(gconstpointer)field;
+}
+
+/* The one check of a transformer, whichever way it came in.  `shape_only`:
+ * only what a config.json decides (batch, seq and tp are the caller's and
+ * may not be set yet). */
+static gboolean
+check(const SimTransformer *c, gboolean shape_only, const char *const *names, GError **error)
+{
+#define N(id) name_of(names, SIM_KEY_TRANSFORMER_##id)
+  /* head_dim is derived only when heads divides hidden. */
+  if (c->head_dim == 0 && c->heads != 0) {
+    g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "%s: %s (%u) does not divide %s (%u); give head_dim", N(HEAD_DIM),
+                N(HEADS), c->heads, N(HIDDEN), c->hidden);
+    return FALSE;
+  }
+  /* Every count within the range of the [transformer] key that sets it, so
+   * that a derived value (head_dim from a config.json) is held to the same
+   * range as a written one. */
+  for (SimKeyId id = 0; id < SIM_KEY_COUNT; id++) {
+    const SimSchemaKey *k = sim_schema_key(id);
+    if (k->group != SIM_GROUP_TRANSFORMER || k->offset == SIM_SCHEMA_BY_HAND ||
+        (k->type != SIM_VALUE_COUNT && k->type != SIM_VALUE_COUNT64))
+      continue;
+    gboolean callers = id == SIM_KEY_TRANSFORMER_BATCH || id == SIM_KEY_TRANSFORMER_SEQ || id == SIM_KEY_TRANSFORMER_TP;
+    if (shape_only && callers)
+      continue;
+    guint64 v = count_of(c, k);
+    if (v < k->min || v > k->max) {
+      g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT,
+                  "%s: expected a whole number from %" G_GUINT64_FORMAT " to %" G_GUINT64_FORMAT
+                  ", got %" G_GUINT64_FORMAT, name_of(names, id), k->min, k->max, v);
       return FALSE;
     }
   }
   if (c->heads % c->kv_heads != 0) {
-    g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "kv_heads: %u does not divide heads (%u)", c->kv_heads, c->heads);
-    return FALSE;
-  }
-  if (c->heads % c->tp != 0 || c->kv_heads % c->tp != 0 || c->ffn % c->tp != 0) {
-    g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "tp: %u must divide heads (%u), kv_heads (%u) and ffn (%u)", c->tp,
-                c->heads, c->kv_heads, c->ffn);
-    return FALSE;
-  }
-  if (c->sp && c->seq % c->tp != 0) {
-    g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "sp: sequence parallelism needs tp (%u) to divide seq (%u)", c->tp,
-                c->seq);
+    g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "%s: %u does not divide %s (%u)", N(KV_HEADS), c->kv_heads, N(HEADS),
+                c->heads);
     return FALSE;
   }
   if (!(c->dropout >= 0 && c->dropout < 1)) {
-    g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "dropout: expected a probability in [0, 1)");
+    g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "%s: expected a probability in [0, 1)", N(DROPOUT));
+    return FALSE;
+  }
+  if (shape_only)
+    return TRUE;
+  if (c->heads % c->tp != 0 || c->kv_heads % c->tp != 0 || c->ffn % c->tp != 0) {
+    g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "%s: %u must divide %s (%u), %s (%u) and %s (%u)", N(TP), c->tp,
+                N(HEADS), c->heads, N(KV_HEADS), c->kv_heads, N(FFN), c->ffn);
+    return FALSE;
+  }
+  if (c->sp && c->seq % c->tp != 0) {
+    g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "%s: sequence parallelism needs %s (%u) to divide %s (%u)", N(SP),
+                N(TP), c->tp, N(SEQ), c->seq);
     return FALSE;
   }
   if (c->hf_ops)
@@ -131,6 +166,19 @@ sim_transformer_validate(const SimTransformer *c, GError **error)
     return FALSE;
   }
   return TRUE;
+#undef N
+}
+
+gboolean
+sim_transformer_validate(const SimTransformer *c, const char *const *names, GError **error)
+{
+  return check(c, FALSE, names, error);
+}
+
+gboolean
+sim_transformer_validate_shape(const SimTransformer *c, const char *const *names, GError **error)
+{
+  return check(c, TRUE, names, error);
 }
 
 guint64
@@ -549,7 +597,7 @@ build_head(SimLayer *stage, const SimTransformer *c, const Geometry *g, const Si
 SimWorkload *
 sim_transformer_build(const SimTransformer *c, const SimDevice *dev, const char *name, GError **error)
 {
-  if (!sim_transformer_validate(c, error))
+  if (!sim_transformer_validate(c, NULL, error))
     return NULL;
   if (!(dev->matmul_flops > 0) || !(dev->hbm_bandwidth > 0)) {
     g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT,

@@ -162,11 +162,25 @@ typedef struct {
  * zero (required). */
 void sim_transformer_defaults(SimTransformer *config);
 
-/* Checks the shape: positive sizes, heads divisible by kv_heads and by tp,
- * and products that fit; with ops = hf, a layout and kernels HF has (see
- * above; no sdpa with a sliding window shorter than seq: HF passes a mask),
- * without ops = hf no sdpa.  SIM_ERROR_INPUT naming the field. */
-gboolean sim_transformer_validate(const SimTransformer *config, GError **error);
+/* The one validation of a transformer, for both ways in (a [transformer]
+ * group, through sim_transformer_build, and a config.json, through
+ * sim_hf_config_load_data and `offsim model`), so that they accept and
+ * refuse the same models: every count within the range of the
+ * [transformer] key that sets it (sim/input/schema.c), derived ones such as
+ * head_dim included; head_dim not 0 (heads did not divide hidden); heads
+ * divisible by kv_heads and by tp, kv_heads and ffn by tp, seq by tp with
+ * sp; dropout in [0, 1); with ops = hf, a layout and kernels HF has (no
+ * sdpa with a sliding window shorter than seq: HF passes a mask), without
+ * ops = hf no sdpa.  A failure is SIM_ERROR_INPUT "NAME: why", where
+ * NAME is names[key] (an array of SIM_KEY_COUNT entries indexed by
+ * SimKeyId, such as a config.json's field names) or, where that is NULL or
+ * `names` is, the [transformer] key.  The products are checked where they
+ * are formed, by sim_transformer_build. */
+gboolean sim_transformer_validate(const SimTransformer *config, const char *const *names, GError **error);
+
+/* The same restricted to what a config.json decides: batch, seq, tp and sp
+ * are the caller's and may not be set yet. */
+gboolean sim_transformer_validate_shape(const SimTransformer *config, const char *const *names, GError **error);
 
 /* Builds the workload.  `device` gives matmul_flops, efficiency and
  * hbm_bandwidth, which must be set (> 0). */

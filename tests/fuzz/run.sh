@@ -7,7 +7,9 @@
 # A crash, leak or hang leaves its input in OUT/TARGET/ as crash-*, leak-*,
 # timeout-* or oom-*: copy it to tests/data/regress/ (see README.md here).
 # Usage: tests/fuzz/run.sh SECONDS [TARGET...]
-#   env: OFFSIM_FUZZ_OUT (default build-fuzz/fuzz-out), OFFSIM_FUZZ_JOBS (2)
+#   env: OFFSIM_FUZZ_OUT (default build-fuzz/fuzz-out), OFFSIM_FUZZ_JOBS (2),
+#        OFFSIM_FUZZ_MAX_LEN (262144: inputs up to 256 KiB, so that nesting
+#        100,000 deep (200 KB) and 64 KiB lines are in reach)
 set -eu
 [ $# -ge 1 ] || { echo "usage: $0 SECONDS [TARGET...]" >&2; exit 2; }
 seconds=$1
@@ -16,6 +18,7 @@ src=$(cd "$(dirname "$0")/../.." && pwd)
 build=$src/build-fuzz
 out=${OFFSIM_FUZZ_OUT:-$build/fuzz-out}
 jobs=${OFFSIM_FUZZ_JOBS:-2}
+max_len=${OFFSIM_FUZZ_MAX_LEN:-262144}
 targets=${*:-units scenario profile hf_config trace budget}
 
 if [ ! -x "$build/tests/fuzz/fuzz_units" ]; then
@@ -25,8 +28,10 @@ cmake --build "$build" -j"$(nproc)" --target $(for t in $targets; do printf 'fuz
 
 fuzz_one() { # target
   mkdir -p "$out/$1/new"
-  # -timeout: one input may take 10 s (hang); -rss_limit_mb: 2 GiB (runaway memory).
-  "$build/tests/fuzz/fuzz_$1" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
+  # -timeout: one input may take 10 s (hang); -rss_limit_mb: 2 GiB (runaway memory);
+  # -max_len: libFuzzer's default is the largest seed, too short for deep nesting.
+  "$build/tests/fuzz/fuzz_$1" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -max_len="$max_len" \
+    -print_final_stats=1 \
     -dict="$src/tests/fuzz/$1.dict" -artifact_prefix="$out/$1/" "$out/$1/new" "$src/tests/fuzz/corpus/$1" \
     </dev/null >"$out/$1.log" 2>&1
 }

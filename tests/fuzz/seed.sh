@@ -9,6 +9,7 @@
 #   hf_config  scenarios/models/*.json
 #   trace      tests/data/trace/*.csv
 #   budget     scenarios/budget/*.csv and tests/data/budget/*.csv
+#   and for each, deep and long inputs (see the end), named after what they are
 # Usage: tests/fuzz/seed.sh
 set -eu
 src=$(cd "$(dirname "$0")/../.." && pwd)
@@ -59,6 +60,63 @@ for f in "$src"/scenarios/profiles/*.ini "$src"/tests/data/calib/*.ini; do keep 
 for f in "$src"/scenarios/models/*.json; do keep hf_config "$f"; done
 for f in "$src"/tests/data/trace/*.csv; do keep trace "$f"; done
 for f in "$src"/scenarios/budget/*.csv "$src"/tests/data/budget/*.csv; do keep budget "$f"; done
+# Deep and long inputs, which no bundled file has, under names that say what
+# they are: nesting past the config.json limit (objects and arrays, directly
+# and through a scenario's hf_config), exactly at it, brackets in strings,
+# and lines of 64 KiB or thousands of items for each format.
+keep_as() { # target name: stdin under that name
+  cat > "$corpus/$1/$2"
+}
+repeat() { # count text
+  awk -v n="$1" -v t="$2" 'BEGIN { for (i = 0; i < n; i++) printf "%s", t }'
+}
+gpt2='"model_type": "gpt2", "n_embd": 64, "n_layer": 2, "n_head": 4, "vocab_size": 100, "n_positions": 128'
+nest() { # depth open close: a GPT-2 config with a value nested depth levels deep in all
+  printf '{%s,\n"task_specific_params": ' "$gpt2"
+  repeat $(($1 - 1)) "$2"
+  printf '0'
+  repeat $(($1 - 1)) "$3"
+  printf '}\n'
+}
+nest 1000 '[' ']' | keep_as hf_config deep-arrays-1000.json
+nest 1000 '{"a":' '}' | keep_as hf_config deep-objects-1000.json
+nest 64 '[' ']' | keep_as hf_config deep-at-limit-64.json
+{ printf '{%s, "s": "\\"' "$gpt2"; repeat 10000 '[{'; printf '"}\n'; } | keep_as hf_config brackets-in-string.json
+{ printf '{%s, "_name_or_path": "' "$gpt2"; repeat 65536 x; printf '"}\n'; } | keep_as hf_config long-string.json
+{
+  printf '[device]\nmemory = 80GiB\nmatmul_tflops = 312\nhbm_bandwidth = 2TB/s\n'
+  printf '[link]\nh2d_bandwidth = 55GB/s\nd2h_bandwidth = 55GB/s\n'
+  printf '[transformer]\nhf_config = c.json\nbatch = 2\nseq = 16\n#@@ c.json\n'
+  nest 1000 '[' ']'
+} | keep_as scenario hf-config-deep-1000
+{
+  printf '[scenario]\nname = '
+  repeat 65536 n
+  printf '\n[device]\nmemory = 80GiB\n[link]\nh2d_bandwidth = 55GB/s\nd2h_bandwidth = 55GB/s\n'
+  printf '[model]\nlayers = 4\nforward = 1ms\ninput = 1MiB\ntensors = a:1MiB'
+  awk 'BEGIN { for (i = 0; i < 2000; i++) printf ", t%d:%dKiB", i, i % 64 + 1 }'
+  printf '\n'
+} | keep_as scenario long-lines
+{
+  printf '[device]\nmemory = 80GiB\n[link]\nh2d_bandwidth = 55GB/s\nd2h_bandwidth = 55GB/s\nh2d_table = 4KiB:1GB/s'
+  awk 'BEGIN { for (i = 1; i <= 500; i++) printf ", %dKiB:%d.5GB/s", 4 + 4 * i, 1 + i % 50 }'
+  printf '\n'
+} | keep_as profile long-table
+{ repeat 10000 1; printf 'MB'; } | keep_as units long-number
+header='layer,op,name,bytes,dtype,shape,is_parameter,storage,storage_bytes,saved'
+# 2,100 names in one layer (x, x#2, ...): more than GLib's first array of
+# 2,048 interned strings, which fuzz_common.c keeps LeakSanitizer from
+# reporting as a leak when GLib drops it.
+{ echo "$header"; awk 'BEGIN { for (i = 0; i < 2100; i++) printf "0,,x,1,,,0,%d,1,1\n", i }'; } |
+  keep_as trace interned-names-2100.csv
+{ echo "$header"; printf '0,op,'; repeat 65536 n; printf ',1024,float32,16x16,0,0,1024,1\n'; } |
+  keep_as trace long-line.csv
+{
+  echo 'name,bytes,reuse_delay_layers,offloadable'
+  repeat 65536 c
+  printf ',1048576,2,true\n'
+  awk 'BEGIN { for (i = 0; i < 1000; i++) printf "c%d,%d,%d,%s\n", i, 4096 * (i % 97 + 1), i % 13, i % 3 ? "true" : "false" }'
+} | keep_as budget long-lines.csv
 for t in units scenario profile hf_config trace budget; do
   echo "$t: $(ls "$corpus/$t" | wc -l) seeds"
 done

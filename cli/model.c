@@ -318,8 +318,7 @@ model_generate(const ModelOptions *o, GError **error)
     return FALSE;
   if (o->out)
     return sim_output_save("--out", o->out, ini->str, ini->len, error);
-  fputs(ini->str, stdout);
-  return fflush(stdout) == 0;
+  return cli_print(ini->str, error);
 }
 
 int

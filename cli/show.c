@@ -473,13 +473,10 @@ show_run(const char *path, GError **error)
     g_string_append_printf(s.out, "%s %s", i ? "," : "", display(&s, g_ptr_array_index(files, i)));
   g_string_append(s.out, "\n\n");
   show_groups(&s);
-  fputs(s.out->str, stdout);
+  gboolean written = cli_print(s.out->str, error);
   g_string_free(s.out, TRUE);
   g_hash_table_unref(s.alone);
   g_free(s.cwd);
-  gboolean written = fflush(stdout) == 0;
-  if (!written)
-    g_set_error(error, SIM_ERROR, SIM_ERROR_INTERNAL, "cannot write the output");
   return written;
 }
 

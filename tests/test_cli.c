@@ -406,6 +406,9 @@ START_TEST(exit_codes_as_documented)
     { 2, "/dev/full", FALSE, { "sweep", tiny, "--set", "link.latency=1us,2us" } },
     { 2, "/dev/full", FALSE, { "budget", chunks, "--budget", "384MiB", "--bandwidth", "8GiB/s" } },
     { 2, "/dev/full", FALSE, { "--version" } },
+    { 2, "/dev/full", FALSE, { "show", tiny } },
+    { 2, "/dev/full", FALSE, { "model", "--hf-config", OFFSIM_SCENARIOS "/models/qwen2.5-0.5b.json", "--batch", "1",
+                                "--seq", "8" } },
   };
   for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
     if (cases[i].out && !g_file_test(cases[i].out, G_FILE_TEST_EXISTS))

@@ -541,10 +541,7 @@ planner_budget_load_csv(const char *path, GError **error)
 {
   g_autofree char *data = NULL;
   gsize length = 0;
-  g_autoptr(GError) local = NULL;
-  if (!sim_config_read_file(path, &data, &length, &local)) {
-    g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "%s: cannot read chunks: %s", path, local->message);
+  if (!sim_config_read_input(path, "chunks", &data, &length, error))
     return NULL;
-  }
   return planner_budget_parse_csv(data, length, path, error);
 }

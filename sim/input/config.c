@@ -151,6 +151,17 @@ sim_config_read_file(const char *path, char **contents, gsize *length, GError **
   return TRUE;
 }
 
+gboolean
+sim_config_read_input(const char *path, const char *what, char **contents, gsize *length, GError **error)
+{
+  g_autoptr(GError) local = NULL;
+  if (sim_config_read_file(path, contents, length, &local))
+    return TRUE;
+  g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "%s: cannot read%s%s: %s", path, what ? " " : "", what ? what : "",
+              local->message);
+  return FALSE;
+}
+
 /* What one load shares across its files. */
 typedef struct {
   GPtrArray *chain;  /* canonical paths of the files being loaded, outermost first: one already on it is a cycle */

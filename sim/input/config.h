@@ -63,6 +63,11 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(SimConfig, sim_config_free)
  * contents are NUL-terminated; errors are G_FILE_ERROR with strerror's text. */
 gboolean sim_config_read_file(const char *path, char **contents, gsize *length, GError **error);
 
+/* The same for a data file named on its own (a config.json, a recording, a
+ * chunk list): a failure is SIM_ERROR_INPUT "PATH: cannot read: REASON", or
+ * "PATH: cannot read WHAT: REASON" when `what` is not NULL. */
+gboolean sim_config_read_input(const char *path, const char *what, char **contents, gsize *length, GError **error);
+
 /* A deep copy, for a sweep point to change without touching the original
  * (which may be shared read-only between threads). */
 SimConfig *sim_config_copy(const SimConfig *config);

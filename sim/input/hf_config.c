@@ -409,11 +409,8 @@ sim_hf_config_load(const char *path, SimTransformer *c, GError **error)
   }
   g_autofree char *data = NULL;
   gsize len = 0;
-  g_autoptr(GError) local = NULL;
-  if (!sim_config_read_file(path, &data, &len, &local)) {
-    g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "%s: cannot read: %s", path, local->message);
+  if (!sim_config_read_input(path, NULL, &data, &len, error))
     return FALSE;
-  }
   SimTransformer shape = *c;
   if (!sim_hf_config_load_data(data, (gssize)len, path, &shape, error))
     return FALSE;

@@ -268,10 +268,7 @@ sim_trace_load(const char *path, const char *name, GError **error)
 {
   g_autofree char *data = NULL;
   gsize len = 0;
-  g_autoptr(GError) local = NULL;
-  if (!sim_config_read_file(path, &data, &len, &local)) {
-    g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "%s: cannot read: %s", path, local->message);
+  if (!sim_config_read_input(path, NULL, &data, &len, error))
     return NULL;
-  }
   return sim_trace_load_data(data, len, path, name, error);
 }

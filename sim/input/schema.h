@@ -168,7 +168,7 @@ typedef struct {
   guint64 min, max;            /* SIM_VALUE_COUNT, SIM_VALUE_COUNT64 */
   const char *const *names;    /* SIM_VALUE_CHOICE: NULL-terminated, index = stored value */
   const char *fallback;        /* the default as scenario text; NULL: required or derived */
-  const char *doc_default;     /* the default as the README's table shows it; NULL: none */
+  const char *doc_default;     /* a derived default as the README says it ("the sum"); NULL with a fallback or none */
   guint kinds;                 /* SIM_GROUP_POLICY: the kinds that take it, 1 << SimPolicyKind */
   const char *expect;          /* what a value looks like, for messages: "a size such as 80GiB" */
 } SimSchemaKey;
@@ -201,6 +201,10 @@ gboolean sim_schema_parse_value(SimKeyId id, const char *text, gpointer value, G
  * FALSE with a message in `error` (the value's fault only: the caller adds
  * the file, group and key). */
 gboolean sim_schema_parse(SimKeyId id, const char *text, gpointer target, GError **error);
+
+/* The default as the README's table shows it: "`FALLBACK`", or the derived
+ * default's words, or NULL when there is none.  A new string, the caller's. */
+char *sim_schema_doc_default(SimKeyId id);
 
 /* Sets every field-mapped key of `group` that has a fallback to it in
  * `target` (for policies, the keys of every kind: a policy struct is whole

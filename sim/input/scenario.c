@@ -588,8 +588,7 @@ SimPolicy *
 sim_scenario_policy_new(const char *name, SimPolicyKind kind)
 {
   SimPolicy *p = sim_policy_new(name, kind);
-  sim_schema_apply_defaults(SIM_GROUP_POLICY, p);
-  p->kind = kind;
+  sim_schema_apply_defaults(SIM_GROUP_POLICY, p); /* `kind` has no default: it stays */
   derive_mode_defaults(NULL, p);
   return p;
 }
@@ -629,9 +628,7 @@ load_policy(const SimConfigGroup *g, guint n_layers, SimPolicy **out, GError **e
   if (kind == SIM_POLICY_PLAN && !require(NULL, g->name, g, SIM_KEY_POLICY_ACTIONS, error))
     return FALSE;
 
-  g_autoptr(SimPolicy) p = sim_policy_new(name, (SimPolicyKind)kind);
-  sim_schema_apply_defaults(SIM_GROUP_POLICY, p);
-  p->kind = (SimPolicyKind)kind;
+  g_autoptr(SimPolicy) p = sim_scenario_policy_new(name, (SimPolicyKind)kind);
   if (!read_fields(g, SIM_GROUP_POLICY, kind, p, error) || !get_layer_set(g, n_layers, &p->selected, error) ||
       !get_actions(g, n_layers, &p->actions, error))
     return FALSE;

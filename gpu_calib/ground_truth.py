@@ -36,7 +36,7 @@ the same name:
 
   resident    kind = resident
   sync        kind = offload, mode = sync, dedup = false, keep_last = 0,
-              pinned = none (the hooks copy to pageable memory)
+              pinned = pageable (the hooks copy to pageable memory)
   async       kind = offload, mode = async, dedup = true, keep_last = 1,
               prefetch = 1, inflight = 2, pinned = pooled (torch's caching
               host allocator keeps the pinned buffers after the warm-up)
@@ -465,7 +465,7 @@ def scenario_text(args, cfg, dtype, scenario_path):
         "mode = sync",
         "dedup = false",
         "keep_last = 0",
-        "pinned = none",
+        "pinned = pageable",
         "",
         "# verl's double-buffered group offload",
         "[policy.async]",

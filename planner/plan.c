@@ -112,8 +112,9 @@ layer_costs(Ctx *c)
     if (stage == w->head)
       break;
   }
+  /* While the head runs, forward or backward, with the outputs a caller keeps. */
   if (w->head)
-    c->base_bytes += w->head->workspace_bytes;
+    c->base_bytes += MAX(w->head->workspace_bytes, w->head->backward_workspace_bytes) + w->held_bytes;
 }
 
 /* The bounds for actions[0..assigned), the rest at their cheapest. */

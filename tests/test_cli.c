@@ -234,7 +234,8 @@ START_TEST(model_prints_a_scenario_that_runs)
 {
   g_autofree char *config = g_build_filename(OFFSIM_SCENARIOS, "models", "qwen2.5-0.5b.json", NULL);
   g_autofree char *preset = g_build_filename(OFFSIM_SCENARIOS, "qwen2.5-0.5b.ini", NULL);
-  g_auto(TestRun) m = test_offsim("model", "--hf-config", config, "--batch", "2", "--seq", "512", NULL);
+  /* --ops fused: the preset's kernels (the default, hf, is HF's code). */
+  g_auto(TestRun) m = test_offsim("model", "--hf-config", config, "--batch", "2", "--seq", "512", "--ops", "fused", NULL);
   ck_assert_int_eq(m.status, 0);
   ck_assert_ptr_nonnull(strstr(m.out, "[transformer]\nhidden = 896\n"));
   ck_assert_ptr_nonnull(strstr(m.out, "494032768 parameters"));

@@ -990,7 +990,8 @@ START_TEST(model_errors_name_the_users_file_and_field)
                                      "{\"model_type\": \"llama\", \"hidden_size\": 1048576, \"num_hidden_layers\": "
                                      "1000000, \"num_attention_heads\": 16, \"intermediate_size\": 16777216, "
                                      "\"vocab_size\": 1000000000}", -1);
-  g_auto(TestRun) big = test_offsim("model", "--hf-config", huge, "--batch", "1024", "--seq", "65536", NULL);
+  g_auto(TestRun) big = test_offsim("model", "--hf-config", huge, "--batch", "1024", "--seq", "65536", "--ops", "fused",
+                                    NULL);
   g_autofree char *big_expect = g_strdup_printf("%s: at --batch 1024 --seq 65536: the model's memory adds up to more "
                                                 "than 4 EiB", huge);
   assert_model(&big, 2, big_expect);

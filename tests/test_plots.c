@@ -723,7 +723,7 @@ START_TEST(sweep_from_a_grid_reads_in_human_units)
 
   /* A key of names cannot be an axis. */
   g_autoptr(GPtrArray) names = g_ptr_array_new_with_free_func((GDestroyNotify)planner_grid_axis_free);
-  g_ptr_array_add(names, planner_grid_axis_parse("policy.async.pinned=pooled,none", "--set", NULL));
+  g_ptr_array_add(names, planner_grid_axis_parse("policy.async.pinned=pooled,pageable", "--set", NULL));
   g_autoptr(PlannerGrid) grid3 = planner_grid_run(config, g_steal_pointer(&names), &options, &error);
   ck_assert_msg(grid3 != NULL, "%s", error ? error->message : "");
   g_autoptr(GError) bad = NULL;

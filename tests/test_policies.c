@@ -215,7 +215,7 @@ END_TEST
 
 START_TEST(pageable_copies_run_at_pageable_factor)
 {
-  g_autoptr(SimScenario) s = uniform(4000000, "[policy.pageable]\nkind = offload\nmode = sync\npinned = none\n");
+  g_autoptr(SimScenario) s = uniform(4000000, "[policy.pageable]\nkind = offload\nmode = sync\npinned = pageable\n");
   g_autoptr(SimResult) r = test_evaluate(s, "pageable");
   double c = ALPHA + 4000000 / (BETA * 0.5);
   ck_assert_close(r->step_ms, (3 * L * F + 2 * L * c) * 1e3, TOL_MS);

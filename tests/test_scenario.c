@@ -325,7 +325,7 @@ START_TEST(test_policy_options)
   g_autoptr(SimScenario) s = test_scenario_from_text(MINIMAL "[policy.x]\nkind = offload\nprefetch = 3\ninflight = 4\n"
                                                              "min_tensor = 2MiB\npinned = per-tensor\n"
                                                              "[policy.h]\nkind = plan\n"
-                                                             "actions = keep, offload, recompute, keep\npinned = none\n");
+                                                             "actions = keep, offload, recompute, keep\npinned = pageable\n");
   const SimPolicy *x = policy(s, "x");
   ck_assert_uint_eq(x->prefetch, 3);
   ck_assert_uint_eq(x->inflight, 4);
@@ -333,7 +333,7 @@ START_TEST(test_policy_options)
   ck_assert_int_eq(x->pinned, SIM_PINNED_PER_TENSOR);
   const SimPolicy *h = policy(s, "h");
   ck_assert_int_eq(h->kind, SIM_POLICY_PLAN);
-  ck_assert_int_eq(h->pinned, SIM_PINNED_NONE);
+  ck_assert_int_eq(h->pinned, SIM_PINNED_PAGEABLE);
   ck_assert_ptr_nonnull(h->actions);
   ck_assert_uint_eq(h->actions->len, 4);
   ck_assert_int_eq(g_array_index(h->actions, SimAction, 0), SIM_ACTION_KEEP);
@@ -634,7 +634,7 @@ START_TEST(test_unknown_option_value)
   assert_has(mode, "'turbo'");
   g_autofree char *pinned = text_error(MINIMAL "[policy.x]\nkind = offload\npinned = maybe\n");
   assert_has(pinned, "test.ini: [policy.x] pinned: ");
-  assert_has(pinned, "pooled, per-tensor, none");
+  assert_has(pinned, "pooled, per-tensor, pageable");
   assert_has(pinned, "'maybe'");
   g_autofree char *prefetch = text_error(MINIMAL "[policy.x]\nkind = offload\nprefetch = -1\n");
   assert_has(prefetch, "test.ini: [policy.x] prefetch: ");

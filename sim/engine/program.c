@@ -48,6 +48,8 @@ sim_program_new(void)
   p->wait_label = sim_program_intern(p, "wait");
   p->second_record = SIM_NO_OP;
   p->workspace_tag = sim_program_intern(p, "transient workspace");
+  p->grads_tag = sim_program_intern(p, "gradients");
+  p->outputs_tag = sim_program_intern(p, "held outputs");
   return p;
 }
 

@@ -176,6 +176,8 @@ struct SimProgram {
   /* Tags reserved for what is not a saved tensor, so that reports tell them
    * apart even from a tensor a user named "input". */
   guint32 input_tag, workspace_tag;
+  guint32 grads_tag;   /* gradients allocated during backward (not static) */
+  guint32 outputs_tag; /* outputs a caller keeps through backward */
   /* Nominal seconds of compute ops per SimWork, summed in issue order as
    * they are added. */
   double compute_work[SIM_WORK_COUNT];

@@ -468,6 +468,12 @@ load_transformer(const SimConfig *c, const SimMachine *m, const char *name, SimW
       !read_fields(g, SIM_GROUP_TRANSFORMER, 0, &t, error))
     return FALSE;
   derive_heads(g, hf != NULL, &t);
+  SimTransformer follows = t;
+  sim_transformer_follow_ops(&follows);
+  if (!given(g, SIM_KEY_TRANSFORMER_GRADS))
+    t.grads_kept = follows.grads_kept;
+  if (!given(g, SIM_KEY_TRANSFORMER_ATTENTION))
+    t.attention = follows.attention;
   /* head_dim 0 (heads does not divide hidden) and every range are
    * sim_transformer_validate's, which the build calls: one check for this
    * group and for `offsim model`. */
@@ -505,7 +511,7 @@ load_trace(const SimConfig *c, const char *name, SimWorkload **out, GError **err
     SimLayer *layer = sim_workload_layer(w, i);
     layer->forward = forward;
     layer->backward = backward;
-    layer->workspace_bytes = workspace;
+    sim_layer_set_workspace(layer, workspace);
   }
   w->static_bytes = static_bytes;
   *out = g_steal_pointer(&w);
@@ -558,7 +564,7 @@ load_workload(const SimConfig *c, const char *name, SimWorkload **out, GError **
     layer->forward = k.forward;
     layer->backward = k.has_backward ? k.backward : 2 * k.forward;
     layer->input_bytes = k.input;
-    layer->workspace_bytes = k.workspace;
+    sim_layer_set_workspace(layer, k.workspace);
     sim_layer_set_tensors(layer, tensors);
     guint64 layer_bytes = sim_layer_saved_bytes(layer) + layer->input_bytes + layer->workspace_bytes;
     if (layer_bytes > SIM_UNITS_MAX_BYTES - total) {

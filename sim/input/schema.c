@@ -26,7 +26,12 @@ static const char *const group_names[SIM_GROUP_COUNT] = {
 static const char *const bool_names[] = { "false", "true", NULL };
 static const char *const offload_modes[] = { "sync", "async", NULL };
 static const char *const checkpoint_modes[] = { "full", "selective", NULL };
-static const char *const pinned_names[] = { "pooled", "per-tensor", "none", NULL };
+static const char *const pinned_names[] = { "pooled", "per-tensor", "pageable", NULL };
+static const char *const scope_names[] = { "layers", "all", NULL };
+static const char *const params_names[] = { "skip", "copy", NULL };
+static const char *const leaves_names[] = { "keep", "copy", NULL };
+static const char *const grads_names[] = { "set-to-none", "kept", NULL };
+static const char *const outputs_names[] = { "dropped", "held", NULL };
 static const char *const norm_names[] = { "rmsnorm", "layernorm", NULL };
 static const char *const mlp_names[] = { "swiglu", "gelu", NULL };
 static const char *const ops_names[] = { "fused", "hf", NULL };
@@ -157,7 +162,8 @@ static const SimSchemaKey keys[SIM_KEY_COUNT] = {
                                        .names = sim_activation_names, .fallback = "silu",
                                        .expect = "silu, gelu_new, gelu_pytorch_tanh or gelu" },
   [SIM_KEY_TRANSFORMER_ATTENTION] = { SIM_GROUP_TRANSFORMER, "attention", SIM_VALUE_CHOICE, .offset = T(attention),
-                                      .names = sim_attention_names, .fallback = "flash",
+                                      .names = sim_attention_names,
+                                      .doc_default = "`sdpa` for `ops = hf`, `flash` for `ops = fused`",
                                       .expect = "eager, sdpa or flash" },
   [SIM_KEY_TRANSFORMER_OPS] = { SIM_GROUP_TRANSFORMER, "ops", SIM_VALUE_CHOICE, .offset = T(hf_ops), .names = ops_names,
                                 .fallback = "fused", .expect = "fused or hf" },
@@ -179,6 +185,13 @@ static const SimSchemaKey keys[SIM_KEY_COUNT] = {
   [SIM_KEY_TRANSFORMER_MASTER_WEIGHTS] = { SIM_GROUP_TRANSFORMER, "master_weights", SIM_VALUE_BOOL,
                                            .offset = T(master_weights), .fallback = "true",
                                            .expect = "true or false" },
+  /* Follows ops: PyTorch's zero_grad(set_to_none=True) under HF's code,
+   * Megatron's contiguous gradient buffer under fused kernels. */
+  [SIM_KEY_TRANSFORMER_GRADS] = { SIM_GROUP_TRANSFORMER, "grads", SIM_VALUE_CHOICE, .offset = T(grads_kept),
+                                  .names = grads_names, .doc_default = "`set-to-none` for `ops = hf`, `kept` for `ops = fused`",
+                                  .expect = "set-to-none or kept" },
+  [SIM_KEY_TRANSFORMER_OUTPUTS] = { SIM_GROUP_TRANSFORMER, "outputs", SIM_VALUE_CHOICE, .offset = T(outputs_held),
+                                    .names = outputs_names, .fallback = "dropped", .expect = "dropped or held" },
 
   [SIM_KEY_TRACE_FILE] = { SIM_GROUP_TRACE, "file", SIM_VALUE_PATH, SIM_NEED_REQUIRED, .offset = HAND,
                            .expect = "the path of a CSV from gpu_calib/record_saved_tensors.py" },
@@ -220,7 +233,15 @@ static const SimSchemaKey keys[SIM_KEY_COUNT] = {
                                   .expect = "a size such as 1MiB" },
   [SIM_KEY_POLICY_PINNED] = { SIM_GROUP_POLICY, "pinned", SIM_VALUE_CHOICE, .offset = P(pinned),
                               .names = pinned_names, .fallback = "pooled",
-                              .kinds = OFFLOAD_PLAN, .expect = "pooled, per-tensor or none" },
+                              .kinds = OFFLOAD_PLAN, .expect = "pooled, per-tensor or pageable" },
+  [SIM_KEY_POLICY_SCOPE] = { SIM_GROUP_POLICY, "scope", SIM_VALUE_CHOICE, .offset = P(scope_all), .names = scope_names,
+                             .fallback = "layers", .kinds = BIT(SIM_POLICY_OFFLOAD), .expect = "layers or all" },
+  [SIM_KEY_POLICY_PARAMS] = { SIM_GROUP_POLICY, "params", SIM_VALUE_CHOICE, .offset = P(copy_params),
+                              .names = params_names, .fallback = "skip", .kinds = OFFLOAD_PLAN,
+                              .expect = "skip or copy" },
+  [SIM_KEY_POLICY_LEAVES] = { SIM_GROUP_POLICY, "leaves", SIM_VALUE_CHOICE, .offset = P(copy_leaves),
+                              .names = leaves_names, .fallback = "copy", .kinds = OFFLOAD_PLAN,
+                              .expect = "keep or copy" },
   [SIM_KEY_POLICY_EVERY] = { SIM_GROUP_POLICY, "every", SIM_VALUE_COUNT, .offset = P(every), .min = 1,
                              .max = G_MAXUINT32, .fallback = "1",
                              .kinds = BIT(SIM_POLICY_CHECKPOINT), .expect = "a layer stride of at least 1" },

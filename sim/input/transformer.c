@@ -26,6 +26,14 @@ sim_transformer_defaults(SimTransformer *c)
 {
   *c = (SimTransformer){ 0 };
   sim_schema_apply_defaults(SIM_GROUP_TRANSFORMER, c);
+  sim_transformer_follow_ops(c);
+}
+
+void
+sim_transformer_follow_ops(SimTransformer *c)
+{
+  c->grads_kept = !c->hf_ops;
+  c->attention = c->hf_ops ? SIM_ATTENTION_SDPA : SIM_ATTENTION_FLASH;
 }
 
 /* Products of user sizes, with overflow folded into one flag so the build
@@ -181,8 +189,15 @@ sim_transformer_validate_shape(const SimTransformer *c, const char *const *names
   return check(c, TRUE, names, error);
 }
 
-guint64
-sim_transformer_parameters(const SimTransformer *c)
+/* Parameters per GPU (tensor-parallel shard) of one layer, of the
+ * embedding (token and learned position tables) and of the head (its final
+ * norm, and lm_head unless tied to the embedding). */
+typedef struct {
+  guint64 layer, embed, head;
+} Parameters;
+
+static Parameters
+parameters_of(const SimTransformer *c)
 {
   guint64 h = c->hidden, q = (guint64)c->heads * c->head_dim, kv = (guint64)c->kv_heads * c->head_dim, f = c->ffn,
           t = c->tp;
@@ -195,14 +210,22 @@ sim_transformer_parameters(const SimTransformer *c)
   guint64 mlp = (c->gelu ? 2 : 3) * h * f;
   if (c->linear_bias)
     mlp += (c->gelu ? f : 2 * f) + h;
-  guint64 layer = (attn + mlp) / t + 2 * norm;
-  guint64 embed = c->vocab * h / t + (guint64)c->max_positions * h;
-  guint64 head = (c->tied_embeddings ? 0 : c->vocab * h / t) + norm;
+  return (Parameters){
+    .layer = (attn + mlp) / t + 2 * norm,
+    .embed = c->vocab * h / t + (guint64)c->max_positions * h,
+    .head = (c->tied_embeddings ? 0 : c->vocab * h / t) + norm,
+  };
+}
+
+guint64
+sim_transformer_parameters(const SimTransformer *c)
+{
+  Parameters p = parameters_of(c);
   /* Within the loaders' bounds everything but the product with the layer
    * count stays below 2^57: saturate that one rather than wrap. */
-  if (c->layers && layer > (G_MAXUINT64 - embed - head) / c->layers)
+  if (c->layers && p.layer > (G_MAXUINT64 - p.embed - p.head) / c->layers)
     return G_MAXUINT64;
-  return layer * c->layers + embed + head;
+  return p.layer * c->layers + p.embed + p.head;
 }
 
 /* The per-layer geometry, shared by the tensor list and the times. */
@@ -316,7 +339,7 @@ layer_times(SimLayer *layer, const SimTransformer *c, const Geometry *g, const S
   layer->input_bytes = row_h;
   /* Backward holds the gradients of the widest activations at once. */
   guint64 grads = MAX(mul(k, 2, row_f), flash ? 0 : mul(k, 2, scores));
-  layer->workspace_bytes = grads + mul(k, 2, row_h);
+  sim_layer_set_workspace(layer, grads + mul(k, 2, row_h));
 }
 
 /* ---- ops = hf --------------------------------------------------------------
@@ -331,7 +354,6 @@ enum {
   HF_PARAM = 1 << 1,  /* a parameter reference */
   HF_SHARED = 1 << 2, /* saved by an earlier layer */
   HF_HOST = 1 << 3,   /* in host memory */
-  HF_KEPT = 1 << 4,   /* never offloaded (ids, labels) */
 };
 
 static SimTensor *
@@ -342,7 +364,8 @@ hf_add(SimLayer *layer, const char *name, guint64 bytes, guint refs, guint flags
   t->parameter = (flags & HF_PARAM) != 0;
   t->shared = (flags & HF_SHARED) != 0;
   t->host = (flags & HF_HOST) != 0;
-  t->offloadable = (flags & (HF_KEPT | HF_PARAM | HF_SHARED | HF_HOST)) == 0;
+  /* References held elsewhere are the lowering's to copy or not (its fates). */
+  t->offloadable = (flags & HF_HOST) == 0;
   return t;
 }
 
@@ -530,9 +553,9 @@ static void
 hf_embed(SimLayer *stage, const SimTransformer *c, const Geometry *g, Checked *k)
 {
   Hf m = hf_shape(c, g);
-  hf_add(stage, "token_ids", mul(k, m.n, 8), 1, HF_LEAF | HF_KEPT);
+  hf_add(stage, "token_ids", mul(k, m.n, 8), 1, HF_LEAF);
   if (m.gpt2) {
-    hf_add(stage, "position_ids", m.s * 8, 1, HF_LEAF | HF_KEPT);
+    hf_add(stage, "position_ids", m.s * 8, 1, HF_LEAF);
     if (m.drop)
       hf_add(stage, "embed_dropout_mask", mul(k, m.n, m.h), 1, HF_LEAF);
   }
@@ -550,8 +573,8 @@ hf_head(SimLayer *stage, const SimTransformer *c, const Geometry *g, Checked *k)
   hf_add(stage, "lm_head_in", mul3(k, m.n, m.h, m.e), 1, 0);
   hf_add(stage, "lm_head.weight", mul3(k, c->vocab, m.h, m.e), 1, HF_PARAM);
   hf_add(stage, "log_softmax", mul3(k, m.n, c->vocab, 4), 2, 0);
-  hf_add(stage, "labels", mul(k, m.n, 8), 1, HF_LEAF | HF_KEPT);
-  hf_add(stage, "loss_total_weight", 4, 1, HF_LEAF | HF_KEPT);
+  hf_add(stage, "labels", mul(k, m.n, 8), 1, HF_LEAF);
+  hf_add(stage, "loss_total_weight", 4, 1, HF_LEAF);
 }
 
 /* ---- both ------------------------------------------------------------------ */
@@ -562,7 +585,7 @@ build_embed(SimLayer *stage, const SimTransformer *c, const Geometry *g, const S
   if (c->hf_ops)
     hf_embed(stage, c, g, k);
   else
-    add(stage, "token_ids", mul(k, g->rows, 8), 1)->offloadable = FALSE;
+    add(stage, "token_ids", mul(k, g->rows, 8), 1)->leaf = TRUE;
   /* A gather: read and write one row of h per token. */
   stage->forward = 2.0 * (double)g->rows * (double)g->h * (double)g->e / dev->hbm_bandwidth;
   stage->backward = 2 * stage->forward;
@@ -580,11 +603,17 @@ build_head(SimLayer *stage, const SimTransformer *c, const Geometry *g, const Si
     add(stage, "lm_head_in", mul3(k, g->rows, g->h, g->e), 1);
     /* log_softmax saves its output and nll_loss reads it again, with the labels. */
     add(stage, "log_softmax", mul(k, logits, 4), 2);
-    add(stage, "labels", mul(k, g->rows, 8), 1)->offloadable = FALSE;
+    add(stage, "labels", mul(k, g->rows, 8), 1)->leaf = TRUE;
   }
   /* Transient: the logits and their fp32 copy exist together while the loss
    * is computed, and their gradients in backward: the step's sharpest peak. */
-  stage->workspace_bytes = mul(k, logits, g->e) + upcast;
+  sim_layer_set_workspace(stage, mul(k, logits, g->e) + upcast);
+  /* HF's backward starts at the loss: NllLossBackward's fp32 gradient and
+   * LogSoftmaxBackward's output, N x V x 4 each, exist together beside the
+   * saved log-softmax (the bf16 gradient of the logits comes after the
+   * first is freed). */
+  if (c->hf_ops)
+    stage->backward_workspace_bytes = mul3(k, 2, logits, 4);
   double flops = 2.0 * (double)g->rows * (double)g->h * (double)c->vocab / (double)g->t;
   double bytes = 4.0 * (double)g->rows * (double)g->h * (double)g->e /* norm */
                  + (double)logits * (double)g->e                     /* logits written */
@@ -592,6 +621,20 @@ build_head(SimLayer *stage, const SimTransformer *c, const Geometry *g, const Si
                  + 2.0 * (double)mul(k, logits, 4);                  /* log_softmax */
   stage->forward = flops / (dev->matmul_flops * dev->efficiency) + bytes / dev->hbm_bandwidth;
   stage->backward = 2 * stage->forward;
+}
+
+/* Set-to-none: each group's gradients are allocated when its backward
+ * reaches them.  A tied lm_head's gradient is the embedding's, first
+ * written by the head's backward. */
+static void
+set_grads(SimWorkload *w, const SimTransformer *c, guint e)
+{
+  Parameters p = parameters_of(c);
+  for (guint i = 0; i < sim_workload_n_layers(w); i++)
+    sim_workload_layer(w, i)->grad_bytes = p.layer * e;
+  guint64 tied = c->tied_embeddings ? c->vocab * c->hidden / c->tp : 0;
+  w->head->grad_bytes = (p.head + tied) * e;
+  w->embed->grad_bytes = (p.embed - tied) * e;
 }
 
 SimWorkload *
@@ -632,8 +675,14 @@ sim_transformer_build(const SimTransformer *c, const SimDevice *dev, const char 
 
   guint64 p = sim_transformer_parameters(c);
   guint e = sim_dtype_bytes(c->dtype);
-  guint64 per_param = 2 * e + (c->adamw ? 8 : 0) + (c->master_weights && e != 4 ? 4 : 0);
+  /* Weights, then gradients (static when kept), AdamW's two fp32 moments,
+   * fp32 master weights beside 16-bit ones. */
+  guint64 per_param = e + (c->grads_kept ? e : 0) + (c->adamw ? 8 : 0) + (c->master_weights && e != 4 ? 4 : 0);
   w->static_bytes = mul(&k, p, per_param);
+  if (!c->grads_kept)
+    set_grads(w, c, e);
+  /* The logits of the output object, in the activation dtype. */
+  w->held_bytes = c->outputs_held ? mul3(&k, g.rows, c->vocab, g.e) / g.t : 0;
   if (k.overflow || !sim_workload_bytes_fit(w)) {
     g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "the model's memory adds up to more than 4 EiB");
     return NULL;
@@ -664,5 +713,7 @@ sim_transformer_format_ini(const SimTransformer *c, GString *out)
   if (c->hf_ops) {
     sim_schema_format(SIM_KEY_TRANSFORMER_OPS, c, out);
     sim_schema_format(SIM_KEY_TRANSFORMER_HIDDEN_ACT, c, out);
+    sim_schema_format(SIM_KEY_TRANSFORMER_GRADS, c, out);
+    sim_schema_format(SIM_KEY_TRANSFORMER_OUTPUTS, c, out);
   }
 }

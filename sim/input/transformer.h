@@ -156,11 +156,22 @@ typedef struct {
   gboolean sp;
   gboolean adamw;
   gboolean master_weights;
+  /* The memory timeline of a real step. */
+  gboolean grads_kept;     /* grads = kept: gradients static all step; FALSE: set-to-none, each
+                            * allocated when backward reaches its parameters */
+  gboolean outputs_held;   /* outputs = held: the caller keeps the logits through backward */
 } SimTransformer;
 
 /* Every field at its scenario default (sim/input/schema.c); shape fields
  * zero (required). */
 void sim_transformer_defaults(SimTransformer *config);
+
+/* Sets what follows `ops` unless a scenario gives it: `grads` is
+ * set-to-none under ops = hf (PyTorch's zero_grad default since 2.0) and
+ * kept under ops = fused (Megatron's contiguous gradient buffer);
+ * `attention` is sdpa under ops = hf (transformers' default
+ * attn_implementation) and flash under ops = fused. */
+void sim_transformer_follow_ops(SimTransformer *config);
 
 /* The one validation of a transformer, for both ways in (a [transformer]
  * group, through sim_transformer_build, and a config.json, through

@@ -2,13 +2,23 @@
 #include "program_private.h" /* the inline builders: a program per candidate */
 
 
-/* What happens to one saved tensor of a layer. */
+/* Groups: what a policy acts on.  Layers are groups 0..n-1, the embedding
+ * group n and the loss head group n + 1 (each present only when the
+ * workload has it).  In the order of the step a group has a position: the
+ * embedding -1, layer i i, the head n; prefetch and in-flight distances
+ * count positions, so an offloaded embedding or head (scope = all) is
+ * reloaded and waited for like one more layer. */
+
+/* What happens to one saved tensor of a group. */
 typedef enum {
   FATE_KEEP,    /* stays on the device from forward to backward */
   FATE_OFFLOAD, /* goes to the host and comes back */
   FATE_DROP,    /* freed after the forward, recomputed before the backward (selective) */
   FATE_FULL,    /* never kept: the whole forward is recomputed (full checkpointing) */
-  FATE_ELSEWHERE, /* not a device storage of this layer (sim_tensor_on_device): no memory, never copied */
+  FATE_ELSEWHERE, /* not a device storage of this group (sim_tensor_on_device): no memory, never copied */
+  FATE_MIRROR,  /* a reference to memory held elsewhere that the hook copies anyway (a parameter under
+                 * params = copy, a storage an earlier layer saved): copied out and back, its source
+                 * stays; the reloaded copy is device memory of this group until its backward ends */
 } Fate;
 
 typedef struct {
@@ -16,15 +26,63 @@ typedef struct {
   const SimWorkload *w;
   const SimPolicy *policy;
   const SimLink *link;
-  GArray *actions; /* SimAction per layer, after dropping offloads with nothing to move */
-  guint32 *ev_d2h; /* per layer: its group is on the host (async), or SIM_NO_EVENT */
-  guint32 *ev_h2d; /* per layer: its group is back on the device (async), or SIM_NO_EVENT */
+  guint n;         /* layers */
+  guint n_groups;  /* n + 2: the stage slots exist even when the stages do not */
+  SimAction *actions; /* per group, after dropping offloads with nothing to move */
+  guint32 *ev_d2h; /* per group: it is on the host (async), or SIM_NO_EVENT */
+  guint32 *ev_h2d; /* per group: it is back on the device (async), or SIM_NO_EVENT */
   guint32 label_fwd, label_bwd, label_recompute, label_input, label_workspace, label_pin;
   guint32 label_reloaded, label_fwd_done, label_offloaded, label_due, label_started, label_boundary;
-  guint32 *labels; /* every layer tensor's interned name: labels[first[i] + k] */
-  guint8 *fates;   /* every layer tensor's Fate under its layer's action, same indexing */
+  guint32 *labels; /* every group tensor's interned name: labels[first[g] + k] */
+  guint8 *fates;   /* every group tensor's Fate under its group's action, same indexing */
   guint *first;
+  guint64 grads;   /* gradients allocated so far, freed when the step ends */
 } Lower;
+
+static inline guint
+group_embed(const Lower *l)
+{
+  return l->n;
+}
+
+static inline guint
+group_head(const Lower *l)
+{
+  return l->n + 1;
+}
+
+/* The group's layer, or NULL for a stage the workload does not have. */
+static inline const SimLayer *
+group_layer(const Lower *l, guint g)
+{
+  if (g < l->n)
+    return sim_workload_layer(l->w, g);
+  return g == group_embed(l) ? l->w->embed : l->w->head;
+}
+
+/* The layer index its ops carry: SIM_NO_LAYER for the stages. */
+static inline gint32
+group_index(const Lower *l, guint g)
+{
+  return g < l->n ? (gint32)g : SIM_NO_LAYER;
+}
+
+static inline gint64
+group_position(const Lower *l, guint g)
+{
+  return g < l->n ? (gint64)g : g == group_embed(l) ? -1 : (gint64)l->n;
+}
+
+/* The group at a position, or G_MAXUINT when none is there. */
+static inline guint
+group_at(const Lower *l, gint64 pos)
+{
+  guint g = pos == -1                ? group_embed(l)
+            : pos == (gint64)l->n    ? group_head(l)
+            : pos >= 0 && pos < (gint64)l->n ? (guint)pos
+                                     : G_MAXUINT;
+  return g != G_MAXUINT && group_layer(l, g) != NULL ? g : G_MAXUINT;
+}
 
 static gboolean
 policy_selects(const SimPolicy *p, guint layer)
@@ -32,13 +90,11 @@ policy_selects(const SimPolicy *p, guint layer)
   return p->selected == NULL || (layer < p->selected->len && g_array_index(p->selected, gboolean, layer));
 }
 
-/* The action of each layer, for a model of n_layers: a new SimAction array.
+/* The action of each layer, for a model of n_layers, into actions[0..n).
  * Every policy kind reduces to this, so nothing below is kind-specific. */
-static GArray *
-policy_actions(const SimPolicy *p, guint n_layers)
+static void
+policy_actions(const SimPolicy *p, guint n_layers, SimAction *actions)
 {
-  GArray *actions = g_array_sized_new(FALSE, TRUE, sizeof(SimAction), n_layers);
-  g_array_set_size(actions, n_layers);
   for (guint i = 0; i < n_layers; i++) {
     SimAction a = SIM_ACTION_KEEP;
     switch (p->kind) {
@@ -57,21 +113,23 @@ policy_actions(const SimPolicy *p, guint n_layers)
       a = g_array_index(p->actions, SimAction, i);
       break;
     }
-    g_array_index(actions, SimAction, i) = a;
+    actions[i] = a;
   }
-  return actions;
 }
 
-static inline const SimLayer *
-layer_at(const Lower *l, guint i)
+/* The stages offload under scope = all, as every saved-tensor hook sees
+ * them; otherwise they keep their tensors (the head is needed first in
+ * backward, the embedding saves little). */
+static SimAction
+stage_action(const SimPolicy *p)
 {
-  return sim_workload_layer(l->w, i);
+  return p->kind == SIM_POLICY_OFFLOAD && p->scope_all ? SIM_ACTION_OFFLOAD : SIM_ACTION_KEEP;
 }
 
 static inline SimAction
-action_at(const Lower *l, guint i)
+action_at(const Lower *l, guint g)
 {
-  return g_array_index(l->actions, SimAction, i);
+  return l->actions[g];
 }
 
 static inline gboolean
@@ -80,17 +138,35 @@ offloads(SimAction a)
   return a == SIM_ACTION_OFFLOAD || a == SIM_ACTION_SELECTIVE_OFFLOAD;
 }
 
+/* The hook's filters: size, and leaves unless leaves = copy. */
+static inline gboolean
+passes_filters(const Lower *l, const SimTensor *t)
+{
+  return t->bytes >= l->policy->min_tensor && (!t->leaf || l->policy->copy_leaves);
+}
+
 static inline gboolean
 moves(const Lower *l, const SimTensor *t)
 {
-  return t->offloadable && t->bytes >= l->policy->min_tensor;
+  return t->offloadable && passes_filters(l, t);
+}
+
+/* A reference to memory held elsewhere that an offload copies anyway: a
+ * parameter under params = copy, or a storage an earlier layer saved (each
+ * group is packed on its own, so its references are copied again). */
+static inline gboolean
+mirrors(const Lower *l, const SimTensor *t)
+{
+  if (t->parameter)
+    return l->policy->copy_params && t->bytes >= l->policy->min_tensor;
+  return t->shared && passes_filters(l, t);
 }
 
 static Fate
 fate_of(const Lower *l, SimAction a, const SimTensor *t)
 {
   if (!sim_tensor_on_device(t))
-    return FATE_ELSEWHERE;
+    return !t->host && offloads(a) && mirrors(l, t) ? FATE_MIRROR : FATE_ELSEWHERE;
   switch (a) {
   case SIM_ACTION_RECOMPUTE:
     return FATE_FULL;
@@ -108,11 +184,17 @@ fate_of(const Lower *l, SimAction a, const SimTensor *t)
   }
 }
 
-/* The fate of tensor k of layer i, decided once per lowering. */
-static inline Fate
-tensor_fate(const Lower *l, guint i, guint k)
+static inline gboolean
+travels(Fate f)
 {
-  return (Fate)l->fates[l->first[i] + k];
+  return f == FATE_OFFLOAD || f == FATE_MIRROR;
+}
+
+/* The fate of tensor k of group g, decided once per lowering. */
+static inline Fate
+tensor_fate(const Lower *l, guint g, guint k)
+{
+  return (Fate)l->fates[l->first[g] + k];
 }
 
 /* An offloaded tensor is copied once, or once per saved reference. */
@@ -122,84 +204,85 @@ copies_of(const Lower *l, const SimTensor *t)
   return l->policy->dedup ? 1 : MAX(t->refs, 1u);
 }
 
-/* Whether action `a` sends any of the layer's tensors to the host. */
+/* Whether action `a` sends any of the group's tensors to the host. */
 static gboolean
-layer_moves_anything(const Lower *l, const SimLayer *layer, SimAction a)
+group_moves_anything(const Lower *l, const SimLayer *layer, SimAction a)
 {
   for (guint k = 0; k < layer->tensors->len; k++)
-    if (fate_of(l, a, &g_array_index(layer->tensors, SimTensor, k)) == FATE_OFFLOAD)
+    if (travels(fate_of(l, a, &g_array_index(layer->tensors, SimTensor, k))))
       return TRUE;
   return FALSE;
 }
 
 static inline gboolean
-is_async_offload(const Lower *l, guint i)
+is_async_offload(const Lower *l, guint g)
 {
-  return l->policy->async && offloads(action_at(l, i));
+  return l->policy->async && offloads(action_at(l, g));
 }
 
 static inline guint32
-tensor_label(const Lower *l, guint i, guint k)
+tensor_label(const Lower *l, guint g, guint k)
 {
-  return l->labels[l->first[i] + k];
+  return l->labels[l->first[g] + k];
 }
 
 static void
-workspace(const Lower *l, guint32 op, const SimLayer *layer, gint32 i)
+workspace(const Lower *l, guint32 op, guint64 bytes, gint32 i)
 {
-  gint64 bytes = (gint64)layer->workspace_bytes;
-  sim_program_mem_inline(l->p, op, SIM_AT_START, SIM_POOL_DEVICE, bytes, l->label_workspace, i);
-  sim_program_mem_inline(l->p, op, SIM_AT_END, SIM_POOL_DEVICE, -bytes, l->label_workspace, i);
+  sim_program_mem_inline(l->p, op, SIM_AT_START, SIM_POOL_DEVICE, (gint64)bytes, l->label_workspace, i);
+  sim_program_mem_inline(l->p, op, SIM_AT_END, SIM_POOL_DEVICE, -(gint64)bytes, l->label_workspace, i);
 }
 
-/* The copies of layer i's offloaded tensors, one direction, on `stream`.
- * A copy allocates its destination when it starts; the source is freed when
- * the tensor's last copy ends (out) or when each copy ends (in: each reload
- * of a reference is its own device tensor, freed by the backward). */
+/* The copies of group g's travelling tensors, one direction, on `stream`.
+ * A copy allocates its destination when it starts; an offloaded source is
+ * freed when the tensor's last copy ends (out; a mirrored source stays) or
+ * each copy's host buffer when it ends (in: each reload of a reference is
+ * its own device tensor, freed by the backward). */
 static void
-emit_copies(const Lower *l, guint i, SimDir dir, guint32 stream)
+emit_copies(const Lower *l, guint g, SimDir dir, guint32 stream)
 {
-  const SimLayer *layer = layer_at(l, i);
-  gboolean pageable = l->policy->pinned == SIM_PINNED_NONE;
-  const guint32 *labels = &l->labels[l->first[i]];
-  const guint8 *fates = &l->fates[l->first[i]];
+  const SimLayer *layer = group_layer(l, g);
+  gboolean pageable = l->policy->pinned == SIM_PINNED_PAGEABLE;
+  const guint32 *labels = &l->labels[l->first[g]];
+  const guint8 *fates = &l->fates[l->first[g]];
+  gint32 index = group_index(l, g);
   SimProgram *p = l->p;
   for (guint k = 0; k < layer->tensors->len; k++) {
     const SimTensor *t = &g_array_index(layer->tensors, SimTensor, k);
-    if (fates[k] != FATE_OFFLOAD)
+    if (!travels((Fate)fates[k]))
       continue;
     guint n = copies_of(l, t);
     gint64 bytes = (gint64)t->bytes;
     for (guint c = 0; c < n; c++) {
-      guint32 op = sim_program_copy_inline(p, stream, dir, t->bytes, pageable, (gint32)i, labels[k]);
+      guint32 op = sim_program_copy_inline(p, stream, dir, t->bytes, pageable, index, labels[k]);
       if (dir == SIM_DIR_D2H) {
-        sim_program_mem_inline(p, op, SIM_AT_START, SIM_POOL_HOST, bytes, labels[k], (gint32)i);
-        if (c + 1 == n)
-          sim_program_mem_inline(p, op, SIM_AT_END, SIM_POOL_DEVICE, -bytes, labels[k], (gint32)i);
+        sim_program_mem_inline(p, op, SIM_AT_START, SIM_POOL_HOST, bytes, labels[k], index);
+        if (c + 1 == n && fates[k] == FATE_OFFLOAD)
+          sim_program_mem_inline(p, op, SIM_AT_END, SIM_POOL_DEVICE, -bytes, labels[k], index);
       } else {
-        sim_program_mem_inline(p, op, SIM_AT_START, SIM_POOL_DEVICE, bytes, labels[k], (gint32)i);
-        sim_program_mem_inline(p, op, SIM_AT_END, SIM_POOL_HOST, -bytes, labels[k], (gint32)i);
+        sim_program_mem_inline(p, op, SIM_AT_START, SIM_POOL_DEVICE, bytes, labels[k], index);
+        sim_program_mem_inline(p, op, SIM_AT_END, SIM_POOL_HOST, -bytes, labels[k], index);
       }
     }
   }
 }
 
 static void
-emit_pinning(const Lower *l, guint i)
+emit_pinning(const Lower *l, guint g)
 {
   if (l->policy->pinned != SIM_PINNED_PER_TENSOR)
     return;
-  const SimLayer *layer = layer_at(l, i);
+  const SimLayer *layer = group_layer(l, g);
   for (guint k = 0; k < layer->tensors->len; k++) {
     const SimTensor *t = &g_array_index(layer->tensors, SimTensor, k);
-    if (tensor_fate(l, i, k) != FATE_OFFLOAD)
+    if (!travels(tensor_fate(l, g, k)))
       continue;
     for (guint c = 0; c < copies_of(l, t); c++)
-      sim_program_host_alloc(l->p, SIM_LOWER_STREAM_COMPUTE, l->link->host_alloc, (gint32)i, l->label_pin);
+      sim_program_host_alloc(l->p, SIM_LOWER_STREAM_COMPUTE, l->link->host_alloc, group_index(l, g), l->label_pin);
   }
 }
 
-/* Async reload of layer j, started by `trigger` and never before j's own
+/* Async reload of group j, started by `trigger` and never before j's own
  * offload has finished. */
 static void
 emit_reload(Lower *l, guint j, guint32 trigger)
@@ -207,96 +290,178 @@ emit_reload(Lower *l, guint j, guint32 trigger)
   sim_program_wait(l->p, SIM_LOWER_STREAM_H2D, trigger);
   sim_program_wait(l->p, SIM_LOWER_STREAM_H2D, l->ev_d2h[j]);
   emit_copies(l, j, SIM_DIR_H2D, SIM_LOWER_STREAM_H2D);
-  l->ev_h2d[j] = sim_program_add_event(l->p, l->label_reloaded, (gint32)j);
+  l->ev_h2d[j] = sim_program_add_event(l->p, l->label_reloaded, group_index(l, j));
   sim_program_record(l->p, SIM_LOWER_STREAM_H2D, l->ev_h2d[j]);
 }
 
-/* The embedding or the loss head: it keeps its tensors. */
+/* The forward's memory: every kept, offloaded or dropped tensor exists
+ * while the forward runs; dropped ones go at its end. */
 static void
-emit_stage(Lower *l, const SimLayer *stage, const char *name, SimPhase phase)
+alloc_saved(const Lower *l, guint g, guint32 op)
 {
-  if (stage == NULL)
+  const SimLayer *layer = group_layer(l, g);
+  for (guint k = 0; k < layer->tensors->len; k++) {
+    const SimTensor *t = &g_array_index(layer->tensors, SimTensor, k);
+    Fate fate = tensor_fate(l, g, k);
+    if (fate == FATE_FULL || fate == FATE_ELSEWHERE || fate == FATE_MIRROR)
+      continue;
+    sim_program_mem_inline(l->p, op, SIM_AT_START, SIM_POOL_DEVICE, (gint64)t->bytes, tensor_label(l, g, k),
+                           group_index(l, g));
+    if (fate == FATE_DROP)
+      sim_program_mem_inline(l->p, op, SIM_AT_END, SIM_POOL_DEVICE, -(gint64)t->bytes, tensor_label(l, g, k),
+                             group_index(l, g));
+  }
+}
+
+/* After the group's forward: its copies to the host, on the compute stream
+ * (sync) or on the d2h stream once the forward is done (async). */
+static void
+emit_offload(Lower *l, guint g)
+{
+  if (!offloads(action_at(l, g)))
     return;
+  SimProgram *p = l->p;
+  emit_pinning(l, g);
+  if (!l->policy->async) {
+    emit_copies(l, g, SIM_DIR_D2H, SIM_LOWER_STREAM_COMPUTE);
+    return;
+  }
+  guint32 done = sim_program_add_event(p, l->label_fwd_done, group_index(l, g));
+  sim_program_record(p, SIM_LOWER_STREAM_COMPUTE, done);
+  sim_program_wait(p, SIM_LOWER_STREAM_D2H, done);
+  emit_copies(l, g, SIM_DIR_D2H, SIM_LOWER_STREAM_D2H);
+  l->ev_d2h[g] = sim_program_add_event(p, l->label_offloaded, group_index(l, g));
+  sim_program_record(p, SIM_LOWER_STREAM_D2H, l->ev_d2h[g]);
+}
+
+/* Async: the forward of a group waits until the group `inflight` positions
+ * before it is on the host. */
+static void
+emit_inflight_wait(Lower *l, guint g)
+{
+  if (!l->policy->async)
+    return;
+  guint before = group_at(l, group_position(l, g) - (gint64)l->policy->inflight);
+  if (before != G_MAXUINT && l->ev_d2h[before] != SIM_NO_EVENT)
+    sim_program_wait(l->p, SIM_LOWER_STREAM_COMPUTE, l->ev_d2h[before]);
+}
+
+/* Before the group's backward: its own reload when it has no prefetch (it
+ * asks when its backward is due), the wait for it (async), the reload of
+ * the group `prefetch` positions below (async), or its copies back on the
+ * compute stream (sync). */
+static void
+emit_reload_for_backward(Lower *l, guint g)
+{
+  SimProgram *p = l->p;
+  guint prefetch = l->policy->prefetch;
+  gint32 index = group_index(l, g);
+  if (prefetch == 0 && is_async_offload(l, g)) {
+    guint32 due = sim_program_add_event(p, l->label_due, index);
+    sim_program_record(p, SIM_LOWER_STREAM_COMPUTE, due);
+    emit_reload(l, g, due);
+  }
+  if (is_async_offload(l, g))
+    sim_program_wait(p, SIM_LOWER_STREAM_COMPUTE, l->ev_h2d[g]);
+  /* The head's target is reloaded at the boundary (emit_boundary_reloads). */
+  guint below = g == group_head(l) || prefetch == 0 ? G_MAXUINT : group_at(l, group_position(l, g) - (gint64)prefetch);
+  if (below != G_MAXUINT && is_async_offload(l, below)) {
+    guint32 started = sim_program_add_event(p, l->label_started, index);
+    sim_program_record(p, SIM_LOWER_STREAM_COMPUTE, started);
+    emit_reload(l, below, started);
+  }
+  if (offloads(action_at(l, g)) && !l->policy->async)
+    emit_copies(l, g, SIM_DIR_H2D, SIM_LOWER_STREAM_COMPUTE);
+}
+
+/* The backward's memory: each tensor (and each reloaded copy) freed at its end. */
+static void
+free_saved(Lower *l, guint g, guint32 op)
+{
+  const SimLayer *layer = group_layer(l, g);
+  gint32 index = group_index(l, g);
+  for (guint k = 0; k < layer->tensors->len; k++) {
+    const SimTensor *t = &g_array_index(layer->tensors, SimTensor, k);
+    Fate fate = tensor_fate(l, g, k);
+    if (fate == FATE_ELSEWHERE)
+      continue;
+    guint n = travels(fate) ? copies_of(l, t) : 1;
+    sim_program_mem_inline(l->p, op, SIM_AT_END, SIM_POOL_DEVICE, -(gint64)(t->bytes * n), tensor_label(l, g, k),
+                           index);
+  }
+}
+
+/* Then the group's gradients exist, when they are not static (grad_bytes),
+ * until the step ends. */
+static void
+alloc_grads(Lower *l, guint g, guint32 op)
+{
+  const SimLayer *layer = group_layer(l, g);
+  gint32 index = group_index(l, g);
+  if (layer->grad_bytes) {
+    sim_program_mem_inline(l->p, op, SIM_AT_END, SIM_POOL_DEVICE, (gint64)layer->grad_bytes, l->p->grads_tag, index);
+    l->grads += layer->grad_bytes;
+  }
+}
+
+/* The embedding or the loss head: one op each way, its tensors kept, or
+ * offloaded like a layer's under scope = all.  Its names are interned here,
+ * after its label, in the order the lowering has always interned them. */
+static guint32
+emit_stage(Lower *l, guint g, const char *name, SimPhase phase)
+{
+  const SimLayer *stage = group_layer(l, g);
+  if (stage == NULL)
+    return SIM_NO_OP;
   guint32 label = sim_program_intern(l->p, name);
   gboolean forward = phase == SIM_PHASE_FORWARD;
+  if (forward) {
+    for (guint k = 0; k < stage->tensors->len; k++)
+      l->labels[l->first[g] + k] =
+        sim_program_intern_slot(l->p, l->first[g] + k, g_array_index(stage->tensors, SimTensor, k).name);
+    if (offloads(action_at(l, g)))
+      emit_inflight_wait(l, g);
+  } else {
+    emit_reload_for_backward(l, g);
+  }
   guint32 op = sim_program_compute_inline(l->p, SIM_LOWER_STREAM_COMPUTE, forward ? stage->forward : stage->backward,
                                           phase, SIM_NO_LAYER, label);
-  workspace(l, op, stage, SIM_NO_LAYER);
-  for (guint k = 0; k < stage->tensors->len; k++) {
-    const SimTensor *t = &g_array_index(stage->tensors, SimTensor, k);
-    if (!sim_tensor_on_device(t))
-      continue;
-    sim_program_mem_inline(l->p, op, forward ? SIM_AT_START : SIM_AT_END, SIM_POOL_DEVICE,
-                           forward ? (gint64)t->bytes : -(gint64)t->bytes, sim_program_intern(l->p, t->name),
-                           SIM_NO_LAYER);
+  workspace(l, op, forward ? stage->workspace_bytes : stage->backward_workspace_bytes, SIM_NO_LAYER);
+  if (forward) {
+    alloc_saved(l, g, op);
+    if (g == group_head(l) && l->w->held_bytes)
+      sim_program_mem_inline(l->p, op, SIM_AT_END, SIM_POOL_DEVICE, (gint64)l->w->held_bytes, l->p->outputs_tag,
+                             SIM_NO_LAYER);
+    emit_offload(l, g);
+  } else {
+    free_saved(l, g, op);
+    alloc_grads(l, g, op);
   }
+  return op;
 }
 
 static void
 emit_forward(Lower *l, guint i)
 {
-  const SimLayer *layer = layer_at(l, i);
+  const SimLayer *layer = group_layer(l, i);
   SimProgram *p = l->p;
-  guint inflight = l->policy->inflight;
-  SimAction a = action_at(l, i);
-
-  if (l->policy->async && i >= inflight && l->ev_d2h[i - inflight] != SIM_NO_EVENT)
-    sim_program_wait(p, SIM_LOWER_STREAM_COMPUTE, l->ev_d2h[i - inflight]);
-
+  emit_inflight_wait(l, i);
   guint32 op = sim_program_compute_inline(p, SIM_LOWER_STREAM_COMPUTE, layer->forward, SIM_PHASE_FORWARD, (gint32)i,
                                           l->label_fwd);
-  if (a == SIM_ACTION_RECOMPUTE)
+  if (action_at(l, i) == SIM_ACTION_RECOMPUTE)
     sim_program_mem_inline(p, op, SIM_AT_START, SIM_POOL_DEVICE, (gint64)layer->input_bytes, l->label_input, (gint32)i);
-  for (guint k = 0; k < layer->tensors->len; k++) {
-    const SimTensor *t = &g_array_index(layer->tensors, SimTensor, k);
-    Fate fate = tensor_fate(l, i, k);
-    if (fate == FATE_FULL || fate == FATE_ELSEWHERE)
-      continue;
-    /* Every tensor exists while the forward runs; dropped ones go at its end. */
-    sim_program_mem_inline(p, op, SIM_AT_START, SIM_POOL_DEVICE, (gint64)t->bytes, tensor_label(l, i, k), (gint32)i);
-    if (fate == FATE_DROP)
-      sim_program_mem_inline(p, op, SIM_AT_END, SIM_POOL_DEVICE, -(gint64)t->bytes, tensor_label(l, i, k), (gint32)i);
-  }
-  workspace(l, op, layer, (gint32)i);
-
-  if (!offloads(a))
-    return;
-  emit_pinning(l, i);
-  if (!l->policy->async) {
-    emit_copies(l, i, SIM_DIR_D2H, SIM_LOWER_STREAM_COMPUTE);
-    return;
-  }
-  guint32 done = sim_program_add_event(p, l->label_fwd_done, (gint32)i);
-  sim_program_record(p, SIM_LOWER_STREAM_COMPUTE, done);
-  sim_program_wait(p, SIM_LOWER_STREAM_D2H, done);
-  emit_copies(l, i, SIM_DIR_D2H, SIM_LOWER_STREAM_D2H);
-  l->ev_d2h[i] = sim_program_add_event(p, l->label_offloaded, (gint32)i);
-  sim_program_record(p, SIM_LOWER_STREAM_D2H, l->ev_d2h[i]);
+  alloc_saved(l, i, op);
+  workspace(l, op, layer->workspace_bytes, (gint32)i);
+  emit_offload(l, i);
 }
 
-static void
+static guint32
 emit_backward(Lower *l, guint i)
 {
-  const SimLayer *layer = layer_at(l, i);
+  const SimLayer *layer = group_layer(l, i);
   SimProgram *p = l->p;
-  guint prefetch = l->policy->prefetch;
   SimAction a = action_at(l, i);
-
-  /* Without prefetch a layer asks for its own group when its backward is due. */
-  if (prefetch == 0 && is_async_offload(l, i)) {
-    guint32 due = sim_program_add_event(p, l->label_due, (gint32)i);
-    sim_program_record(p, SIM_LOWER_STREAM_COMPUTE, due);
-    emit_reload(l, i, due);
-  }
-  if (is_async_offload(l, i))
-    sim_program_wait(p, SIM_LOWER_STREAM_COMPUTE, l->ev_h2d[i]);
-  if (prefetch > 0 && i >= prefetch && is_async_offload(l, i - prefetch)) {
-    guint32 started = sim_program_add_event(p, l->label_started, (gint32)i);
-    sim_program_record(p, SIM_LOWER_STREAM_COMPUTE, started);
-    emit_reload(l, i - prefetch, started);
-  }
-  if (offloads(a) && !l->policy->async)
-    emit_copies(l, i, SIM_DIR_H2D, SIM_LOWER_STREAM_COMPUTE);
+  emit_reload_for_backward(l, i);
 
   /* Full recompute reruns the forward and rebuilds every tensor; selective
    * recompute rebuilds only the dropped ones, at their own cost. */
@@ -312,33 +477,27 @@ emit_backward(Lower *l, guint i)
         sim_program_mem_inline(p, op, SIM_AT_START, SIM_POOL_DEVICE, (gint64)t->bytes, tensor_label(l, i, k),
                                (gint32)i);
     }
-    workspace(l, op, layer, (gint32)i);
+    workspace(l, op, layer->workspace_bytes, (gint32)i);
   }
 
   guint32 op = sim_program_compute_inline(p, SIM_LOWER_STREAM_COMPUTE, layer->backward, SIM_PHASE_BACKWARD, (gint32)i,
                                           l->label_bwd);
-  workspace(l, op, layer, (gint32)i);
-  for (guint k = 0; k < layer->tensors->len; k++) {
-    const SimTensor *t = &g_array_index(layer->tensors, SimTensor, k);
-    Fate fate = tensor_fate(l, i, k);
-    if (fate == FATE_ELSEWHERE)
-      continue;
-    guint n = fate == FATE_OFFLOAD ? copies_of(l, t) : 1;
-    sim_program_mem_inline(p, op, SIM_AT_END, SIM_POOL_DEVICE, -(gint64)(t->bytes * n), tensor_label(l, i, k),
-                           (gint32)i);
-  }
+  workspace(l, op, layer->backward_workspace_bytes, (gint32)i);
+  free_saved(l, i, op);
   if (full)
     sim_program_mem_inline(p, op, SIM_AT_END, SIM_POOL_DEVICE, -(gint64)layer->input_bytes, l->label_input, (gint32)i);
+  alloc_grads(l, i, op);
+  return op;
 }
 
 /* The program's streams, baseline and every label the lowering uses,
- * interned once per lowering: each tensor's name by pointer against the
- * previous lowering's (tensor names are interned strings). */
+ * interned once per lowering: each layer tensor's name by pointer against
+ * the previous lowering's (tensor names are interned strings). */
 static void
 begin_program(Lower *l)
 {
   SimProgram *p = l->p;
-  guint n = sim_workload_n_layers(l->w);
+  guint n = l->n;
   sim_program_reset(p);
   sim_program_add_stream(p, "compute");
   sim_program_add_stream(p, "d2h");
@@ -356,59 +515,63 @@ begin_program(Lower *l)
   l->label_due = sim_program_intern(p, "backward due");
   l->label_started = sim_program_intern(p, "backward started");
   l->label_boundary = sim_program_intern(p, "forward pass done");
-  l->first = g_new(guint, n + 1);
+  l->first = g_new(guint, l->n_groups + 1);
   l->first[0] = 0;
-  for (guint i = 0; i < n; i++)
-    l->first[i + 1] = l->first[i] + layer_at(l, i)->tensors->len;
-  l->labels = g_new(guint32, MAX(l->first[n], 1u));
+  for (guint g = 0; g < l->n_groups; g++) {
+    const SimLayer *layer = group_layer(l, g);
+    l->first[g + 1] = l->first[g] + (layer ? layer->tensors->len : 0);
+  }
+  l->labels = g_new(guint32, MAX(l->first[l->n_groups], 1u));
   for (guint i = 0; i < n; i++) {
-    const SimLayer *layer = layer_at(l, i);
+    const SimLayer *layer = group_layer(l, i);
     for (guint k = 0; k < layer->tensors->len; k++)
       l->labels[l->first[i] + k] =
         sim_program_intern_slot(p, l->first[i] + k, g_array_index(layer->tensors, SimTensor, k).name);
   }
 }
 
-/* Each layer's action and each tensor's fate, decided once.  An offload with
- * nothing to move is no offload: no events, no waits. */
+/* Each group's action and each tensor's fate, decided once.  An offload
+ * with nothing to move is no offload: no events, no waits. */
 static void
 decide(Lower *l)
 {
-  guint n = sim_workload_n_layers(l->w);
-  l->actions = policy_actions(l->policy, n);
-  for (guint i = 0; i < n; i++) {
-    SimAction *a = &g_array_index(l->actions, SimAction, i);
-    if (offloads(*a) && !layer_moves_anything(l, layer_at(l, i), *a))
+  l->actions = g_new(SimAction, l->n_groups);
+  policy_actions(l->policy, l->n, l->actions);
+  l->actions[group_embed(l)] = l->actions[group_head(l)] = stage_action(l->policy);
+  l->fates = g_new(guint8, MAX(l->first[l->n_groups], 1u));
+  for (guint g = 0; g < l->n_groups; g++) {
+    const SimLayer *layer = group_layer(l, g);
+    if (layer == NULL)
+      continue;
+    SimAction *a = &l->actions[g];
+    if (offloads(*a) && !group_moves_anything(l, layer, *a))
       *a = *a == SIM_ACTION_OFFLOAD ? SIM_ACTION_KEEP : SIM_ACTION_SELECTIVE;
-  }
-  l->fates = g_new(guint8, MAX(l->first[n], 1u));
-  for (guint i = 0; i < n; i++) {
-    const SimLayer *layer = layer_at(l, i);
     for (guint k = 0; k < layer->tensors->len; k++)
-      l->fates[l->first[i] + k] = (guint8)fate_of(l, action_at(l, i), &g_array_index(layer->tensors, SimTensor, k));
+      l->fates[l->first[g] + k] = (guint8)fate_of(l, *a, &g_array_index(layer->tensors, SimTensor, k));
   }
-  l->ev_d2h = g_new(guint32, n);
-  l->ev_h2d = g_new(guint32, n);
-  for (guint i = 0; i < n; i++)
-    l->ev_d2h[i] = l->ev_h2d[i] = SIM_NO_EVENT;
+  l->ev_d2h = g_new(guint32, l->n_groups);
+  l->ev_h2d = g_new(guint32, l->n_groups);
+  for (guint g = 0; g < l->n_groups; g++)
+    l->ev_d2h[g] = l->ev_h2d[g] = SIM_NO_EVENT;
 }
 
-/* The top `prefetch` layers reload as soon as the forward pass is over. */
+/* The groups within `prefetch` positions of the top (the head included)
+ * reload as soon as the forward pass is over, the top first. */
 static void
 emit_boundary_reloads(Lower *l)
 {
-  guint n = sim_workload_n_layers(l->w);
   if (!l->policy->async || l->policy->prefetch == 0)
     return;
   guint32 boundary = SIM_NO_EVENT;
-  for (guint j = n; j-- > 0 && (guint64)j + l->policy->prefetch >= n;) {
-    if (!is_async_offload(l, j))
+  for (gint64 pos = l->n; pos >= -1 && pos + (gint64)l->policy->prefetch >= (gint64)l->n; pos--) {
+    guint g = group_at(l, pos);
+    if (g == G_MAXUINT || !is_async_offload(l, g))
       continue;
     if (boundary == SIM_NO_EVENT) {
       boundary = sim_program_add_event(l->p, l->label_boundary, SIM_NO_LAYER);
       sim_program_record(l->p, SIM_LOWER_STREAM_COMPUTE, boundary);
     }
-    emit_reload(l, j, boundary);
+    emit_reload(l, g, boundary);
   }
 }
 
@@ -416,21 +579,28 @@ void
 sim_lower_into(SimProgram *p, const SimWorkload *w, const SimPolicy *policy, const SimLink *link)
 {
   guint n = sim_workload_n_layers(w);
-  Lower l = { .p = p, .w = w, .policy = policy, .link = link };
+  Lower l = { .p = p, .w = w, .policy = policy, .link = link, .n = n, .n_groups = n + 2 };
 
   begin_program(&l);
   decide(&l);
-  emit_stage(&l, w->embed, "embed", SIM_PHASE_FORWARD);
+  emit_stage(&l, group_embed(&l), "embed", SIM_PHASE_FORWARD);
   for (guint i = 0; i < n; i++)
     emit_forward(&l, i);
-  emit_stage(&l, w->head, "head", SIM_PHASE_FORWARD);
+  emit_stage(&l, group_head(&l), "head", SIM_PHASE_FORWARD);
   emit_boundary_reloads(&l);
-  emit_stage(&l, w->head, "head", SIM_PHASE_BACKWARD);
+  guint32 last = emit_stage(&l, group_head(&l), "head", SIM_PHASE_BACKWARD);
   for (guint i = n; i-- > 0;)
-    emit_backward(&l, i);
-  emit_stage(&l, w->embed, "embed", SIM_PHASE_BACKWARD);
+    last = emit_backward(&l, i);
+  guint32 embed = emit_stage(&l, group_embed(&l), "embed", SIM_PHASE_BACKWARD);
+  last = embed != SIM_NO_OP ? embed : last;
+  /* The optimizer consumes the gradients and the caller drops its outputs
+   * when the step ends: at the end of its last op. */
+  if (l.grads && last != SIM_NO_OP)
+    sim_program_mem_inline(p, last, SIM_AT_END, SIM_POOL_DEVICE, -(gint64)l.grads, p->grads_tag, SIM_NO_LAYER);
+  if (w->held_bytes && w->head && last != SIM_NO_OP)
+    sim_program_mem_inline(p, last, SIM_AT_END, SIM_POOL_DEVICE, -(gint64)w->held_bytes, p->outputs_tag, SIM_NO_LAYER);
 
-  g_array_unref(l.actions);
+  g_free(l.actions);
   g_free(l.ev_d2h);
   g_free(l.ev_h2d);
   g_free(l.labels);

@@ -37,12 +37,25 @@
  *   pinned = per-tensor: each offloaded tensor first pays host_alloc on the
  *          compute stream (cudaHostAlloc blocks the issuing thread and
  *          synchronises, so it cannot hide under copies).
- *   pinned = none: copies from pageable memory, at pageable_factor.
+ *   pinned = pageable: copies from pageable memory, at pageable_factor.
  *
- * The embedding and the loss head are lowered as stages that always keep
- * their tensors on the device.  Memory: static bytes are the device
- * baseline; forward allocates workspace at its start and frees it at its
- * end, as do recompute and backward.
+ * What an offload moves is decided per tensor, once (the fates in lower.c):
+ * a device tensor moves when it is offloadable, at least min_tensor bytes
+ * and, under leaves = keep, not a leaf; a reference to memory held
+ * elsewhere is "mirrored" (copied out and back, its source stays, the
+ * reloaded copy is device memory until the backward ends) when it is a
+ * parameter under params = copy, or a storage an earlier layer saved (each
+ * layer is packed on its own); host tensors never move.
+ *
+ * The embedding and the loss head are stages: one op each way.  They keep
+ * their tensors unless scope = all, where they offload like layers at
+ * positions -1 and n, so prefetch and in-flight distances count them (the
+ * head reloads at the forward/backward boundary).  Memory: static bytes are
+ * the device baseline; forward allocates workspace at its start and frees
+ * it at its end, as do recompute and backward (with the backward's own
+ * workspace size); gradients that are not static (grad_bytes) appear at
+ * the end of each group's backward, held outputs (held_bytes) at the end of
+ * the head's forward, and both are freed at the end of the step's last op.
  *
  * Cost: linear in layers x tensors x references; nothing is allocated per op
  * once the program's buffers have grown (sim_lower_into reuses them).

@@ -18,6 +18,7 @@
  *
  * `dedup`: an offload copies each saved storage once (verl keys on storage),
  * or once per saved reference (PyTorch save_on_cpu packs every reference).
+ * `scope`, `params`, `leaves`: which saved tensors a hook moves at all.
  *
  * Ownership: a SimPolicy owns its name and its action array.
  */
@@ -50,7 +51,7 @@ typedef enum {
 typedef enum {
   SIM_PINNED_POOLED,     /* pinned buffers allocated once, outside the step */
   SIM_PINNED_PER_TENSOR, /* each offloaded tensor pays host_alloc */
-  SIM_PINNED_NONE,       /* pageable host memory: copies at pageable_factor */
+  SIM_PINNED_PAGEABLE,   /* pageable host memory (.to("cpu"), save_on_cpu's default): copies at pageable_factor */
 } SimPinned;
 
 typedef struct {
@@ -66,6 +67,13 @@ typedef struct {
   guint every;        /* checkpoint every k-th layer */
   gboolean selective; /* checkpoint mode */
   gboolean dedup;     /* offload each storage once, not once per reference */
+  /* What a saved-tensor hook moves (offload kinds; see the lowering's fates):
+   * the embedding and the loss head as well as the layers (every hook sees
+   * them), references to parameters (save_on_cpu copies them; most
+   * frameworks skip them by storage), tensors without grad_fn. */
+  gboolean scope_all;   /* scope = all; FALSE: layers */
+  gboolean copy_params; /* params = copy; FALSE: skip */
+  gboolean copy_leaves; /* leaves = copy; FALSE: keep */
   GArray *actions;    /* SimAction per layer (kind = plan), else NULL */
 } SimPolicy;
 

@@ -172,7 +172,8 @@ stage_bytes_fit(const SimLayer *stage, guint64 *total)
 {
   if (stage == NULL)
     return TRUE;
-  if (!add_bytes(total, stage->input_bytes, 1) || !add_bytes(total, stage->workspace_bytes, 1))
+  if (!add_bytes(total, stage->input_bytes, 1) || !add_bytes(total, stage->workspace_bytes, 1) ||
+      !add_bytes(total, stage->backward_workspace_bytes, 1) || !add_bytes(total, stage->grad_bytes, 1))
     return FALSE;
   for (guint i = 0; i < stage->tensors->len; i++) {
     const SimTensor *t = &g_array_index(stage->tensors, SimTensor, i);
@@ -186,7 +187,8 @@ gboolean
 sim_workload_bytes_fit(const SimWorkload *w)
 {
   guint64 total = 0;
-  if (!add_bytes(&total, w->static_bytes, 1) || !stage_bytes_fit(w->embed, &total) ||
+  if (!add_bytes(&total, w->static_bytes, 1) || !add_bytes(&total, w->held_bytes, 1) ||
+      !stage_bytes_fit(w->embed, &total) ||
       !stage_bytes_fit(w->head, &total))
     return FALSE;
   for (guint i = 0; i < sim_workload_n_layers(w); i++)

@@ -59,7 +59,12 @@ typedef struct {
   double forward;           /* seconds */
   double backward;          /* seconds */
   guint64 input_bytes;      /* what full checkpointing keeps */
-  guint64 workspace_bytes;  /* transient, while the layer computes */
+  guint64 workspace_bytes;  /* transient, while the forward (or its recompute) runs */
+  guint64 backward_workspace_bytes; /* transient, while the backward runs (sim_layer_set_workspace: the same) */
+  /* The gradients of the layer's parameters when they are not static
+   * (zero_grad(set_to_none=True)): allocated as the layer's backward ends,
+   * held to the end of the step, where the optimizer consumes them. */
+  guint64 grad_bytes;
   GArray *tensors;          /* SimTensor, saved for backward */
 } SimLayer;
 
@@ -73,6 +78,10 @@ typedef struct {
   SimLayer *embed;          /* NULL when not modelled */
   SimLayer *head;           /* NULL when not modelled */
   guint64 static_bytes;
+  /* The model's outputs the caller keeps through backward (the logits of
+   * `outputs = held`): allocated by the head's forward, freed when the step
+   * ends.  0 without a head. */
+  guint64 held_bytes;
 } SimWorkload;
 
 SimWorkload *sim_workload_new(const char *name, guint n_layers);
@@ -89,6 +98,14 @@ static inline SimLayer *
 sim_workload_layer(const SimWorkload *w, guint i)
 {
   return &g_array_index(w->layers, SimLayer, i);
+}
+
+/* Sets the forward and the backward workspace to `bytes`: a layer whose
+ * backward needs other transients sets backward_workspace_bytes after. */
+static inline void
+sim_layer_set_workspace(SimLayer *layer, guint64 bytes)
+{
+  layer->workspace_bytes = layer->backward_workspace_bytes = bytes;
 }
 
 /* Replaces a layer's tensor list with a copy of `tensors` (SimTensor). */

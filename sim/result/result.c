@@ -15,10 +15,13 @@ typedef enum {
   BUCKET_INPUT,
   BUCKET_WORKSPACE,
   BUCKET_STAGES,
+  BUCKET_GRADS,
+  BUCKET_OUTPUTS,
   N_BUCKETS,
 } BucketKind;
 
-static const char *const bucket_names[N_BUCKETS] = { "static", "saved", "input", "workspace", "embed/head saved" };
+static const char *const bucket_names[N_BUCKETS] = { "static", "saved", "input", "workspace", "embed/head saved",
+                                                        "gradients", "held outputs" };
 
 typedef struct {
   const char *name;
@@ -67,6 +70,10 @@ describe_visit(const SimLive *l, gpointer data)
     b = BUCKET_INPUT;
   else if (l->tag == d->program->workspace_tag)
     b = BUCKET_WORKSPACE;
+  else if (l->tag == d->program->grads_tag)
+    b = BUCKET_GRADS;
+  else if (l->tag == d->program->outputs_tag)
+    b = BUCKET_OUTPUTS;
   bucket_add(&d->buckets[b], l);
   if (l->layer != SIM_NO_LAYER && (gsize)l->layer < d->layers && !d->seen[b][l->layer]) {
     d->seen[b][l->layer] = 1;

@@ -152,7 +152,7 @@ extra_policies(guint n_layers)
     plan->async = async;
     plan->dedup = async;
     plan->prefetch = async ? 3 : 0;
-    plan->pinned = async ? SIM_PINNED_POOLED : SIM_PINNED_NONE;
+    plan->pinned = async ? SIM_PINNED_POOLED : SIM_PINNED_PAGEABLE;
     plan->actions = g_array_sized_new(FALSE, FALSE, sizeof(SimAction), n_layers);
     for (guint i = 0; i < n_layers; i++) {
       SimAction a = (SimAction)((async ? i : n_layers - 1 - i) % SIM_ACTION_COUNT);

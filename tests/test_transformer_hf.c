@@ -573,13 +573,8 @@ END_TEST
  * program measures, cell by cell. */
 START_TEST(readme_table_is_the_program)
 {
-  g_autofree char *readme = NULL;
-  ck_assert(g_file_get_contents(OFFSIM_SCENARIOS "/../README.md", &readme, NULL, NULL));
-  g_auto(GStrv) lines = g_strsplit(readme, "\n", -1);
-  guint at = 0;
-  while (lines[at] && !g_str_has_prefix(lines[at], "| layer 5 of 24 |"))
-    at++;
-  ck_assert_msg(lines[at] != NULL, "README: no table of layer 5");
+  g_auto(GStrv) lines = NULL;
+  guint at = test_readme_table("| layer 5 of 24 |", &lines);
   g_auto(GStrv) header = g_strsplit(lines[at], "|", -1);
   guint checked = 0;
   for (guint col = 2; header[col] && *g_strstrip(header[col]); col++) {
@@ -587,13 +582,8 @@ START_TEST(readme_table_is_the_program)
     g_auto(GStrv) cell = g_strsplit(header[col], ",", 2);
     g_autofree char *ops = g_strndup(cell[0] + 1, strlen(cell[0]) - 2);
     const char *attention = g_strstrip(cell[1]);
-    g_autoptr(GError) error = NULL;
-    g_autoptr(SimConfig) config = sim_config_load_file(OFFSIM_SCENARIOS "/ops/qwen2.5-0.5b-layer.ini", &error);
-    ck_assert_msg(config != NULL, "%s", error ? error->message : "");
-    sim_config_set(config, "transformer", "ops", ops, "test");
-    sim_config_set(config, "transformer", "attention", attention, "test");
-    g_autoptr(SimScenario) s = sim_scenario_from_config(config, &error);
-    ck_assert_msg(s != NULL, "%s", error ? error->message : "");
+    g_autoptr(SimScenario) s = test_scenario_file_set(OFFSIM_SCENARIOS "/ops/qwen2.5-0.5b-layer.ini", "transformer",
+                                                      "ops", ops, "transformer", "attention", attention, NULL);
     g_autoptr(SimResult) unique = test_evaluate(s, "unique");
     g_autoptr(SimResult) references = test_evaluate(s, "references");
     for (guint row = at + 2; lines[row] && lines[row][0] == '|'; row++) {

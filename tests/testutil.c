@@ -39,6 +39,37 @@ test_scenario_error(const char *text)
   return g_strdup(error->message);
 }
 
+guint
+test_readme_table(const char *prefix, char ***lines)
+{
+  g_autofree char *readme = NULL;
+  ck_assert(g_file_get_contents(OFFSIM_SCENARIOS "/../README.md", &readme, NULL, NULL));
+  *lines = g_strsplit(readme, "\n", -1);
+  guint at = 0;
+  while ((*lines)[at] && !g_str_has_prefix((*lines)[at], prefix))
+    at++;
+  ck_assert_msg((*lines)[at] != NULL, "README: no table starting %s", prefix);
+  return at;
+}
+
+SimScenario *
+test_scenario_file_set(const char *path, ...)
+{
+  g_autoptr(GError) error = NULL;
+  g_autoptr(SimConfig) config = sim_config_load_file(path, &error);
+  ck_assert_msg(config != NULL, "%s", error ? error->message : "");
+  va_list ap;
+  va_start(ap, path);
+  for (const char *group; (group = va_arg(ap, const char *));) {
+    const char *key = va_arg(ap, const char *), *value = va_arg(ap, const char *);
+    sim_config_set(config, group, key, value, "test");
+  }
+  va_end(ap);
+  SimScenario *s = sim_scenario_from_config(config, &error);
+  ck_assert_msg(s != NULL, "%s", error ? error->message : "");
+  return s;
+}
+
 SimResult *
 test_evaluate(const SimScenario *s, const char *policy)
 {

@@ -22,6 +22,15 @@ char *test_scenario_error(const char *text);
  * key of a shared text goes through here.  A new string. */
 char *test_ini_merge(const char *base, const char *overrides);
 
+/* The README's lines in *lines (the caller frees them with g_strfreev) and
+ * the index of the first that starts with `prefix`, a table's header; the
+ * test fails when there is none. */
+guint test_readme_table(const char *prefix, char ***lines);
+
+/* The scenario file at `path` with (group, key, value) triples set over it,
+ * NULL-terminated; the test fails if it does not load. */
+SimScenario *test_scenario_file_set(const char *path, ...) G_GNUC_NULL_TERMINATED;
+
 /* Evaluates a named policy of a scenario with detail kept. */
 SimResult *test_evaluate(const SimScenario *scenario, const char *policy);
 

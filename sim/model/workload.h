@@ -70,8 +70,8 @@ typedef struct {
 
 /* The layers policies act on are `layers`.  A generated transformer also
  * has an embedding before them and a loss head after them: they run and
- * hold memory like layers but always keep their tensors (the head is needed
- * first in backward; the embedding saves only token ids). */
+ * hold memory like layers and keep their tensors unless an offload's
+ * scope = all moves them (as every saved-tensor hook would). */
 typedef struct {
   char *name;
   GArray *layers;           /* SimLayer */

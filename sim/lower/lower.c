@@ -204,14 +204,19 @@ copies_of(const Lower *l, const SimTensor *t)
   return l->policy->dedup ? 1 : MAX(t->refs, 1u);
 }
 
-/* Whether action `a` sends any of the group's tensors to the host. */
+/* Each tensor's fate under action `a` into fates[]; FALSE when `a`
+ * offloads and nothing of the group travels (an offload with nothing to
+ * move), TRUE otherwise. */
 static gboolean
-group_moves_anything(const Lower *l, const SimLayer *layer, SimAction a)
+decide_fates(const Lower *l, const SimLayer *layer, SimAction a, guint8 *fates)
 {
-  for (guint k = 0; k < layer->tensors->len; k++)
-    if (travels(fate_of(l, a, &g_array_index(layer->tensors, SimTensor, k))))
-      return TRUE;
-  return FALSE;
+  gboolean moving = FALSE;
+  for (guint k = 0; k < layer->tensors->len; k++) {
+    Fate f = fate_of(l, a, &g_array_index(layer->tensors, SimTensor, k));
+    fates[k] = (guint8)f;
+    moving |= travels(f);
+  }
+  return moving || !offloads(a);
 }
 
 static inline gboolean
@@ -300,16 +305,17 @@ static void
 alloc_saved(const Lower *l, guint g, guint32 op)
 {
   const SimLayer *layer = group_layer(l, g);
+  const guint32 *labels = &l->labels[l->first[g]];
+  const guint8 *fates = &l->fates[l->first[g]];
+  gint32 index = group_index(l, g);
   for (guint k = 0; k < layer->tensors->len; k++) {
     const SimTensor *t = &g_array_index(layer->tensors, SimTensor, k);
-    Fate fate = tensor_fate(l, g, k);
+    Fate fate = (Fate)fates[k];
     if (fate == FATE_FULL || fate == FATE_ELSEWHERE || fate == FATE_MIRROR)
       continue;
-    sim_program_mem_inline(l->p, op, SIM_AT_START, SIM_POOL_DEVICE, (gint64)t->bytes, tensor_label(l, g, k),
-                           group_index(l, g));
+    sim_program_mem_inline(l->p, op, SIM_AT_START, SIM_POOL_DEVICE, (gint64)t->bytes, labels[k], index);
     if (fate == FATE_DROP)
-      sim_program_mem_inline(l->p, op, SIM_AT_END, SIM_POOL_DEVICE, -(gint64)t->bytes, tensor_label(l, g, k),
-                             group_index(l, g));
+      sim_program_mem_inline(l->p, op, SIM_AT_END, SIM_POOL_DEVICE, -(gint64)t->bytes, labels[k], index);
   }
 }
 
@@ -379,15 +385,16 @@ static void
 free_saved(Lower *l, guint g, guint32 op)
 {
   const SimLayer *layer = group_layer(l, g);
+  const guint32 *labels = &l->labels[l->first[g]];
+  const guint8 *fates = &l->fates[l->first[g]];
   gint32 index = group_index(l, g);
   for (guint k = 0; k < layer->tensors->len; k++) {
     const SimTensor *t = &g_array_index(layer->tensors, SimTensor, k);
-    Fate fate = tensor_fate(l, g, k);
+    Fate fate = (Fate)fates[k];
     if (fate == FATE_ELSEWHERE)
       continue;
     guint n = travels(fate) ? copies_of(l, t) : 1;
-    sim_program_mem_inline(l->p, op, SIM_AT_END, SIM_POOL_DEVICE, -(gint64)(t->bytes * n), tensor_label(l, g, k),
-                           index);
+    sim_program_mem_inline(l->p, op, SIM_AT_END, SIM_POOL_DEVICE, -(gint64)(t->bytes * n), labels[k], index);
   }
 }
 
@@ -544,10 +551,10 @@ decide(Lower *l)
     if (layer == NULL)
       continue;
     SimAction *a = &l->actions[g];
-    if (offloads(*a) && !group_moves_anything(l, layer, *a))
+    if (!decide_fates(l, layer, *a, &l->fates[l->first[g]])) {
       *a = *a == SIM_ACTION_OFFLOAD ? SIM_ACTION_KEEP : SIM_ACTION_SELECTIVE;
-    for (guint k = 0; k < layer->tensors->len; k++)
-      l->fates[l->first[g] + k] = (guint8)fate_of(l, *a, &g_array_index(layer->tensors, SimTensor, k));
+      decide_fates(l, layer, *a, &l->fates[l->first[g]]);
+    }
   }
   l->ev_d2h = g_new(guint32, l->n_groups);
   l->ev_h2d = g_new(guint32, l->n_groups);

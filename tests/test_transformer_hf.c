@@ -66,11 +66,14 @@ read_recording(const char *path, guint layers, Figures *figures)
   g_auto(GStrv) header = g_strsplit(lines[0], ",", -1);
   int c_layer = column(header, "layer"), c_name = column(header, "name"), c_param = column(header, "is_parameter"),
       c_storage = column(header, "storage"), c_bytes = column(header, "storage_bytes"), c_saved = column(header, "saved"),
-      c_leaf = column(header, "leaf"), c_host = column(header, "host"), c_adjust = column(header, "adjust");
+      c_leaf = column(header, "leaf"), c_host = column(header, "host"), c_adjust = column(header, "adjust"),
+      c_flops = column(header, "flops");
   g_autoptr(GHashTable) first = g_hash_table_new(g_direct_hash, g_direct_equal); /* storage + 1 -> scope + 1 */
   memset(figures, 0, sizeof(Figures) * (layers + 2));
   for (guint i = 1; lines[i] && *lines[i]; i++) {
     g_auto(GStrv) f = g_strsplit(lines[i], ",", -1);
+    if (*f[c_flops])
+      continue; /* an op's counts, not a tensor */
     if (strcmp(f[c_saved], "0") == 0) {
       /* Not saved by current PyTorch: the layer-input rows, mean's input
        * (PyTorch 2.2 saves only its sizes) and Python scalars (wrapped
@@ -175,7 +178,7 @@ by_bytes_then_refs(gconstpointer a, gconstpointer b)
 }
 
 /* (bytes, refs) of each storage a stage owns, sorted: what the [trace]
- * reader makes of a recording, one tensor per storage. */
+ * reader makes of a recording, one tensor per storage (host ones included). */
 static GArray *
 storages_of(const SimLayer *layer)
 {
@@ -221,16 +224,9 @@ START_TEST(hf_ops_match_every_recording_per_layer)
                     r->file, names[s], got.params, w->embedding_weight, w->params);
 #undef SAME
 
-      /* The [trace] reader, unchanged, on the same file: it counts the
-       * host rows (16 bytes per sdpa layer) as saved bytes, and drops the
-       * references to a storage an earlier layer saved (the RoPE tables in
-       * every layer after the first), which ops = hf keeps as `shared`. */
+      /* The [trace] reader on the same file (tests/test_trace_hf.c
+       * compares it with the generator figure by figure). */
       const SimLayer *t = stage(rec->workload, s), *g = stage(gen->workload, s);
-      guint trace_refs = 0;
-      for (guint k = 0; k < t->tensors->len; k++)
-        trace_refs += g_array_index(t->tensors, SimTensor, k).refs;
-      ck_assert_uint_eq(sim_layer_saved_bytes(t), got.device + got.host);
-      ck_assert_uint_eq(trace_refs, got.refs - got.shared_refs);
       /* Storage by storage: the same sizes with the same references. */
       g_autoptr(GArray) a = storages_of(g), b = storages_of(t);
       ck_assert_msg(a->len == b->len, "%s, %s: %u storages (offsim), %u (recording)", r->file, names[s], a->len,

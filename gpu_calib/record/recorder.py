@@ -25,6 +25,12 @@ hooks on the layers' outputs) place each one, so that the peak comes with its
 phase, layer, module, function, autograd node and ATen op.  The markers are
 ordered, never timed, so the curve and the places are the same on every run.
 
+Op counts: flops.py's dispatch-level counter adds, after the tensor rows, one
+compute row per (layer, phase, module, ATen op) with its FLOPs, bytes moved
+and calls (columns flops, moved, calls), which offsim can time layers by.
+Memory profiling and the counter change each other's view, so record() runs
+the step twice on the CPU (memory, then counts); on meta once.
+
 Command line (the repository's op-by-op HF implementations, hf_models.py):
 
     recorder.py --hf-config CONFIG --batch B --seq S --dtype fp32|bf16
@@ -32,11 +38,34 @@ Command line (the repository's op-by-op HF implementations, hf_models.py):
                 [--kernels cuda|cpu] --out trace.csv [--json trace.json]
     recorder.py --summary trace.csv       # per-layer table (Markdown)
 
+A model of your own:
+
+    recorder.py --module PATH.py:FACTORY --batch B --seq S --dtype fp32|bf16
+                --device cpu|meta [--layers ATTR.PATH] --out trace.csv
+
+FACTORY is called as FACTORY(batch=B, seq=S, device=torch.device(D),
+dtype=torch.DTYPE) (under a mode that puts tensors made without a device on
+D, so a model built from nn modules lands on meta without allocating) and
+returns either
+  - (model, step): step(model) runs one training step (forward, loss,
+    backward) at batch B and sequence S, with the user's own inputs and loss;
+  - or model alone: the recorder runs loss = model(ids, labels) with ids =
+    labels = torch.zeros(B, S, dtype=long) on D and calls loss.backward();
+    the forward returns the loss (a 0-dim tensor, an object with .loss, or a
+    tuple starting with it).
+The layers (offload groups) are the longest nn.ModuleList or nn.Sequential
+named layers, h, layer or blocks (model.layers, transformer.h,
+encoder.layer, blocks), or --layers ATTR.PATH.  Exit 2 naming what is wrong:
+no such file, no such factory, the factory or step raising, a bad return,
+no layers found, a bad --layers path, an op without a meta kernel on meta.
+gpu_calib/record/examples/tiny_moe.py is an example.
+
 Exit status: 0; 1 an unexpected error; 2 a bad option or config field.
 See tests/data/hf/README.md for the columns, the adjustments made for torch
 1.13 and what is and is not measured.
 """
 import argparse
+import gc
 import json
 import os
 import sys
@@ -51,7 +80,11 @@ if _HERE not in sys.path:
 
 
 COLUMNS = ("layer", "op", "name", "bytes", "dtype", "shape", "is_parameter", "storage", "storage_bytes", "saved",
-           "leaf", "node", "slot", "module", "phase", "packed", "host", "unpack", "adjust")
+           "leaf", "node", "slot", "module", "phase", "packed", "host", "unpack", "adjust", "flops", "moved", "calls")
+
+# The columns a compute row (flops.py's counts of one op in one place) fills; the others are empty
+# or 0, so that a reader tells the two kinds of rows apart by `flops`.
+COMPUTE_ONLY = ("flops", "moved", "calls")
 
 LAYER_LISTS = ("layers", "h", "layer", "blocks")
 
@@ -90,12 +123,36 @@ def find_layers(model):
     Returns (list path, modules); ValueError when there is none."""
     best = None
     for name, module in model.named_modules():
-        if isinstance(module, torch.nn.ModuleList) and name.split(".")[-1] in LAYER_LISTS and len(module):
+        if (isinstance(module, (torch.nn.ModuleList, torch.nn.Sequential)) and name.split(".")[-1] in LAYER_LISTS
+                and len(module)):
             if best is None or len(module) > len(best[1]):
                 best = (name, list(module))
     if best is None:
-        raise ValueError("no layer list found (an nn.ModuleList named layers, h, layer or blocks): pass layers=")
+        raise ValueError("no layer list found (an nn.ModuleList or nn.Sequential named layers, h, layer or "
+                         "blocks): give the layers (--layers PATH, Recorder(layers=...))")
     return best
+
+
+def layers_at(model, path):
+    """The modules of the list at attribute path `path` ("model.layers"); ValueError naming what is wrong."""
+    obj = model
+    done = []
+    for part in path.split("."):
+        if not part or not hasattr(obj, part):
+            where = ".".join(done) or type(model).__name__
+            raise ValueError(f"layers '{path}': {where} has no attribute '{part}'")
+        obj = getattr(obj, part)
+        done.append(part)
+    if isinstance(obj, torch.nn.Module) and not isinstance(obj, (torch.nn.ModuleList, torch.nn.Sequential)):
+        raise ValueError(f"layers '{path}': a {type(obj).__name__}, not a list of layers (nn.ModuleList, "
+                         "nn.Sequential or a list of modules)")
+    try:
+        modules = list(obj)
+    except TypeError:
+        raise ValueError(f"layers '{path}': a {type(obj).__name__}, not a list of layers") from None
+    if not modules or not all(isinstance(m, torch.nn.Module) for m in modules):
+        raise ValueError(f"layers '{path}': expected a non-empty list of modules")
+    return modules
 
 
 class _Packed:
@@ -153,12 +210,14 @@ class Recorder:
     """Records one training step run inside the `with` block (see the module docstring).
 
     model: the nn.Module; layers: the offload-group modules (found when None);
-    memory: profile the allocated memory (default: on the CPU, not on meta).
+    memory: profile the allocated memory (default: on the CPU, not on meta);
+    flops: count each op's FLOPs and bytes (flops.py; default: when memory is
+    off: the two change each other, record() runs a second step for the counts).
     A layer's input is its first tensor argument (or `hidden_states` where
     the torch passes keyword arguments to hooks).  One step per context: the
     graph is walked before the first backward only."""
 
-    def __init__(self, model, layers=None, memory=None):
+    def __init__(self, model, layers=None, memory=None, flops=None):
         self.model = model
         if layers is None:
             self.layers_path, layers = find_layers(model)
@@ -179,6 +238,13 @@ class Recorder:
         device = next((p.device for p in model.parameters()), torch.device("cpu"))
         self.device = device.type
         self.memory_enabled = (device.type == "cpu") if memory is None else memory
+        # The counter's Python dispatch changes the allocation events the profiler sees
+        # (llama-sdpa-bf16: 2545 against 2395), so one step does not do both: record()
+        # counts in a second step.
+        self.flops_enabled = (not self.memory_enabled) if flops is None else flops
+        if self.flops_enabled and self.memory_enabled:
+            raise ValueError("memory profiling and the FLOP counter change each other: one per step (see record())")
+        self._counter = None
         self.rows = []
         self.memory = None
         self._busy = False
@@ -233,7 +299,8 @@ class Recorder:
             "dtype": _dtype(t), "shape": _shape(t), "is_parameter": int(key in self._params),
             "storage": sid, "storage_bytes": nbytes, "saved": saved, "leaf": int(t.grad_fn is None),
             "node": "", "slot": "", "module": module, "phase": self._phase, "packed": packed, "host": 0,
-            "unpack": "", "adjust": "", "_wrapped": _maybe_wrapped(t, self.device),
+            "unpack": "", "adjust": "", "flops": "", "moved": "", "calls": "",
+            "_wrapped": _maybe_wrapped(t, self.device),
         }
 
     # ----------------------------------------------------------- hooks --
@@ -285,8 +352,8 @@ class Recorder:
                         (v for v in kwargs.values() if isinstance(v, torch.Tensor)), None)
                 if x is not None:
                     self.rows.append(self._row(x, "layer_input", self._names[module], "input", 0, 0))
-                    if index == 0 and x.requires_grad and self._profiling:
-                        x.register_hook(lambda g: _marker("offsim::scope:embed"))
+                    if index == 0 and x.requires_grad and self._tracks_backward():
+                        x.register_hook(lambda g: self._backward_scope("embed"))
         finally:
             self._busy = False
 
@@ -301,15 +368,35 @@ class Recorder:
             if index is not None:
                 y = out if isinstance(out, torch.Tensor) else next(
                     (o for o in (out if isinstance(out, (tuple, list)) else ()) if isinstance(o, torch.Tensor)), None)
-                if y is not None and y.requires_grad and self._profiling:
+                if y is not None and y.requires_grad and self._tracks_backward():
                     scope = str(index)
-                    y.register_hook(lambda g, scope=scope: _marker("offsim::scope:" + scope))
+                    y.register_hook(lambda g, scope=scope: self._backward_scope(scope))
                 if index == len(self.layers) - 1:
                     self._scope = "head"
                     if self._profiling:
                         _marker("offsim::scope:head")
         finally:
             self._busy = False
+
+    def _tracks_backward(self):
+        """Whether backward must know its layer: for the memory curve's places or the op counts."""
+        return self._profiling or self._counter is not None
+
+    def _backward_scope(self, scope):
+        """A layer's backward starts (the gradient of its output is complete) or, for
+        "embed", the first layer's has ended: autograd runs the nodes of a later layer
+        first (higher sequence numbers), so each layer's backward ops fall between."""
+        if self._phase == "backward":
+            self._scope = scope
+        if self._profiling:
+            _marker("offsim::scope:" + scope)
+
+    def _where(self):
+        """(scope, phase, op, module) of the op running, for the counter; backward runs no module hooks."""
+        if self._phase == "backward":
+            return self._scope, self._phase, "", ""
+        module = self._modules[-1] if self._modules else ""
+        return self._scope, self._phase, self._op_name(module), module
 
     # ------------------------------------------------------ graph walk --
     def _walk(self, roots):
@@ -408,6 +495,9 @@ class Recorder:
         torch.autograd.grad = self._patched_grad(self._orig["grad"])
         self._prof = None
         if self.memory_enabled:
+            # Garbage of earlier work (a previous recording's models and graphs) freed by
+            # the cycle collector inside the step would be frees of unknown size in the curve.
+            gc.collect()
             self._prof = torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU], profile_memory=True)
             self._prof.__enter__()
             self._profiling = True
@@ -417,9 +507,15 @@ class Recorder:
         self._fmode.__enter__()
         self._hooks = torch.autograd.graph.saved_tensors_hooks(self._pack, self._unpack)
         self._hooks.__enter__()
+        if self.flops_enabled:
+            import flops
+            self._counter = flops.FlopCounter(self._where, enabled=lambda: not self._busy)
+            self._counter.__enter__()
         return self
 
     def __exit__(self, *exc):
+        if self._counter is not None:
+            self._counter.__exit__(*exc)
         self._hooks.__exit__(*exc)
         self._fmode.__exit__(*exc)
         if self._prof is not None:
@@ -453,16 +549,32 @@ class Recorder:
             self.memory["static"] = self.static
 
     # ----------------------------------------------------------- write --
+    def compute_rows(self):
+        """One row per (layer, phase, op, module, ATen op) the counter saw, in first-seen order:
+        its FLOPs, bytes moved and calls; empty without the counter."""
+        if self._counter is None:
+            return []
+        rows = []
+        for (scope, phase, op, module, aten), (fl, moved, calls) in self._counter.rows.items():
+            r = {c: "" for c in COLUMNS}
+            r.update(layer=scope, op=op, name=aten, bytes=0, is_parameter=0, saved=0, module=module, phase=phase,
+                     flops=fl, moved=moved, calls=calls)
+            rows.append(r)
+        return rows
+
     def write_csv(self, path):
         with open(path, "w", newline="") as f:
             f.write(",".join(COLUMNS) + "\n")
-            for r in self.rows:
+            for r in self.rows + self.compute_rows():
                 f.write(",".join(str(r[c]) for c in COLUMNS) + "\n")
 
     def write_json(self, path, extra=None):
         doc = {"format": "offsim-record-memory/1", "torch": torch.__version__, "device": self.device,
                "threads": torch.get_num_threads()}
         doc.update(extra or {})
+        if self._counter is not None and self._counter.meta_fallbacks:
+            # Ops this torch has no meta kernel for, answered by flops.META_FALLBACKS (calls each).
+            doc["meta_fallbacks"] = dict(sorted(self._counter.meta_fallbacks.items()))
         if self.memory is None:
             doc["memory"] = None
             doc["why"] = ("no allocations to profile on the meta device" if self.device == "meta"
@@ -671,6 +783,9 @@ def _parse(argv):
     import hf_models
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--hf-config", help="an HF config.json")
+    p.add_argument("--module", metavar="PATH.py:FACTORY", help="a model of your own: see the module docstring")
+    p.add_argument("--layers", metavar="ATTR.PATH",
+                   help="the layer list (offload groups), as an attribute path of the model: model.layers")
     p.add_argument("--batch", type=int)
     p.add_argument("--seq", type=int)
     p.add_argument("--dtype", default="fp32", choices=sorted(hf_models.DTYPES))
@@ -688,17 +803,58 @@ def _parse(argv):
     return p.parse_args(argv)
 
 
+def _rows_text(rec):
+    return [",".join(str(r[c]) for c in COLUMNS) for r in rec.rows]
+
+
+def record(build, step, layers=None, memory=None, flops=True):
+    """Records one step: build() returns a fresh model, step(model) runs forward, loss and backward.
+
+    layers: None (found), an attribute path ("model.layers") or a function of the model returning
+    the layer modules.  With memory profiled (the CPU's default) the FLOP and bytes counts come
+    from a second step with a fresh model (the counter would change the memory curve); its saved
+    tensors must be the first step's (a warning otherwise).  Returns the Recorder."""
+    def pick(model):
+        if layers is None:
+            return None
+        if callable(layers):
+            return list(layers(model))
+        return layers_at(model, layers)
+
+    model = build()
+    rec = Recorder(model, layers=pick(model), memory=memory, flops=None)
+    with rec:
+        step(model)
+    if flops and rec._counter is None:
+        del model
+        again = build()
+        counted = Recorder(again, layers=pick(again), memory=False, flops=True)
+        with counted:
+            step(again)
+        if _rows_text(counted) != _rows_text(rec):
+            print("recorder.py: warning: the step saved other tensors when run again (is it random?); the FLOP "
+                  "counts are from the second run", file=sys.stderr)
+        rec._counter = counted._counter
+    return rec
+
+
 def record_hf(config, batch, seq, dtype="fp32", attention="eager", kernels="cuda", device="cpu", seed=0,
-              rope="shared", hold_outputs=False, memory=None):
+              rope="shared", hold_outputs=False, memory=None, flops=True):
     """One training step of hf_models' model for `config` under a Recorder; returns the Recorder."""
     import hf_models
     if isinstance(dtype, str):
         dtype = hf_models.DTYPES[dtype]
-    model = hf_models.build_model(config, attention, kernels, dtype, device, seed, rope)
-    ids, labels = hf_models.make_batch(config, batch, seq, device, seed)
-    rec = Recorder(model, memory=memory)
-    torch.manual_seed(seed + 2)
-    with rec:
+
+    state = {}
+
+    def build():
+        model = hf_models.build_model(config, attention, kernels, dtype, device, seed, rope)
+        state["batch"] = hf_models.make_batch(config, batch, seq, device, seed)  # outside the recording
+        return model
+
+    def step(model):
+        ids, labels = state["batch"]  # kept by state: freed after the recording, as allocated before it
+        torch.manual_seed(seed + 2)
         out = model(ids, labels=labels)
         loss = out.loss
         if not hold_outputs:
@@ -707,7 +863,111 @@ def record_hf(config, batch, seq, dtype="fp32", attention="eager", kernels="cuda
         del loss
         if hold_outputs:
             del out
-    return rec
+
+    return record(build, step, memory=memory, flops=flops)
+
+
+# ------------------------------------------------------ --module factories --
+
+class ModuleError(Exception):
+    """A --module option that does not give a model (exit 2): the message names what is wrong."""
+
+
+def load_factory(spec):
+    """`path.py:factory` -> the factory function."""
+    import importlib.util
+    path, sep, name = spec.rpartition(":")
+    if not sep or not path or not name:
+        raise ModuleError(f"--module '{spec}': expected PATH.py:FACTORY")
+    if not os.path.isfile(path):
+        raise ModuleError(f"--module '{spec}': no file '{path}'")
+    mod_name = "offsim_user_" + "".join(ch if ch.isalnum() else "_" for ch in os.path.basename(path)[:-3])
+    module_spec = importlib.util.spec_from_file_location(mod_name, path)
+    if module_spec is None:
+        raise ModuleError(f"--module '{spec}': '{path}' is not a Python file")
+    module = importlib.util.module_from_spec(module_spec)
+    sys.path.insert(0, os.path.dirname(os.path.abspath(path)))
+    try:
+        module_spec.loader.exec_module(module)
+    except Exception as e:  # the user's file: any error in it is theirs to see
+        raise ModuleError(f"--module '{spec}': importing {path} raised {type(e).__name__}: {e}") from e
+    finally:
+        sys.path.pop(0)
+    factory = getattr(module, name, None)
+    if factory is None:
+        names = sorted(n for n, v in vars(module).items() if callable(v) and not n.startswith("_")
+                       and getattr(v, "__module__", None) == mod_name)
+        raise ModuleError(f"--module '{spec}': {path} has no '{name}' (its functions and classes: "
+                          f"{', '.join(names) or 'none'})")
+    if not callable(factory):
+        raise ModuleError(f"--module '{spec}': '{name}' is a {type(factory).__name__}, not a function")
+    return factory
+
+
+def _loss_of(out):
+    """The loss a model's forward returned: a tensor, an object with .loss, or a tuple's first."""
+    if isinstance(out, torch.Tensor):
+        loss = out
+    elif getattr(out, "loss", None) is not None:
+        loss = out.loss
+    elif isinstance(out, (tuple, list)) and out and isinstance(out[0], torch.Tensor):
+        loss = out[0]
+    else:
+        raise ModuleError(f"the model's forward(ids, labels) returned a {type(out).__name__}, not a loss "
+                          "(a tensor, an object with .loss or a tuple starting with it)")
+    if loss.dim() != 0:
+        raise ModuleError(f"the model's forward(ids, labels) returned a tensor of shape {tuple(loss.shape)}, not a "
+                          "scalar loss")
+    return loss
+
+
+def module_step(factory, spec, batch, seq, dtype, device, seed=0):
+    """build() and step(model) for record() from a factory (the contract: recorder.py's docstring)."""
+    import hf_models
+    import inspect
+    try:
+        inspect.signature(factory).bind(batch=batch, seq=seq, device=device, dtype=dtype)
+    except TypeError as e:
+        raise ModuleError(f"--module '{spec}': the factory must take keyword arguments batch, seq, device and dtype "
+                          f"(or **kwargs): {e}") from None
+    except ValueError:
+        pass  # a builtin without a signature: call it and see
+    steps = {}
+
+    def build():
+        torch.manual_seed(seed)
+        try:
+            with hf_models._DeviceMode(device):
+                made = factory(batch=batch, seq=seq, device=torch.device(device), dtype=dtype)
+        except ModuleError:
+            raise
+        except Exception as e:  # the user's code: report it, whatever it is
+            raise ModuleError(f"--module '{spec}': the factory raised {type(e).__name__}: {e}") from e
+        if isinstance(made, tuple) and len(made) == 2 and isinstance(made[0], torch.nn.Module) and callable(made[1]):
+            model, steps["step"] = made
+        elif isinstance(made, torch.nn.Module):
+            model, steps["step"] = made, None
+        else:
+            raise ModuleError(f"--module '{spec}': the factory returned a {type(made).__name__}; expected an "
+                              "nn.Module or (nn.Module, step)")
+        return model
+
+    def step(model):
+        torch.manual_seed(seed + 2)
+        user_step = steps["step"]
+        try:
+            if user_step is not None:
+                user_step(model)
+                return
+            ids = torch.zeros(batch, seq, dtype=torch.long, device=device)
+            loss = _loss_of(model(ids, ids))
+            loss.backward()
+        except (ModuleError, NotImplementedError):
+            raise
+        except Exception as e:  # the user's step
+            raise ModuleError(f"--module '{spec}': the step raised {type(e).__name__}: {e}") from e
+
+    return build, step
 
 
 def main(argv=None):
@@ -721,6 +981,8 @@ def main(argv=None):
         print(summary_markdown(args.summary, memory))
         return 0
     import hf_models
+    if args.module is not None:
+        return main_module(args)
     missing = [o for o in ("hf_config", "batch", "seq", "out") if getattr(args, o) is None]
     if missing:
         print("recorder.py: missing " + ", ".join("--" + m.replace("_", "-") for m in missing), file=sys.stderr)
@@ -735,27 +997,82 @@ def main(argv=None):
         print(f"recorder.py: --hf-config {args.hf_config}: {e}", file=sys.stderr)
         return 2
     torch.set_num_threads(args.threads)
+
+    def run():
+        try:
+            return record_hf(config, args.batch, args.seq, args.dtype, args.attention, args.kernels, args.device,
+                             args.seed, args.rope, args.hold_outputs)
+        except hf_models.ConfigError as e:
+            raise _BadInput(f"{args.hf_config}: {e}") from e
+
+    return _record_and_write(args, run, {"config": os.path.basename(args.hf_config), "batch": args.batch,
+                                         "seq": args.seq, "dtype": args.dtype, "attention": args.attention,
+                                         "kernels": args.kernels, "rope": args.rope, "device": args.device,
+                                         "seed": args.seed, "hold_outputs": args.hold_outputs})
+
+
+class _BadInput(Exception):
+    """An input error found while recording: exit 2 with this message."""
+
+
+def _record_and_write(args, run, command):
+    """run() -> the Recorder; writes --out and --json; exit 2 for bad input and missing meta kernels."""
     try:
-        rec = record_hf(config, args.batch, args.seq, args.dtype, args.attention, args.kernels, args.device,
-                        args.seed, args.rope, args.hold_outputs)
-    except hf_models.ConfigError as e:
-        print(f"recorder.py: {args.hf_config}: {e}", file=sys.stderr)
+        rec = run()
+    except _BadInput as e:
+        print(f"recorder.py: {e}", file=sys.stderr)
         return 2
     except NotImplementedError as e:
-        if args.device != "meta" or "Meta" not in str(e):
+        if args.device != "meta":
             raise
-        print(f"recorder.py: an op has no meta kernel in torch {torch.__version__}: {str(e).splitlines()[0]}; "
-              "nothing was written (record on the CPU at a small shape instead)", file=sys.stderr)
+        print(f"recorder.py: {_no_meta_kernel(e)}; nothing was written (record on the CPU at a small shape "
+              "instead)", file=sys.stderr)
         return 2
     rec.write_csv(args.out)
     js = args.json or os.path.splitext(args.out)[0] + ".json"
-    extra = {"command": {"config": os.path.basename(args.hf_config), "batch": args.batch, "seq": args.seq,
-                         "dtype": args.dtype, "attention": args.attention, "kernels": args.kernels,
-                         "rope": args.rope, "device": args.device, "seed": args.seed,
-                         "hold_outputs": args.hold_outputs}}
-    rec.write_json(js, extra)
-    print(f"{args.out}: {len(rec.rows)} rows; {js}", file=sys.stderr)
+    rec.write_json(js, {"command": command})
+    print(f"{args.out}: {len(rec.rows)} rows, {len(rec.compute_rows())} op counts; {js}", file=sys.stderr)
     return 0
+
+
+def _no_meta_kernel(e):
+    """The message for a step that failed on meta for want of a kernel, naming the op."""
+    import flops
+    first = str(e).splitlines()[0] if str(e) else type(e).__name__
+    if isinstance(e, flops.NoMetaKernel):
+        return first
+    return f"an op has no meta kernel in torch {torch.__version__}: {first}"
+
+
+def main_module(args):
+    """--module PATH.py:FACTORY: the user's model, recorded like --hf-config's."""
+    import hf_models
+    if args.hf_config is not None:
+        print("recorder.py: --module and --hf-config: give one", file=sys.stderr)
+        return 2
+    missing = [o for o in ("batch", "seq", "out") if getattr(args, o) is None]
+    if missing:
+        print("recorder.py: --module needs " + ", ".join("--" + m for m in missing), file=sys.stderr)
+        return 2
+    if args.batch <= 0 or args.seq <= 0:
+        print("recorder.py: --batch and --seq must be positive", file=sys.stderr)
+        return 2
+    torch.set_num_threads(args.threads)
+
+    def run():
+        try:
+            factory = load_factory(args.module)
+            build, step = module_step(factory, args.module, args.batch, args.seq, hf_models.DTYPES[args.dtype],
+                                      args.device, args.seed)
+            return record(build, step, layers=args.layers)
+        except ModuleError as e:
+            raise _BadInput(str(e)) from e
+        except ValueError as e:  # the layers: none found, a bad --layers path
+            raise _BadInput(f"--module '{args.module}': {e}") from e
+
+    return _record_and_write(args, run, {"module": os.path.basename(args.module), "layers": args.layers,
+                                         "batch": args.batch, "seq": args.seq, "dtype": args.dtype,
+                                         "device": args.device, "seed": args.seed})
 
 
 if __name__ == "__main__":

@@ -88,12 +88,27 @@ def _mark(name):
         pass
 
 
+# Told when a stand-in's forward or backward starts and ends (flops.py's
+# counter: a stand-in is one kernel, not its plain ops): objects with
+# standin_enter(name, args) and standin_exit(name, args, result).
+LISTENERS = []
+
+
 def _marked(name):
     def deco(fn):
         @functools.wraps(fn)
         def wrapper(*args, **kwargs):
-            with _Marked(name):
-                return fn(*args, **kwargs)
+            listeners = list(LISTENERS)
+            for listener in listeners:
+                listener.standin_enter(name, args)
+            out = None
+            try:
+                with _Marked(name):
+                    out = fn(*args, **kwargs)
+                return out
+            finally:
+                for listener in listeners:
+                    listener.standin_exit(name, args, out)
         return wrapper
     return deco
 

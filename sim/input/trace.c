@@ -7,10 +7,11 @@
 #include <string.h>
 
 enum { COL_LAYER, COL_OP, COL_NAME, COL_BYTES, COL_DTYPE, COL_SHAPE, COL_PARAM, COL_STORAGE, COL_STORAGE_BYTES,
-       COL_SAVED, N_COLS };
+       COL_SAVED, COL_LEAF, COL_HOST, COL_PHASE, COL_FLOPS, COL_MOVED, N_COLS };
 
 static const char *const column_names[N_COLS] = {
   "layer", "op", "name", "bytes", "dtype", "shape", "is_parameter", "storage", "storage_bytes", "saved",
+  "leaf", "host", "phase", "flops", "moved",
 };
 #define N_REQUIRED 7 /* the first seven columns */
 
@@ -24,8 +25,24 @@ typedef struct {
   guint64 storage; /* G_MAXUINT64 when the file has no storage column */
   gboolean saved;
   gboolean storage_sized; /* `bytes` is the storage's size (the storage_bytes column) */
+  gboolean parameter;     /* kept only in a file with a leaf column; dropped otherwise */
+  gboolean leaf, host;
+  /* A compute row (a non-empty `flops` field): the op counts of one op in
+   * one place, not a tensor. */
+  gboolean compute, backward;
+  guint64 flops, moved;
   guint line;
 } Row;
+
+/* What the header says about the file's kind. */
+typedef struct {
+  int index[N_COLS];
+  /* A `leaf` column: gpu_calib/record/recorder.py's format, which lists
+   * every reference autograd packs, so parameter rows and references to
+   * an earlier layer's storage become tensors of their own (held
+   * elsewhere) instead of being dropped. */
+  gboolean references;
+} Header;
 
 static void
 row_clear(gpointer data)
@@ -61,8 +78,9 @@ strip_layer_prefix(const char *op)
 
 /* The header line: where each known column is (-1 when absent). */
 static gboolean
-parse_header(char **fields, const char *origin, int index[N_COLS], GError **error)
+parse_header(char **fields, const char *origin, Header *header, GError **error)
 {
+  int *index = header->index;
   for (guint i = 0; i < N_COLS; i++)
     index[i] = -1;
   for (guint f = 0; fields[f]; f++)
@@ -77,6 +95,13 @@ parse_header(char **fields, const char *origin, int index[N_COLS], GError **erro
       return FALSE;
     }
   }
+  /* The op counts are read together, and their phase tells forward from backward. */
+  if ((index[COL_FLOPS] >= 0) != (index[COL_MOVED] >= 0) || (index[COL_FLOPS] >= 0 && index[COL_PHASE] < 0)) {
+    g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "%s:1: column '%s': expected flops, moved and phase together",
+                origin, index[COL_FLOPS] < 0 ? "flops" : index[COL_MOVED] < 0 ? "moved" : "phase");
+    return FALSE;
+  }
+  header->references = index[COL_LEAF] >= 0;
   return TRUE;
 }
 
@@ -98,14 +123,41 @@ parse_scope(const char *layer, const char *origin, guint line, gint64 *scope, GE
   return TRUE;
 }
 
-/* One data line; a parameter's row is checked and dropped (static memory, not an activation). */
+/* A compute row: the layer, the phase and the two counts; nothing else is read. */
 static gboolean
-parse_row(char **fields, const int index[N_COLS], const char *origin, guint line, GArray *rows, GError **error)
+parse_compute_row(char **fields, const int index[N_COLS], const char *origin, guint line, Row *row, GError **error)
 {
+  const char *phase = fields[index[COL_PHASE]];
+  row->compute = TRUE;
+  if (strcmp(phase, "forward") == 0 || strcmp(phase, "backward") == 0) {
+    row->backward = phase[0] == 'b';
+  } else {
+    g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "%s:%u: column 'phase': expected forward or backward, got '%s'",
+                origin, line, phase);
+    return FALSE;
+  }
+  /* Counts up to 2^62: a whole file's sum stays exact in a double's range and far below overflow. */
+  return parse_count(origin, line, "flops", fields[index[COL_FLOPS]], SIM_UNITS_MAX_BYTES, &row->flops, error) &&
+         parse_count(origin, line, "moved", fields[index[COL_MOVED]], SIM_UNITS_MAX_BYTES, &row->moved, error);
+}
+
+/* One data line; a parameter's row is checked and, but in a recorder.py
+ * file (Header.references), dropped (static memory, not an activation). */
+static gboolean
+parse_row(char **fields, const Header *header, const char *origin, guint line, GArray *rows, GError **error)
+{
+  const int *index = header->index;
   Row row = { .storage = G_MAXUINT64, .saved = TRUE, .storage_sized = index[COL_STORAGE_BYTES] >= 0, .line = line };
   guint64 v, bytes;
-  if (!parse_scope(fields[index[COL_LAYER]], origin, line, &row.scope, error) ||
-      !parse_count(origin, line, "is_parameter", fields[index[COL_PARAM]], 1, &v, error))
+  if (!parse_scope(fields[index[COL_LAYER]], origin, line, &row.scope, error))
+    return FALSE;
+  if (index[COL_FLOPS] >= 0 && *fields[index[COL_FLOPS]]) {
+    if (!parse_compute_row(fields, index, origin, line, &row, error))
+      return FALSE;
+    g_array_append_val(rows, row);
+    return TRUE;
+  }
+  if (!parse_count(origin, line, "is_parameter", fields[index[COL_PARAM]], 1, &v, error))
     return FALSE;
   gboolean parameter = v == 1;
   if (!parse_count(origin, line, "bytes", fields[index[COL_BYTES]], SIM_UNITS_MAX_BYTES, &bytes, error))
@@ -121,8 +173,19 @@ parse_row(char **fields, const int index[N_COLS], const char *origin, guint line
       return FALSE;
     row.saved = v == 1;
   }
-  if (parameter)
+  if (index[COL_LEAF] >= 0) {
+    if (!parse_count(origin, line, "leaf", fields[index[COL_LEAF]], 1, &v, error))
+      return FALSE;
+    row.leaf = v == 1;
+  }
+  if (index[COL_HOST] >= 0) {
+    if (!parse_count(origin, line, "host", fields[index[COL_HOST]], 1, &v, error))
+      return FALSE;
+    row.host = v == 1;
+  }
+  if (parameter && !header->references)
     return TRUE;
+  row.parameter = parameter;
   const char *op = fields[index[COL_OP]];
   row.name = row.saved ? g_strdup(strip_layer_prefix(op)) : g_strdup(fields[index[COL_NAME]]);
   row.bytes = bytes;
@@ -131,7 +194,7 @@ parse_row(char **fields, const int index[N_COLS], const char *origin, guint line
 }
 
 static gboolean
-parse_rows(const char *data, gsize length, const char *origin, GArray *rows, GError **error)
+parse_rows(const char *data, gsize length, const char *origin, Header *header, GArray *rows, GError **error)
 {
   if (memchr(data, '\0', length) || !g_utf8_validate(data, (gssize)length, NULL)) {
     g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "%s: expected a UTF-8 text file without NUL bytes", origin);
@@ -139,7 +202,6 @@ parse_rows(const char *data, gsize length, const char *origin, GArray *rows, GEr
   }
   g_autofree char *text = g_strndup(data, length);
   g_auto(GStrv) lines = g_strsplit(text, "\n", -1);
-  int index[N_COLS];
   guint n_header = 0;
 
   for (guint ln = 0; lines[ln]; ln++) {
@@ -157,7 +219,7 @@ parse_rows(const char *data, gsize length, const char *origin, GArray *rows, GEr
     guint n = g_strv_length(fields);
     if (ln == 0) {
       n_header = n;
-      if (!parse_header(fields, origin, index, error))
+      if (!parse_header(fields, origin, header, error))
         return FALSE;
       continue;
     }
@@ -166,7 +228,7 @@ parse_rows(const char *data, gsize length, const char *origin, GArray *rows, GEr
                   ln + 1, n_header, n);
       return FALSE;
     }
-    if (!parse_row(fields, index, origin, ln + 1, rows, error))
+    if (!parse_row(fields, header, origin, ln + 1, rows, error))
       return FALSE;
   }
   if (n_header == 0) {
@@ -186,37 +248,111 @@ scope_layer(SimWorkload *w, gint64 scope)
   return sim_workload_layer(w, (guint)scope);
 }
 
-SimWorkload *
-sim_trace_load_data(const char *data, gsize length, const char *origin, const char *name, GError **error)
+/* Op counts of one stage, summed over its compute rows, by phase (0 forward, 1 backward). */
+typedef struct {
+  double flops[2];  /* of the ops with a FLOP count: matrix products, attention */
+  double bytes[2];  /* moved by the ops without one: memory-bound work */
+  gboolean counted;
+} Counts;
+
+/* Forward and backward seconds of a stage from its counts, as [transformer]
+ * times a layer (sim/input/transformer.c): products at the reachable matmul
+ * rate, the rest at HBM speed. */
+static void
+time_stage(SimLayer *stage, const Counts *c, const SimDevice *dev)
+{
+  double mm = dev->matmul_flops * dev->efficiency, hbm = dev->hbm_bandwidth;
+  stage->forward = c->flops[0] / mm + c->bytes[0] / hbm;
+  stage->backward = c->flops[1] / mm + c->bytes[1] / hbm;
+}
+
+/* Counts index: 0 the embedding, 1 + i layer i, top + 2 the head. */
+static guint
+counts_index(gint64 scope, gint64 top)
+{
+  return scope == SCOPE_EMBED ? 0 : scope == SCOPE_HEAD ? (guint)(top + 2) : (guint)(scope + 1);
+}
+
+static gboolean
+apply_times(SimWorkload *w, const Counts *counts, gint64 top, const char *origin, const SimDevice *dev,
+            GError **error)
+{
+  if (!(dev->matmul_flops > 0) || !(dev->hbm_bandwidth > 0)) {
+    g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "%s: [device] matmul_tflops and hbm_bandwidth: both are needed "
+                "to time a recording by its op counts", origin);
+    return FALSE;
+  }
+  for (gint64 l = 0; l <= top; l++) {
+    if (!counts[l + 1].counted) {
+      g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "%s: layer %" G_GINT64_FORMAT " has no op counts (rows with "
+                  "flops and moved: recorded by gpu_calib/record/recorder.py)", origin, l);
+      return FALSE;
+    }
+    time_stage(sim_workload_layer(w, (guint)l), &counts[l + 1], dev);
+  }
+  if (w->embed)
+    time_stage(w->embed, &counts[0], dev);
+  if (w->head)
+    time_stage(w->head, &counts[top + 2], dev);
+  return TRUE;
+}
+
+/* The loader; `device` NULL: untimed (the caller sets the times). */
+static SimWorkload *
+trace_load(const char *data, gsize length, const char *origin, const char *name, const SimDevice *device,
+           GError **error)
 {
   g_autoptr(GArray) rows = g_array_new(FALSE, TRUE, sizeof(Row));
   g_array_set_clear_func(rows, row_clear);
-  if (!parse_rows(data, length, origin, rows, error))
+  Header header;
+  if (!parse_rows(data, length, origin, &header, rows, error))
     return NULL;
 
   gint64 top = -1;
-  for (guint i = 0; i < rows->len; i++)
+  gboolean counted = FALSE;
+  for (guint i = 0; i < rows->len; i++) {
     top = MAX(top, g_array_index(rows, Row, i).scope);
+    counted = counted || g_array_index(rows, Row, i).compute;
+  }
   if (top < 0) {
     g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "%s: no rows of any layer (expected layer 0 and up)", origin);
     return NULL;
   }
+  if (device && !counted) {
+    g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "%s: no op counts (columns flops and moved, as "
+                "gpu_calib/record/recorder.py writes them): give the times instead", origin);
+    return NULL;
+  }
   g_autoptr(SimWorkload) w = sim_workload_new(name, (guint)top + 1);
   g_autofree gboolean *present = g_new0(gboolean, top + 1);
+  g_autofree Counts *counts = g_new0(Counts, top + 3);
   /* storage -> { first scope, tensor index in its layer, bytes, line } */
   g_autoptr(GHashTable) owner = g_hash_table_new_full(g_int64_hash, g_int64_equal, g_free, g_free);
   g_autoptr(GHashTable) names = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+  /* Header.references: "scope:storage" (":p" for a parameter) -> tensor index + 1 in that scope. */
+  g_autoptr(GHashTable) here = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
 
   for (guint i = 0; i < rows->len; i++) {
     const Row *r = &g_array_index(rows, Row, i);
     if (r->scope >= 0)
       present[r->scope] = TRUE;
+    if (r->compute) {
+      Counts *c = &counts[counts_index(r->scope, top)];
+      c->counted = TRUE;
+      /* An op with a FLOP count is compute-bound: its bytes are not timed again. */
+      if (r->flops)
+        c->flops[r->backward] += (double)r->flops;
+      else
+        c->bytes[r->backward] += (double)r->moved;
+      continue;
+    }
     SimLayer *layer = scope_layer(w, r->scope);
     if (!r->saved) {
       if (strcmp(r->name, "input") == 0 && layer->input_bytes == 0)
         layer->input_bytes = r->bytes;
       continue;
     }
+    gboolean shared = FALSE;
     if (r->storage != G_MAXUINT64) {
       gint64 *seen = g_hash_table_lookup(owner, &r->storage);
       /* One storage has one size: two would make the result depend on which row came first. */
@@ -227,26 +363,47 @@ sim_trace_load_data(const char *data, gsize length, const char *origin, const ch
                     r->bytes, seen[2], seen[3]);
         return NULL;
       }
-      if (seen) {
+      if (header.references) {
+        /* Every reference counts in the scope that packs it; a storage an
+         * earlier scope saved first is held there (shared), a parameter is
+         * static memory: neither is saved here again. */
+        g_autofree char *key = g_strdup_printf("%" G_GINT64_FORMAT ":%" G_GUINT64_FORMAT "%s", r->scope, r->storage,
+                                               r->parameter ? ":p" : "");
+        guint index = GPOINTER_TO_UINT(g_hash_table_lookup(here, key));
+        if (index) {
+          g_array_index(layer->tensors, SimTensor, index - 1).refs++;
+          continue;
+        }
+        g_hash_table_insert(here, g_steal_pointer(&key), GUINT_TO_POINTER(layer->tensors->len + 1));
+        shared = seen && seen[0] != r->scope && !r->parameter;
+      } else if (seen) {
         /* Another reference: counted where the storage was first saved. */
         if (seen[0] == r->scope)
           g_array_index(layer->tensors, SimTensor, seen[1]).refs++;
         continue;
       }
-      gint64 *key = g_new(gint64, 1), *value = g_new(gint64, 4);
-      *key = (gint64)r->storage;
-      value[0] = r->scope;
-      value[1] = layer->tensors->len;
-      value[2] = (gint64)r->bytes;
-      value[3] = r->line;
-      g_hash_table_insert(owner, key, value);
+      if (!seen) {
+        gint64 *key = g_new(gint64, 1), *value = g_new(gint64, 4);
+        *key = (gint64)r->storage;
+        value[0] = r->scope;
+        value[1] = layer->tensors->len;
+        value[2] = (gint64)r->bytes;
+        value[3] = r->line;
+        g_hash_table_insert(owner, key, value);
+      }
     }
-    /* Unique names within a layer: "mlp.down_proj", "mlp.down_proj#2". */
-    g_autofree char *base = g_strdup_printf("%" G_GINT64_FORMAT ":%s", r->scope, r->name);
+    /* Unique names within a layer: "mlp.down_proj", "mlp.down_proj#2";
+     * a parameter's is its module's with ".param". */
+    g_autofree char *base_name = r->parameter ? g_strconcat(r->name, ".param", NULL) : g_strdup(r->name);
+    g_autofree char *base = g_strdup_printf("%" G_GINT64_FORMAT ":%s", r->scope, base_name);
     guint count = GPOINTER_TO_UINT(g_hash_table_lookup(names, base)) + 1;
     g_hash_table_replace(names, g_strdup(base), GUINT_TO_POINTER(count));
-    g_autofree char *tensor = count == 1 ? g_strdup(r->name) : g_strdup_printf("%s#%u", r->name, count);
-    sim_layer_add_tensor(layer, tensor, r->bytes);
+    g_autofree char *tensor = count == 1 ? g_strdup(base_name) : g_strdup_printf("%s#%u", base_name, count);
+    SimTensor *t = sim_layer_add_tensor(layer, tensor, r->bytes);
+    t->parameter = r->parameter;
+    t->shared = shared;
+    t->host = r->host && !r->parameter;
+    t->leaf = r->leaf;
   }
   for (gint64 l = 0; l <= top; l++) {
     if (!present[l]) {
@@ -260,7 +417,22 @@ sim_trace_load_data(const char *data, gsize length, const char *origin, const ch
                 "%s: the inputs and saved tensors, each counted once per reference, add up to more than 4 EiB", origin);
     return NULL;
   }
+  if (device && !apply_times(w, counts, top, origin, device, error))
+    return NULL;
   return g_steal_pointer(&w);
+}
+
+SimWorkload *
+sim_trace_load_data(const char *data, gsize length, const char *origin, const char *name, GError **error)
+{
+  return trace_load(data, length, origin, name, NULL, error);
+}
+
+SimWorkload *
+sim_trace_load_data_timed(const char *data, gsize length, const char *origin, const char *name,
+                          const SimDevice *device, GError **error)
+{
+  return trace_load(data, length, origin, name, device, error);
 }
 
 SimWorkload *
@@ -270,5 +442,15 @@ sim_trace_load(const char *path, const char *name, GError **error)
   gsize len = 0;
   if (!sim_config_read_input(path, NULL, &data, &len, error))
     return NULL;
-  return sim_trace_load_data(data, len, path, name, error);
+  return trace_load(data, len, path, name, NULL, error);
+}
+
+SimWorkload *
+sim_trace_load_timed(const char *path, const char *name, const SimDevice *device, GError **error)
+{
+  g_autofree char *data = NULL;
+  gsize len = 0;
+  if (!sim_config_read_input(path, NULL, &data, &len, error))
+    return NULL;
+  return trace_load(data, len, path, name, device, error);
 }

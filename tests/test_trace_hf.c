@@ -194,6 +194,39 @@ START_TEST(op_counts_time_layers_as_the_generator)
 }
 END_TEST
 
+/* A [trace] group without `forward` takes these times on the scenario's
+ * device; with it, the times given; `backward` alone, or a file without op
+ * counts and no `forward`, is an error naming the key or the file. */
+START_TEST(trace_group_times_from_counts_unless_given)
+{
+  static const char dev[] = "[device]\nmemory = 80GiB\nmatmul_tflops = 312\nhbm_bandwidth = 2TB/s\n"
+                            "[link]\nh2d_bandwidth = 25GB/s\nd2h_bandwidth = 25GB/s\n";
+  g_autofree char *counted = g_strdup_printf("%s[trace]\nfile = %s/qwen2-sdpa-bf16.csv\n", dev, HF_DATA);
+  g_autoptr(SimScenario) s = test_scenario_from_text(counted);
+  SimDevice d = s->machine.device;
+  g_autofree char *path = g_strdup_printf("%s/qwen2-sdpa-bf16.csv", HF_DATA);
+  g_autoptr(GError) error = NULL;
+  g_autoptr(SimWorkload) timed = sim_trace_load_timed(path, "x", &d, &error);
+  ck_assert_msg(timed != NULL, "%s", error ? error->message : "");
+  for (guint l = 0; l < LAYERS; l++) {
+    ck_assert_double_eq(sim_workload_layer(s->workload, l)->forward, sim_workload_layer(timed, l)->forward);
+    ck_assert_double_eq(sim_workload_layer(s->workload, l)->backward, sim_workload_layer(timed, l)->backward);
+    ck_assert(sim_workload_layer(s->workload, l)->forward > 0);
+  }
+  ck_assert_double_eq(s->workload->head->forward, timed->head->forward);
+  g_autofree char *given = g_strdup_printf("%s[trace]\nfile = %s/qwen2-sdpa-bf16.csv\nforward = 3ms\n", dev, HF_DATA);
+  g_autoptr(SimScenario) g = test_scenario_from_text(given);
+  ck_assert_double_eq(sim_workload_layer(g->workload, 1)->forward, 3e-3);
+  ck_assert_double_eq(sim_workload_layer(g->workload, 1)->backward, 6e-3);
+  g_autofree char *alone = g_strdup_printf("%s[trace]\nfile = %s/qwen2-sdpa-bf16.csv\nbackward = 3ms\n", dev, HF_DATA);
+  g_autofree char *why = test_scenario_error(alone);
+  ck_assert_msg(strstr(why, "backward") && strstr(why, "needs `forward`"), "%s", why);
+  g_autofree char *old = g_strdup_printf("%s[trace]\nfile = %s/trace/qwen2-tiny.csv\n", dev, OFFSIM_TEST_DATA);
+  g_autofree char *no_counts = test_scenario_error(old);
+  ck_assert_msg(strstr(no_counts, "qwen2-tiny.csv"), "%s", no_counts);
+}
+END_TEST
+
 /* tests/data/trace's recordings have no leaf column: parameters and
  * storages an earlier layer saved are dropped, no flag is set, as before. */
 START_TEST(old_recordings_load_as_before)
@@ -332,6 +365,7 @@ main(void)
   tcase_add_test(tc, recording_equals_generator_per_stage);
   tcase_add_test(tc, op_counts_time_layers_as_the_generator);
   tcase_add_test(tc, old_recordings_load_as_before);
+  tcase_add_test(tc, trace_group_times_from_counts_unless_given);
   tcase_add_test(tc, recorder_columns_by_hand);
   tcase_add_test(tc, bad_counts_are_named);
   suite_add_tcase(s, tc);

@@ -487,30 +487,39 @@ load_transformer(const SimConfig *c, const SimMachine *m, const char *name, SimW
   return TRUE;
 }
 
-/* [trace]: a recording of what autograd saved, timed by the keys. */
+/* [trace]: a recording of what autograd saved, timed by `forward` (and
+ * `backward`) when given, else from the recording's op counts on the
+ * machine's device, as [transformer] times a generated layer. */
 static gboolean
-load_trace(const SimConfig *c, const char *name, SimWorkload **out, GError **error)
+load_trace(const SimConfig *c, const SimMachine *m, const char *name, SimWorkload **out, GError **error)
 {
   const SimConfigGroup *g = sim_config_group(c, "trace");
   double forward = 0, backward = 0;
   guint64 workspace = 0, static_bytes = 0;
-  if (!require(c->top, "trace", g, SIM_KEY_TRACE_FILE, error) ||
-      !require(c->top, "trace", g, SIM_KEY_TRACE_FORWARD, error) || !get(g, SIM_KEY_TRACE_FORWARD, &forward, error) ||
+  if (!require(c->top, "trace", g, SIM_KEY_TRACE_FILE, error) || !get(g, SIM_KEY_TRACE_FORWARD, &forward, error) ||
       !get(g, SIM_KEY_TRACE_BACKWARD, &backward, error) || !get(g, SIM_KEY_TRACE_WORKSPACE, &workspace, error) ||
       !get(g, SIM_KEY_TRACE_STATIC, &static_bytes, error))
     return FALSE;
+  gboolean timed = given(g, SIM_KEY_TRACE_FORWARD);
+  if (!timed && given(g, SIM_KEY_TRACE_BACKWARD)) {
+    const SimConfigEntry *e = sim_config_lookup(g, sim_schema_key(SIM_KEY_TRACE_BACKWARD)->key);
+    return fail(error, g, e, "needs `forward` beside it (without both, the recording's op counts time every layer)");
+  }
   SimConfigEntry *file = sim_config_lookup(g, sim_schema_key(SIM_KEY_TRACE_FILE)->key);
   g_autofree char *path = relative_path(file);
   GError *cause = NULL;
-  g_autoptr(SimWorkload) w = sim_trace_load(path, name, &cause);
+  g_autoptr(SimWorkload) w = timed ? sim_trace_load(path, name, &cause)
+                                   : sim_trace_load_timed(path, name, &m->device, &cause);
   if (w == NULL)
     return fail_at(error, g, file, cause);
   if (!given(g, SIM_KEY_TRACE_BACKWARD))
     backward = 2 * forward;
   for (guint i = 0; i < sim_workload_n_layers(w); i++) {
     SimLayer *layer = sim_workload_layer(w, i);
-    layer->forward = forward;
-    layer->backward = backward;
+    if (timed) {
+      layer->forward = forward;
+      layer->backward = backward;
+    }
     sim_layer_set_workspace(layer, workspace);
   }
   w->static_bytes = static_bytes;
@@ -752,7 +761,7 @@ sim_scenario_from_config(const SimConfig *c, GError **error)
     return NULL;
   }
   gboolean loaded = transformer ? load_transformer(c, &s->machine, s->name, &s->workload, error)
-                    : trace     ? load_trace(c, s->name, &s->workload, error)
+                    : trace     ? load_trace(c, &s->machine, s->name, &s->workload, error)
                                 : load_workload(c, s->name, &s->workload, error);
   if (!loaded)
     return NULL;

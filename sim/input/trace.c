@@ -320,7 +320,7 @@ trace_load(const char *data, gsize length, const char *origin, const char *name,
   }
   if (device && !counted) {
     g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "%s: no op counts (columns flops and moved, as "
-                "gpu_calib/record/recorder.py writes them): give the times instead", origin);
+                "gpu_calib/record/recorder.py writes them): give [trace] forward (and backward) instead", origin);
     return NULL;
   }
   g_autoptr(SimWorkload) w = sim_workload_new(name, (guint)top + 1);

@@ -1,29 +1,31 @@
 /* tests/test_hf_memory.c — the memory timeline of `ops = hf` against the
- * allocated-memory curves of real PyTorch steps (the JSON files of tests/data/hf,
- * torch.profiler on the CPU, gpu_calib/record/recorder.py).
+ * allocated-memory curves of real PyTorch steps (the JSON files of
+ * tests/data/hf, torch.profiler on the CPU, gpu_calib/record/recorder.py).
  *
- * The point compared is the first node of backward, LogSoftmaxBackward0,
- * where the recordings of llama and qwen2 in bf16 have their peak: every
- * saved tensor alive, no gradient yet (set_to_none), and two fp32 N x V
- * buffers beside the saved log-softmax.  offsim's level there (the most its
- * curve holds while the head's backward runs, above static memory) must
- * equal the recording's to the byte once what differs for a stated reason
- * is taken out, each term read from the recording itself:
+ * First the first node of backward, LogSoftmaxBackward0, in every
+ * recording: every saved tensor alive, no gradient yet (set_to_none), two
+ * fp32 N x V buffers beside the saved log-softmax.  offsim's level there
+ * (the most its curve holds while the head's backward runs, above static
+ * memory) must equal the recording's to the byte once what differs for a
+ * stated reason is taken out, each term read from the recording itself:
  *
  *   - torch 1.13 keeps what current PyTorch does not (the `adjust` rows:
  *     mean's input, wrapped Python scalars) and, on the CPU, SDPA's philox
  *     seed and offset, which live in host memory on CUDA (`host` rows);
  *   - the token ids are the step's input, allocated before the recording's
  *     curve starts; offsim counts them as the embedding's saved tensor;
- *   - NllLossBackward0 has run and released what only it saved (the
- *     labels, the total weight): offsim frees a stage's tensors when the
- *     stage's backward ends;
+ *   - what the point's group released before it (NllLossBackward0's labels
+ *     and total weight): offsim frees a group's tensors when its backward
+ *     ends;
  *   - the loss and its gradient, two fp32 scalars, are not modelled (8 B).
  *
- * The step's overall peak is then checked where it is: for bf16 llama and
- * qwen2 it is this point, in the head's backward, in offsim too; where
- * PyTorch peaks inside a layer's backward (gpt2, fp32), offsim's layer-level
- * model is within the bound below and never above the recording. */
+ * Then the step's peak, where PyTorch has it.  In the head's or the
+ * embedding's backward (llama and qwen2; fp32 and batch 1 with tied
+ * weights, where EmbeddingBackward0's dense table gradient meets every
+ * other gradient) offsim peaks there too, to the byte as above, the CPU
+ * embedding kernel's second table taken out (CUDA's kernel has none).
+ * Inside a layer's backward (gpt2; llama in fp32) offsim's one-op layer
+ * is below the real peak, within LAYER_PEAK_BELOW. */
 #include "testutil.h"
 
 #include "config.h"
@@ -39,20 +41,24 @@ static const char machine[] = "[device]\nmemory = 80GiB\nmatmul_tflops = 312\nhb
 typedef struct {
   const char *file, *config, *dtype, *attention;
   gboolean held;
+  guint batch; /* 0: 2 */
 } Recording;
 
 static const Recording recordings[] = {
-  { "qwen2-eager-bf16", "qwen2", "bf16", "eager", FALSE }, { "qwen2-sdpa-bf16", "qwen2", "bf16", "sdpa", FALSE },
-  { "qwen2-flash-bf16", "qwen2", "bf16", "flash", FALSE }, { "qwen2-eager-fp32", "qwen2", "fp32", "eager", FALSE },
-  { "llama-eager-bf16", "llama", "bf16", "eager", FALSE }, { "llama-sdpa-bf16", "llama", "bf16", "sdpa", FALSE },
-  { "llama-flash-bf16", "llama", "bf16", "flash", FALSE }, { "llama-eager-fp32", "llama", "fp32", "eager", FALSE },
-  { "gpt2-eager-bf16", "gpt2", "bf16", "eager", FALSE },   { "gpt2-sdpa-bf16", "gpt2", "bf16", "sdpa", FALSE },
-  { "gpt2-flash-bf16", "gpt2", "bf16", "flash", FALSE },   { "gpt2-eager-fp32", "gpt2", "fp32", "eager", FALSE },
-  { "qwen2-sdpa-bf16-held", "qwen2", "bf16", "sdpa", TRUE },
+  { "qwen2-eager-bf16", "qwen2", "bf16", "eager", FALSE, 0 }, { "qwen2-sdpa-bf16", "qwen2", "bf16", "sdpa", FALSE, 0 },
+  { "qwen2-flash-bf16", "qwen2", "bf16", "flash", FALSE, 0 }, { "qwen2-eager-fp32", "qwen2", "fp32", "eager", FALSE, 0 },
+  { "llama-eager-bf16", "llama", "bf16", "eager", FALSE, 0 }, { "llama-sdpa-bf16", "llama", "bf16", "sdpa", FALSE, 0 },
+  { "llama-flash-bf16", "llama", "bf16", "flash", FALSE, 0 }, { "llama-eager-fp32", "llama", "fp32", "eager", FALSE, 0 },
+  { "gpt2-eager-bf16", "gpt2", "bf16", "eager", FALSE, 0 },   { "gpt2-sdpa-bf16", "gpt2", "bf16", "sdpa", FALSE, 0 },
+  { "gpt2-flash-bf16", "gpt2", "bf16", "flash", FALSE, 0 },   { "gpt2-eager-fp32", "gpt2", "fp32", "eager", FALSE, 0 },
+  { "qwen2-sdpa-bf16-held", "qwen2", "bf16", "sdpa", TRUE, 0 },
+  /* At batch 1 HF's shifted labels keep the padded storage (seq + 1 ids). */
+  { "qwen2-sdpa-bf16-b1", "qwen2", "bf16", "sdpa", FALSE, 1 },
 };
 
 /* offsim's peak may be this much below a peak PyTorch has inside a layer's
- * backward (the largest gap measured: gpt2 fp32, 7.8 %), never above it. */
+ * backward (measured: gpt2 bf16 0.7-0.8 %, llama fp32 4.9 %, gpt2 fp32
+ * 7.8 %), never above it. */
 #define LAYER_PEAK_BELOW 0.08
 
 /* ---- the recording ------------------------------------------------------ */
@@ -61,7 +67,8 @@ typedef struct {
   gint64 params;        /* static.parameter_bytes: allocated before the curve */
   gint64 head_backward; /* the curve's most at the head's first backward node */
   gint64 peak;
-  char peak_phase[16], peak_layer[16];
+  char peak_phase[16], peak_layer[16], peak_node[64], peak_module[128];
+  gint64 cpu_embedding_temp; /* CPU embedding_dense_backward's second table, alive at the peak */
 } Curve;
 
 static const char *
@@ -82,12 +89,23 @@ read_curve(const char *path, Curve *c)
   c->peak = json_object_get_int_member(peak, "bytes");
   g_strlcpy(c->peak_phase, json_object_get_string_member(peak, "phase"), sizeof c->peak_phase);
   g_strlcpy(c->peak_layer, json_object_get_string_member(peak, "layer"), sizeof c->peak_layer);
+  g_strlcpy(c->peak_node, json_object_get_string_member(peak, "node"), sizeof c->peak_node);
+  g_strlcpy(c->peak_module, json_object_get_string_member(peak, "module"), sizeof c->peak_module);
+  gint64 peak_event = json_object_get_int_member(peak, "event");
   JsonArray *contexts = json_object_get_array_member(root, "contexts");
   JsonArray *curve = json_object_get_array_member(root, "curve");
   c->head_backward = -1;
+  c->cpu_embedding_temp = 0;
   for (guint i = 0; i < json_array_get_length(curve); i++) {
     JsonArray *point = json_array_get_array_element(curve, i);
     guint ctx = (guint)json_array_get_int_element(point, 2);
+    /* On the CPU embedding_dense_backward adds into a second table-sized
+     * buffer (seen as aten::add inside it); the CUDA kernel accumulates
+     * per index segment, with no such table. */
+    if (strcmp(c->peak_node, "EmbeddingBackward0") == 0 && (gint64)i <= peak_event &&
+        strcmp(context_field(contexts, ctx, 4), "EmbeddingBackward0") == 0 &&
+        strcmp(context_field(contexts, ctx, 5), "aten::add") == 0)
+      c->cpu_embedding_temp += json_array_get_int_element(point, 1);
     /* contexts_columns: phase, layer, module, function, node, aten, standin */
     if (strcmp(context_field(contexts, ctx, 0), "backward") == 0 && strcmp(context_field(contexts, ctx, 1), "head") == 0 &&
         strcmp(context_field(contexts, ctx, 4), "LogSoftmaxBackward0") == 0)
@@ -96,8 +114,12 @@ read_curve(const char *path, Curve *c)
   ck_assert_msg(c->head_backward > 0, "%s: no LogSoftmaxBackward0 in the head's backward", path);
 }
 
-/* The stated differences at LogSoftmaxBackward0, from the recording's rows:
- * what to take from the recording's level to get offsim's. */
+/* The stated differences at a point of backward (a node, in a layer, in a
+ * module when given), from the recording's rows: what to take from the
+ * recording's level to get offsim's.  A storage is alive at the point when
+ * a node at or after it still reads it; offsim frees a group's tensors when
+ * the group's backward ends, so what the point's own group released before
+ * it is still held in offsim. */
 typedef struct {
   gint64 older_torch;  /* alive, kept by torch 1.13 only (adjust rows) */
   gint64 host;         /* alive, in host memory on CUDA */
@@ -109,6 +131,7 @@ typedef struct {
   gint64 bytes;
   gint unpack_max;     /* the last backward node that reads it, in unpack order; -1 none */
   gboolean saved, host, older_torch, input, param;
+  char group[16];      /* the layer of its first row */
 } Storage;
 
 static int
@@ -122,7 +145,7 @@ column(char **header, const char *name)
 }
 
 static Differences
-read_differences(const char *path)
+read_differences(const char *path, const char *layer, const char *node, const char *module)
 {
   g_autofree char *text = NULL;
   ck_assert_msg(g_file_get_contents(path, &text, NULL, NULL), "cannot read %s", path);
@@ -133,7 +156,7 @@ read_differences(const char *path)
       c_unpack = column(h, "unpack"), c_node = column(h, "node"), c_slot = column(h, "slot"),
       c_param = column(h, "is_parameter"), c_module = column(h, "module");
   g_autoptr(GHashTable) storages = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL, g_free);
-  gint first_head_node = G_MAXINT; /* LogSoftmaxBackward0's first unpack */
+  gint first = G_MAXINT; /* the point's node: its first unpack */
   for (guint i = 1; lines[i] && *lines[i]; i++) {
     g_auto(GStrv) f = g_strsplit(lines[i], ",", -1);
     if (*f[c_unpack] == '\0')
@@ -144,6 +167,7 @@ read_differences(const char *path)
       s = g_new0(Storage, 1);
       s->bytes = (gint64)g_ascii_strtoull(f[c_bytes], NULL, 10);
       s->unpack_max = -1;
+      g_strlcpy(s->group, f[c_layer], sizeof s->group);
       g_hash_table_insert(storages, key, s);
     }
     gint unpack = (gint)g_ascii_strtoll(f[c_unpack], NULL, 10);
@@ -155,17 +179,17 @@ read_differences(const char *path)
     /* The token embedding's indices (not gpt2's positions, made in forward). */
     s->input |= strcmp(f[c_node], "EmbeddingBackward0") == 0 && strcmp(f[c_slot], "indices") == 0 &&
                 (g_str_has_suffix(f[c_module], "embed_tokens") || g_str_has_suffix(f[c_module], "wte"));
-    if (strcmp(f[c_layer], "head") == 0 && strcmp(f[c_node], "LogSoftmaxBackward0") == 0)
-      first_head_node = MIN(first_head_node, unpack);
+    if (strcmp(f[c_layer], layer) == 0 && strcmp(f[c_node], node) == 0 && (module == NULL || strcmp(f[c_module], module) == 0))
+      first = MIN(first, unpack);
   }
-  ck_assert_msg(first_head_node != G_MAXINT, "%s: no LogSoftmaxBackward0 row", path);
+  ck_assert_msg(first != G_MAXINT, "%s: no %s row in %s %s", path, node, layer, module ? module : "");
   Differences d = { 0 };
   GHashTableIter it;
   gpointer value;
   g_hash_table_iter_init(&it, storages);
   while (g_hash_table_iter_next(&it, NULL, &value)) {
     const Storage *s = value;
-    gboolean alive = s->unpack_max >= first_head_node;
+    gboolean alive = s->unpack_max >= first;
     if (s->param)
       continue;
     if (s->input)
@@ -174,7 +198,7 @@ read_differences(const char *path)
       d.older_torch += alive ? s->bytes : 0;
     else if (s->host)
       d.host += alive ? s->bytes : 0;
-    else if (s->saved && !alive)
+    else if (s->saved && !alive && strcmp(s->group, layer) == 0)
       d.released += s->bytes;
   }
   return d;
@@ -186,10 +210,10 @@ static SimScenario *
 generated(const Recording *r)
 {
   /* The recorder's step: no optimizer state, weights in the dtype only. */
-  g_autofree char *text = g_strdup_printf("%s[transformer]\nhf_config = %s/configs/%s-tiny.json\nbatch = 2\nseq = 16\n"
+  g_autofree char *text = g_strdup_printf("%s[transformer]\nhf_config = %s/configs/%s-tiny.json\nbatch = %u\nseq = 16\n"
                                           "dtype = %s\nattention = %s\nops = hf\noptimizer = none\n"
                                           "master_weights = false\noutputs = %s\n[policy.resident]\nkind = resident\n",
-                                          machine, HF_DATA, r->config, r->dtype, r->attention,
+                                          machine, HF_DATA, r->config, r->batch ? r->batch : 2, r->dtype, r->attention,
                                           r->held ? "held" : "dropped");
   return test_scenario_from_text(text);
 }
@@ -222,7 +246,8 @@ head_backward_level(const SimResult *res)
 /* A recording, what differs from it, and offsim's resident run of the same step. */
 typedef struct {
   Curve c;
-  Differences d;
+  Differences d;      /* at the head's first backward node */
+  Differences at_peak; /* at the recording's peak */
   SimScenario *s;
   SimResult *res;
 } Compared;
@@ -233,7 +258,9 @@ compared_load(Compared *k, const Recording *r)
   g_autofree char *json = g_strdup_printf("%s/%s.json", HF_DATA, r->file);
   g_autofree char *csv = g_strdup_printf("%s/%s.csv", HF_DATA, r->file);
   read_curve(json, &k->c);
-  k->d = read_differences(csv);
+  k->d = read_differences(csv, "head", "LogSoftmaxBackward0", NULL);
+  gboolean in_layer = strcmp(k->c.peak_layer, "head") != 0 && strcmp(k->c.peak_layer, "embed") != 0;
+  k->at_peak = read_differences(csv, k->c.peak_layer, k->c.peak_node, in_layer ? k->c.peak_module : NULL);
   k->s = generated(r);
   /* Static memory is the parameters, as the recorder's model has them. */
   ck_assert_int_eq((gint64)k->s->workload->static_bytes, k->c.params);
@@ -278,24 +305,33 @@ START_TEST(the_peak_where_pytorch_has_it)
     g_auto(Compared) k = { 0 };
     compared_load(&k, r);
     const Curve c = k.c;
-    const Differences d = k.d;
+    const Differences d = k.at_peak;
     const SimResult *res = k.res;
     gint64 offsim = res->peak_device.bytes - (gint64)k.s->workload->static_bytes;
+    /* The recording's peak as offsim would have it, the loss and its
+     * gradient (8 B) included, and CPU kernels' temporaries out. */
+    gint64 real = c.peak - d.older_torch - d.host + d.input - c.cpu_embedding_temp; /* on CUDA, current PyTorch */
+    gint64 recorded = real + d.released; /* and what offsim frees only when the group's backward ends */
+    gboolean stage = strcmp(c.peak_layer, "head") == 0 || strcmp(c.peak_layer, "embed") == 0;
     if (g_getenv("HF_MEMORY_PRINT"))
-      g_print("%s: peak offsim %" G_GINT64_FORMAT " in %s %s, recorded %" G_GINT64_FORMAT " (adjusted %" G_GINT64_FORMAT
-              ") in %s %s\n", r->file, offsim, res->peak_device.phase, res->peak_device.where, c.peak,
-              c.peak - d.older_torch - d.host + d.input, c.peak_phase, c.peak_layer);
-    if (strcmp(c.peak_phase, "backward") == 0 && strcmp(c.peak_layer, "head") == 0) {
-      ck_assert_msg(strcmp(res->peak_device.phase, "backward") == 0 && strcmp(res->peak_device.where, "head") == 0,
-                    "%s: PyTorch peaks in the head's backward, offsim in %s %s", r->file, res->peak_device.phase,
-                    res->peak_device.where);
-      ck_assert_int_eq(offsim, c.peak - d.older_torch - d.host + d.input + d.released - 8);
+      g_print("%s: peak offsim %" G_GINT64_FORMAT " in %s %s, PyTorch %" G_GINT64_FORMAT " (as offsim counts, %"
+              G_GINT64_FORMAT "; on CUDA %" G_GINT64_FORMAT ": %+.2f %%) in %s %s %s\n", r->file, offsim,
+              res->peak_device.phase, res->peak_device.where, c.peak, recorded, real,
+              100.0 * (double)(offsim - real) / (double)real, c.peak_phase, c.peak_layer, c.peak_node);
+    ck_assert_str_eq(c.peak_phase, "backward");
+    if (stage) {
+      /* In the head's or the embedding's backward: there in offsim too, to
+       * the byte but for the two fp32 scalars. */
+      ck_assert_msg(strcmp(res->peak_device.phase, "backward") == 0 && strcmp(res->peak_device.where, c.peak_layer) == 0,
+                    "%s: PyTorch peaks in the %s's backward, offsim in %s %s", r->file, c.peak_layer,
+                    res->peak_device.phase, res->peak_device.where);
+      ck_assert_int_eq(offsim, recorded - 8);
     } else {
-      /* Inside a layer's or the embedding's backward: below, within the bound. */
-      double recorded = (double)(c.peak - d.older_torch - d.host + d.input);
-      ck_assert_msg(offsim <= recorded && offsim >= recorded * (1 - LAYER_PEAK_BELOW),
-                    "%s: offsim %" G_GINT64_FORMAT ", PyTorch %.0f (in %s %s)", r->file, offsim, recorded, c.peak_phase,
-                    c.peak_layer);
+      /* Inside a layer's backward: offsim's one-op layer is below the real
+       * peak, within the bound. */
+      ck_assert_msg(offsim <= real && (double)offsim >= (double)real * (1 - LAYER_PEAK_BELOW),
+                    "%s: offsim %" G_GINT64_FORMAT ", PyTorch %" G_GINT64_FORMAT " (in %s %s)", r->file, offsim, real,
+                    c.peak_phase, c.peak_layer);
     }
   }
 }

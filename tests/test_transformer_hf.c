@@ -334,8 +334,9 @@ START_TEST(one_qwen2_layer_by_hand)
   ck_assert_uint_eq(sim_layer_saved_bytes(sim_workload_layer(s->workload, 0)), 25664);
   ck_assert_uint_eq(sim_layer_saved_bytes(sim_workload_layer(s->workload, 1)), 25664 - 512);
   /* The head: final norm 3104, lm_head's input 1024, fp32 log-softmax
-   * 8 x 256 x 4 (two references), labels 64, total weight 4. */
-  ck_assert_uint_eq(sim_layer_saved_bytes(s->workload->head), 3104 + 1024 + 8192 + 64 + 4);
+   * 8 x 256 x 4 (two references), labels 72 (batch 1: the padded storage
+   * of seq + 1 ids, which the slice [..., 1:] keeps), total weight 4. */
+  ck_assert_uint_eq(sim_layer_saved_bytes(s->workload->head), 3104 + 1024 + 8192 + 72 + 4);
   ck_assert_uint_eq(sim_layer_saved_bytes(s->workload->embed), 64);
 }
 END_TEST

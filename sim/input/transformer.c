@@ -573,7 +573,10 @@ hf_head(SimLayer *stage, const SimTransformer *c, const Geometry *g, Checked *k)
   hf_add(stage, "lm_head_in", mul3(k, m.n, m.h, m.e), 1, 0);
   hf_add(stage, "lm_head.weight", mul3(k, c->vocab, m.h, m.e), 1, HF_PARAM);
   hf_add(stage, "log_softmax", mul3(k, m.n, c->vocab, 4), 2, 0);
-  hf_add(stage, "labels", mul(k, m.n, 8), 1, HF_LEAF);
+  /* The shifted labels, labels padded by one then sliced [..., 1:] and made
+   * contiguous: a copy of N, except at batch 1, where the slice already is
+   * contiguous and keeps the padded storage, seq + 1 ids. */
+  hf_add(stage, "labels", m.b == 1 ? (m.s + 1) * 8 : mul(k, m.n, 8), 1, HF_LEAF);
   hf_add(stage, "loss_total_weight", 4, 1, HF_LEAF);
 }
 
@@ -582,10 +585,14 @@ hf_head(SimLayer *stage, const SimTransformer *c, const Geometry *g, Checked *k)
 static void
 build_embed(SimLayer *stage, const SimTransformer *c, const Geometry *g, const SimDevice *dev, Checked *k)
 {
-  if (c->hf_ops)
+  if (c->hf_ops) {
     hf_embed(stage, c, g, k);
-  else
+    /* EmbeddingBackward0 (embedding_dense_backward) materialises the whole
+     * table's gradient, vocab x hidden, before it reaches the parameter. */
+    stage->backward_workspace_bytes = mul3(k, c->vocab, g->h, g->e) / g->t;
+  } else {
     add(stage, "token_ids", mul(k, g->rows, 8), 1)->leaf = TRUE;
+  }
   /* A gather: read and write one row of h per token. */
   stage->forward = 2.0 * (double)g->rows * (double)g->h * (double)g->e / dev->hbm_bandwidth;
   stage->backward = 2 * stage->forward;

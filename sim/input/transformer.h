@@ -82,7 +82,10 @@
  * the projections, lm_head).  Embedding: token_ids (gpt2: position_ids s.8
  * and embed_dropout_mask N.h); EmbeddingBackward0 keeps only the weight's
  * row count.  Head: the final norm, lm_head_in N.h.e, log_softmax N.V.4 (2
- * refs: log_softmax and nll_loss), labels N.8, loss_total_weight 4 B.
+ * refs: log_softmax and nll_loss), labels N.8 ((seq + 1).8 at batch 1, the padded
+ * storage), loss_total_weight 4 B.  Backward transients (ops = hf): the
+ * head's two fp32 N.V.4 gradients (NllLossBackward0, LogSoftmaxBackward0),
+ * the embedding's dense V.h.e table gradient (embedding_dense_backward).
  *
  * Times: forward matmul FLOPs / ([device] matmul_flops x efficiency) plus
  * memory-bound bytes / hbm_bandwidth; backward is twice the forward.  Causal

@@ -26,6 +26,7 @@ planner_plan_options(guint *n)
 }
 
 /* What one layer contributes to the end-of-forward peak, and costs, per action. */
+
 typedef struct {
   guint64 keep[SIM_ACTION_COUNT]; /* minimum bytes live at the end of the forward pass */
   double redo[SIM_ACTION_COUNT];  /* recompute seconds */
@@ -91,12 +92,14 @@ layer_costs(Ctx *c)
     lc->keep[SIM_ACTION_KEEP] = all;
     lc->keep[SIM_ACTION_OFFLOAD] = fixed;
     lc->keep[SIM_ACTION_RECOMPUTE] = layer->input_bytes;
+    lc->keep[SIM_ACTION_RECOMPUTE_OFFLOAD] = 0; /* its input goes to the host */
     lc->keep[SIM_ACTION_SELECTIVE] = all - sel;
     lc->keep[SIM_ACTION_SELECTIVE_OFFLOAD] = sel_fixed;
-    lc->redo[SIM_ACTION_RECOMPUTE] = layer->forward;
+    lc->redo[SIM_ACTION_RECOMPUTE] = lc->redo[SIM_ACTION_RECOMPUTE_OFFLOAD] = layer->forward;
     lc->redo[SIM_ACTION_SELECTIVE] = lc->redo[SIM_ACTION_SELECTIVE_OFFLOAD] = sim_layer_selective_recompute(layer);
     lc->useful[SIM_ACTION_KEEP] = lc->useful[SIM_ACTION_RECOMPUTE] = TRUE;
     lc->useful[SIM_ACTION_OFFLOAD] = fixed < all;
+    lc->useful[SIM_ACTION_RECOMPUTE_OFFLOAD] = layer->input_bytes > 0;
     lc->useful[SIM_ACTION_SELECTIVE] = sel > 0;
     lc->useful[SIM_ACTION_SELECTIVE_OFFLOAD] = sel > 0 && sel_fixed < all - sel;
     any_selective |= sel > 0;
@@ -200,8 +203,11 @@ dfs(Dfs *d, guint layer)
       best_take(d->best, c, d->actions, d->option, &e);
     return;
   }
-  /* The exhaustive space is keep / offload / recompute: 3^L plans. */
-  for (guint a = 0; a < SIM_ACTION_N_PLAIN; a++) {
+  /* The exhaustive space: every plain action (4^L plans) up to
+   * PLANNER_EXACT_LAYERS_ALL layers, keep / offload / recompute (3^L)
+   * beyond. */
+  guint n_exact = c->n <= PLANNER_EXACT_LAYERS_ALL ? SIM_ACTION_N_PLAIN : SIM_ACTION_RECOMPUTE + 1;
+  for (guint a = 0; a < n_exact; a++) {
     if (!c->cost[layer].useful[a])
       continue;
     d->actions[layer] = (SimAction)a;
@@ -248,12 +254,10 @@ seeds(const Ctx *c)
 {
   GPtrArray *list = g_ptr_array_new_with_free_func(g_free);
   guint n = c->n;
-  SimAction uniform[] = { SIM_ACTION_KEEP, SIM_ACTION_OFFLOAD, SIM_ACTION_RECOMPUTE, SIM_ACTION_SELECTIVE,
-                          SIM_ACTION_SELECTIVE_OFFLOAD };
   for (guint k = 0; k < c->n_actions; k++) {
     SimAction *a = g_new(SimAction, n);
     for (guint i = 0; i < n; i++)
-      a[i] = uniform[k];
+      a[i] = (SimAction)k; /* every action, uniform */
     g_ptr_array_add(list, a);
   }
   /* Offload (or selective+offload) the first m layers, m = 1, 2, 4, ...,
@@ -286,8 +290,10 @@ search(Ctx *c, Best *best, gboolean by_peak, GError **error)
       if (d.failed)
         return FALSE;
     }
-    /* Selective moves go beyond the 3^L space: they can only improve it. */
-    return !best->found || c->n_actions == SIM_ACTION_N_PLAIN || local_search(c, best, by_peak, error);
+    /* Selective moves, and recompute+offload past PLANNER_EXACT_LAYERS_ALL,
+     * go beyond the exhaustive space: they can only improve it. */
+    gboolean beyond = c->n_actions > SIM_ACTION_N_PLAIN || c->n > PLANNER_EXACT_LAYERS_ALL;
+    return !best->found || !beyond || local_search(c, best, by_peak, error);
   }
   /* Seeds under every option; then local search from the best two. */
   g_autoptr(GPtrArray) list = seeds(c);

@@ -13,9 +13,13 @@
  *           is a lower bound on any completion's step.
  *
  * Search:
- *   - up to PLANNER_EXACT_LAYERS layers: depth-first branch and bound over
- *     keep / offload / recompute for every schedule option; the result is
- *     the best of all 3^L plans of those options (tests enumerate them);
+ *   - up to PLANNER_EXACT_LAYERS_ALL layers: depth-first branch and bound
+ *     over keep / offload / recompute / recompute+offload for every
+ *     schedule option; the result is the best of all 4^L plans of those
+ *     options (tests enumerate them);
+ *   - up to PLANNER_EXACT_LAYERS: the same over keep / offload / recompute
+ *     (3^L plans, the cost of 4^8), then local search adds
+ *     recompute+offload;
  *   - more layers: seeded with every fixed policy (resident, async on all
  *     and on the first N, sync, full and selective checkpointing, every-k
  *     checkpointing), then improved by local search (one layer's action at
@@ -40,6 +44,7 @@
 G_BEGIN_DECLS
 
 #define PLANNER_EXACT_LAYERS 10
+#define PLANNER_EXACT_LAYERS_ALL 8
 
 /* A copy schedule the planner tries for offloaded layers. */
 typedef struct {

@@ -32,7 +32,7 @@ enumerate(const SimScenario *s, guint64 budget, Best *feasible, Best *least)
   policy->dedup = TRUE;
   guint total = 1;
   for (guint i = 0; i < n; i++)
-    total *= 3;
+    total *= SIM_ACTION_N_PLAIN; /* keep, offload, recompute, recompute+offload */
   *feasible = *least = (Best){ 0 };
   for (guint o = 0; o < n_options; o++) {
     policy->async = options[o].async;
@@ -40,8 +40,8 @@ enumerate(const SimScenario *s, guint64 budget, Best *feasible, Best *least)
     policy->inflight = options[o].inflight;
     for (guint code = 0; code < total; code++) {
       guint x = code;
-      for (guint i = 0; i < n; i++, x /= 3)
-        g_array_index(policy->actions, SimAction, i) = (SimAction)(x % 3);
+      for (guint i = 0; i < n; i++, x /= SIM_ACTION_N_PLAIN)
+        g_array_index(policy->actions, SimAction, i) = (SimAction)(x % SIM_ACTION_N_PLAIN);
       sim_lower_into(program, s->workload, policy, &s->machine.link);
       g_autoptr(SimRun) run = sim_engine_run(engine, program, &s->machine.link, NULL, NULL);
       ck_assert_ptr_nonnull(run);

@@ -2,6 +2,7 @@
 
 #include "config.h"
 #include "error.h"
+#include "framework.h"
 #include "hf_config.h"
 #include "schema.h"
 #include "trace.h"
@@ -21,7 +22,12 @@
 static gboolean
 fail_text(GError **error, const SimConfigGroup *g, const SimConfigEntry *e, const char *msg)
 {
-  g_autofree char *group = sim_error_quote(g->name), *key = sim_error_quote(e->key);
+  g_autofree char *group = sim_error_quote(g->name);
+  if (e == NULL) { /* a value a preset set, not one the group gives */
+    g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "%s: [%s]: %s", g->file, group, msg);
+    return FALSE;
+  }
+  g_autofree char *key = sim_error_quote(e->key);
   g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "%s: [%s] %s: %s", e->file, group, key, msg);
   return FALSE;
 }
@@ -627,8 +633,76 @@ check_kind_keys(const SimConfigGroup *g, SimPolicyKind kind, GError **error)
   return TRUE;
 }
 
+/* The entry of key `id` in `g`, or NULL. */
+static const SimConfigEntry *
+entry_of(const SimConfigGroup *g, SimKeyId id)
+{
+  return sim_config_lookup(g, sim_schema_key(id)->key);
+}
+
+/* Option combinations no schedule has, each one line naming the key and
+ * why; `w` is the workload the policy runs on. */
 static gboolean
-load_policy(const SimConfigGroup *g, guint n_layers, SimPolicy **out, GError **error)
+check_schedule(const SimConfigGroup *g, const SimPolicy *p, const SimWorkload *w, GError **error)
+{
+  const char *fw = sim_framework_names[p->framework];
+  const SimConfigEntry *e;
+  gboolean pin = FALSE;
+  if ((e = entry_of(g, SIM_KEY_POLICY_PIN_MEMORY)) && get(g, SIM_KEY_POLICY_PIN_MEMORY, &pin, NULL) && pin &&
+      p->framework != SIM_FRAMEWORK_SAVE_ON_CPU)
+    return fail(error, g, e, "is save_on_cpu's argument (framework = save_on_cpu); otherwise set pinned");
+  if (p->checkpoint && !sim_framework_offloads_checkpoints(p->framework))
+    return fail(error, g, entry_of(g, SIM_KEY_POLICY_CHECKPOINT),
+                "%s does not offload checkpoint inputs (verl and deepspeed do)", fw);
+  if (!p->checkpoint && p->framework == SIM_FRAMEWORK_DEEPSPEED)
+    return fail(error, g, entry_of(g, SIM_KEY_POLICY_CHECKPOINT),
+                "deepspeed moves only the inputs of checkpointed layers (checkpoint = true)");
+  if (p->inflight_unit == SIM_INFLIGHT_TENSORS && !p->start_tensor)
+    return fail(error, g, entry_of(g, SIM_KEY_POLICY_INFLIGHT_UNIT),
+                "tensors counts saves, which needs start = tensor");
+  if (p->on_demand && p->prefetch > 0 && (e = entry_of(g, SIM_KEY_POLICY_PREFETCH)))
+    return fail(error, g, e, "reload = on-demand issues each reload when its backward needs it: no prefetch");
+  if (!p->async) {
+    /* The async options away from their defaults. */
+    const struct {
+      SimKeyId id;
+      gboolean set;
+    } async_only[] = { { SIM_KEY_POLICY_STREAMS, p->shared_stream },
+                       { SIM_KEY_POLICY_FREE, p->free_next_commit },
+                       { SIM_KEY_POLICY_HEAD_WAIT, p->head_wait },
+                       { SIM_KEY_POLICY_INFLIGHT_UNIT, p->inflight_unit != SIM_INFLIGHT_GROUPS } };
+    for (guint i = 0; i < G_N_ELEMENTS(async_only); i++)
+      if (async_only[i].set)
+        return fail(error, g, entry_of(g, async_only[i].id) ? entry_of(g, async_only[i].id)
+                                                             : entry_of(g, SIM_KEY_POLICY_MODE),
+                    "mode = sync copies on the compute stream, in order: %s is an async option",
+                    sim_schema_key(async_only[i].id)->key);
+  }
+  if (p->min_elements && w && !sim_workload_elements_known(w))
+    return fail(error, g, entry_of(g, SIM_KEY_POLICY_MIN_ELEMENTS) ? entry_of(g, SIM_KEY_POLICY_MIN_ELEMENTS)
+                                                                   : entry_of(g, SIM_KEY_POLICY_FRAMEWORK),
+                "counts elements, and explicit [model] layers have no element type (use min_tensor)");
+  return TRUE;
+}
+
+/* `framework = NAME`: the preset first, then every key given beside it. */
+static gboolean
+apply_framework(const SimConfigGroup *g, SimPolicy *p, GError **error)
+{
+  guint framework = SIM_FRAMEWORK_NONE;
+  gboolean pin = FALSE;
+  if (!get(g, SIM_KEY_POLICY_FRAMEWORK, &framework, error) || !get(g, SIM_KEY_POLICY_PIN_MEMORY, &pin, error))
+    return FALSE;
+  sim_framework_preset(p, (SimFramework)framework);
+  /* save_on_cpu(pin_memory=True): torch.empty(pin_memory=True) per tensor, the caching host allocator. */
+  if (pin)
+    p->pinned = SIM_PINNED_CACHING;
+  return TRUE;
+}
+
+/* `w` is the workload, NULL for the default set (any model). */
+static gboolean
+load_policy(const SimConfigGroup *g, guint n_layers, const SimWorkload *w, SimPolicy **out, GError **error)
 {
   const char *name = g->name + strlen("policy.");
   guint kind = 0;
@@ -644,10 +718,14 @@ load_policy(const SimConfigGroup *g, guint n_layers, SimPolicy **out, GError **e
     return FALSE;
 
   g_autoptr(SimPolicy) p = sim_scenario_policy_new(name, (SimPolicyKind)kind);
-  if (!read_fields(g, SIM_GROUP_POLICY, kind, p, error) || !get_layer_set(g, n_layers, &p->selected, error) ||
-      !get_actions(g, n_layers, &p->actions, error))
+  if (!apply_framework(g, p, error) || !read_fields(g, SIM_GROUP_POLICY, kind, p, error) ||
+      !get_layer_set(g, n_layers, &p->selected, error) || !get_actions(g, n_layers, &p->actions, error))
     return FALSE;
-  derive_mode_defaults(g, p);
+  /* A preset decides what the mode would. */
+  if (p->framework == SIM_FRAMEWORK_NONE)
+    derive_mode_defaults(g, p);
+  if (!check_schedule(g, p, w, error))
+    return FALSE;
   /* Beyond the model it means every layer; clamped, layer + keep_last cannot wrap. */
   p->keep_last = MIN(p->keep_last, n_layers);
   *out = g_steal_pointer(&p);
@@ -685,14 +763,14 @@ check_groups(const SimConfig *c, GError **error)
 
 /* Every [policy.NAME] of `c`, in file order, appended to `policies`. */
 static gboolean
-load_policies(const SimConfig *c, guint n_layers, GPtrArray *policies, GError **error)
+load_policies(const SimConfig *c, guint n_layers, const SimWorkload *w, GPtrArray *policies, GError **error)
 {
   for (guint i = 0; i < c->groups->len; i++) {
     const SimConfigGroup *g = g_ptr_array_index(c->groups, i);
     SimPolicy *p = NULL;
     if (!g_str_has_prefix(g->name, "policy."))
       continue;
-    if (!load_policy(g, n_layers, &p, error))
+    if (!load_policy(g, n_layers, w, &p, error))
       return FALSE;
     g_ptr_array_add(policies, p);
   }
@@ -723,7 +801,7 @@ sim_scenario_default_policies(void)
 {
   GPtrArray *set = g_ptr_array_new_with_free_func((GDestroyNotify)sim_policy_free);
   /* None of them names layers, so they hold for a model of any size. */
-  gboolean ok = load_policies(default_policies(), G_MAXUINT, set, NULL);
+  gboolean ok = load_policies(default_policies(), G_MAXUINT, NULL, set, NULL);
   g_assert(ok);
   return set;
 }
@@ -772,7 +850,7 @@ sim_scenario_from_config(const SimConfig *c, GError **error)
                 "than 4 EiB", source->file, source->name);
     return NULL;
   }
-  if (!load_policies(c, sim_workload_n_layers(s->workload), s->policies, error))
+  if (!load_policies(c, sim_workload_n_layers(s->workload), s->workload, s->policies, error))
     return NULL;
   if (s->policies->len == 0) {
     g_ptr_array_unref(s->policies);

@@ -16,6 +16,8 @@ G_STATIC_ASSERT(sizeof(SimDtype) == sizeof(guint));
 G_STATIC_ASSERT(sizeof(SimPolicyKind) == sizeof(guint));
 G_STATIC_ASSERT(sizeof(SimAttention) == sizeof(guint));
 G_STATIC_ASSERT(sizeof(SimActivation) == sizeof(guint));
+G_STATIC_ASSERT(sizeof(SimInflightUnit) == sizeof(guint));
+G_STATIC_ASSERT(sizeof(SimFramework) == sizeof(guint));
 
 static const char *const group_names[SIM_GROUP_COUNT] = {
   [SIM_GROUP_SCENARIO] = "scenario", [SIM_GROUP_DEVICE] = "device",         [SIM_GROUP_LINK] = "link",
@@ -26,7 +28,12 @@ static const char *const group_names[SIM_GROUP_COUNT] = {
 static const char *const bool_names[] = { "false", "true", NULL };
 static const char *const offload_modes[] = { "sync", "async", NULL };
 static const char *const checkpoint_modes[] = { "full", "selective", NULL };
-static const char *const pinned_names[] = { "pooled", "per-tensor", "pageable", NULL };
+static const char *const pinned_names[] = { "pooled", "per-tensor", "pageable", "caching", NULL };
+static const char *const start_names[] = { "group", "tensor", NULL };
+static const char *const streams_names[] = { "separate", "shared", NULL };
+static const char *const inflight_unit_names[] = { "groups", "tensors", "window", NULL };
+static const char *const free_names[] = { "copy-end", "next-commit", NULL };
+static const char *const reload_names[] = { "prefetch", "on-demand", NULL };
 static const char *const scope_names[] = { "layers", "all", NULL };
 static const char *const params_names[] = { "skip", "copy", NULL };
 static const char *const leaves_names[] = { "keep", "copy", NULL };
@@ -233,9 +240,15 @@ static const SimSchemaKey keys[SIM_KEY_COUNT] = {
   [SIM_KEY_POLICY_MIN_TENSOR] = { SIM_GROUP_POLICY, "min_tensor", SIM_VALUE_SIZE, .offset = P(min_tensor),
                                   .fallback = "0", .kinds = OFFLOAD_PLAN,
                                   .expect = "a size such as 1MiB" },
+  /* A preset of the keys below, as the framework's code sets them (scenario.c, framework_presets). */
+  [SIM_KEY_POLICY_FRAMEWORK] = { SIM_GROUP_POLICY, "framework", SIM_VALUE_CHOICE, .offset = P(framework),
+                                 .names = sim_framework_names, .fallback = "none", .kinds = OFFLOAD_PLAN,
+                                 .expect = "none, save_on_cpu, verl, te, megatron, torchtune or deepspeed" },
+  [SIM_KEY_POLICY_PIN_MEMORY] = { SIM_GROUP_POLICY, "pin_memory", SIM_VALUE_BOOL, .offset = HAND, .fallback = "false",
+                                  .kinds = OFFLOAD_PLAN, .expect = "true or false (with framework = save_on_cpu)" },
   [SIM_KEY_POLICY_PINNED] = { SIM_GROUP_POLICY, "pinned", SIM_VALUE_CHOICE, .offset = P(pinned),
                               .names = pinned_names, .fallback = "pooled",
-                              .kinds = OFFLOAD_PLAN, .expect = "pooled, per-tensor or pageable" },
+                              .kinds = OFFLOAD_PLAN, .expect = "pooled, per-tensor, pageable or caching" },
   [SIM_KEY_POLICY_SCOPE] = { SIM_GROUP_POLICY, "scope", SIM_VALUE_CHOICE, .offset = P(scope_all), .names = scope_names,
                              .fallback = "layers", .kinds = BIT(SIM_POLICY_OFFLOAD), .expect = "layers or all" },
   [SIM_KEY_POLICY_PARAMS] = { SIM_GROUP_POLICY, "params", SIM_VALUE_CHOICE, .offset = P(copy_params),
@@ -244,12 +257,34 @@ static const SimSchemaKey keys[SIM_KEY_COUNT] = {
   [SIM_KEY_POLICY_LEAVES] = { SIM_GROUP_POLICY, "leaves", SIM_VALUE_CHOICE, .offset = P(copy_leaves),
                               .names = leaves_names, .fallback = "copy", .kinds = OFFLOAD_PLAN,
                               .expect = "keep or copy" },
+  [SIM_KEY_POLICY_START] = { SIM_GROUP_POLICY, "start", SIM_VALUE_CHOICE, .offset = P(start_tensor), .names = start_names,
+                             .fallback = "group", .kinds = OFFLOAD_PLAN, .expect = "group or tensor" },
+  [SIM_KEY_POLICY_STREAMS] = { SIM_GROUP_POLICY, "streams", SIM_VALUE_CHOICE, .offset = P(shared_stream),
+                               .names = streams_names, .fallback = "separate", .kinds = OFFLOAD_PLAN,
+                               .expect = "separate or shared" },
+  [SIM_KEY_POLICY_INFLIGHT_UNIT] = { SIM_GROUP_POLICY, "inflight_unit", SIM_VALUE_CHOICE, .offset = P(inflight_unit),
+                                     .names = inflight_unit_names, .fallback = "groups", .kinds = OFFLOAD_PLAN,
+                                     .expect = "groups, tensors or window" },
+  [SIM_KEY_POLICY_FREE] = { SIM_GROUP_POLICY, "free", SIM_VALUE_CHOICE, .offset = P(free_next_commit), .names = free_names,
+                            .fallback = "copy-end", .kinds = OFFLOAD_PLAN, .expect = "copy-end or next-commit" },
+  [SIM_KEY_POLICY_RELOAD] = { SIM_GROUP_POLICY, "reload", SIM_VALUE_CHOICE, .offset = P(on_demand), .names = reload_names,
+                              .fallback = "prefetch", .kinds = OFFLOAD_PLAN, .expect = "prefetch or on-demand" },
+  [SIM_KEY_POLICY_HEAD_WAIT] = { SIM_GROUP_POLICY, "head_wait", SIM_VALUE_BOOL, .offset = P(head_wait),
+                                 .fallback = "false", .kinds = OFFLOAD_PLAN, .expect = "true or false" },
+  [SIM_KEY_POLICY_MIN_ELEMENTS] = { SIM_GROUP_POLICY, "min_elements", SIM_VALUE_COUNT64, .offset = P(min_elements),
+                                    .min = 0, .max = G_MAXUINT64 / 8, .fallback = "0", .kinds = OFFLOAD_PLAN,
+                                    .expect = "an element count such as 262144" },
+  [SIM_KEY_POLICY_CHECKPOINT] = { SIM_GROUP_POLICY, "checkpoint", SIM_VALUE_BOOL, .offset = P(checkpoint),
+                                  .fallback = "false", .kinds = BIT(SIM_POLICY_OFFLOAD), .expect = "true or false" },
   [SIM_KEY_POLICY_EVERY] = { SIM_GROUP_POLICY, "every", SIM_VALUE_COUNT, .offset = P(every), .min = 1,
                              .max = G_MAXUINT32, .fallback = "1",
                              .kinds = BIT(SIM_POLICY_CHECKPOINT), .expect = "a layer stride of at least 1" },
+  [SIM_KEY_POLICY_OFFLOAD_INPUTS] = { SIM_GROUP_POLICY, "offload_inputs", SIM_VALUE_BOOL, .offset = P(checkpoint),
+                                      .fallback = "false", .kinds = BIT(SIM_POLICY_CHECKPOINT),
+                                      .expect = "true or false" },
   [SIM_KEY_POLICY_ACTIONS] = { SIM_GROUP_POLICY, "actions", SIM_VALUE_LIST, SIM_NEED_REQUIRED, .offset = HAND,
                                .kinds = BIT(SIM_POLICY_PLAN),
-                               .expect = "one of keep, offload, recompute, selective, selective+offload per layer" },
+                               .expect = "one of keep, offload, recompute, recompute+offload, selective, selective+offload per layer" },
 };
 
 const SimSchemaKey *

@@ -27,6 +27,7 @@ typedef struct {
   gboolean storage_sized; /* `bytes` is the storage's size (the storage_bytes column) */
   gboolean parameter;     /* kept only in a file with a leaf column; dropped otherwise */
   gboolean leaf, host;
+  guint elem;     /* bytes per element from the dtype column; 0 when unknown */
   /* A compute row (a non-empty `flops` field): the op counts of one op in
    * one place, not a tensor. */
   gboolean compute, backward;
@@ -141,6 +142,25 @@ parse_compute_row(char **fields, const int index[N_COLS], const char *origin, gu
          parse_count(origin, line, "moved", fields[index[COL_MOVED]], SIM_UNITS_MAX_BYTES, &row->moved, error);
 }
 
+/* Bytes per element of a torch dtype name as the recorders write it
+ * ("bfloat16", "torch.float32"); 0 for one it does not know, whose
+ * element count is then unknown (min_elements refuses such workloads). */
+static guint
+dtype_bytes(const char *dtype)
+{
+  static const struct {
+    const char *name;
+    guint bytes;
+  } table[] = { { "float32", 4 }, { "float", 4 },   { "bfloat16", 2 }, { "float16", 2 }, { "half", 2 },
+                { "float64", 8 }, { "double", 8 },  { "int64", 8 },    { "long", 8 },    { "int32", 4 },
+                { "int", 4 },     { "int16", 2 },   { "int8", 1 },     { "uint8", 1 },   { "bool", 1 } };
+  const char *name = g_str_has_prefix(dtype, "torch.") ? dtype + strlen("torch.") : dtype;
+  for (guint i = 0; i < G_N_ELEMENTS(table); i++)
+    if (strcmp(name, table[i].name) == 0)
+      return table[i].bytes;
+  return 0;
+}
+
 /* One data line; a parameter's row is checked and, but in a recorder.py
  * file (Header.references), dropped (static memory, not an activation). */
 static gboolean
@@ -186,6 +206,7 @@ parse_row(char **fields, const Header *header, const char *origin, guint line, G
   if (parameter && !header->references)
     return TRUE;
   row.parameter = parameter;
+  row.elem = dtype_bytes(fields[index[COL_DTYPE]]);
   const char *op = fields[index[COL_OP]];
   row.name = row.saved ? g_strdup(strip_layer_prefix(op)) : g_strdup(fields[index[COL_NAME]]);
   row.bytes = bytes;
@@ -404,6 +425,8 @@ trace_load(const char *data, gsize length, const char *origin, const char *name,
     t->shared = shared;
     t->host = r->host && !r->parameter;
     t->leaf = r->leaf;
+    if (r->elem)
+      sim_tensor_set_elem(t, r->elem);
   }
   for (gint64 l = 0; l <= top; l++) {
     if (!present[l]) {

@@ -248,7 +248,7 @@ static void
 add_norm(SimLayer *layer, const SimTransformer *c, const Geometry *g, Checked *k, const char *in, const char *stats)
 {
   add(layer, in, mul3(k, g->rows, g->h, g->e) / g->sr, 1);
-  add(layer, stats, mul(k, g->rows, c->layernorm ? 8 : 4) / g->sr, 1);
+  sim_tensor_set_elem(add(layer, stats, mul(k, g->rows, c->layernorm ? 8 : 4) / g->sr, 1), 4);
 }
 
 /* Seconds to recompute eager attention's core (QK^T, softmax, dropout):
@@ -278,20 +278,22 @@ fused_layer(SimLayer *layer, const SimTransformer *c, const Geometry *g, double 
   add(layer, "k", mul3(k, g->rows, g->kvd, g->e) / g->t, 1);
   add(layer, "v", mul3(k, g->rows, g->kvd, g->e) / g->t, 1);
   if (flash) {
-    add(layer, "softmax_lse", mul3(k, g->rows, c->heads, 4) / g->t, 1);
+    sim_tensor_set_elem(add(layer, "softmax_lse", mul3(k, g->rows, c->heads, 4) / g->t, 1), 4);
   } else {
     /* Without dropout the PV matmul reads the softmax output itself. */
     SimTensor *sm = add(layer, "scores_softmax", scores, drop ? 1 : 2);
     sm->selective = TRUE;
     sm->recompute = core;
     if (drop) {
-      add(layer, "attn_dropout_mask", g->scores, 1)->selective = TRUE;
+      SimTensor *mask = add(layer, "attn_dropout_mask", g->scores, 1);
+      mask->selective = TRUE;
+      sim_tensor_set_elem(mask, 1);
       add(layer, "attn_probs_dropped", scores, 1)->selective = TRUE;
     }
   }
   add(layer, "attn_out", mul3(k, g->rows, g->qd, g->e) / g->t, flash ? 2 : 1);
   if (drop)
-    add(layer, "attn_resid_mask", mul(k, g->rows, g->h) / g->sr, 1);
+    sim_tensor_set_elem(add(layer, "attn_resid_mask", mul(k, g->rows, g->h) / g->sr, 1), 1);
 
   /* MLP. */
   add_norm(layer, c, g, k, "mlp_norm_in", "mlp_norm_stats");
@@ -306,7 +308,7 @@ fused_layer(SimLayer *layer, const SimTransformer *c, const Geometry *g, double 
     add(layer, "down_in", row_f, 1);
   }
   if (drop)
-    add(layer, "mlp_resid_mask", mul(k, g->rows, g->h) / g->sr, 1);
+    sim_tensor_set_elem(add(layer, "mlp_resid_mask", mul(k, g->rows, g->h) / g->sr, 1), 1);
 }
 
 /* Times, the checkpointed input and the workspace of a layer, for both ops:
@@ -354,6 +356,9 @@ enum {
   HF_PARAM = 1 << 1,  /* a parameter reference */
   HF_SHARED = 1 << 2, /* saved by an earlier layer */
   HF_HOST = 1 << 3,   /* in host memory */
+  HF_F32 = 1 << 4,    /* fp32 elements (else the activation dtype's) */
+  HF_I64 = 1 << 5,    /* int64 elements */
+  HF_BOOL = 1 << 6,   /* one-byte elements (bool masks) */
 };
 
 static SimTensor *
@@ -364,6 +369,8 @@ hf_add(SimLayer *layer, const char *name, guint64 bytes, guint refs, guint flags
   t->parameter = (flags & HF_PARAM) != 0;
   t->shared = (flags & HF_SHARED) != 0;
   t->host = (flags & HF_HOST) != 0;
+  if (flags & (HF_F32 | HF_I64 | HF_BOOL))
+    sim_tensor_set_elem(t, flags & HF_F32 ? 4 : flags & HF_I64 ? 8 : 1);
   /* References held elsewhere are the lowering's to copy or not (its fates). */
   t->offloadable = (flags & HF_HOST) == 0;
   return t;
@@ -407,12 +414,12 @@ hf_norm(SimLayer *l, const Hf *m, Checked *k, const NormNames *names)
     hf_add(l, names->in, mul3(k, m->n, m->h, m->e), 1, 0);
     hf_add(l, names->weight, m->h * m->e, 1, HF_PARAM | HF_LEAF);
     hf_add(l, names->bias, m->h * m->e, 1, HF_PARAM | HF_LEAF);
-    hf_add(l, names->mean, mul(k, m->n, 4), 1, HF_LEAF);
-    hf_add(l, names->rstd, mul(k, m->n, 4), 1, HF_LEAF);
+    hf_add(l, names->mean, mul(k, m->n, 4), 1, HF_LEAF | HF_F32);
+    hf_add(l, names->rstd, mul(k, m->n, 4), 1, HF_LEAF | HF_F32);
     return;
   }
-  hf_add(l, names->in_fp32, mul3(k, m->n, m->h, 4), 2, 0);
-  hf_add(l, names->rsqrt, mul(k, m->n, 4), 2, 0);
+  hf_add(l, names->in_fp32, mul3(k, m->n, m->h, 4), 2, HF_F32);
+  hf_add(l, names->rsqrt, mul(k, m->n, 4), 2, HF_F32);
   hf_add(l, names->weight, m->h * m->e, 1, HF_PARAM);
   hf_add(l, names->normed, mul3(k, m->n, m->h, m->e), 1, 0);
 }
@@ -446,11 +453,11 @@ hf_eager(SimLayer *l, const Hf *m, double core, Checked *k)
   hf_add(l, "k", row_q, 1, 0);
   guint64 softmax_e = m->gpt2 ? m->e : 4;
   gboolean same = softmax_e == m->e && !m->drop; /* PV reads the softmax result itself */
-  SimTensor *sm = hf_add(l, "scores_softmax", mul(k, m->scores, softmax_e), same ? 2 : 1, 0);
+  SimTensor *sm = hf_add(l, "scores_softmax", mul(k, m->scores, softmax_e), same ? 2 : 1, softmax_e == 4 ? HF_F32 : 0);
   sm->selective = TRUE;
   sm->recompute = core;
   if (m->drop) {
-    hf_add(l, "attn_dropout_mask", m->scores, 1, HF_LEAF)->selective = TRUE;
+    hf_add(l, "attn_dropout_mask", m->scores, 1, HF_LEAF | HF_BOOL)->selective = TRUE;
     hf_add(l, "attn_probs_dropped", mul(k, m->scores, m->e), 1, 0)->selective = TRUE;
   } else if (!same) {
     hf_add(l, "attn_probs", mul(k, m->scores, m->e), 1, 0)->selective = TRUE;
@@ -485,12 +492,12 @@ hf_fused_attention(SimLayer *l, const SimTransformer *c, const Hf *m, Checked *k
   hf_add(l, padded ? "attn_out_padded" : "attn_out", row_q, padded ? 1 : 2, 0);
   /* The memory-efficient kernel (fp32) pads logsumexp's last dimension to 32. */
   guint64 lse_s = sdpa && m->e == 4 ? (m->s + 31) / 32 * 32 : m->s;
-  hf_add(l, "softmax_lse", mul(k, mul3(k, m->b, m->a, lse_s), 4), 1, HF_LEAF);
+  hf_add(l, "softmax_lse", mul(k, mul3(k, m->b, m->a, lse_s), 4), 1, HF_LEAF | HF_F32);
   if (sdpa) {
-    hf_add(l, "philox_seed", 8, 1, HF_LEAF | HF_HOST);
-    hf_add(l, "philox_offset", 8, 1, HF_LEAF | HF_HOST);
+    hf_add(l, "philox_seed", 8, 1, HF_LEAF | HF_HOST | HF_I64);
+    hf_add(l, "philox_offset", 8, 1, HF_LEAF | HF_HOST | HF_I64);
   } else {
-    hf_add(l, "rng_state", 16, 1, HF_LEAF);
+    hf_add(l, "rng_state", 16, 1, HF_LEAF | HF_I64);
   }
   if (padded)
     hf_add(l, "attn_out", mul3(k, m->n, m->a * m->d, m->e), 1, 0);
@@ -522,7 +529,7 @@ hf_layer(SimLayer *l, guint index, const SimTransformer *c, const Geometry *g, d
     hf_fused_attention(l, c, &m, k);
   hf_add(l, m.gpt2 ? "attn.c_proj.weight" : "o_proj.weight", qd * m.h * m.e, 1, m.gpt2 ? HF_PARAM | HF_LEAF : HF_PARAM);
   if (m.gpt2 && m.drop)
-    hf_add(l, "attn_resid_mask", mul(k, m.n, m.h), 1, HF_LEAF);
+    hf_add(l, "attn_resid_mask", mul(k, m.n, m.h), 1, HF_LEAF | HF_BOOL);
 
   hf_norm(l, &m, k, &mlp_norm);
   guint64 row_f = mul3(k, m.n, m.f, m.e);
@@ -533,7 +540,7 @@ hf_layer(SimLayer *l, guint index, const SimTransformer *c, const Geometry *g, d
     hf_add(l, "fc2_in", row_f, 1, 0);
     hf_add(l, "mlp.c_proj.weight", m.f * m.h * m.e, 1, HF_PARAM | HF_LEAF);
     if (m.drop)
-      hf_add(l, "mlp_resid_mask", mul(k, m.n, m.h), 1, HF_LEAF);
+      hf_add(l, "mlp_resid_mask", mul(k, m.n, m.h), 1, HF_LEAF | HF_BOOL);
     return;
   }
   hf_add(l, "mlp_in", row_h, 2, 0);
@@ -553,11 +560,11 @@ static void
 hf_embed(SimLayer *stage, const SimTransformer *c, const Geometry *g, Checked *k)
 {
   Hf m = hf_shape(c, g);
-  hf_add(stage, "token_ids", mul(k, m.n, 8), 1, HF_LEAF);
+  hf_add(stage, "token_ids", mul(k, m.n, 8), 1, HF_LEAF | HF_I64);
   if (m.gpt2) {
-    hf_add(stage, "position_ids", m.s * 8, 1, HF_LEAF);
+    hf_add(stage, "position_ids", m.s * 8, 1, HF_LEAF | HF_I64);
     if (m.drop)
-      hf_add(stage, "embed_dropout_mask", mul(k, m.n, m.h), 1, HF_LEAF);
+      hf_add(stage, "embed_dropout_mask", mul(k, m.n, m.h), 1, HF_LEAF | HF_BOOL);
   }
 }
 
@@ -572,12 +579,12 @@ hf_head(SimLayer *stage, const SimTransformer *c, const Geometry *g, Checked *k)
   hf_norm(stage, &m, k, &final_norm);
   hf_add(stage, "lm_head_in", mul3(k, m.n, m.h, m.e), 1, 0);
   hf_add(stage, "lm_head.weight", mul3(k, c->vocab, m.h, m.e), 1, HF_PARAM);
-  hf_add(stage, "log_softmax", mul3(k, m.n, c->vocab, 4), 2, 0);
+  hf_add(stage, "log_softmax", mul3(k, m.n, c->vocab, 4), 2, HF_F32);
   /* The shifted labels, labels padded by one then sliced [..., 1:] and made
    * contiguous: a copy of N, except at batch 1, where the slice already is
    * contiguous and keeps the padded storage, seq + 1 ids. */
-  hf_add(stage, "labels", m.b == 1 ? (m.s + 1) * 8 : mul(k, m.n, 8), 1, HF_LEAF);
-  hf_add(stage, "loss_total_weight", 4, 1, HF_LEAF);
+  hf_add(stage, "labels", m.b == 1 ? (m.s + 1) * 8 : mul(k, m.n, 8), 1, HF_LEAF | HF_I64);
+  hf_add(stage, "loss_total_weight", 4, 1, HF_LEAF | HF_F32);
 }
 
 /* ---- both ------------------------------------------------------------------ */
@@ -591,7 +598,9 @@ build_embed(SimLayer *stage, const SimTransformer *c, const Geometry *g, const S
      * table's gradient, vocab x hidden, before it reaches the parameter. */
     stage->backward_workspace_bytes = mul3(k, c->vocab, g->h, g->e) / g->t;
   } else {
-    add(stage, "token_ids", mul(k, g->rows, 8), 1)->leaf = TRUE;
+    SimTensor *ids = add(stage, "token_ids", mul(k, g->rows, 8), 1);
+    ids->leaf = TRUE;
+    sim_tensor_set_elem(ids, 8);
   }
   /* A gather: read and write one row of h per token. */
   stage->forward = 2.0 * (double)g->rows * (double)g->h * (double)g->e / dev->hbm_bandwidth;
@@ -609,8 +618,10 @@ build_head(SimLayer *stage, const SimTransformer *c, const Geometry *g, const Si
     add_norm(stage, c, g, k, "final_norm_in", "final_norm_stats");
     add(stage, "lm_head_in", mul3(k, g->rows, g->h, g->e), 1);
     /* log_softmax saves its output and nll_loss reads it again, with the labels. */
-    add(stage, "log_softmax", mul(k, logits, 4), 2);
-    add(stage, "labels", mul(k, g->rows, 8), 1)->leaf = TRUE;
+    sim_tensor_set_elem(add(stage, "log_softmax", mul(k, logits, 4), 2), 4);
+    SimTensor *labels = add(stage, "labels", mul(k, g->rows, 8), 1);
+    labels->leaf = TRUE;
+    sim_tensor_set_elem(labels, 8);
   }
   /* Transient: the logits and their fp32 copy exist together while the loss
    * is computed, and their gradients in backward: the step's sharpest peak. */
@@ -628,6 +639,26 @@ build_head(SimLayer *stage, const SimTransformer *c, const Geometry *g, const Si
                  + 2.0 * (double)mul(k, logits, 4);                  /* log_softmax */
   stage->forward = flops / (dev->matmul_flops * dev->efficiency) + bytes / dev->hbm_bandwidth;
   stage->backward = 2 * stage->forward;
+}
+
+/* Every tensor not marked otherwise holds elements of the activation dtype. */
+static void
+default_elements_of(SimLayer *layer, guint e)
+{
+  for (guint k = 0; k < layer->tensors->len; k++) {
+    SimTensor *t = &g_array_index(layer->tensors, SimTensor, k);
+    if (!t->elem_known)
+      sim_tensor_set_elem(t, e);
+  }
+}
+
+static void
+default_elements(SimWorkload *w, guint e)
+{
+  default_elements_of(w->embed, e);
+  default_elements_of(w->head, e);
+  for (guint i = 0; i < sim_workload_n_layers(w); i++)
+    default_elements_of(sim_workload_layer(w, i), e);
 }
 
 /* Set-to-none: each group's gradients are allocated when its backward
@@ -679,6 +710,7 @@ sim_transformer_build(const SimTransformer *c, const SimDevice *dev, const char 
   }
   build_embed(sim_workload_add_embed(w), c, &g, dev, &k);
   build_head(sim_workload_add_head(w), c, &g, dev, &k);
+  default_elements(w, (guint)g.e);
 
   guint64 p = sim_transformer_parameters(c);
   guint e = sim_dtype_bytes(c->dtype);

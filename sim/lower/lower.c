@@ -37,6 +37,13 @@ typedef struct {
   guint8 *fates;   /* every group tensor's Fate under its group's action, same indexing */
   guint *first;
   guint64 grads;   /* gradients allocated so far, freed when the step ends */
+  /* The schedule, derived once from the policy (a window sets both). */
+  guint prefetch;  /* 0: each group reloads when its backward is due */
+  guint inflight;  /* groups, or tensors with SIM_INFLIGHT_TENSORS */
+  guint32 h2d_stream; /* SIM_LOWER_STREAM_H2D, or the d2h stream when streams = shared */
+  GArray *saved;   /* guint32 per copied tensor, in save order: its D2H is done (start = tensor) */
+  gboolean *committed; /* per group: its offloaded sources are freed (free = next-commit) */
+  guint32 label_saved, label_commit;
 } Lower;
 
 static inline guint
@@ -102,11 +109,13 @@ policy_actions(const SimPolicy *p, guint n_layers, SimAction *actions)
       break;
     case SIM_POLICY_OFFLOAD:
       if (policy_selects(p, i) && i + p->keep_last < n_layers)
-        a = SIM_ACTION_OFFLOAD;
+        a = p->checkpoint ? SIM_ACTION_RECOMPUTE_OFFLOAD : SIM_ACTION_OFFLOAD;
       break;
     case SIM_POLICY_CHECKPOINT:
       if (policy_selects(p, i) && i % p->every == 0)
-        a = p->selective ? SIM_ACTION_SELECTIVE : SIM_ACTION_RECOMPUTE;
+        a = p->selective ? SIM_ACTION_SELECTIVE
+            : p->checkpoint ? SIM_ACTION_RECOMPUTE_OFFLOAD
+                            : SIM_ACTION_RECOMPUTE;
       break;
     case SIM_POLICY_PLAN:
       g_assert(p->actions != NULL && p->actions->len == n_layers);
@@ -135,14 +144,22 @@ action_at(const Lower *l, guint g)
 static inline gboolean
 offloads(SimAction a)
 {
-  return a == SIM_ACTION_OFFLOAD || a == SIM_ACTION_SELECTIVE_OFFLOAD;
+  return a == SIM_ACTION_OFFLOAD || a == SIM_ACTION_SELECTIVE_OFFLOAD || a == SIM_ACTION_RECOMPUTE_OFFLOAD;
+}
+
+/* Full recompute: the forward keeps only the layer's input. */
+static inline gboolean
+recomputes(SimAction a)
+{
+  return a == SIM_ACTION_RECOMPUTE || a == SIM_ACTION_RECOMPUTE_OFFLOAD;
 }
 
 /* The hook's filters: size, and leaves unless leaves = copy. */
 static inline gboolean
 passes_filters(const Lower *l, const SimTensor *t)
 {
-  return t->bytes >= l->policy->min_tensor && (!t->leaf || l->policy->copy_leaves);
+  return t->bytes >= l->policy->min_tensor && (!t->leaf || l->policy->copy_leaves) &&
+         (l->policy->min_elements == 0 || sim_tensor_elements(t) >= l->policy->min_elements);
 }
 
 static inline gboolean
@@ -158,7 +175,8 @@ static inline gboolean
 mirrors(const Lower *l, const SimTensor *t)
 {
   if (t->parameter)
-    return l->policy->copy_params && t->bytes >= l->policy->min_tensor;
+    return l->policy->copy_params && t->bytes >= l->policy->min_tensor &&
+           (l->policy->min_elements == 0 || sim_tensor_elements(t) >= l->policy->min_elements);
   return t->shared && passes_filters(l, t);
 }
 
@@ -166,9 +184,10 @@ static Fate
 fate_of(const Lower *l, SimAction a, const SimTensor *t)
 {
   if (!sim_tensor_on_device(t))
-    return !t->host && offloads(a) && mirrors(l, t) ? FATE_MIRROR : FATE_ELSEWHERE;
+    return !t->host && offloads(a) && !recomputes(a) && mirrors(l, t) ? FATE_MIRROR : FATE_ELSEWHERE;
   switch (a) {
   case SIM_ACTION_RECOMPUTE:
+  case SIM_ACTION_RECOMPUTE_OFFLOAD:
     return FATE_FULL;
   case SIM_ACTION_SELECTIVE:
     return t->selective ? FATE_DROP : FATE_KEEP;
@@ -210,7 +229,8 @@ copies_of(const Lower *l, const SimTensor *t)
 static gboolean
 decide_fates(const Lower *l, const SimLayer *layer, SimAction a, guint8 *fates)
 {
-  gboolean moving = FALSE;
+  /* recompute+offload moves the input it keeps. */
+  gboolean moving = a == SIM_ACTION_RECOMPUTE_OFFLOAD && layer->input_bytes > 0;
   for (guint k = 0; k < layer->tensors->len; k++) {
     Fate f = fate_of(l, a, &g_array_index(layer->tensors, SimTensor, k));
     fates[k] = (guint8)f;
@@ -231,6 +251,19 @@ tensor_label(const Lower *l, guint g, guint k)
   return l->labels[l->first[g] + k];
 }
 
+/* What the host holds for a copy of `bytes`: PyTorch's caching host
+ * allocator rounds every block up to a power of two. */
+static inline gint64
+host_bytes(const Lower *l, guint64 bytes)
+{
+  if (l->policy->pinned != SIM_PINNED_CACHING || bytes == 0)
+    return (gint64)bytes;
+  guint64 b = 1;
+  while (b < bytes)
+    b <<= 1;
+  return (gint64)b;
+}
+
 static void
 workspace(const Lower *l, guint32 op, guint64 bytes, gint32 i)
 {
@@ -238,37 +271,47 @@ workspace(const Lower *l, guint32 op, guint64 bytes, gint32 i)
   sim_program_mem_inline(l->p, op, SIM_AT_END, SIM_POOL_DEVICE, -(gint64)bytes, l->label_workspace, i);
 }
 
-/* The copies of group g's travelling tensors, one direction, on `stream`.
- * A copy allocates its destination when it starts; an offloaded source is
- * freed when the tensor's last copy ends (out; a mirrored source stays) or
- * each copy's host buffer when it ends (in: each reload of a reference is
- * its own device tensor, freed by the backward). */
+/* `n` copies of one tensor (or of a checkpointed input), one direction, on
+ * `stream`.  A copy allocates its destination when it starts; an offloaded
+ * source is freed when its last copy ends (out; a mirrored source stays,
+ * and under free = next-commit the commit frees it) and each copy's host
+ * buffer when it ends (in: each reload of a reference is its own device
+ * tensor, freed by the backward). */
+static void
+emit_tensor_copies(const Lower *l, gint32 index, SimDir dir, guint32 stream, guint64 size, guint n, guint32 label,
+                   gboolean frees_source)
+{
+  SimProgram *p = l->p;
+  gboolean pageable = l->policy->pinned == SIM_PINNED_PAGEABLE;
+  gint64 bytes = (gint64)size, host = host_bytes(l, size);
+  for (guint c = 0; c < n; c++) {
+    guint32 op = sim_program_copy_inline(p, stream, dir, size, pageable, index, label);
+    if (dir == SIM_DIR_D2H) {
+      sim_program_mem_inline(p, op, SIM_AT_START, SIM_POOL_HOST, host, label, index);
+      if (c + 1 == n && frees_source && !l->policy->free_next_commit)
+        sim_program_mem_inline(p, op, SIM_AT_END, SIM_POOL_DEVICE, -bytes, label, index);
+    } else {
+      sim_program_mem_inline(p, op, SIM_AT_START, SIM_POOL_DEVICE, bytes, label, index);
+      sim_program_mem_inline(p, op, SIM_AT_END, SIM_POOL_HOST, -host, label, index);
+    }
+  }
+}
+
+/* The copies of group g's travelling tensors (and, under recompute+offload,
+ * of its input), one direction, on `stream`. */
 static void
 emit_copies(const Lower *l, guint g, SimDir dir, guint32 stream)
 {
   const SimLayer *layer = group_layer(l, g);
-  gboolean pageable = l->policy->pinned == SIM_PINNED_PAGEABLE;
   const guint32 *labels = &l->labels[l->first[g]];
   const guint8 *fates = &l->fates[l->first[g]];
   gint32 index = group_index(l, g);
-  SimProgram *p = l->p;
+  if (action_at(l, g) == SIM_ACTION_RECOMPUTE_OFFLOAD)
+    emit_tensor_copies(l, index, dir, stream, layer->input_bytes, 1, l->label_input, TRUE);
   for (guint k = 0; k < layer->tensors->len; k++) {
     const SimTensor *t = &g_array_index(layer->tensors, SimTensor, k);
-    if (!travels((Fate)fates[k]))
-      continue;
-    guint n = copies_of(l, t);
-    gint64 bytes = (gint64)t->bytes;
-    for (guint c = 0; c < n; c++) {
-      guint32 op = sim_program_copy_inline(p, stream, dir, t->bytes, pageable, index, labels[k]);
-      if (dir == SIM_DIR_D2H) {
-        sim_program_mem_inline(p, op, SIM_AT_START, SIM_POOL_HOST, bytes, labels[k], index);
-        if (c + 1 == n && fates[k] == FATE_OFFLOAD)
-          sim_program_mem_inline(p, op, SIM_AT_END, SIM_POOL_DEVICE, -bytes, labels[k], index);
-      } else {
-        sim_program_mem_inline(p, op, SIM_AT_START, SIM_POOL_DEVICE, bytes, labels[k], index);
-        sim_program_mem_inline(p, op, SIM_AT_END, SIM_POOL_HOST, -bytes, labels[k], index);
-      }
-    }
+    if (travels((Fate)fates[k]))
+      emit_tensor_copies(l, index, dir, stream, t->bytes, copies_of(l, t), labels[k], fates[k] == FATE_OFFLOAD);
   }
 }
 
@@ -278,6 +321,8 @@ emit_pinning(const Lower *l, guint g)
   if (l->policy->pinned != SIM_PINNED_PER_TENSOR)
     return;
   const SimLayer *layer = group_layer(l, g);
+  if (action_at(l, g) == SIM_ACTION_RECOMPUTE_OFFLOAD)
+    sim_program_host_alloc(l->p, SIM_LOWER_STREAM_COMPUTE, l->link->host_alloc, group_index(l, g), l->label_pin);
   for (guint k = 0; k < layer->tensors->len; k++) {
     const SimTensor *t = &g_array_index(layer->tensors, SimTensor, k);
     if (!travels(tensor_fate(l, g, k)))
@@ -292,11 +337,12 @@ emit_pinning(const Lower *l, guint g)
 static void
 emit_reload(Lower *l, guint j, guint32 trigger)
 {
-  sim_program_wait(l->p, SIM_LOWER_STREAM_H2D, trigger);
-  sim_program_wait(l->p, SIM_LOWER_STREAM_H2D, l->ev_d2h[j]);
-  emit_copies(l, j, SIM_DIR_H2D, SIM_LOWER_STREAM_H2D);
+  sim_program_wait(l->p, l->h2d_stream, trigger);
+  if (l->h2d_stream != SIM_LOWER_STREAM_D2H) /* one stream: its order already waits */
+    sim_program_wait(l->p, l->h2d_stream, l->ev_d2h[j]);
+  emit_copies(l, j, SIM_DIR_H2D, l->h2d_stream);
   l->ev_h2d[j] = sim_program_add_event(l->p, l->label_reloaded, group_index(l, j));
-  sim_program_record(l->p, SIM_LOWER_STREAM_H2D, l->ev_h2d[j]);
+  sim_program_record(l->p, l->h2d_stream, l->ev_h2d[j]);
 }
 
 /* The forward's memory: every kept, offloaded or dropped tensor exists
@@ -345,9 +391,9 @@ emit_offload(Lower *l, guint g)
 static void
 emit_inflight_wait(Lower *l, guint g)
 {
-  if (!l->policy->async)
+  if (!l->policy->async || l->policy->inflight_unit == SIM_INFLIGHT_TENSORS)
     return;
-  guint before = group_at(l, group_position(l, g) - (gint64)l->policy->inflight);
+  guint before = group_at(l, group_position(l, g) - (gint64)l->inflight);
   if (before != G_MAXUINT && l->ev_d2h[before] != SIM_NO_EVENT)
     sim_program_wait(l->p, SIM_LOWER_STREAM_COMPUTE, l->ev_d2h[before]);
 }
@@ -360,7 +406,7 @@ static void
 emit_reload_for_backward(Lower *l, guint g)
 {
   SimProgram *p = l->p;
-  guint prefetch = l->policy->prefetch;
+  guint prefetch = l->prefetch;
   gint32 index = group_index(l, g);
   if (prefetch == 0 && is_async_offload(l, g)) {
     guint32 due = sim_program_add_event(p, l->label_due, index);
@@ -411,6 +457,124 @@ alloc_grads(Lower *l, guint g, guint32 op)
   }
 }
 
+/* free = next-commit (verl): group g's offloaded sources stay on the device
+ * until the next group commits, which first waits for g's copies; a
+ * zero-time op on the compute stream frees them. */
+static void
+emit_commit(Lower *l, guint g)
+{
+  if (g == G_MAXUINT || !l->policy->free_next_commit || l->committed[g] || l->ev_d2h[g] == SIM_NO_EVENT)
+    return;
+  l->committed[g] = TRUE;
+  const SimLayer *layer = group_layer(l, g);
+  gint32 index = group_index(l, g);
+  sim_program_wait(l->p, SIM_LOWER_STREAM_COMPUTE, l->ev_d2h[g]);
+  guint32 op = sim_program_compute_inline(l->p, SIM_LOWER_STREAM_COMPUTE, 0, SIM_PHASE_FORWARD, index, l->label_commit);
+  if (action_at(l, g) == SIM_ACTION_RECOMPUTE_OFFLOAD)
+    sim_program_mem_inline(l->p, op, SIM_AT_END, SIM_POOL_DEVICE, -(gint64)layer->input_bytes, l->label_input, index);
+  for (guint k = 0; k < layer->tensors->len; k++)
+    if (tensor_fate(l, g, k) == FATE_OFFLOAD)
+      sim_program_mem_inline(l->p, op, SIM_AT_END, SIM_POOL_DEVICE,
+                             -(gint64)g_array_index(layer->tensors, SimTensor, k).bytes, tensor_label(l, g, k), index);
+}
+
+/* After the forward of group g: the commit of the group before it. */
+static void
+emit_commit_before(Lower *l, guint g)
+{
+  emit_commit(l, group_at(l, group_position(l, g) - 1));
+}
+
+/* head_wait (verl): the loss head's forward waits until every offload is
+ * done; the copies are one stream's, so the last group's event says it. */
+static void
+emit_head_wait(Lower *l)
+{
+  if (!l->policy->head_wait || !l->policy->async)
+    return;
+  for (guint i = l->n; i-- > 0;)
+    if (l->ev_d2h[i] != SIM_NO_EVENT) {
+      sim_program_wait(l->p, SIM_LOWER_STREAM_COMPUTE, l->ev_d2h[i]);
+      return;
+    }
+}
+
+/* start = tensor: layer i's forward as one op per saved tensor that
+ * travels, each copy issued as soon as its tensor is saved (async: on the
+ * d2h stream once the piece that saved it is done; sync: right there on
+ * the compute stream).  The forward's time is shared out by the bytes each
+ * piece saves (tensors are saved in the order the layer lists them); a
+ * last piece, possibly of no time, carries the rest and the workspace's
+ * end.  Under inflight_unit = tensors each save first waits until the copy
+ * `inflight` saves back is done (torchtune). */
+static void
+emit_forward_by_tensor(Lower *l, guint i)
+{
+  const SimLayer *layer = group_layer(l, i);
+  SimProgram *p = l->p;
+  const guint8 *fates = &l->fates[l->first[i]];
+  const guint32 *labels = &l->labels[l->first[i]];
+  guint64 total = 0;
+  guint pieces = 1;
+  for (guint k = 0; k < layer->tensors->len; k++) {
+    Fate f = (Fate)fates[k];
+    total += f == FATE_KEEP || f == FATE_OFFLOAD || f == FATE_DROP ? g_array_index(layer->tensors, SimTensor, k).bytes : 0;
+    pieces += travels(f);
+  }
+  guint start = 0;
+  guint32 op = SIM_NO_OP;
+  gboolean first = TRUE;
+  for (guint k = 0; k <= layer->tensors->len; k++) {
+    gboolean last = k == layer->tensors->len;
+    if (!last && !travels((Fate)fates[k]))
+      continue;
+    /* The piece that saves tensors start..k. */
+    guint64 bytes = 0;
+    for (guint j = start; j <= k && j < layer->tensors->len; j++) {
+      Fate f = (Fate)fates[j];
+      if (f == FATE_KEEP || f == FATE_OFFLOAD || f == FATE_DROP)
+        bytes += g_array_index(layer->tensors, SimTensor, j).bytes;
+    }
+    double share = total ? (double)bytes / (double)total : 1.0 / pieces;
+    op = sim_program_compute_inline(p, SIM_LOWER_STREAM_COMPUTE, layer->forward * share, SIM_PHASE_FORWARD, (gint32)i,
+                                    l->label_fwd);
+    if (first)
+      sim_program_mem_inline(p, op, SIM_AT_START, SIM_POOL_DEVICE, (gint64)layer->workspace_bytes, l->label_workspace,
+                             (gint32)i);
+    first = FALSE;
+    for (guint j = start; j <= k && j < layer->tensors->len; j++) {
+      Fate f = (Fate)fates[j];
+      if (f == FATE_KEEP || f == FATE_OFFLOAD)
+        sim_program_mem_inline(p, op, SIM_AT_START, SIM_POOL_DEVICE,
+                               (gint64)g_array_index(layer->tensors, SimTensor, j).bytes, labels[j], (gint32)i);
+    }
+    if (last) {
+      sim_program_mem_inline(p, op, SIM_AT_END, SIM_POOL_DEVICE, -(gint64)layer->workspace_bytes, l->label_workspace,
+                             (gint32)i);
+      break;
+    }
+    const SimTensor *t = &g_array_index(layer->tensors, SimTensor, k);
+    if (!l->policy->async) {
+      emit_tensor_copies(l, (gint32)i, SIM_DIR_D2H, SIM_LOWER_STREAM_COMPUTE, t->bytes, copies_of(l, t), labels[k],
+                         fates[k] == FATE_OFFLOAD);
+    } else {
+      if (l->policy->inflight_unit == SIM_INFLIGHT_TENSORS && l->saved->len >= l->inflight)
+        sim_program_wait(p, SIM_LOWER_STREAM_COMPUTE, g_array_index(l->saved, guint32, l->saved->len - l->inflight));
+      guint32 saved = sim_program_add_event(p, l->label_saved, (gint32)i);
+      sim_program_record(p, SIM_LOWER_STREAM_COMPUTE, saved);
+      sim_program_wait(p, SIM_LOWER_STREAM_D2H, saved);
+      emit_tensor_copies(l, (gint32)i, SIM_DIR_D2H, SIM_LOWER_STREAM_D2H, t->bytes, copies_of(l, t), labels[k],
+                         fates[k] == FATE_OFFLOAD);
+      guint32 done = sim_program_add_event(p, l->label_offloaded, (gint32)i);
+      sim_program_record(p, SIM_LOWER_STREAM_D2H, done);
+      g_array_append_val(l->saved, done);
+      l->ev_d2h[i] = done;
+    }
+    start = k + 1;
+  }
+  (void)op;
+}
+
 /* The embedding or the loss head: one op each way, its tensors kept, or
  * offloaded like a layer's under scope = all.  Its names are interned here,
  * after its label, in the order the lowering has always interned them. */
@@ -426,6 +590,8 @@ emit_stage(Lower *l, guint g, const char *name, SimPhase phase)
     for (guint k = 0; k < stage->tensors->len; k++)
       l->labels[l->first[g] + k] =
         sim_program_intern_slot(l->p, l->first[g] + k, g_array_index(stage->tensors, SimTensor, k).name);
+    if (g == group_head(l))
+      emit_head_wait(l);
     if (offloads(action_at(l, g)))
       emit_inflight_wait(l, g);
   } else {
@@ -440,6 +606,7 @@ emit_stage(Lower *l, guint g, const char *name, SimPhase phase)
       sim_program_mem_inline(l->p, op, SIM_AT_END, SIM_POOL_DEVICE, (gint64)l->w->held_bytes, l->p->outputs_tag,
                              SIM_NO_LAYER);
     emit_offload(l, g);
+    emit_commit_before(l, g);
   } else {
     free_saved(l, g, op);
     alloc_grads(l, g, op);
@@ -453,13 +620,19 @@ emit_forward(Lower *l, guint i)
   const SimLayer *layer = group_layer(l, i);
   SimProgram *p = l->p;
   emit_inflight_wait(l, i);
+  if (l->policy->start_tensor && action_at(l, i) == SIM_ACTION_OFFLOAD) {
+    emit_forward_by_tensor(l, i);
+    emit_commit_before(l, i);
+    return;
+  }
   guint32 op = sim_program_compute_inline(p, SIM_LOWER_STREAM_COMPUTE, layer->forward, SIM_PHASE_FORWARD, (gint32)i,
                                           l->label_fwd);
-  if (action_at(l, i) == SIM_ACTION_RECOMPUTE)
+  if (recomputes(action_at(l, i)))
     sim_program_mem_inline(p, op, SIM_AT_START, SIM_POOL_DEVICE, (gint64)layer->input_bytes, l->label_input, (gint32)i);
   alloc_saved(l, i, op);
   workspace(l, op, layer->workspace_bytes, (gint32)i);
   emit_offload(l, i);
+  emit_commit_before(l, i);
 }
 
 static guint32
@@ -472,7 +645,7 @@ emit_backward(Lower *l, guint i)
 
   /* Full recompute reruns the forward and rebuilds every tensor; selective
    * recompute rebuilds only the dropped ones, at their own cost. */
-  gboolean full = a == SIM_ACTION_RECOMPUTE;
+  gboolean full = recomputes(a);
   double redo = full ? layer->forward : sim_layer_selective_recompute(layer);
   if (full || a == SIM_ACTION_SELECTIVE || a == SIM_ACTION_SELECTIVE_OFFLOAD) {
     guint32 op = sim_program_compute_inline(p, SIM_LOWER_STREAM_COMPUTE, redo, SIM_PHASE_RECOMPUTE, (gint32)i,
@@ -522,6 +695,8 @@ begin_program(Lower *l)
   l->label_due = sim_program_intern(p, "backward due");
   l->label_started = sim_program_intern(p, "backward started");
   l->label_boundary = sim_program_intern(p, "forward pass done");
+  l->label_saved = sim_program_intern(p, "saved");
+  l->label_commit = sim_program_intern(p, "commit");
   l->first = g_new(guint, l->n_groups + 1);
   l->first[0] = 0;
   for (guint g = 0; g < l->n_groups; g++) {
@@ -535,6 +710,27 @@ begin_program(Lower *l)
       l->labels[l->first[i] + k] =
         sim_program_intern_slot(p, l->first[i] + k, g_array_index(layer->tensors, SimTensor, k).name);
   }
+}
+
+/* The reload distance and the in-flight limit the copies run under.
+ * reload = on-demand asks for each group when its backward is due.
+ * TransformerEngine's window, with n of L layers offloading: the forward of
+ * layer L - n + j waits for layer j's copies (L - n groups in flight) and
+ * layer j reloads when the backward of L - 1 - n + j starts. */
+static void
+derive_schedule(Lower *l)
+{
+  const SimPolicy *p = l->policy;
+  l->prefetch = p->on_demand ? 0 : p->prefetch;
+  l->inflight = MAX(p->inflight, 1u);
+  l->h2d_stream = p->shared_stream ? SIM_LOWER_STREAM_D2H : SIM_LOWER_STREAM_H2D;
+  if (p->inflight_unit != SIM_INFLIGHT_WINDOW)
+    return;
+  guint n_off = 0;
+  for (guint i = 0; i < l->n; i++)
+    n_off += offloads(l->actions[i]);
+  l->inflight = MAX(l->n - n_off, 1u);
+  l->prefetch = p->on_demand || n_off >= l->n ? 0 : l->n - 1 - n_off;
 }
 
 /* Each group's action and each tensor's fate, decided once.  An offload
@@ -552,14 +748,18 @@ decide(Lower *l)
       continue;
     SimAction *a = &l->actions[g];
     if (!decide_fates(l, layer, *a, &l->fates[l->first[g]])) {
-      *a = *a == SIM_ACTION_OFFLOAD ? SIM_ACTION_KEEP : SIM_ACTION_SELECTIVE;
+      *a = *a == SIM_ACTION_OFFLOAD           ? SIM_ACTION_KEEP
+           : *a == SIM_ACTION_RECOMPUTE_OFFLOAD ? SIM_ACTION_RECOMPUTE
+                                                : SIM_ACTION_SELECTIVE;
       decide_fates(l, layer, *a, &l->fates[l->first[g]]);
     }
   }
   l->ev_d2h = g_new(guint32, l->n_groups);
   l->ev_h2d = g_new(guint32, l->n_groups);
+  l->committed = g_new0(gboolean, l->n_groups);
   for (guint g = 0; g < l->n_groups; g++)
     l->ev_d2h[g] = l->ev_h2d[g] = SIM_NO_EVENT;
+  derive_schedule(l);
 }
 
 /* The groups within `prefetch` positions of the top (the head included)
@@ -567,10 +767,10 @@ decide(Lower *l)
 static void
 emit_boundary_reloads(Lower *l)
 {
-  if (!l->policy->async || l->policy->prefetch == 0)
+  if (!l->policy->async || l->prefetch == 0)
     return;
   guint32 boundary = SIM_NO_EVENT;
-  for (gint64 pos = l->n; pos >= -1 && pos + (gint64)l->policy->prefetch >= (gint64)l->n; pos--) {
+  for (gint64 pos = l->n; pos >= -1 && pos + (gint64)l->prefetch >= (gint64)l->n; pos--) {
     guint g = group_at(l, pos);
     if (g == G_MAXUINT || !is_async_offload(l, g))
       continue;
@@ -587,6 +787,7 @@ sim_lower_into(SimProgram *p, const SimWorkload *w, const SimPolicy *policy, con
 {
   guint n = sim_workload_n_layers(w);
   Lower l = { .p = p, .w = w, .policy = policy, .link = link, .n = n, .n_groups = n + 2 };
+  l.saved = g_array_new(FALSE, FALSE, sizeof(guint32));
 
   begin_program(&l);
   decide(&l);
@@ -594,6 +795,9 @@ sim_lower_into(SimProgram *p, const SimWorkload *w, const SimPolicy *policy, con
   for (guint i = 0; i < n; i++)
     emit_forward(&l, i);
   emit_stage(&l, group_head(&l), "head", SIM_PHASE_FORWARD);
+  /* free = next-commit: what no later group committed is freed when the forward pass ends. */
+  for (guint g = 0; g < l.n_groups; g++)
+    emit_commit(&l, g);
   emit_boundary_reloads(&l);
   guint32 last = emit_stage(&l, group_head(&l), "head", SIM_PHASE_BACKWARD);
   for (guint i = n; i-- > 0;)
@@ -608,6 +812,8 @@ sim_lower_into(SimProgram *p, const SimWorkload *w, const SimPolicy *policy, con
     sim_program_mem_inline(p, last, SIM_AT_END, SIM_POOL_DEVICE, -(gint64)w->held_bytes, p->outputs_tag, SIM_NO_LAYER);
 
   g_free(l.actions);
+  g_free(l.committed);
+  g_array_unref(l.saved);
   g_free(l.ev_d2h);
   g_free(l.ev_h2d);
   g_free(l.labels);

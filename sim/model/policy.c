@@ -23,8 +23,12 @@ sim_policy_free(SimPolicy *p)
 }
 
 const char *const sim_policy_kind_names[] = { "resident", "offload", "checkpoint", "plan", NULL };
-const char *const sim_action_names[] = { "keep", "offload", "recompute", "selective", "selective+offload", NULL };
+const char *const sim_action_names[] = { "keep", "offload", "recompute", "recompute+offload", "selective",
+                                         "selective+offload", NULL };
 G_STATIC_ASSERT(G_N_ELEMENTS(sim_action_names) == SIM_ACTION_COUNT + 1);
+const char *const sim_framework_names[] = { "none", "save_on_cpu", "verl", "te", "megatron", "torchtune", "deepspeed",
+                                            NULL };
+G_STATIC_ASSERT(G_N_ELEMENTS(sim_framework_names) == SIM_FRAMEWORK_COUNT + 1);
 
 const char *
 sim_policy_kind_name(SimPolicyKind kind)

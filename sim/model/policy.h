@@ -39,20 +39,43 @@ typedef enum {
   SIM_ACTION_KEEP,
   SIM_ACTION_OFFLOAD,
   SIM_ACTION_RECOMPUTE,         /* full: keep the input, recompute the forward */
+  SIM_ACTION_RECOMPUTE_OFFLOAD, /* full recompute, its kept input offloaded (DeepSpeed cpu_checkpointing) */
   SIM_ACTION_SELECTIVE,         /* drop the selective tensors, recompute them */
   SIM_ACTION_SELECTIVE_OFFLOAD, /* selective recompute, offload the rest */
   SIM_ACTION_COUNT,
 } SimAction;
 
-/* The actions before SIM_ACTION_SELECTIVE (keep, offload, recompute) need
- * nothing of the workload; the selective ones need selective tensors. */
+/* The actions before SIM_ACTION_SELECTIVE (keep, offload, recompute,
+ * recompute+offload) need nothing of the workload; the selective ones need
+ * selective tensors. */
 #define SIM_ACTION_N_PLAIN SIM_ACTION_SELECTIVE
 
 typedef enum {
   SIM_PINNED_POOLED,     /* pinned buffers allocated once, outside the step */
   SIM_PINNED_PER_TENSOR, /* each offloaded tensor pays host_alloc */
   SIM_PINNED_PAGEABLE,   /* pageable host memory (.to("cpu"), save_on_cpu's default): copies at pageable_factor */
+  SIM_PINNED_CACHING,    /* PyTorch's caching host allocator: pinned, each block rounded up to a power of
+                          * two, reused after the first step (no host_alloc in the steady state) */
 } SimPinned;
+
+/* How many offloads may be on their way at once (async). */
+typedef enum {
+  SIM_INFLIGHT_GROUPS,  /* the forward of group i waits until group i - inflight is on the host */
+  SIM_INFLIGHT_TENSORS, /* each save waits until the copy `inflight` saves back is done (start = tensor) */
+  SIM_INFLIGHT_WINDOW,  /* TransformerEngine: with n of L layers offloaded, groups = L - n */
+} SimInflightUnit;
+
+/* The frameworks a preset reproduces (`framework`); NONE: no preset. */
+typedef enum {
+  SIM_FRAMEWORK_NONE,
+  SIM_FRAMEWORK_SAVE_ON_CPU,
+  SIM_FRAMEWORK_VERL,
+  SIM_FRAMEWORK_TE,
+  SIM_FRAMEWORK_MEGATRON,
+  SIM_FRAMEWORK_TORCHTUNE,
+  SIM_FRAMEWORK_DEEPSPEED,
+  SIM_FRAMEWORK_COUNT,
+} SimFramework;
 
 typedef struct {
   char *name;
@@ -74,6 +97,17 @@ typedef struct {
   gboolean scope_all;   /* scope = all; FALSE: layers */
   gboolean copy_params; /* params = copy; FALSE: skip */
   gboolean copy_leaves; /* leaves = copy; FALSE: keep */
+  /* How the copies are scheduled (async unless said; lower.h explains each). */
+  gboolean start_tensor;   /* start = tensor: each tensor's D2H as soon as it is saved; FALSE: group */
+  gboolean shared_stream;  /* streams = shared: one copy stream for both directions */
+  SimInflightUnit inflight_unit;
+  gboolean free_next_commit; /* free = next-commit: group k freed at the commit of k + 1 */
+  gboolean on_demand;      /* reload = on-demand: each group's H2D issued when its backward needs it */
+  gboolean head_wait;      /* the loss head waits for every offload before it */
+  guint64 min_elements;    /* smaller tensors stay (elements; 0: no filter) */
+  gboolean checkpoint;     /* offload: the selected layers are checkpointed and only their inputs move;
+                            * checkpoint: `offload_inputs`, the same */
+  SimFramework framework;  /* the preset the options came from, for reports */
   GArray *actions;    /* SimAction per layer (kind = plan), else NULL */
 } SimPolicy;
 
@@ -89,6 +123,7 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(SimPolicy, sim_policy_free)
  * table the loader, the reports and the plan block read. */
 extern const char *const sim_policy_kind_names[];
 extern const char *const sim_action_names[];
+extern const char *const sim_framework_names[];
 
 const char *sim_policy_kind_name(SimPolicyKind kind);
 const char *sim_action_name(SimAction action);

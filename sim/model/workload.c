@@ -196,3 +196,25 @@ sim_workload_bytes_fit(const SimWorkload *w)
       return FALSE;
   return TRUE;
 }
+
+static gboolean
+stage_elements_known(const SimLayer *layer)
+{
+  if (layer == NULL)
+    return TRUE;
+  for (guint k = 0; k < layer->tensors->len; k++)
+    if (!g_array_index(layer->tensors, SimTensor, k).elem_known)
+      return FALSE;
+  return TRUE;
+}
+
+gboolean
+sim_workload_elements_known(const SimWorkload *w)
+{
+  if (!stage_elements_known(w->embed) || !stage_elements_known(w->head))
+    return FALSE;
+  for (guint i = 0; i < sim_workload_n_layers(w); i++)
+    if (!stage_elements_known(sim_workload_layer(w, i)))
+      return FALSE;
+  return TRUE;
+}

@@ -45,7 +45,28 @@ typedef struct {
   guint parameter : 1;   /* a reference to a parameter (static memory) */
   guint shared : 1;      /* a reference to a storage an earlier layer saved, and counted */
   guint host : 1;        /* in host memory on CUDA (SDPA's philox seed and offset) */
+  /* The element size, 2^elem_log2 bytes, when the workload knows it
+   * (generated and recorded ones; explicit [model] layers do not): what
+   * element-count filters (`min_elements`) read. */
+  guint elem_known : 1;
+  guint elem_log2 : 2;
 } SimTensor;
+
+/* Elements of a tensor whose element size is known. */
+static inline guint64
+sim_tensor_elements(const SimTensor *t)
+{
+  return t->bytes >> t->elem_log2;
+}
+
+/* Sets the element size (1, 2, 4 or 8 bytes). */
+static inline void
+sim_tensor_set_elem(SimTensor *t, guint bytes)
+{
+  t->elem_known = 1;
+  t->elem_log2 = bytes >= 8 ? 3 : bytes >= 4 ? 2 : bytes >= 2 ? 1 : 0;
+}
+
 
 /* Whether the tensor is a device storage of its own layer: what saved
  * bytes, the lowering's memory and a policy's copies count. */
@@ -139,6 +160,9 @@ guint64 sim_workload_saved_bytes(const SimWorkload *workload);
  * SIM_UNITS_MAX_BYTES (4 EiB): loaders refuse such a workload, so no ledger
  * level or copy total of a run can overflow 64 bits. */
 gboolean sim_workload_bytes_fit(const SimWorkload *workload);
+
+/* Whether every tensor of the workload has its element size. */
+gboolean sim_workload_elements_known(const SimWorkload *workload);
 
 /* Clears a SimTensor (for GArray clear functions). */
 void sim_tensor_clear(gpointer tensor);

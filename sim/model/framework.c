@@ -1,0 +1,154 @@
+#include "framework.h"
+
+/* Element and byte thresholds of the frameworks' size filters. */
+#define TE_MIN_ELEMENTS (1u << 18)       /* cpu_offload.py: tensors under 2^18 elements stay */
+#define MEGATRON_MIN_ELEMENTS 1048576u   /* fine_grained_activation_offload.py: under 1M elements */
+#define TORCHTUNE_MIN_BYTES 1024u        /* _activation_offloading.py: under 1 KiB */
+#define TORCHTUNE_INFLIGHT 5u            /* waits at each save for copies 5 save-ids back */
+#define UNLIMITED (1u << 30)             /* no in-flight limit */
+
+/* PyTorch torch/autograd/graph.py save_on_cpu: the pack hook copies every
+ * saved reference (parameters too) when it is saved, on the current
+ * stream, to pageable memory unless pin_memory; the unpack hook copies it
+ * back when backward reads it. */
+static void
+save_on_cpu(SimPolicy *p)
+{
+  p->async = FALSE;
+  p->start_tensor = TRUE;
+  p->dedup = FALSE;
+  p->keep_last = 0;
+  p->scope_all = TRUE;
+  p->copy_params = TRUE;
+  p->copy_leaves = TRUE;
+  p->pinned = SIM_PINNED_PAGEABLE;
+  p->on_demand = TRUE;
+  p->prefetch = 0;
+}
+
+/* verl utils/activation_offload.py: a group per layer committed at its
+ * output, D2H on its own stream, the commit of k + 1 waits for D2H(k) and
+ * frees group k (two groups in flight), H2D(k - 1) issued at the backward
+ * commit of k, the last commit waits before the loss head; each storage
+ * once per group, parameters skipped, the last layer kept; host buffers
+ * from torch.empty(pin_memory=True), PyTorch's caching host allocator. */
+static void
+verl(SimPolicy *p)
+{
+  p->async = TRUE;
+  p->start_tensor = FALSE;
+  p->shared_stream = FALSE;
+  p->inflight_unit = SIM_INFLIGHT_GROUPS;
+  p->inflight = 2;
+  p->free_next_commit = TRUE;
+  p->on_demand = FALSE;
+  p->prefetch = 1;
+  p->head_wait = TRUE;
+  p->dedup = TRUE;
+  p->copy_params = FALSE;
+  p->keep_last = 1;
+  p->pinned = SIM_PINNED_CACHING;
+}
+
+/* TransformerEngine pytorch/cpu_offload.py: each tensor offloaded as it is
+ * saved, one stream for both directions, the forward of layer L - n + j
+ * waits for layer j's copies and layer j reloads at the backward of
+ * L - 1 - n + j (the window), at most L - 1 layers; tensors under 2^18
+ * elements and parameters stay; whole-size views replaced by their base
+ * (dedup); pinned buffers allocated per step. */
+static void
+te(SimPolicy *p)
+{
+  p->async = TRUE;
+  p->start_tensor = TRUE;
+  p->shared_stream = TRUE;
+  p->inflight_unit = SIM_INFLIGHT_WINDOW;
+  p->free_next_commit = FALSE;
+  p->on_demand = FALSE;
+  p->min_elements = TE_MIN_ELEMENTS;
+  p->copy_params = FALSE;
+  p->dedup = TRUE;
+  p->keep_last = 1;
+  p->pinned = SIM_PINNED_PER_TENSOR;
+}
+
+/* Megatron-LM pipeline_parallel/fine_grained_activation_offload.py: groups
+ * committed per module on a D2H stream, freed at copy end (record_stream),
+ * no in-flight limit by default, the next group reloaded on the H2D stream
+ * after the current one's backward, compute waits at the group's backward
+ * start; under 1M elements stay, the last group kept, no dedup, a pinned
+ * pool reused across steps. */
+static void
+megatron(SimPolicy *p)
+{
+  p->async = TRUE;
+  p->start_tensor = FALSE;
+  p->shared_stream = FALSE;
+  p->inflight_unit = SIM_INFLIGHT_GROUPS;
+  p->inflight = UNLIMITED;
+  p->free_next_commit = FALSE;
+  p->on_demand = FALSE;
+  p->prefetch = 1;
+  p->min_elements = MEGATRON_MIN_ELEMENTS;
+  p->copy_params = FALSE;
+  p->dedup = FALSE;
+  p->keep_last = 1;
+  p->pinned = SIM_PINNED_POOLED;
+}
+
+/* torchtune training/_activation_offloading.py: each saved tensor on one
+ * side stream for both directions as it is saved, each save waits for the
+ * copies five save-ids back, reload on demand when autograd unpacks
+ * (compute waits at once); under 1 KiB, parameters and the output head
+ * stay; pinned per tensor; no dedup. */
+static void
+torchtune(SimPolicy *p)
+{
+  p->async = TRUE;
+  p->start_tensor = TRUE;
+  p->shared_stream = TRUE;
+  p->inflight_unit = SIM_INFLIGHT_TENSORS;
+  p->inflight = TORCHTUNE_INFLIGHT;
+  p->on_demand = TRUE;
+  p->prefetch = 0;
+  p->min_tensor = TORCHTUNE_MIN_BYTES;
+  p->copy_params = FALSE;
+  p->dedup = FALSE;
+  p->keep_last = 0;
+  p->pinned = SIM_PINNED_PER_TENSOR;
+}
+
+/* DeepSpeed runtime/activation_checkpointing/checkpointing.py with
+ * cpu_checkpointing: every layer checkpointed, only its input moved to the
+ * host on a side stream (current; older releases use .to('cpu') on the
+ * compute stream), reloaded on demand by the recompute; a pinned pool. */
+static void
+deepspeed(SimPolicy *p)
+{
+  p->async = TRUE;
+  p->checkpoint = TRUE;
+  p->on_demand = TRUE;
+  p->prefetch = 0;
+  p->keep_last = 0;
+  p->dedup = TRUE;
+  p->pinned = SIM_PINNED_POOLED;
+}
+
+void
+sim_framework_preset(SimPolicy *p, SimFramework f)
+{
+  static void (*const presets[SIM_FRAMEWORK_COUNT])(SimPolicy *) = {
+    [SIM_FRAMEWORK_SAVE_ON_CPU] = save_on_cpu, [SIM_FRAMEWORK_VERL] = verl,           [SIM_FRAMEWORK_TE] = te,
+    [SIM_FRAMEWORK_MEGATRON] = megatron,       [SIM_FRAMEWORK_TORCHTUNE] = torchtune, [SIM_FRAMEWORK_DEEPSPEED] = deepspeed,
+  };
+  g_assert(f < SIM_FRAMEWORK_COUNT);
+  p->framework = f;
+  if (presets[f])
+    presets[f](p);
+}
+
+gboolean
+sim_framework_offloads_checkpoints(SimFramework f)
+{
+  return f == SIM_FRAMEWORK_NONE || f == SIM_FRAMEWORK_VERL || f == SIM_FRAMEWORK_DEEPSPEED;
+}

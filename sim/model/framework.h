@@ -1,0 +1,31 @@
+/* sim/model/framework.h — what each framework's offload code does, as
+ * policy options.
+ *
+ * A preset is the set of options (sim/model/policy.h) under which offsim's
+ * one lowering schedules copies the way a framework's handler does: when a
+ * copy starts (at save or after the layer), which stream it takes, what the
+ * compute stream waits for, when device memory is freed, how many copies
+ * may be in flight, whether reload is prefetched or on demand, what is
+ * filtered out and how host memory is allocated.  The values are read from
+ * each framework's code (docs/reference.md and README, "Framework
+ * presets", give the version, file and lines); a [policy.NAME] group with
+ * `framework = NAME` starts from them and every key it gives beside
+ * overrides one.  What a framework does that no option expresses is listed
+ * in the README beside its preset.
+ */
+#pragma once
+
+#include "policy.h"
+
+G_BEGIN_DECLS
+
+/* Sets every option `framework` decides on `policy` (an offload policy at
+ * its defaults); SIM_FRAMEWORK_NONE changes nothing. */
+void sim_framework_preset(SimPolicy *policy, SimFramework framework);
+
+/* Whether the framework offloads checkpoint inputs at all (verl with its
+ * checkpointing, DeepSpeed's cpu_checkpointing); the others refuse or have
+ * no such mode. */
+gboolean sim_framework_offloads_checkpoints(SimFramework framework);
+
+G_END_DECLS

@@ -1,6 +1,8 @@
 /* cli/plan.c — `offsim plan`: the hybrid planner's answer for a budget. */
 #include "cli.h"
 
+#include "schema.h"
+
 #include "error.h"
 #include "plan.h"
 #include "report.h"
@@ -134,6 +136,7 @@ plan_table(const SimScenario *s, const PlannerPlan *p, guint64 budget, guint64 a
 typedef struct {
   char *budget;
   char *format;
+  char *framework;
 } PlanOptions;
 
 static int
@@ -153,12 +156,20 @@ plan_run(const char *path, const PlanOptions *o, GError **error)
     g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "--format: plan prints table or json");
     return -1;
   }
+  /* --framework: the [policy] key's names and parser. */
+  SimPolicy probe = { 0 };
+  GError *cause = NULL;
+  if (o->framework && !sim_schema_parse(SIM_KEY_POLICY_FRAMEWORK, o->framework, &probe, &cause)) {
+    g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "--framework: %s", cause->message);
+    g_error_free(cause);
+    return -1;
+  }
   g_autoptr(SimScenario) s = sim_scenario_load_file(path, error);
   if (s == NULL)
     return -1;
   /* No plan whose peak the device cannot hold fits, whatever the budget. */
   guint64 capacity = cli_capacity(budget, s);
-  g_autoptr(PlannerPlan) p = planner_plan(s, capacity, error);
+  g_autoptr(PlannerPlan) p = planner_plan_framework(s, capacity, probe.framework, error);
   if (p == NULL)
     return -1;
   g_autofree char *text = NULL;
@@ -182,6 +193,8 @@ cli_plan_main(int argc, char **argv)
     { "budget", 'b', 0, G_OPTION_ARG_STRING, &o.budget, "Device memory budget, a size such as 45GiB (required)",
       "SIZE" },
     { "format", 'f', 0, G_OPTION_ARG_STRING, &o.format, "Output: table (default) or json", "FORMAT" },
+    { "framework", 0, 0, G_OPTION_ARG_STRING, &o.framework,
+      "Offload with this framework's schedule (save_on_cpu, verl, te, megatron, torchtune, deepspeed)", "NAME" },
     G_OPTION_ENTRY_NULL,
   };
   g_set_prgname("offsim plan");
@@ -201,5 +214,6 @@ cli_plan_main(int argc, char **argv)
   }
   g_free(o.budget);
   g_free(o.format);
+  g_free(o.framework);
   return status;
 }

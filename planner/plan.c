@@ -5,6 +5,8 @@
 #include "evaluate.h"
 #include "units.h"
 
+#include "framework.h"
+
 #include <math.h>
 #include <string.h>
 
@@ -49,6 +51,8 @@ typedef struct {
   double compute;     /* forward + backward of everything, seconds */
   guint n_actions;    /* SIM_ACTION_N_PLAIN, or SIM_ACTION_COUNT when the workload has selective tensors */
   guint64 evaluations;
+  const Option *opts; /* the schedules tried: `options`, or a framework's own */
+  guint n_opts;
 } Ctx;
 
 static gboolean
@@ -195,7 +199,7 @@ dfs(Dfs *d, guint layer)
     return;
   if (layer == c->n) {
     Eval e;
-    if (!evaluate(c, d->actions, &options[d->option], &e, d->error)) {
+    if (!evaluate(c, d->actions, &c->opts[d->option], &e, d->error)) {
       d->failed = TRUE;
       return;
     }
@@ -236,7 +240,7 @@ local_search(Ctx *c, Best *b, gboolean by_peak, GError **error)
         if (by_peak ? (gint64)mem > b->eval.peak : mem > c->budget || time >= b->eval.step)
           continue;
         Eval e;
-        if (!evaluate(c, trial, &options[b->option], &e, error))
+        if (!evaluate(c, trial, &c->opts[b->option], &e, error))
           return FALSE;
         if ((by_peak || (guint64)e.peak <= c->budget) && better(b, &e, by_peak)) {
           best_take(b, c, trial, b->option, &e);
@@ -284,7 +288,7 @@ search(Ctx *c, Best *best, gboolean by_peak, GError **error)
 {
   if (c->n <= PLANNER_EXACT_LAYERS) {
     g_autofree SimAction *actions = g_new0(SimAction, c->n);
-    for (guint o = 0; o < N_OPTIONS; o++) {
+    for (guint o = 0; o < c->n_opts; o++) {
       Dfs d = { c, actions, o, by_peak, best, error, FALSE };
       dfs(&d, 0);
       if (d.failed)
@@ -297,9 +301,9 @@ search(Ctx *c, Best *best, gboolean by_peak, GError **error)
   }
   /* Seeds under every option; then local search from the best two. */
   g_autoptr(GPtrArray) list = seeds(c);
-  Best per_option[N_OPTIONS];
-  g_autofree SimAction *storage = g_new0(SimAction, c->n * N_OPTIONS);
-  for (guint o = 0; o < N_OPTIONS; o++) {
+  Best per_option[G_N_ELEMENTS(options)];
+  g_autofree SimAction *storage = g_new0(SimAction, c->n * c->n_opts);
+  for (guint o = 0; o < c->n_opts; o++) {
     per_option[o] = (Best){ storage + o * c->n, o, { 0, 0 }, FALSE };
     for (guint k = 0; k < list->len; k++) {
       const SimAction *a = g_ptr_array_index(list, k);
@@ -309,7 +313,7 @@ search(Ctx *c, Best *best, gboolean by_peak, GError **error)
       if (!by_peak && mem > c->budget)
         continue;
       Eval e;
-      if (!evaluate(c, a, &options[o], &e, error))
+      if (!evaluate(c, a, &c->opts[o], &e, error))
         return FALSE;
       if ((by_peak || (guint64)e.peak <= c->budget) && better(&per_option[o], &e, by_peak))
         best_take(&per_option[o], c, a, o, &e);
@@ -317,7 +321,7 @@ search(Ctx *c, Best *best, gboolean by_peak, GError **error)
   }
   for (guint round = 0; round < 2; round++) {
     int pick = -1;
-    for (guint o = 0; o < N_OPTIONS; o++)
+    for (guint o = 0; o < c->n_opts; o++)
       if (per_option[o].found && (pick < 0 || better(&per_option[pick], &per_option[o].eval, by_peak)))
         pick = (int)o;
     if (pick < 0)
@@ -376,7 +380,10 @@ char *
 planner_plan_format_policy(const SimPolicy *policy)
 {
   GString *out = g_string_new(NULL);
-  g_string_append_printf(out, "[policy.%s]\nkind = plan\nmode = %s\n", policy->name, policy->async ? "async" : "sync");
+  g_string_append_printf(out, "[policy.%s]\nkind = plan\n", policy->name);
+  if (policy->framework != SIM_FRAMEWORK_NONE)
+    g_string_append_printf(out, "framework = %s\n", sim_framework_names[policy->framework]);
+  g_string_append_printf(out, "mode = %s\n", policy->async ? "async" : "sync");
   if (policy->async)
     g_string_append_printf(out, "prefetch = %u\ninflight = %u\n", policy->prefetch, policy->inflight);
   g_string_append_printf(out, "dedup = %s\nactions = ", policy->dedup ? "true" : "false");
@@ -416,17 +423,24 @@ static SimPolicy *
 plan_policy(const Ctx *c, const Best *b)
 {
   SimPolicy *p = sim_scenario_policy_new("plan", SIM_POLICY_PLAN);
+  sim_framework_preset(p, c->policy->framework);
+  p->dedup = c->policy->dedup;
   p->actions = g_array_sized_new(FALSE, FALSE, sizeof(SimAction), c->n);
   g_array_append_vals(p->actions, b->actions, c->n);
-  p->async = options[b->option].async;
-  p->prefetch = options[b->option].prefetch;
-  p->inflight = options[b->option].inflight;
-  p->dedup = TRUE;
+  p->async = c->opts[b->option].async;
+  p->prefetch = c->opts[b->option].prefetch;
+  p->inflight = c->opts[b->option].inflight;
   return p;
 }
 
 PlannerPlan *
 planner_plan(const SimScenario *s, guint64 budget, GError **error)
+{
+  return planner_plan_framework(s, budget, SIM_FRAMEWORK_NONE, error);
+}
+
+PlannerPlan *
+planner_plan_framework(const SimScenario *s, guint64 budget, SimFramework framework, GError **error)
 {
   g_autoptr(SimEvaluator) evaluator = sim_evaluate_new();
   g_autoptr(SimPolicy) scratch = sim_scenario_policy_new("plan", SIM_POLICY_PLAN);
@@ -434,7 +448,21 @@ planner_plan(const SimScenario *s, guint64 budget, GError **error)
   scratch->actions = g_array_sized_new(FALSE, TRUE, sizeof(SimAction), n);
   g_array_set_size(scratch->actions, n);
   scratch->dedup = TRUE;
-  Ctx c = { .s = s, .n = n, .budget = budget, .evaluator = evaluator, .policy = scratch };
+  /* A framework's offloads run its own schedule: the one option tried. */
+  sim_framework_preset(scratch, framework);
+  if (scratch->min_elements && !sim_workload_elements_known(s->workload)) {
+    g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT,
+                "%s filters by element count, and explicit [model] layers have no element type",
+                sim_framework_names[framework]);
+    return NULL;
+  }
+  Option own = { scratch->async, scratch->prefetch, scratch->inflight };
+  Ctx c = { .s = s, .n = n, .budget = budget, .evaluator = evaluator, .policy = scratch, .opts = options,
+            .n_opts = N_OPTIONS };
+  if (framework != SIM_FRAMEWORK_NONE) {
+    c.opts = &own;
+    c.n_opts = 1;
+  }
   layer_costs(&c);
   g_autofree LayerCost *costs = c.cost; /* freed with the plan's context */
   (void)costs;
@@ -471,12 +499,12 @@ planner_plan(const SimScenario *s, guint64 budget, GError **error)
     guint64 kept = c.cost[i].keep[best.actions[i]], all = c.cost[i].keep[SIM_ACTION_KEEP];
     note.bytes_saved = all > kept ? all - kept : 0;
     note.exposed_if_offloaded_ms = NAN;
-    if (c.cost[i].useful[SIM_ACTION_OFFLOAD] && options[best.option].async) {
+    if (c.cost[i].useful[SIM_ACTION_OFFLOAD] && c.opts[best.option].async) {
       Eval with, without;
       trial[i] = SIM_ACTION_OFFLOAD;
-      gboolean ok = evaluate(&c, trial, &options[best.option], &with, error);
+      gboolean ok = evaluate(&c, trial, &c.opts[best.option], &with, error);
       trial[i] = SIM_ACTION_KEEP;
-      ok = ok && evaluate(&c, trial, &options[best.option], &without, error);
+      ok = ok && evaluate(&c, trial, &c.opts[best.option], &without, error);
       trial[i] = best.actions[i];
       if (!ok)
         return NULL;

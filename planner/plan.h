@@ -84,6 +84,12 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(PlannerPlan, planner_plan_free)
 /* Plans `scenario` under `budget` bytes of device memory. */
 PlannerPlan *planner_plan(const SimScenario *scenario, guint64 budget, GError **error);
 
+/* The same with `framework`'s schedule (sim/model/framework.h) for every
+ * offloaded layer, the one schedule tried (SIM_FRAMEWORK_NONE: the
+ * options above); the plan's policy says `framework = NAME`. */
+PlannerPlan *planner_plan_framework(const SimScenario *scenario, guint64 budget, SimFramework framework,
+                                    GError **error);
+
 /* "[policy.plan]\nkind = plan\nactions = ...\n...": pasteable into a scenario. */
 char *planner_plan_format_policy(const SimPolicy *policy);
 

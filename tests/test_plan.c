@@ -289,6 +289,41 @@ START_TEST(plan_cli_json_and_exit_codes)
 }
 END_TEST
 
+/* A framework's schedule as the plan's offload mode: the policy it prints
+ * names it and, loaded back, runs to the same figures. */
+START_TEST(plan_with_a_framework_schedule)
+{
+  g_autoptr(SimScenario) s = small_model(6, TRUE, links[0]);
+  g_autoptr(SimResult) resident = test_evaluate(s, "resident");
+  guint64 budget = s->workload->static_bytes + (guint64)(0.6 * (double)(resident->peak_device.bytes -
+                                                                         (gint64)s->workload->static_bytes));
+  g_autoptr(GError) error = NULL;
+  g_autoptr(PlannerPlan) p = planner_plan_framework(s, budget, SIM_FRAMEWORK_VERL, &error);
+  ck_assert_msg(p != NULL, "%s", error ? error->message : "");
+  ck_assert_int_eq(p->policy->framework, SIM_FRAMEWORK_VERL);
+  ck_assert(p->policy->free_next_commit && p->policy->head_wait && p->policy->async);
+  g_autofree char *ini = planner_plan_format_policy(p->policy);
+  ck_assert_ptr_nonnull(strstr(ini, "framework = verl\n"));
+  g_autoptr(SimResult) again = NULL;
+  {
+    g_autofree char *text = g_strconcat("[device]\nmemory = 80GiB\n", links[0], "[model]\nlayers = 6\nforward = 1ms\n"
+                                        "input = 2MB\ntensors = attn:20MB, mlp:30MB, mask:1MB:keep\nstatic = 100MB\n"
+                                        "workspace = 5MB\n[layer.1]\nforward = 3ms\ntensors = big:120MB\n"
+                                        "[layer.2]\nforward = 0.2ms\nbackward = 0.4ms\ntensors = a:60MB, b:5MB\n"
+                                        "[layer.4]\ninput = 30MB\n", ini, NULL);
+    g_autoptr(SimScenario) back = test_scenario_from_text(text);
+    again = test_evaluate(back, "plan");
+  }
+  ck_assert_close(again->step_ms, p->result->step_ms, 1e-12);
+  ck_assert_int_eq(again->peak_device.bytes, p->result->peak_device.bytes);
+  /* TransformerEngine's filter counts elements: explicit layers cannot say them. */
+  g_autoptr(GError) te_error = NULL;
+  g_autoptr(PlannerPlan) te = planner_plan_framework(s, budget, SIM_FRAMEWORK_TE, &te_error);
+  ck_assert_ptr_null(te);
+  ck_assert_ptr_nonnull(strstr(te_error->message, "element"));
+}
+END_TEST
+
 static Suite *
 plan_suite(void)
 {
@@ -296,6 +331,7 @@ plan_suite(void)
   TCase *tc = tcase_create("planner");
   tcase_set_timeout(tc, 600);
   tcase_add_test(tc, plan_equals_the_best_of_every_plan_on_small_models);
+  tcase_add_test(tc, plan_with_a_framework_schedule);
   tcase_add_test(tc, plan_beats_or_ties_every_fixed_policy_on_the_presets);
   tcase_add_test(tc, plan_is_exact_at_nine_unequal_layers);
   tcase_add_test(tc, infeasible_budget_reports_the_smallest_feasible_one);

@@ -139,6 +139,16 @@ nn.Linear are not nn.Parameter objects), skipped saved tensors by reason.
 On CPU a "host" tensor is one the harness made, or a 0-dim int64 (the
 SDPA stand-in's philox seed and offset, which live in host memory on CUDA).
 
+What the CPU runs found (printed as "finding:" lines, pinned by
+tests/frameworks_test.py): verl's dedup key joins SDPA's output (saved as a
+transposed (batch, heads, seq, dim) view) and o_proj's input (a (tokens,
+hidden) view of the same storage at the same offset); the reload rebuilds the
+second with .view(shape) of the first's contiguous copy, and the o_proj
+weight gradients of the offloaded layers come out wrong.  torchtune copies
+weights: nn.Linear saves weight.t(), a view that is no nn.Parameter.
+Megatron's gradients are within rounding of resident, not bit for bit, even
+with nothing copied (its identity functions reorder gradient accumulation).
+
 Simplified everywhere: one micro-batch, no FSDP / tensor or pipeline
 parallelism, no CUDA graphs, fp8 or quantized tensors; stream waits and
 events are the frameworks' own, but the harness cannot reproduce the host

@@ -8,14 +8,21 @@
 #      qwen1.5b: eight times its activations), each writing the scenario of
 #      what it ran, including the measured profile;
 #   4. offsim compare on each of those scenarios;
-#   5. the table, printed last: workload, policy, measured against predicted
+#   5. frameworks.py: the six framework handlers (save_on_cpu, verl, TE,
+#      Megatron, torchtune, DeepSpeed) on real CUDA streams and events, one
+#      step each of tests/data/hf/configs/qwen2-fw.json, with the offsim
+#      scenario of that workload (OUTDIR/frameworks.{json,ini,txt}) and
+#      offsim compare on it where the build's offsim reads `framework =`;
+#   6. the table, printed last: workload, policy, measured against predicted
 #      step time and peak memory, error in percent (OUTDIR/table.txt).
 # Every log, JSON and scenario stays in OUTDIR.
 #
 # --dry-run needs no GPU: it builds (OFFSIM_CUDA=AUTO: offsim-calib too where
 # nvcc exists), compiles every Python file, runs ground_truth.py --device cpu
-# at its tiny size, offsim on that scenario with the bundled H100 profile, and
-# prints the same table, labelled as a dry run: CPU timings are no measurement.
+# at its tiny size and frameworks.py --device cpu at a small size (stand-in
+# streams: counts only), offsim on the scenarios with the bundled H100
+# profile, and prints the same tables, labelled as a dry run: CPU timings are
+# no measurement.
 #
 # Usage: run-on-gpu.sh [--dry-run] [--quick-calib] [--build-dir DIR] OUTDIR
 #   --quick-calib    offsim-calib --quick (under a minute) instead of the full run
@@ -138,6 +145,28 @@ for preset in "${presets[@]}"; do
   pairs+=("$out/truth-$preset.json" "$out/predicted-$preset.json")
 done
 
-# 5. The table, last.
+# 5. The framework handlers.  GPU: bf16 at batch 66 x 256 (the filters' sizes:
+# some tensors above and some below TE's 2^18 and Megatron's 2^20 elements).
+# Dry run: fp32 at 4 x 64 on CPU with the filters scaled to that size.
+if [ $dry_run = 1 ]; then
+  fw_args=(--device cpu --batch 4 --seq 64 --te-min 16384 --megatron-min 8192 --check)
+else
+  fw_args=(--device cuda --dtype bf16 --batch 66 --seq 256)
+fi
+log "frameworks.py ${fw_args[*]}"
+stage 240 "$out/frameworks.log" "$PYTHON" "$src/gpu_calib/frameworks.py" "${fw_args[@]}" \
+  --out "$out/frameworks.json" --write-scenario "$out/frameworks.ini" --profile "$profile"
+grep '^|\|^[a-z_]*: kept\|finding' "$out/frameworks.log" >"$out/frameworks.txt" || true
+# offsim reads `framework =` once the presets are in; until then it names the key.
+if "$offsim" compare "$out/frameworks.ini" >"$out/frameworks-predicted.txt" 2>"$out/frameworks-predicted.err"; then
+  log "offsim compare on the frameworks scenario: $out/frameworks-predicted.txt"
+else
+  log "offsim cannot read the frameworks scenario yet: $(head -n 1 "$out/frameworks-predicted.err")"
+fi
+
+# 6. The tables, last.
 log "done in $((SECONDS - start)) s; everything is in $out"
+echo "frameworks.py ${fw_args[*]}$([ $dry_run = 1 ] && echo ' (dry run: CPU stand-in streams, counts only)'):"
+cat "$out/frameworks.txt"
+if [ -s "$out/frameworks-predicted.txt" ]; then cat "$out/frameworks-predicted.txt"; fi
 "$PYTHON" "$src/gpu_calib/compare_table.py" "${pairs[@]}" | tee "$out/table.txt"

@@ -352,6 +352,32 @@ START_TEST(impossible_combinations_are_named)
 }
 END_TEST
 
+/* The README's table of every preset on one Llama-3.1-8B step is what the
+ * program gives, cell by cell. */
+START_TEST(readme_framework_table_is_the_program)
+{
+  g_auto(GStrv) lines = NULL;
+  guint at = test_readme_table("| Llama-3.1-8B step |", &lines);
+  g_autoptr(SimScenario) s = test_scenario_file_set(OFFSIM_SCENARIOS "/frameworks/llama-3.1-8b.ini", NULL);
+  guint rows = 0;
+  for (guint row = at + 2; lines[row] && lines[row][0] == '|'; row++, rows++) {
+    g_auto(GStrv) cells = g_strsplit(lines[row], "|", -1);
+    g_autofree char *name = g_strstrip(g_strdup(cells[1]));
+    name[strlen(name) - 1] = '\0'; /* `name` */
+    g_autoptr(SimResult) r = test_evaluate(s, name + 1);
+    const double gib = 1073741824.0;
+    g_autofree char *want = g_strdup_printf("%.1f|%.1f|%.2f|%.2f|%.2f|%u", r->step_ms, r->exposed_transfer_ms,
+                                            (double)r->peak_device.bytes / gib, (double)r->peak_host.bytes / gib,
+                                            (double)r->d2h_bytes / gib, r->d2h_copies);
+    g_autofree char *got = g_strdup_printf("%s|%s|%s|%s|%s|%s", g_strstrip(cells[2]), g_strstrip(cells[3]),
+                                           g_strstrip(cells[4]), g_strstrip(cells[5]), g_strstrip(cells[6]),
+                                           g_strstrip(cells[7]));
+    ck_assert_msg(strcmp(want, got) == 0, "README, %s: %s, the program %s", name + 1, got, want);
+  }
+  ck_assert_uint_eq(rows, s->policies->len);
+}
+END_TEST
+
 static Suite *
 schedules_suite(void)
 {
@@ -369,6 +395,7 @@ schedules_suite(void)
   tcase_add_test(c, min_elements_by_element_type);
   tcase_add_test(c, presets_and_overrides);
   tcase_add_test(c, impossible_combinations_are_named);
+  tcase_add_test(c, readme_framework_table_is_the_program);
   suite_add_tcase(s, c);
   return s;
 }

@@ -34,6 +34,20 @@
  *          the forward/backward boundary for the top layers) and never before
  *          layer j's own d2h is done; the backward of j waits for it.
  *   dedup: each saved storage copied once, or once per saved reference.
+ *   start = tensor: the forward is one op per copied tensor (its time shared
+ *          by the bytes each piece saves) and each copy is issued as soon
+ *          as its tensor is saved; with inflight_unit = tensors each save
+ *          waits for the copy `inflight` saves back.
+ *   streams = shared: reloads go on the d2h stream, behind every offload.
+ *   inflight_unit = window: with n of L layers offloading, inflight = L - n
+ *          and prefetch = L - 1 - n (TransformerEngine).
+ *   free = next-commit: sources stay until the next group's forward ends,
+ *          which waits for their copies and frees them (verl).
+ *   reload = on-demand: prefetch 0, each group asks when its backward is due.
+ *   head_wait: the head's forward waits for the last offload.
+ *   recompute+offload: full recompute whose kept input travels like an
+ *          offloaded tensor.
+ *   pinned = caching: host blocks rounded up to a power of two.
  *   pinned = per-tensor: each offloaded tensor first pays host_alloc on the
  *          compute stream (cudaHostAlloc blocks the issuing thread and
  *          synchronises, so it cannot hide under copies).

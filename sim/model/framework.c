@@ -121,7 +121,8 @@ torchtune(SimPolicy *p)
 /* DeepSpeed runtime/activation_checkpointing/checkpointing.py with
  * cpu_checkpointing: every layer checkpointed, only its input moved to the
  * host on a side stream (current; older releases use .to('cpu') on the
- * compute stream), reloaded on demand by the recompute; a pinned pool. */
+ * compute stream) but the last layer's, reloaded on demand by the
+ * recompute; a pinned pool. */
 static void
 deepspeed(SimPolicy *p)
 {
@@ -129,7 +130,7 @@ deepspeed(SimPolicy *p)
   p->checkpoint = TRUE;
   p->on_demand = TRUE;
   p->prefetch = 0;
-  p->keep_last = 0;
+  p->keep_last = 1; /* the last layer's input stays (keep_last_count) */
   p->dedup = TRUE;
   p->pinned = SIM_PINNED_POOLED;
 }

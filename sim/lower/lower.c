@@ -251,12 +251,28 @@ tensor_label(const Lower *l, guint g, guint k)
   return l->labels[l->first[g] + k];
 }
 
+/* How a policy's copies treat memory, read once per group: the lowering
+ * writes the program's arrays, which the compiler cannot prove do not
+ * alias the policy, so per-copy reads of it would be reloads. */
+typedef struct {
+  gboolean pageable;     /* copies at pageable_factor */
+  gboolean round;        /* host blocks rounded up to a power of two (pinned = caching) */
+  gboolean free_at_end;  /* an offloaded source is freed when its copy ends (free = copy-end) */
+} CopyMode;
+
+static inline CopyMode
+copy_mode(const Lower *l)
+{
+  const SimPolicy *p = l->policy;
+  return (CopyMode){ p->pinned == SIM_PINNED_PAGEABLE, p->pinned == SIM_PINNED_CACHING, !p->free_next_commit };
+}
+
 /* What the host holds for a copy of `bytes`: PyTorch's caching host
  * allocator rounds every block up to a power of two. */
 static inline gint64
-host_bytes(const Lower *l, guint64 bytes)
+host_bytes(CopyMode m, guint64 bytes)
 {
-  if (l->policy->pinned != SIM_PINNED_CACHING || bytes == 0)
+  if (!m.round || bytes == 0)
     return (gint64)bytes;
   guint64 b = 1;
   while (b < bytes)
@@ -277,18 +293,17 @@ workspace(const Lower *l, guint32 op, guint64 bytes, gint32 i)
  * and under free = next-commit the commit frees it) and each copy's host
  * buffer when it ends (in: each reload of a reference is its own device
  * tensor, freed by the backward). */
-static void
-emit_tensor_copies(const Lower *l, gint32 index, SimDir dir, guint32 stream, guint64 size, guint n, guint32 label,
-                   gboolean frees_source)
+/* Inlined: it runs for every copied tensor of every candidate plan. */
+G_ALWAYS_INLINE static inline void
+emit_tensor_copies(SimProgram *p, CopyMode m, gint32 index, SimDir dir, guint32 stream, guint64 size, guint n,
+                   guint32 label, gboolean frees_source)
 {
-  SimProgram *p = l->p;
-  gboolean pageable = l->policy->pinned == SIM_PINNED_PAGEABLE;
-  gint64 bytes = (gint64)size, host = host_bytes(l, size);
+  gint64 bytes = (gint64)size, host = host_bytes(m, size);
   for (guint c = 0; c < n; c++) {
-    guint32 op = sim_program_copy_inline(p, stream, dir, size, pageable, index, label);
+    guint32 op = sim_program_copy_inline(p, stream, dir, size, m.pageable, index, label);
     if (dir == SIM_DIR_D2H) {
       sim_program_mem_inline(p, op, SIM_AT_START, SIM_POOL_HOST, host, label, index);
-      if (c + 1 == n && frees_source && !l->policy->free_next_commit)
+      if (c + 1 == n && frees_source && m.free_at_end)
         sim_program_mem_inline(p, op, SIM_AT_END, SIM_POOL_DEVICE, -bytes, label, index);
     } else {
       sim_program_mem_inline(p, op, SIM_AT_START, SIM_POOL_DEVICE, bytes, label, index);
@@ -306,12 +321,16 @@ emit_copies(const Lower *l, guint g, SimDir dir, guint32 stream)
   const guint32 *labels = &l->labels[l->first[g]];
   const guint8 *fates = &l->fates[l->first[g]];
   gint32 index = group_index(l, g);
+  CopyMode m = copy_mode(l);
+  guint per_reference = l->policy->dedup ? 0 : 1;
+  SimProgram *p = l->p;
   if (action_at(l, g) == SIM_ACTION_RECOMPUTE_OFFLOAD)
-    emit_tensor_copies(l, index, dir, stream, layer->input_bytes, 1, l->label_input, TRUE);
+    emit_tensor_copies(p, m, index, dir, stream, layer->input_bytes, 1, l->label_input, TRUE);
   for (guint k = 0; k < layer->tensors->len; k++) {
     const SimTensor *t = &g_array_index(layer->tensors, SimTensor, k);
     if (travels((Fate)fates[k]))
-      emit_tensor_copies(l, index, dir, stream, t->bytes, copies_of(l, t), labels[k], fates[k] == FATE_OFFLOAD);
+      emit_tensor_copies(p, m, index, dir, stream, t->bytes, per_reference ? MAX(t->refs, 1u) : 1, labels[k],
+                         fates[k] == FATE_OFFLOAD);
   }
 }
 
@@ -555,16 +574,16 @@ emit_forward_by_tensor(Lower *l, guint i)
     }
     const SimTensor *t = &g_array_index(layer->tensors, SimTensor, k);
     if (!l->policy->async) {
-      emit_tensor_copies(l, (gint32)i, SIM_DIR_D2H, SIM_LOWER_STREAM_COMPUTE, t->bytes, copies_of(l, t), labels[k],
-                         fates[k] == FATE_OFFLOAD);
+      emit_tensor_copies(p, copy_mode(l), (gint32)i, SIM_DIR_D2H, SIM_LOWER_STREAM_COMPUTE, t->bytes,
+                         copies_of(l, t), labels[k], fates[k] == FATE_OFFLOAD);
     } else {
       if (l->policy->inflight_unit == SIM_INFLIGHT_TENSORS && l->saved->len >= l->inflight)
         sim_program_wait(p, SIM_LOWER_STREAM_COMPUTE, g_array_index(l->saved, guint32, l->saved->len - l->inflight));
       guint32 saved = sim_program_add_event(p, l->label_saved, (gint32)i);
       sim_program_record(p, SIM_LOWER_STREAM_COMPUTE, saved);
       sim_program_wait(p, SIM_LOWER_STREAM_D2H, saved);
-      emit_tensor_copies(l, (gint32)i, SIM_DIR_D2H, SIM_LOWER_STREAM_D2H, t->bytes, copies_of(l, t), labels[k],
-                         fates[k] == FATE_OFFLOAD);
+      emit_tensor_copies(p, copy_mode(l), (gint32)i, SIM_DIR_D2H, SIM_LOWER_STREAM_D2H, t->bytes, copies_of(l, t),
+                         labels[k], fates[k] == FATE_OFFLOAD);
       guint32 done = sim_program_add_event(p, l->label_offloaded, (gint32)i);
       sim_program_record(p, SIM_LOWER_STREAM_D2H, done);
       g_array_append_val(l->saved, done);

@@ -18,4 +18,8 @@ G_BEGIN_DECLS
  * made `run`. */
 GArray *sim_run_live_at_peak(const SimRun *run, const SimProgram *program, SimPool pool);
 
+/* Test-only.  The most cells of the dense live table (default 4 Mi): 0
+ * makes every replay take the column-by-column path that large models take. */
+void sim_engine_set_live_dense_cells(gsize cells);
+
 G_END_DECLS

@@ -283,6 +283,48 @@ seeds(const Ctx *c)
   return list;
 }
 
+/* The plan "the first m layers take action a, the rest keep". */
+static void
+prefix_plan(const Ctx *c, SimAction a, guint m, SimAction *out)
+{
+  for (guint i = 0; i < c->n; i++)
+    out[i] = i < m ? a : SIM_ACTION_KEEP;
+}
+
+/* For each plain action, the smallest m whose prefix plan fits the budget
+ * (the peak falls as m grows, so bisection; by peak: m = L), evaluated
+ * under schedule `o` into `b`. */
+static gboolean
+bisect_prefixes(Ctx *c, Best *b, guint o, gboolean by_peak, GError **error)
+{
+  g_autofree SimAction *trial = g_new(SimAction, c->n);
+  for (guint a = SIM_ACTION_OFFLOAD; a < SIM_ACTION_N_PLAIN; a++) {
+    guint lo = 1, hi = c->n;
+    if (!by_peak) {
+      while (lo < hi) {
+        guint mid = lo + (hi - lo) / 2;
+        prefix_plan(c, (SimAction)a, mid, trial);
+        Eval e;
+        if (!evaluate(c, trial, &c->opts[o], &e, error))
+          return FALSE;
+        if ((guint64)e.peak <= c->budget)
+          hi = mid;
+        else
+          lo = mid + 1;
+      }
+    } else {
+      lo = c->n;
+    }
+    prefix_plan(c, (SimAction)a, lo, trial);
+    Eval e;
+    if (!evaluate(c, trial, &c->opts[o], &e, error))
+      return FALSE;
+    if ((by_peak || (guint64)e.peak <= c->budget) && better(b, &e, by_peak))
+      best_take(b, c, trial, o, &e);
+  }
+  return TRUE;
+}
+
 static gboolean
 search(Ctx *c, Best *best, gboolean by_peak, GError **error)
 {
@@ -318,6 +360,18 @@ search(Ctx *c, Best *best, gboolean by_peak, GError **error)
       if ((by_peak || (guint64)e.peak <= c->budget) && better(&per_option[o], &e, by_peak))
         best_take(&per_option[o], c, a, o, &e);
     }
+  }
+  /* Past PLANNER_LOCAL_LAYERS a sweep of one-layer moves costs layers x
+   * layers: instead, for each schedule and plain action, the fewest first
+   * layers that take it and fit, found by bisection (log L evaluations). */
+  if (c->n > PLANNER_LOCAL_LAYERS) {
+    for (guint o = 0; o < c->n_opts; o++)
+      if (!bisect_prefixes(c, &per_option[o], o, by_peak, error))
+        return FALSE;
+    for (guint o = 0; o < c->n_opts; o++)
+      if (per_option[o].found && better(best, &per_option[o].eval, by_peak))
+        best_take(best, c, per_option[o].actions, o, &per_option[o].eval);
+    return TRUE;
   }
   for (guint round = 0; round < 2; round++) {
     int pick = -1;
@@ -499,7 +553,9 @@ planner_plan_framework(const SimScenario *s, guint64 budget, SimFramework framew
     guint64 kept = c.cost[i].keep[best.actions[i]], all = c.cost[i].keep[SIM_ACTION_KEEP];
     note.bytes_saved = all > kept ? all - kept : 0;
     note.exposed_if_offloaded_ms = NAN;
-    if (c.cost[i].useful[SIM_ACTION_OFFLOAD] && c.opts[best.option].async) {
+    /* Two evaluations per layer: past PLANNER_LOCAL_LAYERS that is the
+     * quadratic step, and the note is left unknown (NAN, printed "-"). */
+    if (c.cost[i].useful[SIM_ACTION_OFFLOAD] && c.opts[best.option].async && n <= PLANNER_LOCAL_LAYERS) {
       Eval with, without;
       trial[i] = SIM_ACTION_OFFLOAD;
       gboolean ok = evaluate(&c, trial, &c.opts[best.option], &with, error);

@@ -25,6 +25,10 @@
  *     checkpointing), then improved by local search (one layer's action at
  *     a time, best improvement first) until nothing improves.  It never
  *     returns worse than a fixed policy that fits.
+ *   - past PLANNER_LOCAL_LAYERS layers the local search (layers x layers
+ *     evaluations) is replaced by prefix plans, "the first m layers
+ *     offload / recompute / recompute+offload", m found by bisection for
+ *     each schedule: O(log L) evaluations of O(L) each;
  *   - generated transformers add selective and selective+offload moves.
  *
  * Schedule options tried: async with prefetch 1 and 2 (inflight 2), async
@@ -45,6 +49,9 @@ G_BEGIN_DECLS
 
 #define PLANNER_EXACT_LAYERS 10
 #define PLANNER_EXACT_LAYERS_ALL 8
+/* Past this many layers no one-layer local search (layers x layers
+ * evaluations): prefix plans found by bisection instead. */
+#define PLANNER_LOCAL_LAYERS 256
 
 /* A copy schedule the planner tries for offloaded layers. */
 typedef struct {

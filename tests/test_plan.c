@@ -289,6 +289,32 @@ START_TEST(plan_cli_json_and_exit_codes)
 }
 END_TEST
 
+/* Past PLANNER_LOCAL_LAYERS no step of the search is quadratic: at 10,000
+ * layers the planner evaluates a number of plans that grows with log L
+ * (seeds and bisections per schedule), not with L, and the plan fits. */
+START_TEST(plan_of_10000_layers_is_not_quadratic)
+{
+  guint64 evaluations[2];
+  const guint layers[2] = { 1000, 10000 };
+  for (guint k = 0; k < 2; k++) {
+    g_autofree char *text = g_strdup_printf("[device]\nmemory = 80GiB\n[link]\nh2d_bandwidth = 20GB/s\n"
+                                            "d2h_bandwidth = 20GB/s\n[model]\nlayers = %u\nforward = 1ms\n"
+                                            "input = 2MB\ntensors = a:2MB, b:3MB\nstatic = 100MB\n", layers[k]);
+    g_autoptr(SimScenario) s = test_scenario_from_text(text);
+    guint64 budget = 100000000ULL + (guint64)layers[k] * 2500000ULL; /* half the activations */
+    g_autoptr(GError) error = NULL;
+    g_autoptr(PlannerPlan) p = planner_plan(s, budget, &error);
+    ck_assert_msg(p != NULL, "%s", error ? error->message : "");
+    ck_assert(p->feasible);
+    ck_assert((guint64)p->result->peak_device.bytes <= budget);
+    evaluations[k] = p->evaluations;
+  }
+  /* Ten times the layers: a few more bisection steps, not ten times the plans. */
+  ck_assert_msg(evaluations[1] < evaluations[0] + 100, "%" G_GUINT64_FORMAT " then %" G_GUINT64_FORMAT " evaluations",
+                evaluations[0], evaluations[1]);
+}
+END_TEST
+
 /* A framework's schedule as the plan's offload mode: the policy it prints
  * names it and, loaded back, runs to the same figures. */
 START_TEST(plan_with_a_framework_schedule)
@@ -332,6 +358,7 @@ plan_suite(void)
   tcase_set_timeout(tc, 600);
   tcase_add_test(tc, plan_equals_the_best_of_every_plan_on_small_models);
   tcase_add_test(tc, plan_with_a_framework_schedule);
+  tcase_add_test(tc, plan_of_10000_layers_is_not_quadratic);
   tcase_add_test(tc, plan_beats_or_ties_every_fixed_policy_on_the_presets);
   tcase_add_test(tc, plan_is_exact_at_nine_unequal_layers);
   tcase_add_test(tc, infeasible_budget_reports_the_smallest_feasible_one);

@@ -291,6 +291,13 @@ resolve_transformer(const SimConfigGroup *g, SimTransformer *t, gboolean *kv_der
     if (k->group == SIM_GROUP_TRANSFORMER && k->offset != SIM_SCHEMA_BY_HAND && e)
       sim_schema_parse((SimKeyId)id, e->value, t, NULL);
   }
+  /* What follows ops unless given, as the loader derives it. */
+  SimTransformer follows = *t;
+  sim_transformer_follow_ops(&follows);
+  if (!sim_config_lookup(g, sim_schema_key(SIM_KEY_TRANSFORMER_GRADS)->key))
+    t->grads_kept = follows.grads_kept;
+  if (!sim_config_lookup(g, sim_schema_key(SIM_KEY_TRANSFORMER_ATTENTION)->key))
+    t->attention = follows.attention;
   gboolean heads = sim_config_lookup(g, "heads") != NULL, hidden = sim_config_lookup(g, "hidden") != NULL;
   *kv_derived = !sim_config_lookup(g, "kv_heads") && (!hf || heads);
   *dim_derived = !sim_config_lookup(g, "head_dim") && (!hf || hidden || heads);
@@ -324,7 +331,8 @@ show_transformer(Show *s, const SimConfigGroup *g)
     if (given_line(s, g, k->key))
       continue;
     g_autofree char *mine = NULL;
-    if ((id == SIM_KEY_TRANSFORMER_KV_HEADS && kv_derived) || (id == SIM_KEY_TRANSFORMER_HEAD_DIM && dim_derived)) {
+    if ((id == SIM_KEY_TRANSFORMER_KV_HEADS && kv_derived) || (id == SIM_KEY_TRANSFORMER_HEAD_DIM && dim_derived) ||
+        id == SIM_KEY_TRANSFORMER_GRADS || id == SIM_KEY_TRANSFORMER_ATTENTION) {
       mine = derived((SimKeyId)id);
     } else if (hf) {
       /* What the config.json changed, or gave where there is no default. */
@@ -356,6 +364,10 @@ show_policy(Show *s, const SimConfigGroup *g, const SimPolicy *p)
     if (g == NULL) {
       if (k->offset != SIM_SCHEMA_BY_HAND)
         field_line(s, (SimKeyId)id, p, "(the default set: the scenario has no [policy.*] group)");
+    } else if (p->framework != SIM_FRAMEWORK_NONE && k->offset != SIM_SCHEMA_BY_HAND) {
+      /* A preset decides every field it is not overridden in: its value, as loaded. */
+      g_autofree char *from = g_strdup_printf("(preset: framework = %s)", sim_framework_names[p->framework]);
+      field_line(s, (SimKeyId)id, p, from);
     } else if (id == SIM_KEY_POLICY_LAYERS) {
       line(s, k->key, "all", "(default)");
     } else if (k->fallback) {

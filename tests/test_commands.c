@@ -61,13 +61,26 @@ START_TEST(show_output_loads_as_the_same_scenario)
   for (const char *name; (name = g_dir_read_name(d));)
     if (g_str_has_suffix(name, ".ini"))
       g_ptr_array_add(scenarios, g_build_filename(OFFSIM_SCENARIOS, name, NULL));
-  ck_assert_uint_ge(scenarios->len, 7);
+  /* and those of the README's tables, whose policies are presets and derived keys */
+  static const char *const sub[] = { "ops/qwen2.5-0.5b-layer.ini", "ops/qwen2.5-0.5b-step.ini",
+                                     "frameworks/llama-3.1-8b.ini" };
+  for (guint k = 0; k < G_N_ELEMENTS(sub); k++)
+    g_ptr_array_add(scenarios, g_build_filename(OFFSIM_SCENARIOS, sub[k], NULL));
+  ck_assert_uint_ge(scenarios->len, 10);
   for (guint i = 0; i < scenarios->len; i++) {
     const char *original = g_ptr_array_index(scenarios, i);
     g_auto(TestRun) show = original ? test_offsim("show", original, NULL) : test_offsim("show", NULL);
     ck_assert_msg(show.status == 0, "show %s: exit %d: %s", original, show.status, show.err);
     assert_every_value_has_its_origin(show.out);
-    g_autofree char *base = original ? g_path_get_basename(original) : g_strdup("embedded.ini");
+    /* One file name per scenario: the folder joins it ("frameworks-llama-3.1-8b.ini"). */
+    g_autofree char *base = NULL;
+    if (original) {
+      g_autofree char *dirname = g_path_get_dirname(original), *folder = g_path_get_basename(dirname),
+                      *file = g_path_get_basename(original);
+      base = strcmp(folder, "scenarios") == 0 ? g_strdup(file) : g_strdup_printf("%s-%s", folder, file);
+    } else {
+      base = g_strdup("embedded.ini");
+    }
     g_autofree char *shown = write_text(dir, base, show.out);
     const char *formats[] = { "table", "json", "csv" };
     for (guint f = 0; f < G_N_ELEMENTS(formats); f++) {

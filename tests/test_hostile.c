@@ -21,6 +21,7 @@
 
 #include <glib/gstdio.h>
 #include <json-glib/json-glib.h>
+#include <math.h>
 #include <string.h>
 #include <sys/stat.h>
 
@@ -150,6 +151,32 @@ START_TEST(layers_10000_linear)
   g_auto(TestRun) r = test_offsim("compare", path, NULL);
   ck_assert_int_eq(r.status, 0);
   ck_assert_ptr_nonnull(strstr(r.out, "10000 layers"));
+}
+END_TEST
+
+/* 10^4, 10^5 and 10^6 layers: every work counter per layer (events, heap
+ * operations, ops, memory actions, curve points) the same within 1 % for
+ * each size, so nothing in the lowering or the engine is worse than linear
+ * up to the largest model a scenario accepts.  Async offload, the policy
+ * with the most streams, events and waits. */
+START_TEST(work_per_layer_is_flat_to_a_million_layers)
+{
+  double per_layer[3][5];
+  const guint sizes[3] = { 10000, 100000, 1000000 };
+  for (guint k = 0; k < 3; k++) {
+    g_autofree char *text = model_text(sizes[k], NULL, NULL, NULL);
+    g_autoptr(SimScenario) s = test_scenario_from_text(text);
+    g_autoptr(SimResult) r = test_evaluate(s, "offload-async");
+    double counters[5] = { (double)r->run->events, (double)r->run->heap_ops, sim_program_n_ops(r->program),
+                           sim_program_n_mem(r->program), r->run->curve->len };
+    for (guint c = 0; c < 5; c++)
+      per_layer[k][c] = counters[c] / sizes[k];
+  }
+  static const char *const names[5] = { "events", "heap operations", "ops", "memory actions", "curve points" };
+  for (guint k = 1; k < 3; k++)
+    for (guint c = 0; c < 5; c++)
+      ck_assert_msg(fabs(per_layer[k][c] / per_layer[0][c] - 1) < 0.01, "%s per layer: %.4f at %u layers, %.4f at %u",
+                    names[c], per_layer[k][c], sizes[k], per_layer[0][c], sizes[0]);
 }
 END_TEST
 
@@ -1172,6 +1199,7 @@ main(void)
   tcase_set_timeout(tc, 240);
   tcase_add_test(tc, layers_10000_linear);
   tcase_add_test(tc, layers_10000_transformer);
+  tcase_add_test(tc, work_per_layer_is_flat_to_a_million_layers);
   tcase_add_test(tc, layers_100000_of_32_past_the_dense_table);
   tcase_add_test(tc, tensor_1tib_exact);
   tcase_add_test(tc, byte_sums_cannot_overflow);

@@ -306,11 +306,11 @@ START_TEST(presets_and_overrides)
   g_autoptr(SimScenario) s = test_scenario_from_text(text);
   const SimPolicy *v = sim_scenario_policy(s, "verl"), *v3 = sim_scenario_policy(s, "verl3");
   ck_assert(v->async && v->free_next_commit && v->head_wait && v->dedup && v->keep_last == 1 && v->inflight == 2 &&
-            v->pinned == SIM_PINNED_CACHING && !v->copy_params && v->framework == SIM_FRAMEWORK_VERL);
+            v->pinned == SIM_PINNED_CACHING && v->params == SIM_PARAMS_SKIP && v->framework == SIM_FRAMEWORK_VERL);
   ck_assert_uint_eq(v3->inflight, 3);
   ck_assert(v3->free_next_commit);
   const SimPolicy *soc = sim_scenario_policy(s, "soc"), *pin = sim_scenario_policy(s, "soc-pin");
-  ck_assert(!soc->async && soc->copy_params && soc->scope_all && !soc->dedup && soc->start_tensor &&
+  ck_assert(!soc->async && soc->params == SIM_PARAMS_COPY && soc->scope_all && !soc->dedup && soc->start_tensor &&
             soc->pinned == SIM_PINNED_PAGEABLE);
   ck_assert_int_eq(pin->pinned, SIM_PINNED_CACHING);
   const SimPolicy *te = sim_scenario_policy(s, "te");

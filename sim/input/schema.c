@@ -17,6 +17,7 @@ G_STATIC_ASSERT(sizeof(SimPolicyKind) == sizeof(guint));
 G_STATIC_ASSERT(sizeof(SimAttention) == sizeof(guint));
 G_STATIC_ASSERT(sizeof(SimActivation) == sizeof(guint));
 G_STATIC_ASSERT(sizeof(SimInflightUnit) == sizeof(guint));
+G_STATIC_ASSERT(sizeof(SimParams) == sizeof(guint));
 G_STATIC_ASSERT(sizeof(SimFramework) == sizeof(guint));
 
 static const char *const group_names[SIM_GROUP_COUNT] = {
@@ -35,7 +36,7 @@ static const char *const inflight_unit_names[] = { "groups", "tensors", "window"
 static const char *const free_names[] = { "copy-end", "next-commit", NULL };
 static const char *const reload_names[] = { "prefetch", "on-demand", NULL };
 static const char *const scope_names[] = { "layers", "all", NULL };
-static const char *const params_names[] = { "skip", "copy", NULL };
+static const char *const params_names[] = { "skip", "copy", "views", NULL };
 static const char *const leaves_names[] = { "keep", "copy", NULL };
 static const char *const grads_names[] = { "set-to-none", "kept", NULL };
 static const char *const outputs_names[] = { "dropped", "held", NULL };
@@ -251,9 +252,9 @@ static const SimSchemaKey keys[SIM_KEY_COUNT] = {
                               .kinds = OFFLOAD_PLAN, .expect = "pooled, per-tensor, pageable or caching" },
   [SIM_KEY_POLICY_SCOPE] = { SIM_GROUP_POLICY, "scope", SIM_VALUE_CHOICE, .offset = P(scope_all), .names = scope_names,
                              .fallback = "layers", .kinds = BIT(SIM_POLICY_OFFLOAD), .expect = "layers or all" },
-  [SIM_KEY_POLICY_PARAMS] = { SIM_GROUP_POLICY, "params", SIM_VALUE_CHOICE, .offset = P(copy_params),
+  [SIM_KEY_POLICY_PARAMS] = { SIM_GROUP_POLICY, "params", SIM_VALUE_CHOICE, .offset = P(params),
                               .names = params_names, .fallback = "skip", .kinds = OFFLOAD_PLAN,
-                              .expect = "skip or copy" },
+                              .expect = "skip, copy or views" },
   [SIM_KEY_POLICY_LEAVES] = { SIM_GROUP_POLICY, "leaves", SIM_VALUE_CHOICE, .offset = P(copy_leaves),
                               .names = leaves_names, .fallback = "copy", .kinds = OFFLOAD_PLAN,
                               .expect = "keep or copy" },

@@ -420,7 +420,7 @@ hf_norm(SimLayer *l, const Hf *m, Checked *k, const NormNames *names)
   }
   hf_add(l, names->in_fp32, mul3(k, m->n, m->h, 4), 2, HF_F32);
   hf_add(l, names->rsqrt, mul(k, m->n, 4), 2, HF_F32);
-  hf_add(l, names->weight, m->h * m->e, 1, HF_PARAM);
+  hf_add(l, names->weight, m->h * m->e, 1, HF_PARAM | HF_LEAF); /* saved as itself, not a view */
   hf_add(l, names->normed, mul3(k, m->n, m->h, m->e), 1, 0);
 }
 

@@ -175,7 +175,8 @@ static inline gboolean
 mirrors(const Lower *l, const SimTensor *t)
 {
   if (t->parameter)
-    return l->policy->copy_params && t->bytes >= l->policy->min_tensor &&
+    return (l->policy->params == SIM_PARAMS_COPY || (l->policy->params == SIM_PARAMS_VIEWS && !t->leaf)) &&
+           t->bytes >= l->policy->min_tensor &&
            (l->policy->min_elements == 0 || sim_tensor_elements(t) >= l->policy->min_elements);
   return t->shared && passes_filters(l, t);
 }

@@ -19,7 +19,7 @@ save_on_cpu(SimPolicy *p)
   p->dedup = FALSE;
   p->keep_last = 0;
   p->scope_all = TRUE;
-  p->copy_params = TRUE;
+  p->params = SIM_PARAMS_COPY;
   p->copy_leaves = TRUE;
   p->pinned = SIM_PINNED_PAGEABLE;
   p->on_demand = TRUE;
@@ -45,7 +45,7 @@ verl(SimPolicy *p)
   p->prefetch = 1;
   p->head_wait = TRUE;
   p->dedup = TRUE;
-  p->copy_params = FALSE;
+  p->params = SIM_PARAMS_SKIP;
   p->keep_last = 1;
   p->pinned = SIM_PINNED_CACHING;
 }
@@ -66,7 +66,7 @@ te(SimPolicy *p)
   p->free_next_commit = FALSE;
   p->on_demand = FALSE;
   p->min_elements = TE_MIN_ELEMENTS;
-  p->copy_params = FALSE;
+  p->params = SIM_PARAMS_SKIP;
   p->dedup = TRUE;
   p->keep_last = 1;
   p->pinned = SIM_PINNED_PER_TENSOR;
@@ -90,7 +90,7 @@ megatron(SimPolicy *p)
   p->on_demand = FALSE;
   p->prefetch = 1;
   p->min_elements = MEGATRON_MIN_ELEMENTS;
-  p->copy_params = FALSE;
+  p->params = SIM_PARAMS_SKIP;
   p->dedup = FALSE;
   p->keep_last = 1;
   p->pinned = SIM_PINNED_POOLED;
@@ -99,8 +99,10 @@ megatron(SimPolicy *p)
 /* torchtune training/_activation_offloading.py: each saved tensor on one
  * side stream for both directions as it is saved, each save waits for the
  * copies five save-ids back, reload on demand when autograd unpacks
- * (compute waits at once); under 1 KiB, parameters and the output head
- * stay; pinned per tensor; no dedup. */
+ * (compute waits at once); under 1 KiB, nn.Parameter objects and the
+ * output head stay, but views of parameters (nn.Linear saves weight.t())
+ * are copied (gpu_calib/frameworks.py found them); pinned per tensor; no
+ * dedup. */
 static void
 torchtune(SimPolicy *p)
 {
@@ -112,7 +114,7 @@ torchtune(SimPolicy *p)
   p->on_demand = TRUE;
   p->prefetch = 0;
   p->min_tensor = TORCHTUNE_MIN_BYTES;
-  p->copy_params = FALSE;
+  p->params = SIM_PARAMS_VIEWS; /* it skips nn.Parameter objects, not nn.Linear's weight.t() */
   p->dedup = FALSE;
   p->keep_last = 0;
   p->pinned = SIM_PINNED_PER_TENSOR;

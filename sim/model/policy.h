@@ -58,6 +58,14 @@ typedef enum {
                           * two, reused after the first step (no host_alloc in the steady state) */
 } SimPinned;
 
+/* Which references to parameters an offload copies (`params`). */
+typedef enum {
+  SIM_PARAMS_SKIP,  /* none: most frameworks skip them by storage pointer */
+  SIM_PARAMS_COPY,  /* every one (save_on_cpu packs them all) */
+  SIM_PARAMS_VIEWS, /* views of a parameter, not the parameter itself (a filter on nn.Parameter misses
+                     * nn.Linear's weight.t(): torchtune) */
+} SimParams;
+
 /* How many offloads may be on their way at once (async). */
 typedef enum {
   SIM_INFLIGHT_GROUPS,  /* the forward of group i waits until group i - inflight is on the host */
@@ -95,7 +103,7 @@ typedef struct {
    * them), references to parameters (save_on_cpu copies them; most
    * frameworks skip them by storage), tensors without grad_fn. */
   gboolean scope_all;   /* scope = all; FALSE: layers */
-  gboolean copy_params; /* params = copy; FALSE: skip */
+  SimParams params;     /* which parameter references a hook copies */
   gboolean copy_leaves; /* leaves = copy; FALSE: keep */
   /* How the copies are scheduled (async unless said; lower.h explains each). */
   gboolean start_tensor;   /* start = tensor: each tensor's D2H as soon as it is saved; FALSE: group */

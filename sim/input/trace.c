@@ -319,6 +319,123 @@ apply_times(SimWorkload *w, const Counts *counts, gint64 top, const char *origin
 }
 
 /* The loader; `device` NULL: untimed (the caller sets the times). */
+/* What turning rows into tensors keeps between rows. */
+typedef struct {
+  SimWorkload *w;
+  const char *origin;
+  gboolean references; /* Header.references: a recorder.py file */
+  /* storage -> { first scope, tensor index in its layer, bytes, line } */
+  GHashTable *owner;
+  /* "scope:name" -> how many tensors of that name the scope has */
+  GHashTable *names;
+  /* references: "scope:storage" (":p" for a parameter) -> tensor index + 1 in that scope */
+  GHashTable *here;
+} Builder;
+
+/* One compute row into its scope's counts: an op with a FLOP count is
+ * compute-bound, its bytes are not timed again. */
+static void
+count_row(Counts *counts, const Row *r, gint64 top)
+{
+  Counts *c = &counts[counts_index(r->scope, top)];
+  c->counted = TRUE;
+  if (r->flops)
+    c->flops[r->backward] += (double)r->flops;
+  else
+    c->bytes[r->backward] += (double)r->moved;
+}
+
+/* Whether a saved row is a new tensor of its layer (FALSE: another
+ * reference to one it has, counted here); *shared says it refers to a
+ * storage an earlier scope saved first.  A storage of two sizes is an error. */
+static gboolean
+storage_row(Builder *b, SimLayer *layer, const Row *r, gboolean *is_new, gboolean *shared, GError **error)
+{
+  *is_new = TRUE;
+  *shared = FALSE;
+  if (r->storage == G_MAXUINT64)
+    return TRUE;
+  gint64 *seen = g_hash_table_lookup(b->owner, &r->storage);
+  /* One storage has one size: two would make the result depend on which row came first. */
+  if (seen && r->storage_sized && (guint64)seen[2] != r->bytes) {
+    g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT,
+                "%s:%u: column 'storage_bytes': storage %" G_GUINT64_FORMAT " has %" G_GUINT64_FORMAT
+                " bytes here but %" G_GINT64_FORMAT " at line %" G_GINT64_FORMAT, b->origin, r->line, r->storage,
+                r->bytes, seen[2], seen[3]);
+    return FALSE;
+  }
+  if (b->references) {
+    /* Every reference counts in the scope that packs it; a storage an
+     * earlier scope saved first is held there (shared), a parameter is
+     * static memory: neither is saved here again. */
+    g_autofree char *key = g_strdup_printf("%" G_GINT64_FORMAT ":%" G_GUINT64_FORMAT "%s", r->scope, r->storage,
+                                           r->parameter ? ":p" : "");
+    guint index = GPOINTER_TO_UINT(g_hash_table_lookup(b->here, key));
+    if (index) {
+      g_array_index(layer->tensors, SimTensor, index - 1).refs++;
+      *is_new = FALSE;
+      return TRUE;
+    }
+    g_hash_table_insert(b->here, g_steal_pointer(&key), GUINT_TO_POINTER(layer->tensors->len + 1));
+    *shared = seen && seen[0] != r->scope && !r->parameter;
+  } else if (seen) {
+    /* Another reference: counted where the storage was first saved. */
+    if (seen[0] == r->scope)
+      g_array_index(layer->tensors, SimTensor, seen[1]).refs++;
+    *is_new = FALSE;
+    return TRUE;
+  }
+  if (!seen) {
+    gint64 *key = g_new(gint64, 1), *value = g_new(gint64, 4);
+    *key = (gint64)r->storage;
+    value[0] = r->scope;
+    value[1] = layer->tensors->len;
+    value[2] = (gint64)r->bytes;
+    value[3] = r->line;
+    g_hash_table_insert(b->owner, key, value);
+  }
+  return TRUE;
+}
+
+/* A new tensor of `layer` from a saved row, under a name unique in the
+ * layer ("mlp.down_proj", "mlp.down_proj#2"; a parameter's is its module's
+ * with ".param"). */
+static void
+add_tensor(Builder *b, SimLayer *layer, const Row *r, gboolean shared)
+{
+  g_autofree char *base_name = r->parameter ? g_strconcat(r->name, ".param", NULL) : g_strdup(r->name);
+  g_autofree char *base = g_strdup_printf("%" G_GINT64_FORMAT ":%s", r->scope, base_name);
+  guint count = GPOINTER_TO_UINT(g_hash_table_lookup(b->names, base)) + 1;
+  g_hash_table_replace(b->names, g_strdup(base), GUINT_TO_POINTER(count));
+  g_autofree char *tensor = count == 1 ? g_strdup(base_name) : g_strdup_printf("%s#%u", base_name, count);
+  SimTensor *t = sim_layer_add_tensor(layer, tensor, r->bytes);
+  t->parameter = r->parameter;
+  t->shared = shared;
+  t->host = r->host && !r->parameter;
+  t->leaf = r->leaf;
+  if (r->elem)
+    sim_tensor_set_elem(t, r->elem);
+}
+
+/* Every layer from 0 to `top` has rows, and the bytes fit 64 bits. */
+static gboolean
+check_workload(const SimWorkload *w, const gboolean *present, gint64 top, const char *origin, GError **error)
+{
+  for (gint64 l = 0; l <= top; l++) {
+    if (!present[l]) {
+      g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "%s: layer %" G_GINT64_FORMAT " has no rows (layers go from 0 to %"
+                  G_GINT64_FORMAT " without gaps)", origin, l, top);
+      return FALSE;
+    }
+  }
+  if (!sim_workload_bytes_fit(w)) {
+    g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT,
+                "%s: the inputs and saved tensors, each counted once per reference, add up to more than 4 EiB", origin);
+    return FALSE;
+  }
+  return TRUE;
+}
+
 static SimWorkload *
 trace_load(const char *data, gsize length, const char *origin, const char *name, const SimDevice *device,
            GError **error)
@@ -347,24 +464,17 @@ trace_load(const char *data, gsize length, const char *origin, const char *name,
   g_autoptr(SimWorkload) w = sim_workload_new(name, (guint)top + 1);
   g_autofree gboolean *present = g_new0(gboolean, top + 1);
   g_autofree Counts *counts = g_new0(Counts, top + 3);
-  /* storage -> { first scope, tensor index in its layer, bytes, line } */
   g_autoptr(GHashTable) owner = g_hash_table_new_full(g_int64_hash, g_int64_equal, g_free, g_free);
   g_autoptr(GHashTable) names = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
-  /* Header.references: "scope:storage" (":p" for a parameter) -> tensor index + 1 in that scope. */
   g_autoptr(GHashTable) here = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+  Builder b = { w, origin, header.references, owner, names, here };
 
   for (guint i = 0; i < rows->len; i++) {
     const Row *r = &g_array_index(rows, Row, i);
     if (r->scope >= 0)
       present[r->scope] = TRUE;
     if (r->compute) {
-      Counts *c = &counts[counts_index(r->scope, top)];
-      c->counted = TRUE;
-      /* An op with a FLOP count is compute-bound: its bytes are not timed again. */
-      if (r->flops)
-        c->flops[r->backward] += (double)r->flops;
-      else
-        c->bytes[r->backward] += (double)r->moved;
+      count_row(counts, r, top);
       continue;
     }
     SimLayer *layer = scope_layer(w, r->scope);
@@ -373,73 +483,14 @@ trace_load(const char *data, gsize length, const char *origin, const char *name,
         layer->input_bytes = r->bytes;
       continue;
     }
-    gboolean shared = FALSE;
-    if (r->storage != G_MAXUINT64) {
-      gint64 *seen = g_hash_table_lookup(owner, &r->storage);
-      /* One storage has one size: two would make the result depend on which row came first. */
-      if (seen && r->storage_sized && (guint64)seen[2] != r->bytes) {
-        g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT,
-                    "%s:%u: column 'storage_bytes': storage %" G_GUINT64_FORMAT " has %" G_GUINT64_FORMAT
-                    " bytes here but %" G_GINT64_FORMAT " at line %" G_GINT64_FORMAT, origin, r->line, r->storage,
-                    r->bytes, seen[2], seen[3]);
-        return NULL;
-      }
-      if (header.references) {
-        /* Every reference counts in the scope that packs it; a storage an
-         * earlier scope saved first is held there (shared), a parameter is
-         * static memory: neither is saved here again. */
-        g_autofree char *key = g_strdup_printf("%" G_GINT64_FORMAT ":%" G_GUINT64_FORMAT "%s", r->scope, r->storage,
-                                               r->parameter ? ":p" : "");
-        guint index = GPOINTER_TO_UINT(g_hash_table_lookup(here, key));
-        if (index) {
-          g_array_index(layer->tensors, SimTensor, index - 1).refs++;
-          continue;
-        }
-        g_hash_table_insert(here, g_steal_pointer(&key), GUINT_TO_POINTER(layer->tensors->len + 1));
-        shared = seen && seen[0] != r->scope && !r->parameter;
-      } else if (seen) {
-        /* Another reference: counted where the storage was first saved. */
-        if (seen[0] == r->scope)
-          g_array_index(layer->tensors, SimTensor, seen[1]).refs++;
-        continue;
-      }
-      if (!seen) {
-        gint64 *key = g_new(gint64, 1), *value = g_new(gint64, 4);
-        *key = (gint64)r->storage;
-        value[0] = r->scope;
-        value[1] = layer->tensors->len;
-        value[2] = (gint64)r->bytes;
-        value[3] = r->line;
-        g_hash_table_insert(owner, key, value);
-      }
-    }
-    /* Unique names within a layer: "mlp.down_proj", "mlp.down_proj#2";
-     * a parameter's is its module's with ".param". */
-    g_autofree char *base_name = r->parameter ? g_strconcat(r->name, ".param", NULL) : g_strdup(r->name);
-    g_autofree char *base = g_strdup_printf("%" G_GINT64_FORMAT ":%s", r->scope, base_name);
-    guint count = GPOINTER_TO_UINT(g_hash_table_lookup(names, base)) + 1;
-    g_hash_table_replace(names, g_strdup(base), GUINT_TO_POINTER(count));
-    g_autofree char *tensor = count == 1 ? g_strdup(base_name) : g_strdup_printf("%s#%u", base_name, count);
-    SimTensor *t = sim_layer_add_tensor(layer, tensor, r->bytes);
-    t->parameter = r->parameter;
-    t->shared = shared;
-    t->host = r->host && !r->parameter;
-    t->leaf = r->leaf;
-    if (r->elem)
-      sim_tensor_set_elem(t, r->elem);
-  }
-  for (gint64 l = 0; l <= top; l++) {
-    if (!present[l]) {
-      g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "%s: layer %" G_GINT64_FORMAT " has no rows (layers go from 0 to %"
-                  G_GINT64_FORMAT " without gaps)", origin, l, top);
+    gboolean is_new, shared;
+    if (!storage_row(&b, layer, r, &is_new, &shared, error))
       return NULL;
-    }
+    if (is_new)
+      add_tensor(&b, layer, r, shared);
   }
-  if (!sim_workload_bytes_fit(w)) {
-    g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT,
-                "%s: the inputs and saved tensors, each counted once per reference, add up to more than 4 EiB", origin);
+  if (!check_workload(w, present, top, origin, error))
     return NULL;
-  }
   if (device && !apply_times(w, counts, top, origin, device, error))
     return NULL;
   return g_steal_pointer(&w);

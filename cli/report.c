@@ -5,6 +5,7 @@
 #include "units.h"
 
 #include <math.h>
+#include <stddef.h>
 #include <string.h>
 
 gboolean
@@ -24,25 +25,74 @@ cli_report_parse_format(const char *text, CliFormat *format, GError **error)
 
 /* ---- JSON --------------------------------------------------------------- */
 
-static void
-add_int(JsonBuilder *b, const char *name, gint64 v)
-{
-  json_builder_set_member_name(b, name);
-  json_builder_add_int_value(b, v);
-}
+/* The fields of one result, in docs/scenarios.md's order: JSON and CSV are
+ * both written from this table, so that the two cannot drift apart. */
+typedef enum {
+  FIELD_STRING,  /* char*, never NULL */
+  FIELD_DOUBLE,
+  FIELD_INT64,
+  FIELD_UINT64,  /* written as a signed 64-bit integer, as JSON holds it */
+  FIELD_UINT,
+  FIELD_BOOLEAN,
+  FIELD_LAYER,   /* gint32, SIM_NO_LAYER written as null (an empty CSV field) */
+} FieldType;
 
-static void
-add_double(JsonBuilder *b, const char *name, double v)
-{
-  json_builder_set_member_name(b, name);
-  json_builder_add_double_value(b, v);
-}
+typedef struct {
+  const char *name;
+  FieldType type;
+  gsize offset;
+} Field;
 
-static void
-add_string(JsonBuilder *b, const char *name, const char *v)
+#define FIELD(name, type, member) { name, type, offsetof(SimResult, member) }
+
+static const Field fields[] = {
+  FIELD("scenario", FIELD_STRING, scenario),
+  FIELD("policy", FIELD_STRING, policy),
+  FIELD("step_ms", FIELD_DOUBLE, step_ms),
+  FIELD("compute_ms", FIELD_DOUBLE, compute_ms),
+  FIELD("recompute_ms", FIELD_DOUBLE, recompute_ms),
+  FIELD("exposed_transfer_ms", FIELD_DOUBLE, exposed_transfer_ms),
+  FIELD("saved_bytes", FIELD_UINT64, saved_bytes),
+  FIELD("peak_device_bytes", FIELD_INT64, peak_device.bytes),
+  FIELD("peak_host_bytes", FIELD_INT64, peak_host.bytes),
+  FIELD("d2h_bytes", FIELD_UINT64, d2h_bytes),
+  FIELD("h2d_bytes", FIELD_UINT64, h2d_bytes),
+  FIELD("d2h_copies", FIELD_UINT, d2h_copies),
+  FIELD("h2d_copies", FIELD_UINT, h2d_copies),
+  FIELD("fits", FIELD_BOOLEAN, fits),
+  /* Extras. */
+  FIELD("capacity_bytes", FIELD_UINT64, capacity_bytes),
+  FIELD("peak_device_ms", FIELD_DOUBLE, peak_device.time_ms),
+  FIELD("peak_device_phase", FIELD_STRING, peak_device.phase),
+  FIELD("peak_device_layer", FIELD_LAYER, peak_device.layer),
+  FIELD("peak_device_where", FIELD_STRING, peak_device.where),
+  FIELD("peak_device_live", FIELD_STRING, peak_device.live),
+  FIELD("peak_host_ms", FIELD_DOUBLE, peak_host.time_ms),
+  FIELD("peak_host_live", FIELD_STRING, peak_host.live),
+};
+
+#define FIELD_AT(r, f, type) (*(const type *)((const char *)(r) + (f)->offset))
+
+/* Integer fields as JSON holds them; FALSE for null. */
+static gboolean
+field_int(const SimResult *r, const Field *f, gint64 *v)
 {
-  json_builder_set_member_name(b, name);
-  json_builder_add_string_value(b, v);
+  switch (f->type) {
+  case FIELD_INT64:
+    *v = FIELD_AT(r, f, gint64);
+    return TRUE;
+  case FIELD_UINT64:
+    *v = (gint64)FIELD_AT(r, f, guint64);
+    return TRUE;
+  case FIELD_UINT:
+    *v = FIELD_AT(r, f, guint);
+    return TRUE;
+  case FIELD_LAYER:
+    *v = FIELD_AT(r, f, gint32);
+    return *v != SIM_NO_LAYER;
+  default:
+    g_return_val_if_reached(FALSE);
+  }
 }
 
 JsonNode *
@@ -50,36 +100,29 @@ cli_report_result_json(const SimResult *r)
 {
   g_autoptr(JsonBuilder) b = json_builder_new();
   json_builder_begin_object(b);
-  add_string(b, "scenario", r->scenario);
-  add_string(b, "policy", r->policy);
-  add_double(b, "step_ms", r->step_ms);
-  add_double(b, "compute_ms", r->compute_ms);
-  add_double(b, "recompute_ms", r->recompute_ms);
-  add_double(b, "exposed_transfer_ms", r->exposed_transfer_ms);
-  add_int(b, "saved_bytes", (gint64)r->saved_bytes);
-  add_int(b, "peak_device_bytes", r->peak_device.bytes);
-  add_int(b, "peak_host_bytes", r->peak_host.bytes);
-  add_int(b, "d2h_bytes", (gint64)r->d2h_bytes);
-  add_int(b, "h2d_bytes", (gint64)r->h2d_bytes);
-  add_int(b, "d2h_copies", r->d2h_copies);
-  add_int(b, "h2d_copies", r->h2d_copies);
-  json_builder_set_member_name(b, "fits");
-  json_builder_add_boolean_value(b, r->fits);
-  /* Extras. */
-  add_int(b, "capacity_bytes", (gint64)r->capacity_bytes);
-  add_double(b, "peak_device_ms", r->peak_device.time_ms);
-  add_string(b, "peak_device_phase", r->peak_device.phase);
-  json_builder_set_member_name(b, "peak_device_layer");
-  if (r->peak_device.layer == SIM_NO_LAYER)
-    json_builder_add_null_value(b);
-  else
-    json_builder_add_int_value(b, r->peak_device.layer);
-  add_string(b, "peak_device_where", r->peak_device.where);
-  add_string(b, "peak_device_live", r->peak_device.live);
-  add_double(b, "peak_host_ms", r->peak_host.time_ms);
-  add_string(b, "peak_host_live", r->peak_host.live);
+  for (const Field *f = fields; f < fields + G_N_ELEMENTS(fields); f++) {
+    json_builder_set_member_name(b, f->name);
+    gint64 v = 0;
+    if (f->type == FIELD_STRING)
+      json_builder_add_string_value(b, FIELD_AT(r, f, const char *));
+    else if (f->type == FIELD_DOUBLE)
+      json_builder_add_double_value(b, FIELD_AT(r, f, double));
+    else if (f->type == FIELD_BOOLEAN)
+      json_builder_add_boolean_value(b, FIELD_AT(r, f, gboolean));
+    else if (field_int(r, f, &v))
+      json_builder_add_int_value(b, v);
+    else
+      json_builder_add_null_value(b);
+  }
   json_builder_end_object(b);
   return json_builder_get_root(b);
+}
+
+static void
+add_string(JsonBuilder *b, const char *name, const char *v)
+{
+  json_builder_set_member_name(b, name);
+  json_builder_add_string_value(b, v);
 }
 
 /* Strings go through json-glib's own escaper (one string node at a time);
@@ -164,42 +207,36 @@ format_json(const SimScenario *s, GPtrArray *results, gboolean single)
 
 /* ---- CSV ---------------------------------------------------------------- */
 
-/* CSV columns are the JSON members, in order, so the two cannot drift. */
+/* CSV columns are the JSON members, in order (the same table). */
 void
 cli_report_csv_header(GString *out, const char *prefix)
 {
-  SimResult empty = { .scenario = "", .policy = "", .peak_device = { .phase = "", .where = "", .live = "" },
-                      .peak_host = { .phase = "", .where = "", .live = "" } };
-  g_autoptr(JsonNode) node = cli_report_result_json(&empty);
-  g_autoptr(GList) members = json_object_get_members(json_node_get_object(node));
   g_string_append(out, prefix ? prefix : "");
-  for (GList *m = members; m; m = m->next) {
-    sim_output_csv_field(out, m->data);
-    g_string_append_c(out, m->next ? ',' : '\n');
+  for (guint i = 0; i < G_N_ELEMENTS(fields); i++) {
+    sim_output_csv_field(out, fields[i].name);
+    g_string_append_c(out, i + 1 < G_N_ELEMENTS(fields) ? ',' : '\n');
   }
 }
 
+/* Straight from the table, no JSON node: a sweep formats a row per point
+ * and policy on its workers, and this is most of their output's cost. */
 void
 cli_report_csv_row(GString *out, const char *prefix, const SimResult *r)
 {
-  g_autoptr(JsonNode) node = cli_report_result_json(r);
-  JsonObject *object = json_node_get_object(node);
-  g_autoptr(GList) members = json_object_get_members(object);
   g_string_append(out, prefix ? prefix : "");
-  for (GList *m = members; m; m = m->next) {
-    JsonNode *v = json_object_get_member(object, m->data);
-    if (JSON_NODE_HOLDS_NULL(v)) {
-      /* an empty field */
-    } else if (json_node_get_value_type(v) == G_TYPE_STRING) {
-      sim_output_csv_field(out, json_node_get_string(v));
-    } else if (json_node_get_value_type(v) == G_TYPE_BOOLEAN) {
-      g_string_append(out, json_node_get_boolean(v) ? "true" : "false");
-    } else if (json_node_get_value_type(v) == G_TYPE_INT64) {
-      g_string_append_printf(out, "%" G_GINT64_FORMAT, json_node_get_int(v));
-    } else {
-      sim_output_number(out, json_node_get_double(v));
-    }
-    g_string_append_c(out, m->next ? ',' : '\n');
+  for (guint i = 0; i < G_N_ELEMENTS(fields); i++) {
+    const Field *f = &fields[i];
+    gint64 v = 0;
+    if (f->type == FIELD_STRING)
+      sim_output_csv_field(out, FIELD_AT(r, f, const char *));
+    else if (f->type == FIELD_DOUBLE)
+      sim_output_number(out, FIELD_AT(r, f, double));
+    else if (f->type == FIELD_BOOLEAN)
+      g_string_append(out, FIELD_AT(r, f, gboolean) ? "true" : "false");
+    else if (field_int(r, f, &v))
+      g_string_append_printf(out, "%" G_GINT64_FORMAT, v);
+    /* else null: an empty field */
+    g_string_append_c(out, i + 1 < G_N_ELEMENTS(fields) ? ',' : '\n');
   }
 }
 

@@ -9,6 +9,7 @@
 #include "sweep.h"
 
 #include <stdio.h>
+#include <string.h>
 #include <unistd.h>
 
 typedef struct {
@@ -35,7 +36,8 @@ show_progress(guint done, guint total, gpointer data)
 }
 
 /* step time against the first swept key, one line per policy (the other
- * keys at their first value): plots/sweep.h. */
+ * keys at their first value): plots/sweep.h.  `g` holds the points the
+ * chart reads (Sink, below), not the whole sweep. */
 static gboolean
 draw(const PlannerGrid *g, const char *dir, GError **error)
 {
@@ -48,6 +50,61 @@ draw(const PlannerGrid *g, const char *dir, GError **error)
   g_autoptr(GPtrArray) charts = g_ptr_array_new();
   g_ptr_array_add(charts, chart);
   return plots_gnuplot_render(charts, PLOTS_FORMAT_ALL, dir, &cli_plot_names, error);
+}
+
+/* A chart of more x values than this is refused up front: it would keep
+ * that many points' results and draw more points than a picture has
+ * pixels across. */
+#define SWEEP_PLOT_MAX_VALUES 10000u
+
+/* Where the rows go, in point order (the grid's reorder window), and what
+ * --plot keeps of the points: the shard's first (the chart's title) and
+ * those with every key but the first at its first value, at most
+ * SWEEP_PLOT_MAX_VALUES + 1 however large the sweep. */
+typedef struct {
+  SimOutputStream *out;
+  char *header;    /* still to write before the first row (shard 0), or NULL */
+  gboolean plot;
+  guint first;     /* the shard's first point */
+  guint64 stride;  /* points between two values of the first key */
+} Sink;
+
+static gboolean
+sink_plots(const Sink *k, guint index)
+{
+  return k->plot && (index == k->first || index % k->stride == 0);
+}
+
+/* On a worker: the point's rows, the swept values first. */
+static gboolean
+format_rows(const PlannerGrid *g, const PlannerGridPoint *point, GString *out, gpointer data)
+{
+  g_autoptr(GString) prefix = g_string_new(NULL);
+  for (guint a = 0; a < g->axes->len; a++) {
+    sim_output_csv_field(prefix, planner_grid_value(g, a, point->index));
+    g_string_append_c(prefix, ',');
+  }
+  for (guint k = 0; k < point->results->len; k++)
+    cli_report_csv_row(out, prefix->str, g_ptr_array_index(point->results, k));
+  return sink_plots(data, point->index);
+}
+
+/* On the calling thread, in point order.  The header waits for the first
+ * row, so that a sweep whose first point fails prints nothing. */
+static gboolean
+write_rows(PlannerGrid *g, PlannerGridPoint *point, const GString *text, gpointer data, GError **error)
+{
+  Sink *k = data;
+  if (k->header) {
+    g_autofree char *header = g_steal_pointer(&k->header);
+    if (!sim_output_stream_write(k->out, header, strlen(header), error))
+      return FALSE;
+  }
+  if (!sim_output_stream_write(k->out, text->str, text->len, error))
+    return FALSE;
+  if (point->results)
+    planner_grid_keep(g, point);
+  return TRUE;
 }
 
 typedef struct {
@@ -83,38 +140,52 @@ sweep_run(const char *path, const SweepOptions *o, GError **error)
       return FALSE;
     g_ptr_array_add(axes, axis);
   }
+  guint plotted = ((PlannerGridAxis *)g_ptr_array_index(axes, 0))->values->len;
+  if (o->plot && plotted > SWEEP_PLOT_MAX_VALUES) {
+    g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT,
+                "--plot: the first --set key has %u values, a chart at most %u (sweep without --plot, or put a key "
+                "with fewer values first)",
+                plotted, SWEEP_PLOT_MAX_VALUES);
+    return FALSE;
+  }
   if (!cli_check_output_file("--out", o->out, error) || !cli_check_output_dir("--plot", o->plot, error))
     return FALSE;
   g_autoptr(SimConfig) config = sim_config_load_file(path, error);
   if (config == NULL)
     return FALSE;
-  Progress progress = { (double)g_get_monotonic_time() / 1e6, isatty(STDERR_FILENO) };
-  options.progress = show_progress;
-  options.progress_data = &progress;
-  g_autoptr(PlannerGrid) grid = planner_grid_run(config, g_steal_pointer(&axes), &options, error);
+  g_autoptr(PlannerGrid) grid = planner_grid_new(config, g_steal_pointer(&axes), &options, error);
   if (grid == NULL)
     return FALSE;
 
   /* Swept values first, then the result fields, one row per point and policy. */
-  g_autoptr(GString) csv = g_string_new(NULL);
-  g_autoptr(GString) prefix = g_string_new(NULL);
-  for (guint a = 0; a < grid->axes->len; a++) {
-    sim_output_csv_field(prefix, ((PlannerGridAxis *)g_ptr_array_index(grid->axes, a))->name);
-    g_string_append_c(prefix, ',');
-  }
-  if (options.shard == 0)
-    cli_report_csv_header(csv, prefix->str);
-  for (guint i = 0; i < grid->points->len; i++) {
-    const PlannerGridPoint *point = g_ptr_array_index(grid->points, i);
-    g_string_truncate(prefix, 0);
+  Sink sink = { .plot = o->plot != NULL, .first = options.shard, .stride = grid->size / plotted };
+  if (options.shard == 0) {
+    g_autoptr(GString) prefix = g_string_new(NULL);
     for (guint a = 0; a < grid->axes->len; a++) {
-      sim_output_csv_field(prefix, planner_grid_value(grid, a, point->index));
+      sim_output_csv_field(prefix, ((PlannerGridAxis *)g_ptr_array_index(grid->axes, a))->name);
       g_string_append_c(prefix, ',');
     }
-    for (guint k = 0; k < point->results->len; k++)
-      cli_report_csv_row(csv, prefix->str, g_ptr_array_index(point->results, k));
+    g_autoptr(GString) header = g_string_new(NULL);
+    cli_report_csv_header(header, prefix->str);
+    sink.header = g_string_free(g_steal_pointer(&header), FALSE);
   }
-  if (o->out ? !sim_output_save("--out", o->out, csv->str, csv->len, error) : !cli_print(csv->str, error))
+  sink.out = sim_output_stream_open("--out", o->out, error);
+  if (sink.out == NULL) {
+    g_free(sink.header);
+    return FALSE;
+  }
+  Progress progress = { (double)g_get_monotonic_time() / 1e6, isatty(STDERR_FILENO) };
+  options.progress = show_progress;
+  options.progress_data = &progress;
+  PlannerGridStream stream = { .format = format_rows, .write = write_rows, .data = &sink };
+  gboolean ok = planner_grid_stream(grid, config, &options, &stream, error);
+  g_free(sink.header);
+  /* A failed sweep leaves no --out file, not even the rows before it. */
+  if (!ok) {
+    sim_output_stream_abort(sink.out);
+    return FALSE;
+  }
+  if (!sim_output_stream_commit(sink.out, error))
     return FALSE;
   if (o->plot) {
     if (!draw(grid, o->plot, error))

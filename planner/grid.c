@@ -112,52 +112,88 @@ worker_free(gpointer data)
 
 static GPrivate worker_key = G_PRIVATE_INIT(worker_free);
 
+/* A point in the window: made and freed by the calling thread, filled by a
+ * worker. */
+typedef struct {
+  PlannerGridPoint point;
+  guint64 position; /* in the shard: its slot is position % window */
+  GString *text;
+  GError *error;
+} Job;
+
 typedef struct {
   const SimConfig *base;
   PlannerGrid *grid;
+  PlannerGridStream *stream;
   gint done;
-  GMutex lock;       /* guards the first error */
-  guint64 error_index;
-  GError *error;
+  gint stop;          /* the sweep failed: points still queued are skipped */
+  GMutex lock;        /* guards slots */
+  GCond finished;     /* a job landed in its slot */
+  Job **slots;        /* window entries; NULL until their job is finished */
+  guint window;
+  guint alive;        /* jobs made and not yet freed (calling thread only) */
 } Shared;
+
+static Job *
+job_new(Shared *sh, guint64 position, guint64 index)
+{
+  Job *job = g_new0(Job, 1);
+  job->point.index = (guint)index;
+  job->position = position;
+  job->text = g_string_new(NULL);
+  sh->alive++;
+  sh->stream->peak_held = MAX(sh->stream->peak_held, sh->alive);
+  return job;
+}
+
+static void
+job_free(Shared *sh, Job *job)
+{
+  if (job->point.results)
+    g_ptr_array_unref(job->point.results);
+  g_string_free(job->text, TRUE);
+  g_clear_error(&job->error);
+  g_free(job);
+  sh->alive--;
+}
 
 static void
 run_point(gpointer data, gpointer user)
 {
   Shared *sh = user;
-  PlannerGridPoint *point = data;
-  Worker *w = g_private_get(&worker_key);
-  if (w == NULL) {
-    w = g_new0(Worker, 1);
-    w->evaluator = sim_evaluate_new();
-    g_private_set(&worker_key, w);
-  }
-  GError *error = NULL;
-  g_autoptr(SimScenario) s = point_scenario(sh->base, sh->grid, point->index, &error);
-  point->results = g_ptr_array_new_with_free_func((GDestroyNotify)sim_result_free);
-  SimEvaluateOptions options = { 0 };
-  for (guint i = 0; s && i < s->policies->len && !error; i++) {
-    SimResult *r = sim_evaluate(w->evaluator, s, g_ptr_array_index(s->policies, i), &options, &error);
-    if (r)
-      g_ptr_array_add(point->results, r);
-  }
-  if (error) {
-    g_prefix_error(&error, "sweep point %u: ", point->index);
-    g_mutex_lock(&sh->lock);
-    if (sh->error == NULL || point->index < sh->error_index) {
-      g_clear_error(&sh->error);
-      sh->error = error;
-      sh->error_index = point->index;
-    } else {
-      g_error_free(error);
+  Job *job = data;
+  PlannerGridPoint *point = &job->point;
+  if (!g_atomic_int_get(&sh->stop)) {
+    Worker *w = g_private_get(&worker_key);
+    if (w == NULL) {
+      w = g_new0(Worker, 1);
+      w->evaluator = sim_evaluate_new();
+      g_private_set(&worker_key, w);
     }
-    g_mutex_unlock(&sh->lock);
+    g_autoptr(SimScenario) s = point_scenario(sh->base, sh->grid, point->index, &job->error);
+    point->results = g_ptr_array_new_with_free_func((GDestroyNotify)sim_result_free);
+    SimEvaluateOptions options = { 0 };
+    for (guint i = 0; s && i < s->policies->len && !job->error; i++) {
+      SimResult *r = sim_evaluate(w->evaluator, s, g_ptr_array_index(s->policies, i), &options, &job->error);
+      if (r)
+        g_ptr_array_add(point->results, r);
+    }
+    if (job->error)
+      g_prefix_error(&job->error, "sweep point %u: ", point->index);
+    /* Formatted and freed here, in parallel: the calling thread only copies
+     * bytes out, so that it does not become the sweep's serial part. */
+    else if (sh->stream->format && !sh->stream->format(sh->grid, point, job->text, sh->stream->data))
+      g_clear_pointer(&point->results, g_ptr_array_unref);
   }
+  g_mutex_lock(&sh->lock);
+  sh->slots[job->position % sh->window] = job;
+  g_cond_signal(&sh->finished);
+  g_mutex_unlock(&sh->lock);
   g_atomic_int_inc(&sh->done);
 }
 
 PlannerGrid *
-planner_grid_run(const SimConfig *base, GPtrArray *axes, const PlannerGridOptions *o, GError **error)
+planner_grid_new(const SimConfig *base, GPtrArray *axes, const PlannerGridOptions *o, GError **error)
 {
   g_autoptr(PlannerGrid) g = g_new0(PlannerGrid, 1);
   g->axes = axes;
@@ -201,32 +237,96 @@ planner_grid_run(const SimConfig *base, GPtrArray *axes, const PlannerGridOption
         return NULL;
     }
   }
-
   g->points = g_ptr_array_new_with_free_func(point_free);
-  for (guint64 i = o->shard; i < g->size; i += shards) {
-    PlannerGridPoint *p = g_new0(PlannerGridPoint, 1);
-    p->index = (guint)i;
-    g_ptr_array_add(g->points, p);
-  }
-  Shared sh = { .base = base, .grid = g };
-  g_mutex_init(&sh.lock);
+  return g_steal_pointer(&g);
+}
+
+void
+planner_grid_keep(PlannerGrid *g, PlannerGridPoint *point)
+{
+  PlannerGridPoint *p = g_new0(PlannerGridPoint, 1);
+  p->index = point->index;
+  p->results = g_steal_pointer(&point->results);
+  g_ptr_array_add(g->points, p);
+}
+
+gboolean
+planner_grid_stream(PlannerGrid *g, const SimConfig *base, const PlannerGridOptions *o, PlannerGridStream *stream,
+                    GError **error)
+{
+  guint shards = MAX(o->shards, 1u);
+  guint64 total = g->size > o->shard ? (g->size - o->shard + shards - 1) / shards : 0;
   guint jobs = o->jobs ? o->jobs : g_get_num_processors();
+  Shared sh = { .base = base, .grid = g, .stream = stream };
+  sh.window = stream->window ? stream->window : 64 * jobs;
+  sh.slots = g_new0(Job *, sh.window);
+  stream->peak_held = 0;
+  g_mutex_init(&sh.lock);
+  g_cond_init(&sh.finished);
   GThreadPool *pool = g_thread_pool_new(run_point, &sh, (gint)jobs, TRUE, NULL);
-  for (guint i = 0; i < g->points->len; i++)
-    g_thread_pool_push(pool, g_ptr_array_index(g->points, i), NULL);
-  guint total = g->points->len;
-  while ((guint)g_atomic_int_get(&sh.done) < total) {
-    if (o->progress)
-      o->progress((guint)g_atomic_int_get(&sh.done), total, o->progress_data);
-    g_usleep(100000);
+  GError *failure = NULL;
+  guint64 pushed = 0, written = 0;
+  gint64 shown = g_get_monotonic_time();
+  while (written < total && failure == NULL) {
+    /* Keep the window full: never more than `window` points alive, however
+     * far the workers could run ahead of a slow point. */
+    for (; pushed < total && pushed < written + sh.window; pushed++)
+      g_thread_pool_push(pool, job_new(&sh, pushed, o->shard + pushed * shards), NULL);
+    Job **slot = &sh.slots[written % sh.window];
+    g_mutex_lock(&sh.lock);
+    gint64 deadline = shown + G_TIME_SPAN_SECOND / 10;
+    while (*slot == NULL && g_cond_wait_until(&sh.finished, &sh.lock, deadline))
+      ;
+    Job *job = g_steal_pointer(slot);
+    g_mutex_unlock(&sh.lock);
+    if (g_get_monotonic_time() >= deadline) {
+      if (o->progress)
+        o->progress((guint)g_atomic_int_get(&sh.done), (guint)total, o->progress_data);
+      shown = g_get_monotonic_time();
+    }
+    if (job == NULL)
+      continue;
+    if (job->error)
+      failure = g_steal_pointer(&job->error);
+    else if (stream->write && !stream->write(g, &job->point, job->text, stream->data, &failure) && failure == NULL)
+      g_set_error(&failure, SIM_ERROR, SIM_ERROR_INPUT, "sweep point %u: not written", job->point.index);
+    job_free(&sh, job);
+    written++;
   }
+  /* On failure the points still queued skip their work; every job, run or
+   * skipped, ends in its slot and is freed here. */
+  if (failure)
+    g_atomic_int_set(&sh.stop, 1);
   g_thread_pool_free(pool, FALSE, TRUE);
-  if (o->progress)
-    o->progress(total, total, o->progress_data);
+  for (guint i = 0; i < sh.window; i++)
+    if (sh.slots[i])
+      job_free(&sh, sh.slots[i]);
+  g_free(sh.slots);
+  g_cond_clear(&sh.finished);
   g_mutex_clear(&sh.lock);
-  if (sh.error) {
-    g_propagate_error(error, sh.error);
-    return NULL;
+  if (o->progress && failure == NULL)
+    o->progress((guint)total, (guint)total, o->progress_data);
+  if (failure) {
+    g_propagate_error(error, failure);
+    return FALSE;
   }
+  return TRUE;
+}
+
+static gboolean
+keep_point(PlannerGrid *g, PlannerGridPoint *point, const GString *text, gpointer data, GError **error)
+{
+  (void)text, (void)data, (void)error;
+  planner_grid_keep(g, point);
+  return TRUE;
+}
+
+PlannerGrid *
+planner_grid_run(const SimConfig *base, GPtrArray *axes, const PlannerGridOptions *o, GError **error)
+{
+  g_autoptr(PlannerGrid) g = planner_grid_new(base, axes, o, error);
+  PlannerGridStream stream = { .write = keep_point };
+  if (g == NULL || !planner_grid_stream(g, base, o, &stream, error))
+    return NULL;
   return g_steal_pointer(&g);
 }

@@ -4,8 +4,16 @@
  * The grid is the cartesian product of its axes, the first axis varying
  * slowest; point i's values are the mixed-radix digits of i.  A shard I/N
  * runs the points i with i % N == I, so that shards on different machines
- * concatenate into the whole grid.  Results land in a slot per point, so the
- * order of the output does not depend on the number of threads.
+ * concatenate into the whole grid.  Points are handed back in index order
+ * whatever the number of threads, so the output does not depend on it.
+ *
+ * planner_grid_stream runs a grid in constant memory: a window of points
+ * (64 per thread unless told) is in flight at once; each worker formats its
+ * point's text itself (`format`, on the worker), and the calling thread
+ * hands the finished points to `write` in index order, freeing each after
+ * (a reorder window: a slow point holds the window, never more than it).
+ * planner_grid_run keeps every point (bench, tests, small sweeps): its
+ * memory grows with the grid.
  *
  * An axis has at least one value, and no key is swept by two axes (the
  * second would override the first while the rows name both): either is
@@ -59,13 +67,45 @@ typedef struct {
 typedef struct {
   GPtrArray *axes;   /* PlannerGridAxis*, owned */
   guint64 size;      /* points in the whole grid */
-  GPtrArray *points; /* PlannerGridPoint*, this shard's, in index order */
+  GPtrArray *points; /* PlannerGridPoint*, those kept (planner_grid_keep), in index order */
 } PlannerGrid;
 
 void planner_grid_free(PlannerGrid *grid);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(PlannerGrid, planner_grid_free)
 
-/* Runs the sweep of `config` (not modified) over `axes` (taken). */
+/* Checks `axes` (taken) against `config` (not modified) and the shard of
+ * `options`, as above; runs nothing.  The grid has no points yet. */
+PlannerGrid *planner_grid_new(const SimConfig *config, GPtrArray *axes, const PlannerGridOptions *options,
+                              GError **error);
+
+typedef struct {
+  /* On a worker, once `point`'s results are in: appends its text to `out`
+   * (may be NULL: no text).  Returns whether `write` needs the results; if
+   * not, they are freed on the worker (point->results is then NULL). */
+  gboolean (*format)(const PlannerGrid *grid, const PlannerGridPoint *point, GString *out, gpointer data);
+  /* On the calling thread, in index order, with the text `format` made
+   * (empty without one).  It may take point->results (leave NULL) or the
+   * point (planner_grid_keep).  FALSE, with `error` set, stops the sweep
+   * with that error. */
+  gboolean (*write)(PlannerGrid *grid, PlannerGridPoint *point, const GString *text, gpointer data, GError **error);
+  gpointer data;
+  guint window;    /* points alive at once (in flight or waiting for their turn); 0: 64 per thread */
+  guint peak_held; /* out: the most points alive at once, for tests (never above the window) */
+} PlannerGridStream;
+
+/* Runs this shard's points of `grid` (made by planner_grid_new with the
+ * same `config` and `options`) through `stream`.  A point that fails
+ * stops the sweep after the points before it were written: its error, as
+ * planner_grid_run's.  `write`'s error stops it the same way. */
+gboolean planner_grid_stream(PlannerGrid *grid, const SimConfig *config, const PlannerGridOptions *options,
+                             PlannerGridStream *stream, GError **error);
+
+/* Moves `point`'s results into a new point of grid->points (appended:
+ * call it in index order). */
+void planner_grid_keep(PlannerGrid *grid, PlannerGridPoint *point);
+
+/* Runs the sweep of `config` (not modified) over `axes` (taken), keeping
+ * every point of the shard in grid->points. */
 PlannerGrid *planner_grid_run(const SimConfig *config, GPtrArray *axes, const PlannerGridOptions *options,
                               GError **error);
 

@@ -10,6 +10,7 @@
 #include <glib/gstdio.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -204,35 +205,124 @@ save_failed(GError **error, const char *option, const char *path, const char *wh
   return FALSE;
 }
 
-gboolean
-sim_output_save(const char *option, const char *path, const char *text, gsize length, GError **error)
+struct SimOutputStream {
+  char *option, *path; /* path NULL: stdout */
+  char *temp;          /* registered; NULL for stdout */
+  int fd;
+  GString *buffer;
+};
+
+/* Pieces are gathered up to this size before a write(2). */
+#define STREAM_BUFFER (64 * 1024)
+
+SimOutputStream *
+sim_output_stream_open(const char *option, const char *path, GError **error)
 {
+  SimOutputStream *s = g_new0(SimOutputStream, 1);
+  s->option = g_strdup(option);
+  s->buffer = g_string_sized_new(STREAM_BUFFER);
+  if (path == NULL) {
+    /* Whatever stdio still holds goes first, to keep the order. */
+    fflush(stdout);
+    s->fd = STDOUT_FILENO;
+    return s;
+  }
+  s->path = g_strdup(path);
   if (*path == '\0' || g_str_has_suffix(path, G_DIR_SEPARATOR_S) || g_file_test(path, G_FILE_TEST_IS_DIR)) {
     g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "%s %s: expected the name of a file, not of a directory", option,
                 path);
+    sim_output_stream_abort(s);
+    return NULL;
+  }
+  s->fd = sim_output_temp_open(path, 0666, &s->temp);
+  if (s->fd < 0) {
+    save_failed(error, option, path, "cannot create a file there", errno);
+    sim_output_stream_abort(s);
+    return NULL;
+  }
+  return s;
+}
+
+static gboolean
+stream_failed(SimOutputStream *s, GError **error, const char *what, int e)
+{
+  if (s->path)
+    save_failed(error, s->option, s->path, what, e);
+  else
+    g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "stdout: cannot write the report: %s", g_strerror(e));
+  return FALSE;
+}
+
+static gboolean
+stream_flush(SimOutputStream *s, GError **error)
+{
+  gboolean ok = write_all(s->fd, s->buffer->str, s->buffer->len);
+  int e = errno;
+  /* Emptied even on failure, so that nothing is written twice. */
+  g_string_truncate(s->buffer, 0);
+  return ok || stream_failed(s, error, "cannot write", e);
+}
+
+gboolean
+sim_output_stream_write(SimOutputStream *s, const char *text, gsize length, GError **error)
+{
+  if (s->buffer->len + length > STREAM_BUFFER && !stream_flush(s, error))
+    return FALSE;
+  if (length >= STREAM_BUFFER)
+    return write_all(s->fd, text, length) || stream_failed(s, error, "cannot write", errno);
+  g_string_append_len(s->buffer, text, (gssize)length);
+  return TRUE;
+}
+
+gboolean
+sim_output_stream_commit(SimOutputStream *s, GError **error)
+{
+  gboolean ok = stream_flush(s, error);
+  if (ok && s->path) {
+    /* As g_file_set_contents: a file replaced is flushed first, so that a
+     * crash leaves the old contents or the new, never an empty file. */
+    if (g_file_test(s->path, G_FILE_TEST_EXISTS) && fsync(s->fd) != 0)
+      ok = stream_failed(s, error, "cannot write", errno);
+    int fd = s->fd;
+    s->fd = -1;
+    if (close(fd) != 0 && ok)
+      ok = stream_failed(s, error, "cannot write", errno);
+    if (ok && g_rename(s->temp, s->path) != 0)
+      ok = stream_failed(s, error, "cannot replace it", errno);
+    if (ok)
+      g_clear_pointer(&s->temp, sim_output_temp_forget);
+  }
+  sim_output_stream_abort(s);
+  return ok;
+}
+
+void
+sim_output_stream_abort(SimOutputStream *s)
+{
+  if (s == NULL)
+    return;
+  /* What stdout was given cannot be taken back: it all goes, in order, so
+   * that a failure shows after the last row before it. */
+  if (s->path == NULL)
+    (void)write_all(s->fd, s->buffer->str, s->buffer->len);
+  if (s->path && s->fd >= 0)
+    close(s->fd);
+  sim_output_temp_discard(s->temp);
+  g_string_free(s->buffer, TRUE);
+  g_free(s->option);
+  g_free(s->path);
+  g_free(s);
+}
+
+gboolean
+sim_output_save(const char *option, const char *path, const char *text, gsize length, GError **error)
+{
+  SimOutputStream *s = sim_output_stream_open(option, path, error);
+  if (s == NULL)
+    return FALSE;
+  if (!sim_output_stream_write(s, text, length, error)) {
+    sim_output_stream_abort(s);
     return FALSE;
   }
-  char *temp = NULL;
-  int fd = sim_output_temp_open(path, 0666, &temp);
-  if (fd < 0)
-    return save_failed(error, option, path, "cannot create a file there", errno);
-  /* As g_file_set_contents: a file replaced is flushed first, so that a
-   * crash leaves the old contents or the new, never an empty file. */
-  gboolean ok = write_all(fd, text, length) && (!g_file_test(path, G_FILE_TEST_EXISTS) || fsync(fd) == 0);
-  int e = errno;
-  if (close(fd) != 0 && ok) {
-    ok = FALSE;
-    e = errno;
-  }
-  if (!ok) {
-    sim_output_temp_discard(temp);
-    return save_failed(error, option, path, "cannot write", e);
-  }
-  if (g_rename(temp, path) != 0) {
-    e = errno;
-    sim_output_temp_discard(temp);
-    return save_failed(error, option, path, "cannot replace it", e);
-  }
-  sim_output_temp_forget(temp);
-  return TRUE;
+  return sim_output_stream_commit(s, error);
 }

@@ -33,6 +33,20 @@ void sim_output_number(GString *out, double value);
 /* Writes `text` to `path` atomically; `option` ("--trace") prefixes errors. */
 gboolean sim_output_save(const char *option, const char *path, const char *text, gsize length, GError **error);
 
+/* A file written piece by piece and still atomic: the pieces go (buffered)
+ * to a registered temporary beside `path`, renamed into place by _commit;
+ * _abort, a failed write or a failed commit removes it, and so does a
+ * signal (above).  A NULL `path` is stdout, written as the pieces come
+ * (nothing to rename; a failed write is "stdout: cannot write ...", and
+ * _abort writes what it still holds: stdout cannot take back the rest).
+ * _commit and _abort free the stream. */
+typedef struct SimOutputStream SimOutputStream;
+
+SimOutputStream *sim_output_stream_open(const char *option, const char *path, GError **error);
+gboolean sim_output_stream_write(SimOutputStream *stream, const char *text, gsize length, GError **error);
+gboolean sim_output_stream_commit(SimOutputStream *stream, GError **error);
+void sim_output_stream_abort(SimOutputStream *stream);
+
 /* Creates DIR/.NAME.XXXXXX beside `path` (DIR/NAME) with `mode` (before the
  * umask), registered: returns its open descriptor and its name in `*temp`,
  * or -1 with errno set. */

@@ -568,6 +568,8 @@ engine_suite(void)
 {
   Suite *s = suite_create("engine");
   TCase *tc = tcase_create("semantics");
+  /* Whole models and recordings under ASan on a loaded machine: not Check's 4 s. */
+  tcase_set_timeout(tc, 120);
   tcase_add_test(tc, lone_copy_takes_latency_plus_bytes_over_bandwidth);
   tcase_add_test(tc, pageable_copy_runs_at_pageable_factor);
   tcase_add_test(tc, same_direction_copies_on_two_streams_run_back_to_back);

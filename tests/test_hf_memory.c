@@ -390,6 +390,8 @@ hf_memory_suite(void)
 {
   Suite *s = suite_create("hf_memory");
   TCase *tc = tcase_create("curves");
+  /* Whole models and recordings under ASan on a loaded machine: not Check's 4 s. */
+  tcase_set_timeout(tc, 120);
   tcase_add_test(tc, the_first_backward_node_to_the_byte);
   tcase_add_test(tc, the_peak_where_pytorch_has_it);
   tcase_add_test(tc, readme_step_table_is_the_program);

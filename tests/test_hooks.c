@@ -231,6 +231,8 @@ hooks_suite(void)
 {
   Suite *s = suite_create("hooks");
   TCase *c = tcase_create("hooks");
+  /* Whole models and recordings under ASan on a loaded machine: not Check's 4 s. */
+  tcase_set_timeout(c, 120);
   tcase_add_test(c, filters_decide_what_moves);
   tcase_add_test(c, sync_and_pageable_times);
   tcase_add_test(c, mirrored_parameters_keep_their_source);

@@ -383,6 +383,8 @@ schedules_suite(void)
 {
   Suite *s = suite_create("schedules");
   TCase *c = tcase_create("schedules");
+  /* Whole models and recordings under ASan on a loaded machine: not Check's 4 s. */
+  tcase_set_timeout(c, 120);
   tcase_add_test(c, on_demand_exposes_every_reload);
   tcase_add_test(c, shared_stream_carries_both_directions);
   tcase_add_test(c, te_window_of_one_cannot_overlap);

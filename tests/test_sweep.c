@@ -398,6 +398,7 @@ sweep_suite(void)
 {
   Suite *s = suite_create("sweep");
   TCase *rows = tcase_create("rows");
+  tcase_set_timeout(rows, 60); /* a few sweeps through the binary under ASan */
   tcase_add_test(rows, rows_are_the_bytes_of_the_json_formatting);
   tcase_add_test(rows, streamed_csv_is_the_in_memory_csv);
   suite_add_tcase(s, rows);

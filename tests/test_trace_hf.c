@@ -362,6 +362,8 @@ main(void)
 {
   Suite *s = suite_create("trace_hf");
   TCase *tc = tcase_create("hf");
+  /* Whole models and recordings under ASan on a loaded machine: not Check's 4 s. */
+  tcase_set_timeout(tc, 120);
   tcase_add_test(tc, recording_equals_generator_per_stage);
   tcase_add_test(tc, op_counts_time_layers_as_the_generator);
   tcase_add_test(tc, old_recordings_load_as_before);

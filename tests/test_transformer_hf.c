@@ -617,6 +617,8 @@ transformer_hf_suite(void)
 {
   Suite *s = suite_create("transformer_hf");
   TCase *tc = tcase_create("hf");
+  /* Whole models and recordings under ASan on a loaded machine: not Check's 4 s. */
+  tcase_set_timeout(tc, 120);
   tcase_add_test(tc, hf_ops_match_every_recording_per_layer);
   tcase_add_test(tc, fused_is_unchanged_and_saves_less);
   tcase_add_test(tc, one_qwen2_layer_by_hand);

@@ -19,7 +19,8 @@ ForCausalLMLoss, backward.  Every preset runs `--steps` steps (default 2:
 one warm-up, which Megatron needs to find its groups and which fills
 PyTorch's caching host allocator) and reports the last.
 
-What each handler mirrors (file and line as FRAMEWORKS.md cites them; the
+What each handler mirrors (file and line as docs/reference.md, "How frameworks
+schedule activation offload", cites them; the
 versions read here are named where they differ):
 
 save_on_cpu   torch/autograd/graph.py, class save_on_cpu: a saved_tensors_hooks
@@ -67,7 +68,7 @@ te            transformer_engine/pytorch/cpu_offload.py, current path (read:
               non-device and non-contiguous tensors stay; views with their
               base's numel are offloaded as the base (_switch_to_base_
               tensors) and deduplicated by object identity.  Size filter:
-              < 2^18 elements stay, as FRAMEWORKS.md reads @d0067d0 l. 459-474
+              < 2^18 elements stay, as docs/reference.md reads @d0067d0 l. 459-474
               (the version read here has none; an older one, 00382b9, has
               DEFAULT_MIN_TENSOR_SIZE_TO_OFFLOAD = 2**20 elements): --te-min.
               n = num_layers = L - 1 by default (--te-layers).

@@ -210,6 +210,13 @@ travels(Fate f)
   return f == FATE_OFFLOAD || f == FATE_MIRROR;
 }
 
+/* Device memory of its group while the forward runs (dropped ones only until its end). */
+static inline gboolean
+exists_in_forward(Fate f)
+{
+  return f == FATE_KEEP || f == FATE_OFFLOAD || f == FATE_DROP;
+}
+
 /* The fate of tensor k of group g, decided once per lowering. */
 static inline Fate
 tensor_fate(const Lower *l, guint g, guint k)
@@ -377,7 +384,7 @@ alloc_saved(const Lower *l, guint g, guint32 op)
   for (guint k = 0; k < layer->tensors->len; k++) {
     const SimTensor *t = &g_array_index(layer->tensors, SimTensor, k);
     Fate fate = (Fate)fates[k];
-    if (fate == FATE_FULL || fate == FATE_ELSEWHERE || fate == FATE_MIRROR)
+    if (!exists_in_forward(fate))
       continue;
     sim_program_mem_inline(l->p, op, SIM_AT_START, SIM_POOL_DEVICE, (gint64)t->bytes, labels[k], index);
     if (fate == FATE_DROP)
@@ -538,11 +545,10 @@ emit_forward_by_tensor(Lower *l, guint i)
   guint pieces = 1;
   for (guint k = 0; k < layer->tensors->len; k++) {
     Fate f = (Fate)fates[k];
-    total += f == FATE_KEEP || f == FATE_OFFLOAD || f == FATE_DROP ? g_array_index(layer->tensors, SimTensor, k).bytes : 0;
+    total += exists_in_forward(f) ? g_array_index(layer->tensors, SimTensor, k).bytes : 0;
     pieces += travels(f);
   }
   guint start = 0;
-  guint32 op = SIM_NO_OP;
   gboolean first = TRUE;
   for (guint k = 0; k <= layer->tensors->len; k++) {
     gboolean last = k == layer->tensors->len;
@@ -550,24 +556,21 @@ emit_forward_by_tensor(Lower *l, guint i)
       continue;
     /* The piece that saves tensors start..k. */
     guint64 bytes = 0;
-    for (guint j = start; j <= k && j < layer->tensors->len; j++) {
-      Fate f = (Fate)fates[j];
-      if (f == FATE_KEEP || f == FATE_OFFLOAD || f == FATE_DROP)
+    for (guint j = start; j <= k && j < layer->tensors->len; j++)
+      if (exists_in_forward((Fate)fates[j]))
         bytes += g_array_index(layer->tensors, SimTensor, j).bytes;
-    }
     double share = total ? (double)bytes / (double)total : 1.0 / pieces;
-    op = sim_program_compute_inline(p, SIM_LOWER_STREAM_COMPUTE, layer->forward * share, SIM_PHASE_FORWARD, (gint32)i,
-                                    l->label_fwd);
+    guint32 op = sim_program_compute_inline(p, SIM_LOWER_STREAM_COMPUTE, layer->forward * share, SIM_PHASE_FORWARD,
+                                            (gint32)i, l->label_fwd);
     if (first)
       sim_program_mem_inline(p, op, SIM_AT_START, SIM_POOL_DEVICE, (gint64)layer->workspace_bytes, l->label_workspace,
                              (gint32)i);
     first = FALSE;
-    for (guint j = start; j <= k && j < layer->tensors->len; j++) {
-      Fate f = (Fate)fates[j];
-      if (f == FATE_KEEP || f == FATE_OFFLOAD)
+    /* start = tensor runs only for plain offloads: no tensor is dropped. */
+    for (guint j = start; j <= k && j < layer->tensors->len; j++)
+      if (exists_in_forward((Fate)fates[j]))
         sim_program_mem_inline(p, op, SIM_AT_START, SIM_POOL_DEVICE,
                                (gint64)g_array_index(layer->tensors, SimTensor, j).bytes, labels[j], (gint32)i);
-    }
     if (last) {
       sim_program_mem_inline(p, op, SIM_AT_END, SIM_POOL_DEVICE, -(gint64)layer->workspace_bytes, l->label_workspace,
                              (gint32)i);
@@ -592,7 +595,6 @@ emit_forward_by_tensor(Lower *l, guint i)
     }
     start = k + 1;
   }
-  (void)op;
 }
 
 /* The embedding or the loss head: one op each way, its tensors kept, or

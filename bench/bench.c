@@ -198,11 +198,16 @@ bench_plan(const BenchOptions *o, BenchFigures *f, GError **error)
 static gboolean
 bench_scale(const BenchOptions *o, BenchFigures *f, GError **error)
 {
-  guint layers[2] = { 100, o->quick ? 1000 : 10000 };
-  for (int k = 0; k < 2; k++)
-    if (!time_steps(layers[k], MAX(2u, o->repeats / (k ? 2 : 1)), &f->scale_ms[k], &f->scale_ops[k],
-                    &f->scale_bytes[k], error))
+  /* 10^6 layers hold about 9 GB and take seconds a step: fewer repeats as the model grows. */
+  static const guint full[] = { 100, 10000, 100000, 1000000 }, quick[] = { 100, 1000 };
+  const guint *layers = o->quick ? quick : full;
+  f->scale_rows = o->quick ? G_N_ELEMENTS(quick) : G_N_ELEMENTS(full);
+  for (guint k = 0; k < f->scale_rows; k++) {
+    f->scale_layers[k] = layers[k];
+    guint repeats = MAX(1u, k == 0 ? o->repeats : o->repeats >> (k + 1));
+    if (!time_steps(layers[k], repeats, &f->scale_ms[k], &f->scale_ops[k], &f->scale_bytes[k], error))
       return FALSE;
+  }
   return TRUE;
 }
 

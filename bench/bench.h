@@ -22,6 +22,9 @@
 
 G_BEGIN_DECLS
 
+/* Rows of the scale figure at most. */
+#define BENCH_SCALE_ROWS 4
+
 typedef struct {
   double events_per_sec;
   guint64 engine_events;  /* events in the synthetic program */
@@ -33,10 +36,13 @@ typedef struct {
   double sweep_points_per_sec;
   guint sweep_points;
   guint sweep_jobs;
-  /* Scaling: one async step of L layers x 32 tensors, L = 100 and 10,000. */
-  double scale_ms[2];
-  guint scale_ops[2];
-  guint64 scale_bytes[2]; /* program + run storage */
+  /* Scaling: one async step of L layers x 32 tensors, L = 100, 10^4, 10^5
+   * and 10^6 (100 and 1,000 with quick). */
+  guint scale_rows;
+  guint scale_layers[BENCH_SCALE_ROWS];
+  double scale_ms[BENCH_SCALE_ROWS];
+  guint scale_ops[BENCH_SCALE_ROWS];
+  guint64 scale_bytes[BENCH_SCALE_ROWS]; /* program + run storage */
   guint repeats;
 } BenchFigures;
 

@@ -39,8 +39,8 @@ bench_format(const BenchFigures *f, CliFormat format)
     json_builder_add_int_value(b, f->sweep_points);
     json_builder_set_member_name(b, "sweep_jobs");
     json_builder_add_int_value(b, f->sweep_jobs);
-    for (int k = 0; k < 2; k++) {
-      g_autofree char *name = g_strdup_printf("scale_%u_layers", k ? 10000u : 100u);
+    for (guint k = 0; k < f->scale_rows; k++) {
+      g_autofree char *name = g_strdup_printf("scale_%u_layers", f->scale_layers[k]);
       json_builder_set_member_name(b, name);
       json_builder_begin_object(b);
       json_builder_set_member_name(b, "ms");
@@ -63,21 +63,26 @@ bench_format(const BenchFigures *f, CliFormat format)
     g_autoptr(JsonNode) root = json_builder_get_root(b);
     return cli_report_json_to_string(root);
   }
-  return g_strdup_printf("machine: %s, %u cores; build %s; medians of %u runs\n\n"
-                         "events_per_sec        %14.0f   (%" G_GUINT64_FORMAT " events, %" G_GUINT64_FORMAT
-                         " heap operations)\n"
-                         "step_96x32_ms         %14.3f   (%u ops, lowered and run)\n"
-                         "plan_96_ms            %14.1f   (%" G_GUINT64_FORMAT " simulations)\n"
-                         "sweep_points_per_sec  %14.0f   (%u points, %u threads)\n"
-                         "scale                 %u ops in %.3f ms, %.1f bytes/op; %u ops in %.3f ms, %.1f bytes/op:"
-                         " %.2fx the time per op\n",
+  GString *out = g_string_new(NULL);
+  g_string_append_printf(out, "machine: %s, %u cores; build %s; medians of %u runs\n\n"
+                              "events_per_sec        %14.0f   (%" G_GUINT64_FORMAT " events, %" G_GUINT64_FORMAT
+                              " heap operations)\n"
+                              "step_96x32_ms         %14.3f   (%u ops, lowered and run)\n"
+                              "plan_96_ms            %14.1f   (%" G_GUINT64_FORMAT " simulations)\n"
+                              "sweep_points_per_sec  %14.0f   (%u points, %u threads)\n",
                          cpu, cores, OFFSIM_BUILD_TYPE, f->repeats, f->events_per_sec, f->engine_events,
                          f->engine_heap_ops, f->step_96x32_ms, f->step_96x32_ops, f->plan_96_ms,
-                         f->plan_96_evaluations, f->sweep_points_per_sec, f->sweep_points, f->sweep_jobs,
-                         f->scale_ops[0], f->scale_ms[0], f->scale_ops[0] ? (double)f->scale_bytes[0] / f->scale_ops[0] : 0,
-                         f->scale_ops[1], f->scale_ms[1], f->scale_ops[1] ? (double)f->scale_bytes[1] / f->scale_ops[1] : 0,
-                         f->scale_ops[0] && f->scale_ms[0] > 0
-                           ? (f->scale_ms[1] / f->scale_ops[1]) / (f->scale_ms[0] / f->scale_ops[0]) : 0);
+                         f->plan_96_evaluations, f->sweep_points_per_sec, f->sweep_points, f->sweep_jobs);
+  /* One line per model size: the time and storage per op against the smallest's. */
+  double base = f->scale_ops[0] && f->scale_ms[0] > 0 ? f->scale_ms[0] / f->scale_ops[0] : 0;
+  for (guint k = 0; k < f->scale_rows; k++) {
+    double per_op = f->scale_ops[k] ? f->scale_ms[k] / f->scale_ops[k] : 0;
+    g_string_append_printf(out, "scale %-9u layers %10u ops in %10.3f ms, %5.1f bytes/op, %.2fx the time per op\n",
+                           f->scale_layers[k], f->scale_ops[k], f->scale_ms[k],
+                           f->scale_ops[k] ? (double)f->scale_bytes[k] / f->scale_ops[k] : 0,
+                           base > 0 ? per_op / base : 0);
+  }
+  return g_string_free(out, FALSE);
 }
 
 int

@@ -274,9 +274,9 @@ show_layer(Show *s, const SimConfigGroup *g)
 }
 
 /* The transformer as the loader builds it: defaults, the config.json, the
- * keys given, then kv_heads and head_dim when they follow heads and hidden. */
-static void
-resolve_transformer(const SimConfigGroup *g, SimTransformer *t, gboolean *kv_derived, gboolean *dim_derived)
+ * keys given, then what follows other keys (the loader's own derivation). */
+static SimTransformerDerived
+resolve_transformer(const SimConfigGroup *g, SimTransformer *t)
 {
   sim_transformer_defaults(t);
   const SimConfigEntry *hf = sim_config_lookup(g, "hf_config");
@@ -291,20 +291,7 @@ resolve_transformer(const SimConfigGroup *g, SimTransformer *t, gboolean *kv_der
     if (k->group == SIM_GROUP_TRANSFORMER && k->offset != SIM_SCHEMA_BY_HAND && e)
       sim_schema_parse((SimKeyId)id, e->value, t, NULL);
   }
-  /* What follows ops unless given, as the loader derives it. */
-  SimTransformer follows = *t;
-  sim_transformer_follow_ops(&follows);
-  if (!sim_config_lookup(g, sim_schema_key(SIM_KEY_TRANSFORMER_GRADS)->key))
-    t->grads_kept = follows.grads_kept;
-  if (!sim_config_lookup(g, sim_schema_key(SIM_KEY_TRANSFORMER_ATTENTION)->key))
-    t->attention = follows.attention;
-  gboolean heads = sim_config_lookup(g, "heads") != NULL, hidden = sim_config_lookup(g, "hidden") != NULL;
-  *kv_derived = !sim_config_lookup(g, "kv_heads") && (!hf || heads);
-  *dim_derived = !sim_config_lookup(g, "head_dim") && (!hf || hidden || heads);
-  if (*kv_derived)
-    t->kv_heads = t->heads;
-  if (*dim_derived)
-    t->head_dim = t->hidden / t->heads;
+  return sim_scenario_transformer_derive(g, hf != NULL, t);
 }
 
 /* [transformer]: given, from the config.json, derived, or default. */
@@ -312,8 +299,7 @@ static void
 show_transformer(Show *s, const SimConfigGroup *g)
 {
   SimTransformer t, plain;
-  gboolean kv_derived, dim_derived;
-  resolve_transformer(g, &t, &kv_derived, &dim_derived);
+  SimTransformerDerived derived_keys = resolve_transformer(g, &t);
   sim_transformer_defaults(&plain);
   const SimConfigEntry *hf = sim_config_lookup(g, "hf_config");
   g_autofree char *hf_path = hf ? absolute_path(hf) : NULL;
@@ -331,8 +317,10 @@ show_transformer(Show *s, const SimConfigGroup *g)
     if (given_line(s, g, k->key))
       continue;
     g_autofree char *mine = NULL;
-    if ((id == SIM_KEY_TRANSFORMER_KV_HEADS && kv_derived) || (id == SIM_KEY_TRANSFORMER_HEAD_DIM && dim_derived) ||
-        id == SIM_KEY_TRANSFORMER_GRADS || id == SIM_KEY_TRANSFORMER_ATTENTION) {
+    if ((id == SIM_KEY_TRANSFORMER_KV_HEADS && derived_keys.kv_heads) ||
+        (id == SIM_KEY_TRANSFORMER_HEAD_DIM && derived_keys.head_dim) ||
+        (id == SIM_KEY_TRANSFORMER_GRADS && derived_keys.grads) ||
+        (id == SIM_KEY_TRANSFORMER_ATTENTION && derived_keys.attention)) {
       mine = derived((SimKeyId)id);
     } else if (hf) {
       /* What the config.json changed, or gave where there is no default. */

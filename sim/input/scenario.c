@@ -436,16 +436,27 @@ relative_path(const SimConfigEntry *e)
   return g_path_is_absolute(e->value) ? g_strdup(e->value) : g_build_filename(dir, e->value, NULL);
 }
 
-/* kv_heads and head_dim follow heads and hidden unless given (or, with an
- * hf_config and neither heads nor hidden given, the config's). */
-static void
-derive_heads(const SimConfigGroup *g, gboolean from_hf, SimTransformer *t)
+SimTransformerDerived
+sim_scenario_transformer_derive(const SimConfigGroup *g, gboolean from_hf, SimTransformer *t)
 {
   gboolean heads = given(g, SIM_KEY_TRANSFORMER_HEADS), hidden = given(g, SIM_KEY_TRANSFORMER_HIDDEN);
-  if (!given(g, SIM_KEY_TRANSFORMER_KV_HEADS) && (!from_hf || heads))
+  SimTransformerDerived d = {
+    .kv_heads = !given(g, SIM_KEY_TRANSFORMER_KV_HEADS) && (!from_hf || heads),
+    .head_dim = !given(g, SIM_KEY_TRANSFORMER_HEAD_DIM) && (!from_hf || hidden || heads),
+    .grads = !given(g, SIM_KEY_TRANSFORMER_GRADS),
+    .attention = !given(g, SIM_KEY_TRANSFORMER_ATTENTION),
+  };
+  if (d.kv_heads)
     t->kv_heads = t->heads;
-  if (!given(g, SIM_KEY_TRANSFORMER_HEAD_DIM) && (!from_hf || hidden || heads))
+  if (d.head_dim)
     t->head_dim = t->hidden % t->heads == 0 ? t->hidden / t->heads : 0;
+  SimTransformer follows = *t;
+  sim_transformer_follow_ops(&follows);
+  if (d.grads)
+    t->grads_kept = follows.grads_kept;
+  if (d.attention)
+    t->attention = follows.attention;
+  return d;
 }
 
 /* [transformer]: hf_config first, then the keys, which override it. */
@@ -473,13 +484,7 @@ load_transformer(const SimConfig *c, const SimMachine *m, const char *name, SimW
       !require(c->top, "transformer", g, SIM_KEY_TRANSFORMER_SEQ, error) ||
       !read_fields(g, SIM_GROUP_TRANSFORMER, 0, &t, error))
     return FALSE;
-  derive_heads(g, hf != NULL, &t);
-  SimTransformer follows = t;
-  sim_transformer_follow_ops(&follows);
-  if (!given(g, SIM_KEY_TRANSFORMER_GRADS))
-    t.grads_kept = follows.grads_kept;
-  if (!given(g, SIM_KEY_TRANSFORMER_ATTENTION))
-    t.attention = follows.attention;
+  sim_scenario_transformer_derive(g, hf != NULL, &t);
   /* head_dim 0 (heads does not divide hidden) and every range are
    * sim_transformer_validate's, which the build calls: one check for this
    * group and for `offsim model`. */

@@ -17,6 +17,7 @@
 #include "config.h"
 #include "machine.h"
 #include "policy.h"
+#include "transformer.h"
 #include "workload.h"
 
 G_BEGIN_DECLS
@@ -40,6 +41,17 @@ SimScenario *sim_scenario_load_file(const char *path, GError **error);
 SimScenario *sim_scenario_load_data(const char *data, const char *origin, GError **error);
 /* A scenario from an already merged configuration. */
 SimScenario *sim_scenario_from_config(const SimConfig *config, GError **error);
+
+/* Which keys of a [transformer] group the loader derived rather than read. */
+typedef struct {
+  gboolean kv_heads, head_dim; /* follow heads and hidden (or, with hf_config, the config's) */
+  gboolean grads, attention;   /* follow ops (sim_transformer_follow_ops) */
+} SimTransformerDerived;
+
+/* Sets the keys of `t` (read from group `g`, its hf_config first when
+ * `from_hf`) that follow others when `g` does not give them, and says
+ * which: the one derivation the loader and `offsim show` share. */
+SimTransformerDerived sim_scenario_transformer_derive(const SimConfigGroup *g, gboolean from_hf, SimTransformer *t);
 
 /* The embedded default scenario (scenarios/default.ini, compiled in). */
 SimScenario *sim_scenario_load_default(GError **error);

@@ -224,11 +224,17 @@ tensor_fate(const Lower *l, guint g, guint k)
   return (Fate)l->fates[l->first[g] + k];
 }
 
-/* An offloaded tensor is copied once, or once per saved reference. */
+/* An offloaded tensor is copied once (dedup), or once per saved reference. */
+static inline guint
+copies(gboolean dedup, const SimTensor *t)
+{
+  return dedup ? 1 : MAX(t->refs, 1u);
+}
+
 static inline guint
 copies_of(const Lower *l, const SimTensor *t)
 {
-  return l->policy->dedup ? 1 : MAX(t->refs, 1u);
+  return copies(l->policy->dedup, t);
 }
 
 /* Each tensor's fate under action `a` into fates[]; FALSE when `a`
@@ -266,13 +272,15 @@ typedef struct {
   gboolean pageable;     /* copies at pageable_factor */
   gboolean round;        /* host blocks rounded up to a power of two (pinned = caching) */
   gboolean free_at_end;  /* an offloaded source is freed when its copy ends (free = copy-end) */
+  gboolean dedup;        /* one copy per storage, not per reference */
 } CopyMode;
 
 static inline CopyMode
 copy_mode(const Lower *l)
 {
   const SimPolicy *p = l->policy;
-  return (CopyMode){ p->pinned == SIM_PINNED_PAGEABLE, p->pinned == SIM_PINNED_CACHING, !p->free_next_commit };
+  return (CopyMode){ p->pinned == SIM_PINNED_PAGEABLE, p->pinned == SIM_PINNED_CACHING, !p->free_next_commit,
+                     p->dedup };
 }
 
 /* What the host holds for a copy of `bytes`: PyTorch's caching host
@@ -330,14 +338,13 @@ emit_copies(const Lower *l, guint g, SimDir dir, guint32 stream)
   const guint8 *fates = &l->fates[l->first[g]];
   gint32 index = group_index(l, g);
   CopyMode m = copy_mode(l);
-  guint per_reference = l->policy->dedup ? 0 : 1;
   SimProgram *p = l->p;
   if (action_at(l, g) == SIM_ACTION_RECOMPUTE_OFFLOAD)
     emit_tensor_copies(p, m, index, dir, stream, layer->input_bytes, 1, l->label_input, TRUE);
   for (guint k = 0; k < layer->tensors->len; k++) {
     const SimTensor *t = &g_array_index(layer->tensors, SimTensor, k);
     if (travels((Fate)fates[k]))
-      emit_tensor_copies(p, m, index, dir, stream, t->bytes, per_reference ? MAX(t->refs, 1u) : 1, labels[k],
+      emit_tensor_copies(p, m, index, dir, stream, t->bytes, copies(m.dedup, t), labels[k],
                          fates[k] == FATE_OFFLOAD);
   }
 }

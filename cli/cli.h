@@ -32,6 +32,8 @@ int cli_show_main(int argc, char **argv);    /* offsim show */
 /* The per-layer table of a plan: action, bytes saved, exposed time if the
  * layer were offloaded, recompute time (for `plan` and `compare --budget`). */
 void cli_plan_format_layers(GString *out, const PlannerPlan *plan);
+/* How the plan's lower bound was found, in words (static). */
+const char *cli_plan_bound_words(const PlannerPlan *plan);
 
 /* `offsim plan --format json`'s object for a plan under `budget` (actions
  * and layers included), for `plan` and `compare --budget --format json`;

@@ -63,6 +63,12 @@ cli_plan_json(const PlannerPlan *p, const SimResult *r, guint64 budget)
   json_builder_add_string_value(b, p->verdict_reason);
   MEMBER("evaluations");
   json_builder_add_int_value(b, (gint64)p->evaluations);
+  MEMBER("optimal");
+  json_builder_add_boolean_value(b, p->optimal);
+  MEMBER("bound");
+  json_builder_add_string_value(b, p->proven ? "exact" : "analytical");
+  MEMBER("states");
+  json_builder_add_int_value(b, (gint64)p->states);
   MEMBER("layers");
   json_builder_begin_array(b);
   for (guint i = 0; i < p->notes->len; i++) {
@@ -85,6 +91,16 @@ cli_plan_json(const PlannerPlan *p, const SimResult *r, guint64 budget)
 #undef MEMBER
   json_builder_end_object(b);
   return json_builder_get_root(b);
+}
+
+const char *
+cli_plan_bound_words(const PlannerPlan *p)
+{
+  if (p->optimal)
+    return "proven optimal (exact search)";
+  if (p->proven)
+    return "proven bound (exact search): no plan is faster";
+  return "analytical bound: not proven";
 }
 
 void
@@ -125,7 +141,8 @@ plan_table(const SimScenario *s, const PlannerPlan *p, guint64 budget, guint64 a
   g_string_append_printf(out, "step        %9.2f ms   (resident %.2f ms)\n", r->step_ms, p->resident->step_ms);
   g_string_append_printf(out, "exposed     %9.2f ms\nrecompute   %9.2f ms\n", r->exposed_transfer_ms, r->recompute_ms);
   g_string_append_printf(out, "peak        %12s   (resident %s)\n", peak, resident_peak);
-  g_string_append_printf(out, "lower bound %9.2f ms   gap %.1f %%\n", p->lower_bound_ms, p->gap * 100);
+  g_string_append_printf(out, "lower bound %9.2f ms   gap %.2f %%   %s\n", p->lower_bound_ms, p->gap * 100,
+                         cli_plan_bound_words(p));
   g_string_append_printf(out, "verdict     %s: %s\n\n", p->verdict, p->verdict_reason);
   g_autofree char *block = planner_plan_format_policy(p->policy);
   g_string_append_printf(out, "%s\n", block);

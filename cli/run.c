@@ -178,8 +178,8 @@ append_plan(GString *more, const PlannerPlan *plan)
   g_string_append_c(more, '\n');
   if (plan->feasible) {
     g_autofree char *block = planner_plan_format_policy(plan->policy);
-    g_string_append_printf(more, "planned: %s: %s\nlower bound %.2f ms, gap %.1f %%\n\n%s\n", plan->verdict,
-                           plan->verdict_reason, plan->lower_bound_ms, plan->gap * 100, block);
+    g_string_append_printf(more, "planned: %s: %s\nlower bound %.2f ms, gap %.2f %%, %s\n\n%s\n", plan->verdict,
+                           plan->verdict_reason, plan->lower_bound_ms, plan->gap * 100, cli_plan_bound_words(plan), block);
   } else {
     g_autofree char *min = sim_units_format_size(plan->min_budget);
     g_string_append_printf(more, "planned: no plan fits the budget; the smallest peak any plan reaches is %s "

@@ -2,6 +2,7 @@
 
 #include "budget.h"
 #include "error.h"
+#include "exact.h"
 #include "evaluate.h"
 #include "units.h"
 
@@ -473,6 +474,39 @@ verdict(PlannerPlan *p, guint64 static_bytes)
                                         summary.saved_ratio, summary.transfer_ms);
 }
 
+/* Every schedule's exact search (planner/exact.c) below the plan `best`
+ * holds: a plan it finds is run through the engine and taken when it is
+ * better.  *bound receives the least step any plan can have: under an
+ * exact schedule the least the search found (or, when it found none below,
+ * the plan's own step), under a relaxed one the relaxation's least.  When
+ * nothing fits, the search looks everywhere (it may find what local
+ * search missed). */
+static gboolean
+prove(Ctx *c, Best *best, double *bound, guint64 *states, GError **error)
+{
+  g_autoptr(PlannerExact) x = planner_exact_new(c->s, c->policy, c->n_actions);
+  g_autofree SimAction *actions = g_new(SimAction, c->n);
+  double least = INFINITY;
+  for (guint o = 0; o < c->n_opts; o++) {
+    double cutoff = best->found ? best->eval.step * (1 + PLANNER_OPTIMAL_GAP) : INFINITY, step;
+    PlannerExactStats stats = { 0 };
+    gboolean found = planner_exact_solve(x, &c->opts[o], c->budget, cutoff, actions, &step, &stats);
+    *states += stats.states;
+    if (!found) {
+      least = MIN(least, cutoff); /* nothing of this schedule below the plan */
+      continue;
+    }
+    least = MIN(least, step);
+    Eval e;
+    if (!evaluate(c, actions, &c->opts[o], &e, error))
+      return FALSE;
+    if ((guint64)e.peak <= c->budget && better(best, &e, FALSE))
+      best_take(best, c, actions, o, &e);
+  }
+  *bound = isfinite(least) ? least : NAN;
+  return TRUE;
+}
+
 static SimPolicy *
 plan_policy(const Ctx *c, const Best *b)
 {
@@ -526,6 +560,12 @@ planner_plan_framework(const SimScenario *s, guint64 budget, SimFramework framew
   g_autoptr(PlannerPlan) p = g_new0(PlannerPlan, 1);
   if (!search(&c, &best, FALSE, error))
     return NULL;
+  /* The proof: the exact search under every schedule, below the plan found. */
+  double bound = NAN;
+  if (framework == SIM_FRAMEWORK_NONE && planner_exact_supports(scratch) && n <= PLANNER_PROVEN_LAYERS) {
+    if (!prove(&c, &best, &bound, &p->states, error))
+      return NULL;
+  }
   p->feasible = best.found;
   if (!best.found) {
     /* Nothing fits: find the plan with the smallest peak instead. */
@@ -540,8 +580,12 @@ planner_plan_framework(const SimScenario *s, guint64 budget, SimFramework framew
   p->resident = p->result ? sim_evaluate(evaluator, s, resident, &eval, error) : NULL;
   if (p->result == NULL || p->resident == NULL)
     return NULL;
-  p->lower_bound_ms = lower_bound(&c) * 1e3;
-  p->gap = p->lower_bound_ms > 0 ? p->result->step_ms / p->lower_bound_ms - 1 : 0;
+  p->proven = !isnan(bound);
+  p->lower_bound_ms = (p->proven ? MAX(bound, lower_bound(&c)) : lower_bound(&c)) * 1e3;
+  if (p->proven && p->feasible)
+    p->lower_bound_ms = MIN(p->lower_bound_ms, p->result->step_ms); /* rounding: never above the plan */
+  p->gap = p->lower_bound_ms > 0 ? MAX(0.0, p->result->step_ms / p->lower_bound_ms - 1) : 0;
+  p->optimal = p->proven && p->feasible && p->gap <= PLANNER_OPTIMAL_GAP;
   verdict(p, s->workload->static_bytes);
 
   /* Per layer: what the choice saves, and what the alternatives would cost. */

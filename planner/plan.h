@@ -52,6 +52,13 @@ G_BEGIN_DECLS
 /* Past this many layers no one-layer local search (layers x layers
  * evaluations): prefix plans found by bisection instead. */
 #define PLANNER_LOCAL_LAYERS 256
+/* Up to this many layers the exact search (planner/exact.h) proves the
+ * plan: the lower bound is the least step any plan of the search space
+ * can have. */
+#define PLANNER_PROVEN_LAYERS 96
+/* A plan within this of its proven bound is optimal (the model and the
+ * engine agree to about 1e-15; this is their rounding, not a tolerance). */
+#define PLANNER_OPTIMAL_GAP 1e-9
 
 /* A copy schedule the planner tries for offloaded layers. */
 typedef struct {
@@ -78,6 +85,9 @@ typedef struct {
   SimResult *resident;       /* resident's figures, for the verdict */
   double lower_bound_ms;
   double gap;                /* step / lower bound - 1 */
+  gboolean proven;           /* the bound is the exact search's: no plan of the space is faster */
+  gboolean optimal;          /* proven, and the plan reaches it */
+  guint64 states;            /* states the exact search kept */
   guint64 min_budget;        /* when infeasible: the smallest peak any plan found reaches */
   const char *verdict;       /* accept | tune | reject, the ledger's thresholds against resident */
   char *verdict_reason;

@@ -9,17 +9,6 @@
  * count positions, so an offloaded embedding or head (scope = all) is
  * reloaded and waited for like one more layer. */
 
-/* What happens to one saved tensor of a group. */
-typedef enum {
-  FATE_KEEP,    /* stays on the device from forward to backward */
-  FATE_OFFLOAD, /* goes to the host and comes back */
-  FATE_DROP,    /* freed after the forward, recomputed before the backward (selective) */
-  FATE_FULL,    /* never kept: the whole forward is recomputed (full checkpointing) */
-  FATE_ELSEWHERE, /* not a device storage of this group (sim_tensor_on_device): no memory, never copied */
-  FATE_MIRROR,  /* a reference to memory held elsewhere that the hook copies anyway (a parameter under
-                 * params = copy, a storage an earlier layer saved): copied out and back, its source
-                 * stays; the reloaded copy is device memory of this group until its backward ends */
-} Fate;
 
 typedef struct {
   SimProgram *p;
@@ -156,72 +145,71 @@ recomputes(SimAction a)
 
 /* The hook's filters: size, and leaves unless leaves = copy. */
 static inline gboolean
-passes_filters(const Lower *l, const SimTensor *t)
+passes_filters(const SimPolicy *p, const SimTensor *t)
 {
-  return t->bytes >= l->policy->min_tensor && (!t->leaf || l->policy->copy_leaves) &&
-         (l->policy->min_elements == 0 || sim_tensor_elements(t) >= l->policy->min_elements);
+  return t->bytes >= p->min_tensor && (!t->leaf || p->copy_leaves) &&
+         (p->min_elements == 0 || sim_tensor_elements(t) >= p->min_elements);
 }
 
 static inline gboolean
-moves(const Lower *l, const SimTensor *t)
+moves(const SimPolicy *p, const SimTensor *t)
 {
-  return t->offloadable && passes_filters(l, t);
+  return t->offloadable && passes_filters(p, t);
 }
 
 /* A reference to memory held elsewhere that an offload copies anyway: a
  * parameter under params = copy, or a storage an earlier layer saved (each
  * group is packed on its own, so its references are copied again). */
 static inline gboolean
-mirrors(const Lower *l, const SimTensor *t)
+mirrors(const SimPolicy *p, const SimTensor *t)
 {
   if (t->parameter)
-    return (l->policy->params == SIM_PARAMS_COPY || (l->policy->params == SIM_PARAMS_VIEWS && !t->leaf)) &&
-           t->bytes >= l->policy->min_tensor &&
-           (l->policy->min_elements == 0 || sim_tensor_elements(t) >= l->policy->min_elements);
-  return t->shared && passes_filters(l, t);
+    return (p->params == SIM_PARAMS_COPY || (p->params == SIM_PARAMS_VIEWS && !t->leaf)) && t->bytes >= p->min_tensor &&
+           (p->min_elements == 0 || sim_tensor_elements(t) >= p->min_elements);
+  return t->shared && passes_filters(p, t);
 }
 
-static Fate
-fate_of(const Lower *l, SimAction a, const SimTensor *t)
+static SimFate
+fate_of(const SimPolicy *p, SimAction a, const SimTensor *t)
 {
   if (!sim_tensor_on_device(t))
-    return !t->host && offloads(a) && !recomputes(a) && mirrors(l, t) ? FATE_MIRROR : FATE_ELSEWHERE;
+    return !t->host && offloads(a) && !recomputes(a) && mirrors(p, t) ? SIM_FATE_MIRROR : SIM_FATE_ELSEWHERE;
   switch (a) {
   case SIM_ACTION_RECOMPUTE:
   case SIM_ACTION_RECOMPUTE_OFFLOAD:
-    return FATE_FULL;
+    return SIM_FATE_FULL;
   case SIM_ACTION_SELECTIVE:
-    return t->selective ? FATE_DROP : FATE_KEEP;
+    return t->selective ? SIM_FATE_DROP : SIM_FATE_KEEP;
   case SIM_ACTION_SELECTIVE_OFFLOAD:
     if (t->selective)
-      return FATE_DROP;
-    return moves(l, t) ? FATE_OFFLOAD : FATE_KEEP;
+      return SIM_FATE_DROP;
+    return moves(p, t) ? SIM_FATE_OFFLOAD : SIM_FATE_KEEP;
   case SIM_ACTION_OFFLOAD:
-    return moves(l, t) ? FATE_OFFLOAD : FATE_KEEP;
+    return moves(p, t) ? SIM_FATE_OFFLOAD : SIM_FATE_KEEP;
   case SIM_ACTION_KEEP:
   default:
-    return FATE_KEEP;
+    return SIM_FATE_KEEP;
   }
 }
 
 static inline gboolean
-travels(Fate f)
+travels(SimFate f)
 {
-  return f == FATE_OFFLOAD || f == FATE_MIRROR;
+  return f == SIM_FATE_OFFLOAD || f == SIM_FATE_MIRROR;
 }
 
 /* Device memory of its group while the forward runs (dropped ones only until its end). */
 static inline gboolean
-exists_in_forward(Fate f)
+exists_in_forward(SimFate f)
 {
-  return f == FATE_KEEP || f == FATE_OFFLOAD || f == FATE_DROP;
+  return f == SIM_FATE_KEEP || f == SIM_FATE_OFFLOAD || f == SIM_FATE_DROP;
 }
 
 /* The fate of tensor k of group g, decided once per lowering. */
-static inline Fate
+static inline SimFate
 tensor_fate(const Lower *l, guint g, guint k)
 {
-  return (Fate)l->fates[l->first[g] + k];
+  return (SimFate)l->fates[l->first[g] + k];
 }
 
 /* An offloaded tensor is copied once (dedup), or once per saved reference. */
@@ -241,16 +229,28 @@ copies_of(const Lower *l, const SimTensor *t)
  * offloads and nothing of the group travels (an offload with nothing to
  * move), TRUE otherwise. */
 static gboolean
-decide_fates(const Lower *l, const SimLayer *layer, SimAction a, guint8 *fates)
+decide_fates(const SimPolicy *p, const SimLayer *layer, SimAction a, guint8 *fates)
 {
   /* recompute+offload moves the input it keeps. */
   gboolean moving = a == SIM_ACTION_RECOMPUTE_OFFLOAD && layer->input_bytes > 0;
   for (guint k = 0; k < layer->tensors->len; k++) {
-    Fate f = fate_of(l, a, &g_array_index(layer->tensors, SimTensor, k));
+    SimFate f = fate_of(p, a, &g_array_index(layer->tensors, SimTensor, k));
     fates[k] = (guint8)f;
     moving |= travels(f);
   }
   return moving || !offloads(a);
+}
+
+SimAction
+sim_lower_fates(const SimPolicy *policy, const SimLayer *layer, SimAction action, guint8 *fates)
+{
+  if (decide_fates(policy, layer, action, fates))
+    return action;
+  SimAction a = action == SIM_ACTION_OFFLOAD           ? SIM_ACTION_KEEP
+                : action == SIM_ACTION_RECOMPUTE_OFFLOAD ? SIM_ACTION_RECOMPUTE
+                                                         : SIM_ACTION_SELECTIVE;
+  decide_fates(policy, layer, a, fates);
+  return a;
 }
 
 static inline gboolean
@@ -343,9 +343,9 @@ emit_copies(const Lower *l, guint g, SimDir dir, guint32 stream)
     emit_tensor_copies(p, m, index, dir, stream, layer->input_bytes, 1, l->label_input, TRUE);
   for (guint k = 0; k < layer->tensors->len; k++) {
     const SimTensor *t = &g_array_index(layer->tensors, SimTensor, k);
-    if (travels((Fate)fates[k]))
+    if (travels((SimFate)fates[k]))
       emit_tensor_copies(p, m, index, dir, stream, t->bytes, copies(m.dedup, t), labels[k],
-                         fates[k] == FATE_OFFLOAD);
+                         fates[k] == SIM_FATE_OFFLOAD);
   }
 }
 
@@ -390,11 +390,11 @@ alloc_saved(const Lower *l, guint g, guint32 op)
   gint32 index = group_index(l, g);
   for (guint k = 0; k < layer->tensors->len; k++) {
     const SimTensor *t = &g_array_index(layer->tensors, SimTensor, k);
-    Fate fate = (Fate)fates[k];
+    SimFate fate = (SimFate)fates[k];
     if (!exists_in_forward(fate))
       continue;
     sim_program_mem_inline(l->p, op, SIM_AT_START, SIM_POOL_DEVICE, (gint64)t->bytes, labels[k], index);
-    if (fate == FATE_DROP)
+    if (fate == SIM_FATE_DROP)
       sim_program_mem_inline(l->p, op, SIM_AT_END, SIM_POOL_DEVICE, -(gint64)t->bytes, labels[k], index);
   }
 }
@@ -470,8 +470,8 @@ free_saved(Lower *l, guint g, guint32 op)
   gint32 index = group_index(l, g);
   for (guint k = 0; k < layer->tensors->len; k++) {
     const SimTensor *t = &g_array_index(layer->tensors, SimTensor, k);
-    Fate fate = (Fate)fates[k];
-    if (fate == FATE_ELSEWHERE)
+    SimFate fate = (SimFate)fates[k];
+    if (fate == SIM_FATE_ELSEWHERE)
       continue;
     guint n = travels(fate) ? copies_of(l, t) : 1;
     sim_program_mem_inline(l->p, op, SIM_AT_END, SIM_POOL_DEVICE, -(gint64)(t->bytes * n), labels[k], index);
@@ -507,7 +507,7 @@ emit_commit(Lower *l, guint g)
   if (action_at(l, g) == SIM_ACTION_RECOMPUTE_OFFLOAD)
     sim_program_mem_inline(l->p, op, SIM_AT_END, SIM_POOL_DEVICE, -(gint64)layer->input_bytes, l->label_input, index);
   for (guint k = 0; k < layer->tensors->len; k++)
-    if (tensor_fate(l, g, k) == FATE_OFFLOAD)
+    if (tensor_fate(l, g, k) == SIM_FATE_OFFLOAD)
       sim_program_mem_inline(l->p, op, SIM_AT_END, SIM_POOL_DEVICE,
                              -(gint64)g_array_index(layer->tensors, SimTensor, k).bytes, tensor_label(l, g, k), index);
 }
@@ -551,7 +551,7 @@ emit_forward_by_tensor(Lower *l, guint i)
   guint64 total = 0;
   guint pieces = 1;
   for (guint k = 0; k < layer->tensors->len; k++) {
-    Fate f = (Fate)fates[k];
+    SimFate f = (SimFate)fates[k];
     total += exists_in_forward(f) ? g_array_index(layer->tensors, SimTensor, k).bytes : 0;
     pieces += travels(f);
   }
@@ -559,12 +559,12 @@ emit_forward_by_tensor(Lower *l, guint i)
   gboolean first = TRUE;
   for (guint k = 0; k <= layer->tensors->len; k++) {
     gboolean last = k == layer->tensors->len;
-    if (!last && !travels((Fate)fates[k]))
+    if (!last && !travels((SimFate)fates[k]))
       continue;
     /* The piece that saves tensors start..k. */
     guint64 bytes = 0;
     for (guint j = start; j <= k && j < layer->tensors->len; j++)
-      if (exists_in_forward((Fate)fates[j]))
+      if (exists_in_forward((SimFate)fates[j]))
         bytes += g_array_index(layer->tensors, SimTensor, j).bytes;
     double share = total ? (double)bytes / (double)total : 1.0 / pieces;
     guint32 op = sim_program_compute_inline(p, SIM_LOWER_STREAM_COMPUTE, layer->forward * share, SIM_PHASE_FORWARD,
@@ -575,7 +575,7 @@ emit_forward_by_tensor(Lower *l, guint i)
     first = FALSE;
     /* start = tensor runs only for plain offloads: no tensor is dropped. */
     for (guint j = start; j <= k && j < layer->tensors->len; j++)
-      if (exists_in_forward((Fate)fates[j]))
+      if (exists_in_forward((SimFate)fates[j]))
         sim_program_mem_inline(p, op, SIM_AT_START, SIM_POOL_DEVICE,
                                (gint64)g_array_index(layer->tensors, SimTensor, j).bytes, labels[j], (gint32)i);
     if (last) {
@@ -586,7 +586,7 @@ emit_forward_by_tensor(Lower *l, guint i)
     const SimTensor *t = &g_array_index(layer->tensors, SimTensor, k);
     if (!l->policy->async) {
       emit_tensor_copies(p, copy_mode(l), (gint32)i, SIM_DIR_D2H, SIM_LOWER_STREAM_COMPUTE, t->bytes,
-                         copies_of(l, t), labels[k], fates[k] == FATE_OFFLOAD);
+                         copies_of(l, t), labels[k], fates[k] == SIM_FATE_OFFLOAD);
     } else {
       if (l->policy->inflight_unit == SIM_INFLIGHT_TENSORS && l->saved->len >= l->inflight)
         sim_program_wait(p, SIM_LOWER_STREAM_COMPUTE, g_array_index(l->saved, guint32, l->saved->len - l->inflight));
@@ -594,7 +594,7 @@ emit_forward_by_tensor(Lower *l, guint i)
       sim_program_record(p, SIM_LOWER_STREAM_COMPUTE, saved);
       sim_program_wait(p, SIM_LOWER_STREAM_D2H, saved);
       emit_tensor_copies(p, copy_mode(l), (gint32)i, SIM_DIR_D2H, SIM_LOWER_STREAM_D2H, t->bytes, copies_of(l, t),
-                         labels[k], fates[k] == FATE_OFFLOAD);
+                         labels[k], fates[k] == SIM_FATE_OFFLOAD);
       guint32 done = sim_program_add_event(p, l->label_offloaded, (gint32)i);
       sim_program_record(p, SIM_LOWER_STREAM_D2H, done);
       g_array_append_val(l->saved, done);
@@ -681,8 +681,8 @@ emit_backward(Lower *l, guint i)
                                             l->label_recompute);
     for (guint k = 0; k < layer->tensors->len; k++) {
       const SimTensor *t = &g_array_index(layer->tensors, SimTensor, k);
-      Fate fate = tensor_fate(l, i, k);
-      if (fate == FATE_FULL || fate == FATE_DROP)
+      SimFate fate = tensor_fate(l, i, k);
+      if (fate == SIM_FATE_FULL || fate == SIM_FATE_DROP)
         sim_program_mem_inline(p, op, SIM_AT_START, SIM_POOL_DEVICE, (gint64)t->bytes, tensor_label(l, i, k),
                                (gint32)i);
     }
@@ -773,15 +773,8 @@ decide(Lower *l)
   l->fates = g_new(guint8, MAX(l->first[l->n_groups], 1u));
   for (guint g = 0; g < l->n_groups; g++) {
     const SimLayer *layer = group_layer(l, g);
-    if (layer == NULL)
-      continue;
-    SimAction *a = &l->actions[g];
-    if (!decide_fates(l, layer, *a, &l->fates[l->first[g]])) {
-      *a = *a == SIM_ACTION_OFFLOAD           ? SIM_ACTION_KEEP
-           : *a == SIM_ACTION_RECOMPUTE_OFFLOAD ? SIM_ACTION_RECOMPUTE
-                                                : SIM_ACTION_SELECTIVE;
-      decide_fates(l, layer, *a, &l->fates[l->first[g]]);
-    }
+    if (layer != NULL)
+      l->actions[g] = sim_lower_fates(l->policy, layer, l->actions[g], &l->fates[l->first[g]]);
   }
   l->ev_d2h = g_new(guint32, l->n_groups);
   l->ev_h2d = g_new(guint32, l->n_groups);

@@ -89,6 +89,25 @@ enum {
   SIM_LOWER_STREAM_H2D = 2,
 };
 
+/* What happens to one saved tensor of a group under its action. */
+typedef enum {
+  SIM_FATE_KEEP,    /* stays on the device from forward to backward */
+  SIM_FATE_OFFLOAD, /* goes to the host and comes back */
+  SIM_FATE_DROP,    /* freed after the forward, recomputed before the backward (selective) */
+  SIM_FATE_FULL,    /* never kept: the whole forward is recomputed (full checkpointing) */
+  SIM_FATE_ELSEWHERE, /* not a device storage of this group (sim_tensor_on_device): no memory, never copied */
+  SIM_FATE_MIRROR,  /* a reference to memory held elsewhere that the hook copies anyway (a parameter under
+                     * params = copy, a storage an earlier layer saved): copied out and back, its source
+                     * stays; the reloaded copy is device memory of this group until its backward ends */
+} SimFate;
+
+/* Each of `layer`'s tensors' SimFate under `action` and `policy`, into
+ * fates[0 .. tensors->len).  Returns the action the lowering runs: an
+ * offload with nothing to move is keep (recompute, selective), and its
+ * fates are those.  The one place fates are decided (the planner's exact
+ * search reads them too). */
+SimAction sim_lower_fates(const SimPolicy *policy, const SimLayer *layer, SimAction action, guint8 *fates);
+
 /* A new program, the caller's. */
 SimProgram *sim_lower(const SimWorkload *workload, const SimPolicy *policy, const SimLink *link);
 

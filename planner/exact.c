@@ -1,0 +1,1051 @@
+#include "exact.h"
+
+#include "lower.h"
+#include "machine.h"
+
+#include <math.h>
+#include <string.h>
+
+/* What one layer does under one action, read once from the lowering's own
+ * fates (sim_lower_fates): the memory it allocates and frees at each op's
+ * start and end, its copies, its compute. */
+
+typedef struct {
+  double d2h, h2d; /* seconds alone on the link */
+  gint64 bytes;    /* device bytes a reload allocates when it starts */
+  gint64 frees;    /* device bytes the offload frees when it ends (0: a mirror) */
+} Copy;
+
+typedef struct {
+  gboolean useful; /* tried: the lowering runs this action as itself */
+  gboolean off;    /* it copies */
+  gboolean rec_op; /* a recompute op before the backward */
+  double F, R, B;
+  gint64 fwd_alloc; /* at the forward op's start: tensors that exist in the forward, input, workspace */
+  gint64 keep;      /* held from the forward to the backward on the device */
+  gint64 rec_alloc, rec_ws; /* at the recompute op's start (rebuilt tensors and workspace), workspace at its end */
+  gint64 bwd_ws, bwd_free, grads; /* backward: workspace; all of the layer freed at its end; gradients made */
+  guint c0, nc;                   /* its copies, in order: copies[c0 .. c0 + nc) */
+  double d2h, h2d;                /* their sums */
+  gint64 reload;                  /* bytes its reloads allocate */
+} Act;
+
+/* The backward of layer j from its start to the start of layer j - 1's,
+ * per (a_j, a_{j-1}): the time, and the peak over base_b[j] + P_{j-1}. */
+typedef struct {
+  double dt;
+  gint64 peak;
+} Window;
+
+enum { WIN_ASYNC, WIN_SYNC, WIN_RELAXED, WIN_KINDS };
+
+struct PlannerExact {
+  const SimScenario *s;
+  const SimLink *link;
+  guint n, na; /* layers, actions tried */
+  double slow; /* compute_slowdown */
+  Act *act;    /* [layer * na + action] */
+  GArray *copies;
+  gboolean head;
+  double hF, hB, eF, eB;
+  gint64 h_saved, h_wsf, h_wsb, h_grads, held;
+  gint64 base_f;    /* static + the embedding's saved tensors: the forward's floor */
+  gint64 *base_b;   /* [j]: what is live besides layers <= j during layer j's backward */
+  gint64 fixed;     /* the embedding's forward and backward peaks */
+  double *rest;     /* [j]: sum over layers >= j of F + B, plus the head: no plan's remainder is faster */
+  gint64 *minkeep;  /* [j]: sum over layers >= j of the least any action keeps */
+  Window *win[WIN_KINDS]; /* [(j * (na + 1) + prev) * na + a]; prev == na: no layer below */
+};
+
+gboolean
+planner_exact_supports(const SimPolicy *p)
+{
+  return p->framework == SIM_FRAMEWORK_NONE && p->pinned == SIM_PINNED_POOLED && !p->scope_all && !p->start_tensor &&
+         !p->shared_stream && p->inflight_unit == SIM_INFLIGHT_GROUPS && !p->free_next_commit && !p->on_demand &&
+         !p->head_wait && p->dedup;
+}
+
+static inline gboolean
+action_offloads(SimAction a)
+{
+  return a == SIM_ACTION_OFFLOAD || a == SIM_ACTION_SELECTIVE_OFFLOAD || a == SIM_ACTION_RECOMPUTE_OFFLOAD;
+}
+
+static inline const Act *
+act_of(const PlannerExact *x, guint layer, guint a)
+{
+  return &x->act[layer * x->na + a];
+}
+
+static inline const Copy *
+copy_of(const PlannerExact *x, const Act *a, guint c)
+{
+  return &g_array_index(x->copies, Copy, a->c0 + c);
+}
+
+static void
+copy_add(PlannerExact *x, Act *a, guint64 bytes, gboolean frees)
+{
+  Copy c = { sim_link_copy_time(x->link, SIM_DIR_D2H, bytes, FALSE), sim_link_copy_time(x->link, SIM_DIR_H2D, bytes, FALSE),
+             (gint64)bytes, frees ? (gint64)bytes : 0 };
+  g_array_append_val(x->copies, c);
+  a->nc++;
+  a->d2h += c.d2h;
+  a->h2d += c.h2d;
+  a->reload += c.bytes;
+}
+
+static void
+act_fill(PlannerExact *x, const SimPolicy *policy, const SimLayer *layer, SimAction action, Act *a)
+{
+  guint len = layer->tensors->len;
+  g_autofree guint8 *fates = g_new(guint8, MAX(len, 1u));
+  SimAction low = sim_lower_fates(policy, layer, action, fates);
+  gboolean full = low == SIM_ACTION_RECOMPUTE || low == SIM_ACTION_RECOMPUTE_OFFLOAD;
+  gboolean sel = low == SIM_ACTION_SELECTIVE || low == SIM_ACTION_SELECTIVE_OFFLOAD;
+  gboolean any_selective = FALSE;
+  memset(a, 0, sizeof *a);
+  a->off = action_offloads(low);
+  a->rec_op = full || sel;
+  a->F = layer->forward;
+  a->B = layer->backward;
+  a->R = full ? layer->forward : sel ? sim_layer_selective_recompute(layer) : 0;
+  a->fwd_alloc = (gint64)layer->workspace_bytes + (full ? (gint64)layer->input_bytes : 0);
+  a->keep = low == SIM_ACTION_RECOMPUTE ? (gint64)layer->input_bytes : 0;
+  a->rec_ws = a->rec_op ? (gint64)layer->workspace_bytes : 0;
+  a->rec_alloc = a->rec_ws;
+  a->bwd_ws = (gint64)layer->backward_workspace_bytes;
+  a->bwd_free = a->bwd_ws + (full ? (gint64)layer->input_bytes : 0);
+  a->grads = (gint64)layer->grad_bytes;
+  a->c0 = x->copies->len;
+  if (low == SIM_ACTION_RECOMPUTE_OFFLOAD)
+    copy_add(x, a, layer->input_bytes, TRUE);
+  for (guint k = 0; k < len; k++) {
+    const SimTensor *t = &g_array_index(layer->tensors, SimTensor, k);
+    gint64 b = (gint64)t->bytes;
+    any_selective |= t->selective;
+    switch ((SimFate)fates[k]) {
+    case SIM_FATE_KEEP:
+      a->fwd_alloc += b;
+      a->keep += b;
+      break;
+    case SIM_FATE_OFFLOAD:
+      a->fwd_alloc += b;
+      copy_add(x, a, t->bytes, TRUE);
+      break;
+    case SIM_FATE_MIRROR:
+      copy_add(x, a, t->bytes, FALSE);
+      break;
+    case SIM_FATE_DROP:
+      a->fwd_alloc += b;
+      a->rec_alloc += b;
+      break;
+    case SIM_FATE_FULL:
+      a->rec_alloc += b;
+      break;
+    case SIM_FATE_ELSEWHERE:
+      continue;
+    }
+    a->bwd_free += b;
+  }
+  gboolean selective_kind = action == SIM_ACTION_SELECTIVE || action == SIM_ACTION_SELECTIVE_OFFLOAD;
+  a->useful = low == action && (!selective_kind || any_selective) &&
+              (action != SIM_ACTION_RECOMPUTE_OFFLOAD || layer->input_bytes > 0);
+}
+
+/* ---- time: compute at rate 1, or 1 - slow while a copy is in flight ---- */
+
+typedef struct {
+  double a, b;
+} Busy;
+
+/* When `work` seconds of compute started at `start` end, the copies in
+ * flight over busy[0..n) (sorted, disjoint). */
+static double
+advance(double start, double work, const Busy *busy, guint n, double slow)
+{
+  double t = start, rem = work;
+  for (guint i = 0; i < n && rem > 0; i++) {
+    if (busy[i].b <= t)
+      continue;
+    if (busy[i].a > t) {
+      if (rem <= busy[i].a - t)
+        return t + rem;
+      rem -= busy[i].a - t;
+      t = busy[i].a;
+    }
+    double room = (busy[i].b - t) * (1 - slow);
+    if (rem <= room)
+      return t + rem / (1 - slow);
+    rem -= room;
+    t = busy[i].b;
+  }
+  return t + rem;
+}
+
+/* ---- memory: a few events, their peak ---- */
+
+typedef struct {
+  double t;
+  gint64 d; /* > 0 an allocation, < 0 a free */
+  guint seq;
+} MemEvent;
+
+typedef struct {
+  MemEvent ev[256];
+  guint n;
+  Busy busy[16];
+  guint nb;
+} Scratch;
+
+static void
+mem_at(Scratch *s, double t, gint64 d)
+{
+  if (d == 0)
+    return;
+  g_assert(s->n < G_N_ELEMENTS(s->ev));
+  s->ev[s->n] = (MemEvent){ t, d, s->n };
+  s->n++;
+}
+
+static void
+busy_add(Scratch *s, double a, double b)
+{
+  if (b <= a)
+    return;
+  g_assert(s->nb < G_N_ELEMENTS(s->busy));
+  guint i = s->nb++;
+  while (i > 0 && s->busy[i - 1].a > a) {
+    s->busy[i] = s->busy[i - 1];
+    i--;
+  }
+  s->busy[i] = (Busy){ a, b };
+}
+
+static int
+event_cmp(const void *pa, const void *pb)
+{
+  const MemEvent *a = pa, *b = pb;
+  if (a->t != b->t)
+    return a->t < b->t ? -1 : 1;
+  return a->seq < b->seq ? -1 : a->seq > b->seq;
+}
+
+/* The highest level the events reach from `level`, at an allocation
+ * before `until` (G_MININT64: none); at one instant, in the order they
+ * were made (the order the program's ops are).  `level` itself may be no
+ * level the step has (frees before time 0 still to come). */
+static gint64
+mem_peak(Scratch *s, gint64 level, double until)
+{
+  qsort(s->ev, s->n, sizeof(MemEvent), event_cmp);
+  gint64 peak = G_MININT64;
+  for (guint i = 0; i < s->n; i++) {
+    level += s->ev[i].d;
+    if (s->ev[i].d > 0 && s->ev[i].t < until)
+      peak = MAX(peak, level);
+  }
+  return peak;
+}
+
+/* The recompute and backward ops of a layer from `start`; returns their end. */
+static double
+backward_ops(const PlannerExact *x, Scratch *s, const Act *a, double start, double slow)
+{
+  double t = start;
+  if (a->rec_op) {
+    mem_at(s, t, a->rec_alloc);
+    t = advance(t, a->R, s->busy, s->nb, slow);
+    mem_at(s, t, -a->rec_ws);
+  }
+  mem_at(s, t, a->bwd_ws);
+  t = advance(t, a->B, s->busy, s->nb, slow);
+  mem_at(s, t, -a->bwd_free);
+  mem_at(s, t, a->grads);
+  (void)x;
+  return t;
+}
+
+/* Reload copies of `a` from `start`, one after another; returns their end. */
+static double
+reload_copies(const PlannerExact *x, Scratch *s, const Act *a, double start)
+{
+  double t = start;
+  for (guint c = 0; c < a->nc; c++) {
+    mem_at(s, t, copy_of(x, a, c)->bytes);
+    t += copy_of(x, a, c)->h2d;
+  }
+  busy_add(s, start, t);
+  return t;
+}
+
+/* Layer j's backward window under `kind` with action a and prev below it
+ * (x->na: none). */
+static Window
+window_make(const PlannerExact *x, int kind, guint j, guint a, guint prev)
+{
+  Scratch s = { .n = 0 };
+  const Act *A = act_of(x, j, a);
+  const Act *P = prev < x->na ? act_of(x, j - 1, prev) : NULL;
+  gboolean reload_below = kind == WIN_ASYNC && P && P->off;
+  gint64 level = A->keep + (kind == WIN_SYNC ? 0 : A->reload);
+  double start = 0, end_copies = 0;
+  if (kind == WIN_SYNC && A->off)
+    start = reload_copies(x, &s, A, 0);
+  s.nb = 0; /* sync copies run on the compute stream: no compute beside them */
+  if (reload_below)
+    end_copies = reload_copies(x, &s, P, 0);
+  double e = backward_ops(x, &s, A, start, kind == WIN_RELAXED ? 0 : x->slow);
+  /* The level at the window's start is one the step has. */
+  return (Window){ MAX(e, end_copies), MAX(level, mem_peak(&s, level, INFINITY)) };
+}
+
+/* ---- construction ---- */
+
+static void
+stages_read(PlannerExact *x, const SimWorkload *w, const SimPolicy *policy)
+{
+  gint64 fixed = 0;
+  const SimLayer *e = w->embed, *h = w->head;
+  gint64 e_saved = 0, e_wsf = 0, e_wsb = 0, e_grads = 0;
+  Act scratch;
+  if (e) {
+    act_fill(x, policy, e, SIM_ACTION_KEEP, &scratch);
+    e_saved = scratch.keep;
+    e_wsf = (gint64)e->workspace_bytes;
+    e_wsb = (gint64)e->backward_workspace_bytes;
+    e_grads = (gint64)e->grad_bytes;
+    x->eF = e->forward;
+    x->eB = e->backward;
+  }
+  x->base_f = (gint64)w->static_bytes + e_saved;
+  x->head = h != NULL;
+  if (h) {
+    act_fill(x, policy, h, SIM_ACTION_KEEP, &scratch);
+    x->h_saved = scratch.keep;
+    x->h_wsf = (gint64)h->workspace_bytes;
+    x->h_wsb = (gint64)h->backward_workspace_bytes;
+    x->h_grads = (gint64)h->grad_bytes;
+    x->hF = h->forward;
+    x->hB = h->backward;
+    x->held = (gint64)w->held_bytes;
+  }
+  g_array_set_size(x->copies, 0); /* stages keep: no copies */
+  gint64 grads = x->h_grads;
+  for (guint j = x->n; j-- > 0;) {
+    x->base_b[j] = x->base_f + x->held + grads;
+    grads += (gint64)sim_workload_layer(w, j)->grad_bytes;
+  }
+  /* The embedding's forward, and its backward with every gradient made. */
+  fixed = MAX(x->base_f + e_wsf, x->base_f + x->held + grads + e_wsb);
+  (void)e_grads;
+  x->fixed = fixed;
+}
+
+PlannerExact *
+planner_exact_new(const SimScenario *s, const SimPolicy *policy, guint n_actions)
+{
+  g_return_val_if_fail(planner_exact_supports(policy), NULL);
+  const SimWorkload *w = s->workload;
+  PlannerExact *x = g_new0(PlannerExact, 1);
+  x->s = s;
+  x->link = &s->machine.link;
+  x->n = sim_workload_n_layers(w);
+  x->na = n_actions;
+  x->slow = x->link->compute_slowdown;
+  x->copies = g_array_new(FALSE, FALSE, sizeof(Copy));
+  x->base_b = g_new0(gint64, MAX(x->n, 1u));
+  stages_read(x, w, policy);
+  x->act = g_new0(Act, (gsize)x->n * x->na);
+  for (guint i = 0; i < x->n; i++)
+    for (guint a = 0; a < x->na; a++)
+      act_fill(x, policy, sim_workload_layer(w, i), (SimAction)a, &x->act[i * x->na + a]);
+  x->rest = g_new0(double, x->n + 1);
+  x->minkeep = g_new0(gint64, x->n + 1);
+  x->rest[x->n] = x->hF + x->hB;
+  for (guint j = x->n; j-- > 0;) {
+    gint64 least = G_MAXINT64;
+    for (guint a = 0; a < x->na; a++)
+      if (act_of(x, j, a)->useful)
+        least = MIN(least, act_of(x, j, a)->keep);
+    x->minkeep[j] = x->minkeep[j + 1] + least;
+    x->rest[j] = x->rest[j + 1] + act_of(x, j, SIM_ACTION_KEEP)->F + act_of(x, j, SIM_ACTION_KEEP)->B;
+  }
+  gsize cells = (gsize)x->n * (x->na + 1) * x->na;
+  for (int k = 0; k < WIN_KINDS; k++) {
+    x->win[k] = g_new0(Window, MAX(cells, 1u));
+    for (guint j = 0; j < x->n; j++)
+      for (guint prev = 0; prev <= x->na; prev++) {
+        if ((j == 0) != (prev == x->na))
+          continue;
+        for (guint a = 0; a < x->na; a++)
+          x->win[k][(j * (x->na + 1) + prev) * x->na + a] = window_make(x, k, j, a, prev);
+      }
+  }
+  return x;
+}
+
+void
+planner_exact_free(PlannerExact *x)
+{
+  if (x == NULL)
+    return;
+  g_free(x->act);
+  g_array_unref(x->copies);
+  g_free(x->base_b);
+  g_free(x->rest);
+  g_free(x->minkeep);
+  for (int k = 0; k < WIN_KINDS; k++)
+    g_free(x->win[k]);
+  g_free(x);
+}
+
+gboolean
+planner_exact_is_exact(const PlannerExact *x, const PlannerOption *o)
+{
+  (void)x;
+  return !o->async || o->prefetch <= 1;
+}
+
+/* ---- the state after a layer's forward, and the step from it ---- */
+
+/* Actions packed four to a word, the newest lowest: the top reads the last
+ * four layers' actions, and the key a state is compared under holds those
+ * its future reads. */
+#define TAIL_NONE 0xffu
+static inline guint
+tail_get(guint32 tail, guint k)
+{
+  return (tail >> (8 * k)) & 0xffu;
+}
+
+typedef struct {
+  double cost;   /* forward time so far plus the backward windows added (prefetch 2: t + alpha) */
+  double cost_b; /* prefetch 2: t + beta, the time-to-go from the pending reload's end; -inf otherwise */
+  double dprev;  /* when layer i - 1's copies end, from the compute stream's now; -inf when over */
+  double rc;     /* when layer i's copies start, from now; -inf when it copies nothing */
+  double rp;     /* when layer i - 1's copies started, from now (the top reads it) */
+  gint64 P;      /* bytes kept by layers <= i */
+  guint32 tail;  /* actions of layers i, i-1, i-2, i-3 (TAIL_NONE below layer 0) */
+  guint32 parent;
+} State;
+
+typedef struct {
+  const PlannerExact *x;
+  gboolean async;
+  guint prefetch, inflight;
+  guint top; /* layers at the top the final simulation covers */
+  int wkind;
+} Model;
+
+static Model
+model_of(const PlannerExact *x, const PlannerOption *o)
+{
+  Model m = { x, o->async, o->async ? MAX(o->prefetch, 1u) : 0, MAX(o->inflight, 1u), 0, WIN_SYNC };
+  if (o->async) {
+    m.top = MIN(2u, x->n);
+    m.wkind = m.prefetch == 1 ? WIN_ASYNC : WIN_RELAXED;
+  }
+  return m;
+}
+
+static State
+state_first(const PlannerExact *x)
+{
+  return (State){ x->eF + x->eB, -INFINITY, -INFINITY, -INFINITY, -INFINITY, 0, 0xffffffffu, 0 };
+}
+
+/* Layer j's forward (and, below the top, its backward window) from `st`
+ * with action a: the next state in *out; returns the highest level the
+ * step reaches (the forward op's start, the backward window). */
+static gint64
+step_layer(const Model *m, const State *st, guint j, guint a, State *out)
+{
+  const PlannerExact *x = m->x;
+  const Act *A = act_of(x, j, a);
+  guint cur = tail_get(st->tail, 0), below = tail_get(st->tail, 1);
+  const Act *C = cur != TAIL_NONE ? act_of(x, j - 1, cur) : NULL;
+  gboolean has_cur = C && st->rc > -INFINITY;
+  double d_cur = has_cur ? st->rc + C->d2h : -INFINITY;
+  double end;
+  gint64 pending = 0;
+  if (m->async) {
+    double start = MAX(0, m->inflight == 1 ? d_cur : st->dprev);
+    double D = MAX(d_cur, st->dprev); /* the d2h engine is busy from `start` to D */
+    if (has_cur) {
+      double t = st->rc;
+      for (guint c = 0; c < C->nc; c++) {
+        t += copy_of(x, C, c)->d2h;
+        if (t > start)
+          pending += copy_of(x, C, c)->frees;
+      }
+    }
+    Busy b = { start, D };
+    end = advance(start, A->F, &b, D > start, x->slow);
+    out->rc = A->off ? MAX(0, D - end) : -INFINITY;
+    out->dprev = d_cur - end > 0 ? d_cur - end : -INFINITY;
+    out->rp = has_cur ? st->rc - end : -INFINITY;
+  } else {
+    end = A->F + A->d2h;
+    out->rc = out->dprev = out->rp = -INFINITY;
+  }
+  gint64 level = x->base_f + st->P + pending + A->fwd_alloc;
+  out->cost = st->cost + end;
+  out->cost_b = st->cost_b + end;
+  if (j + m->top < x->n) {
+    guint prev = j == 0 ? x->na : cur;
+    const Window *w = &x->win[m->wkind][(j * (x->na + 1) + prev) * x->na + a];
+    level = MAX(level, x->base_b[j] + st->P + w->peak);
+    if (m->wkind == WIN_RELAXED) {
+      /* The time-to-go from (start of j's backward, end of the pending
+       * reload of j - 1) is max(s + alpha_j, h + beta_j), max-plus:
+       * alpha_j = max(W_j + alpha_{j-1}, r_{j-2} + beta_{j-1}) and
+       * beta_j = max(alpha_{j-1} when j - 1 reloads, r_{j-2} + beta_{j-1}). */
+      double r2 = j >= 2 && below != TAIL_NONE && act_of(x, j - 2, below)->off ? act_of(x, j - 2, below)->h2d
+                                                                                : -INFINITY;
+      gboolean reloads = C && C->off;
+      /* Its compute is slowed at least while the reload of j - 2 it
+       * issues runs (the h2d engine is busy from the window's start). */
+      Busy busy = { 0, r2 };
+      double W = r2 > 0 ? advance(0, w->dt, &busy, 1, x->slow) : w->dt;
+      double via = r2 + out->cost_b;
+      double alpha = MAX(W + out->cost, via);
+      out->cost_b = MAX(reloads ? out->cost : -INFINITY, via);
+      out->cost = alpha;
+    } else {
+      out->cost += w->dt;
+    }
+  }
+  out->P = st->P + A->keep;
+  out->tail = st->tail << 8 | a;
+  return level;
+}
+
+/* Reload of the layer k below the top (n - 1 - k) in the top's simulation. */
+typedef struct {
+  double h[4];  /* when each reload ends */
+  double d[2];  /* when the top two layers' offloads end */
+  double free;  /* when the h2d engine is free */
+} Reloads;
+
+static void
+top_reload(const PlannerExact *x, Scratch *s, Reloads *r, guint32 tail, guint k, double issue)
+{
+  guint a = tail_get(tail, k);
+  if (k >= x->n || a == TAIL_NONE || !act_of(x, x->n - 1 - k, a)->off)
+    return;
+  double start = MAX(issue, r->free);
+  if (k < 2)
+    start = MAX(start, r->d[k]);
+  r->h[k] = r->free = reload_copies(x, s, act_of(x, x->n - 1 - k, a), start);
+}
+
+/* The top, from the state after the last layer's forward (time 0): the
+ * d2h copies still running, the head both ways, the reloads at the
+ * boundary and the backward of the last `top` layers.  Returns the step;
+ * *peak the highest level. */
+static double
+step_top(const Model *m, const State *st, gint64 *peak)
+{
+  const PlannerExact *x = m->x;
+  Scratch s = { .n = 0 };
+  gint64 level = x->base_f + st->P;
+  Reloads r = { { -INFINITY, -INFINITY, -INFINITY, -INFINITY }, { -INFINITY, -INFINITY }, -INFINITY };
+  double sigma[2] = { st->rc, st->rp };
+  for (guint k = 0; k < 2 && m->async; k++) {
+    guint a = tail_get(st->tail, k);
+    if (k >= x->n || a == TAIL_NONE || sigma[k] == -INFINITY)
+      continue;
+    const Act *A = act_of(x, x->n - 1 - k, a);
+    double t = sigma[k];
+    for (guint c = 0; c < A->nc; c++) {
+      level += copy_of(x, A, c)->frees;
+      t += copy_of(x, A, c)->d2h;
+      mem_at(&s, t, -copy_of(x, A, c)->frees);
+    }
+    busy_add(&s, sigma[k], t);
+    r.d[k] = t;
+  }
+  double t = 0;
+  if (x->head) {
+    mem_at(&s, 0, x->h_saved + x->h_wsf);
+    t = advance(0, x->hF, s.busy, s.nb, x->slow);
+    mem_at(&s, t, -x->h_wsf);
+    mem_at(&s, t, x->held);
+  }
+  for (guint k = 0; m->async && k < m->prefetch && k < 4; k++)
+    top_reload(x, &s, &r, st->tail, k, t); /* the boundary, the top first */
+  if (x->head) {
+    mem_at(&s, t, x->h_wsb);
+    t = advance(t, x->hB, s.busy, s.nb, x->slow);
+    mem_at(&s, t, -x->h_saved - x->h_wsb);
+    mem_at(&s, t, x->h_grads);
+  }
+  for (guint k = 0; k < m->top; k++) {
+    double start = MAX(t, r.h[k]);
+    if (k + m->prefetch < 4)
+      top_reload(x, &s, &r, st->tail, k + m->prefetch, start);
+    t = backward_ops(x, &s, act_of(x, x->n - 1 - k, tail_get(st->tail, k)), start, x->slow);
+  }
+  /* The first layer below the top starts its backward when its reload is back. */
+  double next = m->top < x->n ? MAX(t, r.h[m->top]) : t;
+  double pending = m->top + 1 < 4 ? r.h[m->top + 1] : -INFINITY;
+  *peak = mem_peak(&s, level, m->wkind == WIN_RELAXED ? next : INFINITY);
+  return MAX(st->cost + next, st->cost_b + pending);
+}
+
+void
+planner_exact_eval(const PlannerExact *x, const PlannerOption *o, const SimAction *actions, double *step,
+                   gint64 *peak)
+{
+  Model m = model_of(x, o);
+  State st = state_first(x), next;
+  gint64 high = x->fixed, top;
+  for (guint j = 0; j < x->n; j++) {
+    high = MAX(high, step_layer(&m, &st, j, (guint)actions[j], &next));
+    st = next;
+  }
+  *step = step_top(&m, &st, &top);
+  *peak = MAX(high, top);
+}
+
+/* ---- the dynamic program ---- */
+
+/* How many of a state's last actions its future reads at layer j: its
+ * own (the next window), the one below under prefetch 2, and any of the
+ * last four layers (the top reads them). */
+static guint
+key_depth(const Model *m, guint j)
+{
+  guint depth = m->wkind == WIN_RELAXED ? 2 : 1;
+  if (j + 4 >= m->x->n)
+    depth = MAX(depth, j + 4 - m->x->n + 1);
+  return MIN(depth, 4u);
+}
+
+/* Candidates in order of (key, cost): a least-significant-digit radix
+ * sort of the cost's bits (positive doubles order as their bits do) and
+ * then the key's, a byte at a time, skipping bytes all share.  Linear:
+ * the dynamic program sorts every layer's candidates. */
+typedef struct {
+  guint64 cost; /* the bits of a non-negative double */
+  guint32 key;
+  guint32 index;
+} Sorted;
+
+static inline guint
+sorted_byte(const Sorted *s, guint pass)
+{
+  return pass < 8 ? (guint)(s->cost >> (8 * pass)) & 0xffu : (s->key >> (8 * (pass - 8))) & 0xffu;
+}
+
+static void
+radix_sort(GArray *items, GArray *tmp, guint key_bytes)
+{
+  guint n = items->len;
+  g_array_set_size(tmp, n);
+  Sorted *a = (Sorted *)items->data, *b = (Sorted *)tmp->data;
+  for (guint pass = 0; pass < 8 + key_bytes; pass++) {
+    guint count[257] = { 0 };
+    for (guint i = 0; i < n; i++)
+      count[sorted_byte(&a[i], pass) + 1]++;
+    if (n == 0 || count[sorted_byte(&a[0], pass) + 1] == n)
+      continue; /* every item has this byte */
+    for (guint d = 0; d < 256; d++)
+      count[d + 1] += count[d];
+    for (guint i = 0; i < n; i++)
+      b[count[sorted_byte(&a[i], pass)]++] = a[i];
+    Sorted *t = a;
+    a = b;
+    b = t;
+  }
+  if (a != (Sorted *)items->data)
+    memcpy(items->data, a, n * sizeof(Sorted));
+}
+
+static inline guint64
+cost_bits(double cost)
+{
+  guint64 bits;
+  g_assert(cost >= 0);
+  memcpy(&bits, &cost, sizeof bits);
+  return bits;
+}
+
+static inline gboolean
+dominates(const State *k, const State *c)
+{
+  return k->P <= c->P && k->dprev <= c->dprev && k->cost_b <= c->cost_b;
+}
+
+/* A Fenwick tree of minima over ranks 1..n: the least value at a rank <= r. */
+typedef struct {
+  double *v;
+  guint n;
+} MinTree;
+
+static void
+mintree_reset(MinTree *t, GArray *store, guint n)
+{
+  g_array_set_size(store, n + 1);
+  t->v = (double *)store->data;
+  t->n = n;
+  for (guint i = 0; i <= n; i++)
+    t->v[i] = INFINITY;
+}
+
+static void
+mintree_put(MinTree *t, guint r, double value)
+{
+  for (; r <= t->n; r += r & -r)
+    t->v[r] = MIN(t->v[r], value);
+}
+
+static double
+mintree_least(const MinTree *t, guint r)
+{
+  double least = INFINITY;
+  for (; r > 0; r -= r & -r)
+    least = MIN(least, t->v[r]);
+  return least;
+}
+
+static int
+p_cmp(const void *pa, const void *pb)
+{
+  gint64 a = *(const gint64 *)pa, b = *(const gint64 *)pb;
+  return a < b ? -1 : a > b;
+}
+
+/* The rank of `p` among the sorted distinct values[0..n): 1-based. */
+static guint
+p_rank(const gint64 *values, guint n, gint64 p)
+{
+  guint lo = 0, hi = n;
+  while (lo < hi) {
+    guint mid = lo + (hi - lo) / 2;
+    if (values[mid] < p)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  return lo + 1;
+}
+
+typedef struct {
+  GArray *sorted, *tmp, *ps, *t1, *t2, *rest;
+} FrontScratch;
+
+/* The states of `cand` no other state dominates, into `front`.  Within a
+ * key, by cost: a state goes unless one kept before it (no dearer) has no
+ * more bytes, no later d2h and no later pending reload.  Its copies' start
+ * is max(0, dprev) (the forward of the next layer waited for the copies
+ * before), so dprev says the d2h state; a Fenwick tree over the bytes
+ * holds the least dprev of kept states with no pending reload (every
+ * state under prefetch 1 and sync), another the least pending reload of
+ * kept states whose d2h is idle, and the few with both are a list.  At the
+ * last layer every state is kept: the top reads more of it. */
+static void
+front_keep(const Model *m, guint j, GArray *cand, GArray *front, FrontScratch *fs)
+{
+  guint depth = key_depth(m, j);
+  guint32 mask = depth >= 4 ? 0xffffffffu : (1u << (8 * depth)) - 1;
+  g_array_set_size(front, 0);
+  if (j + 1 == m->x->n) {
+    g_array_append_vals(front, cand->data, cand->len);
+    return;
+  }
+  GArray *sorted = fs->sorted;
+  g_array_set_size(sorted, cand->len);
+  for (guint i = 0; i < cand->len; i++) {
+    const State *c = &g_array_index(cand, State, i);
+    g_array_index(sorted, Sorted, i) = (Sorted){ cost_bits(c->cost), c->tail & mask, i };
+  }
+  radix_sort(sorted, fs->tmp, depth);
+  /* Equal costs (sums of the same times in another order) by bytes: a
+   * state may dominate one of equal cost. */
+  Sorted *v = (Sorted *)sorted->data;
+  const State *cs = (const State *)cand->data;
+  for (guint i = 1; i < sorted->len; i++) {
+    Sorted item = v[i];
+    guint k = i;
+    while (k > 0 && v[k - 1].key == item.key && v[k - 1].cost == item.cost && cs[v[k - 1].index].P > cs[item.index].P) {
+      v[k] = v[k - 1];
+      k--;
+    }
+    v[k] = item;
+  }
+  for (guint i = 0; i < sorted->len;) {
+    guint32 key = g_array_index(sorted, Sorted, i).key;
+    guint end = i;
+    while (end < sorted->len && g_array_index(sorted, Sorted, end).key == key)
+      end++;
+    /* The group's distinct byte counts, for the trees' ranks. */
+    g_array_set_size(fs->ps, end - i);
+    gint64 *ps = (gint64 *)fs->ps->data;
+    for (guint k = i; k < end; k++)
+      ps[k - i] = g_array_index(cand, State, g_array_index(sorted, Sorted, k).index).P;
+    qsort(ps, end - i, sizeof(gint64), p_cmp);
+    guint np = 0;
+    for (guint k = 0; k < end - i; k++)
+      if (np == 0 || ps[np - 1] != ps[k])
+        ps[np++] = ps[k];
+    MinTree by_dprev, by_pending;
+    mintree_reset(&by_dprev, fs->t1, np);
+    mintree_reset(&by_pending, fs->t2, np);
+    g_array_set_size(fs->rest, 0);
+    for (; i < end; i++) {
+      const State *c = &g_array_index(cand, State, g_array_index(sorted, Sorted, i).index);
+      guint r = p_rank(ps, np, c->P);
+      gboolean dominated = mintree_least(&by_dprev, r) <= c->dprev || mintree_least(&by_pending, r) <= c->cost_b;
+      for (guint k = 0; k < fs->rest->len && !dominated; k++)
+        dominated = dominates(&g_array_index(front, State, g_array_index(fs->rest, guint32, k)), c);
+      if (dominated)
+        continue;
+      if (c->cost_b == -INFINITY)
+        mintree_put(&by_dprev, r, c->dprev);
+      if (c->dprev == -INFINITY)
+        mintree_put(&by_pending, r, c->cost_b);
+      if (c->cost_b > -INFINITY && c->dprev > -INFINITY) {
+        guint32 at = front->len;
+        g_array_append_val(fs->rest, at);
+      }
+      g_array_append_val(front, *c);
+    }
+  }
+}
+
+/* ---- a bound on what the layers above must add ---- */
+
+/* The least extra time (over their forward and backward) the layers >= j
+ * must add to keep `bytes` fewer than keeping everything: the fractional
+ * multiple-choice knapsack over each layer's (bytes saved, extra time)
+ * choices, piecewise linear in the bytes.  An action's extra time is a
+ * lower bound: its recompute, and under prefetch 1 the part of its reload
+ * the layer above's backward (the head's, for the top) cannot hide, with
+ * one group in flight its offload (the next forward waits for it); sync,
+ * its copies.  Prefetch 2 hides a reload behind two layers that may hide
+ * others too: no bound for its offloads there. */
+typedef struct {
+  guint *first;  /* [j]: segments of layers >= j at seg[first[j] ..] */
+  double *bytes; /* cumulative bytes, by segment, in order of cost per byte */
+  double *extra; /* cumulative extra time */
+  guint *count;  /* [j]: how many */
+  gint64 head;   /* what the head's forward adds at the top */
+} Shed;
+
+typedef struct {
+  double bytes, extra;
+} Seg;
+
+static int
+seg_cmp(const void *pa, const void *pb)
+{
+  const Seg *a = pa, *b = pb;
+  double ra = a->extra / a->bytes, rb = b->extra / b->bytes;
+  return ra < rb ? -1 : ra > rb;
+}
+
+static double
+extra_of(const Model *m, guint g, const Act *A)
+{
+  const PlannerExact *x = m->x;
+  double extra = A->R;
+  if (!A->off)
+    return extra;
+  if (!m->async)
+    return extra + A->d2h + A->h2d;
+  if (m->prefetch != 1)
+    return extra;
+  double hide = x->hB;
+  if (g + 1 < x->n) {
+    hide = 0;
+    for (guint a = 0; a < x->na; a++)
+      if (act_of(x, g + 1, a)->useful)
+        hide = MAX(hide, act_of(x, g + 1, a)->R + act_of(x, g + 1, a)->B);
+  }
+  return extra + MAX(0, A->h2d - hide) + (m->inflight == 1 ? A->d2h : 0);
+}
+
+static void
+shed_build(const Model *m, Shed *sh)
+{
+  const PlannerExact *x = m->x;
+  guint n = x->n;
+  g_autoptr(GArray) layer_segs = g_array_new(FALSE, FALSE, sizeof(Seg));
+  g_autofree guint *lfirst = g_new0(guint, n + 1);
+  /* Each layer's lower convex hull from (0, 0): its segments, cheapest per byte first. */
+  for (guint g = 0; g < n; g++) {
+    lfirst[g] = layer_segs->len;
+    gint64 all = act_of(x, g, SIM_ACTION_KEEP)->keep;
+    Seg pts[SIM_ACTION_COUNT];
+    guint np = 0;
+    for (guint a = 0; a < x->na; a++) {
+      const Act *A = act_of(x, g, a);
+      if (A->useful && A->keep < all)
+        pts[np++] = (Seg){ (double)(all - A->keep), extra_of(m, g, A) };
+    }
+    double bx = 0, by = 0;
+    for (;;) {
+      /* From the hull's last point, the next point of least slope that saves more. */
+      int best = -1;
+      double slope = INFINITY;
+      for (guint k = 0; k < np; k++) {
+        if (pts[k].bytes <= bx)
+          continue;
+        double sl = (pts[k].extra - by) / (pts[k].bytes - bx);
+        if (sl < slope || (sl == slope && best >= 0 && pts[k].bytes > pts[best].bytes)) {
+          slope = sl;
+          best = (int)k;
+        }
+      }
+      if (best < 0)
+        break;
+      Seg seg = { pts[best].bytes - bx, MAX(0, pts[best].extra - by) };
+      g_array_append_val(layer_segs, seg);
+      bx = pts[best].bytes;
+      by = pts[best].extra;
+    }
+  }
+  lfirst[n] = layer_segs->len;
+  guint total = 0;
+  sh->first = g_new0(guint, n + 1);
+  sh->count = g_new0(guint, n + 1);
+  for (guint j = 0; j <= n; j++) {
+    sh->first[j] = total;
+    sh->count[j] = lfirst[n] - lfirst[j];
+    total += sh->count[j];
+  }
+  sh->bytes = g_new(double, MAX(total, 1u));
+  sh->extra = g_new(double, MAX(total, 1u));
+  g_autofree Seg *tmp = g_new(Seg, MAX(lfirst[n], 1u));
+  for (guint j = 0; j < n; j++) {
+    guint c = sh->count[j];
+    memcpy(tmp, &g_array_index(layer_segs, Seg, lfirst[j]), c * sizeof(Seg));
+    qsort(tmp, c, sizeof(Seg), seg_cmp);
+    double b = 0, e = 0;
+    for (guint k = 0; k < c; k++) {
+      b += tmp[k].bytes;
+      e += tmp[k].extra;
+      sh->bytes[sh->first[j] + k] = b;
+      sh->extra[sh->first[j] + k] = e;
+    }
+  }
+  sh->head = x->head ? x->h_saved + x->h_wsf : 0;
+}
+
+static void
+shed_clear(Shed *sh)
+{
+  g_free(sh->first);
+  g_free(sh->count);
+  g_free(sh->bytes);
+  g_free(sh->extra);
+}
+
+/* The least extra time layers >= j add to save `bytes` (INFINITY: they cannot). */
+static double
+shed_cost(const Shed *sh, guint j, double bytes)
+{
+  if (bytes <= 0)
+    return 0;
+  const double *b = &sh->bytes[sh->first[j]], *e = &sh->extra[sh->first[j]];
+  guint c = sh->count[j];
+  if (c == 0 || b[c - 1] < bytes)
+    return INFINITY;
+  guint lo = 0, hi = c - 1;
+  while (lo < hi) {
+    guint mid = lo + (hi - lo) / 2;
+    if (b[mid] < bytes)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  double b0 = lo ? b[lo - 1] : 0, e0 = lo ? e[lo - 1] : 0;
+  return e0 + (e[lo] - e0) * (bytes - b0) / (b[lo] - b0);
+}
+
+gboolean
+planner_exact_solve(const PlannerExact *x, const PlannerOption *o, guint64 budget, double cutoff, SimAction *actions,
+                    double *step, PlannerExactStats *stats)
+{
+  Model m = model_of(x, o);
+  PlannerExactStats local = { 0 };
+  if (stats == NULL)
+    stats = &local;
+  if (x->fixed > (gint64)budget)
+    return FALSE;
+  guint n = x->n;
+  g_autoptr(GPtrArray) fronts = g_ptr_array_new_with_free_func((GDestroyNotify)g_array_unref);
+  g_autoptr(GArray) cand = g_array_new(FALSE, FALSE, sizeof(State));
+  g_autoptr(GArray) sorted = g_array_new(FALSE, FALSE, sizeof(Sorted));
+  g_autoptr(GArray) ps = g_array_new(FALSE, FALSE, sizeof(gint64));
+  g_autoptr(GArray) t1 = g_array_new(FALSE, FALSE, sizeof(double));
+  g_autoptr(GArray) t2 = g_array_new(FALSE, FALSE, sizeof(double));
+  g_autoptr(GArray) rest = g_array_new(FALSE, FALSE, sizeof(guint32));
+  g_autoptr(GArray) tmp = g_array_new(FALSE, FALSE, sizeof(Sorted));
+  FrontScratch fs = { sorted, tmp, ps, t1, t2, rest };
+  GArray *prev = g_array_new(FALSE, FALSE, sizeof(State));
+  State first = state_first(x);
+  g_array_append_val(prev, first);
+  g_ptr_array_add(fronts, prev);
+  double top_b = 0; /* backward of the top layers processed so far: in no window yet */
+  Shed shed;
+  shed_build(&m, &shed);
+  /* Bytes layers > j may keep, with the head's forward on top. */
+  g_autofree gint64 *all_above = g_new0(gint64, n + 1);
+  for (guint j = n; j-- > 0;)
+    all_above[j] = all_above[j + 1] + act_of(x, j, SIM_ACTION_KEEP)->keep;
+  for (guint j = 0; j < n; j++) {
+    g_array_set_size(cand, 0);
+    if (j + m.top >= n)
+      top_b += act_of(x, j, SIM_ACTION_KEEP)->B;
+    for (guint i = 0; i < prev->len; i++) {
+      const State *st = &g_array_index(prev, State, i);
+      for (guint a = 0; a < x->na; a++) {
+        if (!act_of(x, j, a)->useful)
+          continue;
+        State next;
+        gint64 level = step_layer(&m, st, j, a, &next);
+        stats->candidates++;
+        if (level > (gint64)budget || x->base_f + next.P + x->minkeep[j + 1] > (gint64)budget)
+          continue;
+        double must = (double)(x->base_f + next.P + all_above[j + 1] + shed.head) - (double)budget;
+        if (next.cost + x->rest[j + 1] + top_b + shed_cost(&shed, j + 1, must) >= cutoff)
+          continue;
+        next.parent = i;
+        g_array_append_val(cand, next);
+      }
+    }
+    GArray *front = g_array_new(FALSE, FALSE, sizeof(State));
+    front_keep(&m, j, cand, front, &fs);
+    g_ptr_array_add(fronts, front);
+    stats->states += front->len;
+    if (front->len == 0) {
+      shed_clear(&shed);
+      return FALSE;
+    }
+    prev = front;
+  }
+  shed_clear(&shed);
+  double best = cutoff;
+  gint64 best_at = -1;
+  for (guint i = 0; i < prev->len; i++) {
+    gint64 peak;
+    double v = step_top(&m, &g_array_index(prev, State, i), &peak);
+    if (peak <= (gint64)budget && v < best) {
+      best = v;
+      best_at = i;
+    }
+  }
+  if (best_at < 0)
+    return FALSE;
+  guint32 at = (guint32)best_at;
+  for (guint j = n; j-- > 0;) {
+    const State *st = &g_array_index((GArray *)g_ptr_array_index(fronts, j + 1), State, at);
+    actions[j] = (SimAction)tail_get(st->tail, 0);
+    at = st->parent;
+  }
+  *step = best;
+  return TRUE;
+}

@@ -66,7 +66,7 @@ cli_plan_json(const PlannerPlan *p, const SimResult *r, guint64 budget)
   MEMBER("optimal");
   json_builder_add_boolean_value(b, p->optimal);
   MEMBER("bound");
-  json_builder_add_string_value(b, p->proven ? "exact" : "analytical");
+  json_builder_add_string_value(b, p->proven ? "exact" : p->lagrangian ? "lagrangian" : "analytical");
   MEMBER("states");
   json_builder_add_int_value(b, (gint64)p->states);
   MEMBER("layers");
@@ -100,6 +100,8 @@ cli_plan_bound_words(const PlannerPlan *p)
     return "proven optimal (exact search)";
   if (p->proven)
     return "proven bound (exact search): no plan is faster";
+  if (p->lagrangian)
+    return "Lagrangian bound: not proven (past " G_STRINGIFY(PLANNER_PROVEN_LAYERS) " layers)";
   return "analytical bound: not proven";
 }
 

@@ -287,7 +287,12 @@ window_make(const PlannerExact *x, int kind, guint j, guint a, guint prev)
   Scratch s = { .n = 0 };
   const Act *A = act_of(x, j, a);
   const Act *P = prev < x->na ? act_of(x, j - 1, prev) : NULL;
-  gboolean reload_below = kind == WIN_ASYNC && P && P->off;
+  /* Prefetch 1 reloads layer j - 1 from the window's start.  Under
+   * prefetch 2 it was issued a layer earlier and has started, copy by
+   * copy, no later than that: counting it from the start, at full
+   * compute rate (the backward's frees come no earlier), is a lower bound
+   * on that window's memory; its time is the alpha/beta recursion's. */
+  gboolean reload_below = kind != WIN_SYNC && P && P->off;
   gint64 level = A->keep + (kind == WIN_SYNC ? 0 : A->reload);
   double start = 0, end_copies = 0;
   if (kind == WIN_SYNC && A->off)
@@ -297,7 +302,8 @@ window_make(const PlannerExact *x, int kind, guint j, guint a, guint prev)
     end_copies = reload_copies(x, &s, P, 0);
   double e = backward_ops(x, &s, A, start, kind == WIN_RELAXED ? 0 : x->slow);
   /* The level at the window's start is one the step has. */
-  return (Window){ MAX(e, end_copies), MAX(level, mem_peak(&s, level, INFINITY)) };
+  double dt = kind == WIN_RELAXED ? e : MAX(e, end_copies);
+  return (Window){ dt, MAX(level, mem_peak(&s, level, INFINITY)) };
 }
 
 /* ---- construction ---- */
@@ -428,6 +434,7 @@ typedef struct {
   gint64 P;      /* bytes kept by layers <= i */
   guint32 tail;  /* actions of layers i, i-1, i-2, i-3 (TAIL_NONE below layer 0) */
   guint32 parent;
+  double f;      /* cost plus the bound on the rest: the beam keeps the least */
 } State;
 
 typedef struct {
@@ -452,7 +459,7 @@ model_of(const PlannerExact *x, const PlannerOption *o)
 static State
 state_first(const PlannerExact *x)
 {
-  return (State){ x->eF + x->eB, -INFINITY, -INFINITY, -INFINITY, -INFINITY, 0, 0xffffffffu, 0 };
+  return (State){ x->eF + x->eB, -INFINITY, -INFINITY, -INFINITY, -INFINITY, 0, 0xffffffffu, 0, 0 };
 }
 
 /* Layer j's forward (and, below the top, its backward window) from `st`
@@ -629,6 +636,7 @@ key_depth(const Model *m, guint j)
  * the dynamic program sorts every layer's candidates. */
 typedef struct {
   guint64 cost; /* the bits of a non-negative double */
+  guint64 p;    /* bytes kept: ties by the fewest */
   guint32 key;
   guint32 index;
 } Sorted;
@@ -636,7 +644,11 @@ typedef struct {
 static inline guint
 sorted_byte(const Sorted *s, guint pass)
 {
-  return pass < 8 ? (guint)(s->cost >> (8 * pass)) & 0xffu : (s->key >> (8 * (pass - 8))) & 0xffu;
+  if (pass < 8)
+    return (guint)(s->p >> (8 * pass)) & 0xffu;
+  if (pass < 16)
+    return (guint)(s->cost >> (8 * (pass - 8))) & 0xffu;
+  return (s->key >> (8 * (pass - 16))) & 0xffu;
 }
 
 static void
@@ -645,7 +657,7 @@ radix_sort(GArray *items, GArray *tmp, guint key_bytes)
   guint n = items->len;
   g_array_set_size(tmp, n);
   Sorted *a = (Sorted *)items->data, *b = (Sorted *)tmp->data;
-  for (guint pass = 0; pass < 8 + key_bytes; pass++) {
+  for (guint pass = 0; pass < 16 + key_bytes; pass++) {
     guint count[257] = { 0 };
     for (guint i = 0; i < n; i++)
       count[sorted_byte(&a[i], pass) + 1]++;
@@ -717,19 +729,20 @@ p_cmp(const void *pa, const void *pb)
   return a < b ? -1 : a > b;
 }
 
-/* The rank of `p` among the sorted distinct values[0..n): 1-based. */
+/* How many of the sorted distinct values[0..n) are <= p: the rank of p
+ * when it is one of them (1-based), 0 when all are above. */
 static guint
 p_rank(const gint64 *values, guint n, gint64 p)
 {
   guint lo = 0, hi = n;
   while (lo < hi) {
     guint mid = lo + (hi - lo) / 2;
-    if (values[mid] < p)
+    if (values[mid] <= p)
       lo = mid + 1;
     else
       hi = mid;
   }
-  return lo + 1;
+  return lo;
 }
 
 typedef struct {
@@ -743,7 +756,8 @@ typedef struct {
  * before), so dprev says the d2h state; a Fenwick tree over the bytes
  * holds the least dprev of kept states with no pending reload (every
  * state under prefetch 1 and sync), another the least pending reload of
- * kept states whose d2h is idle, and the few with both are a list.  At the
+ * kept states whose d2h is idle, and the few with both are a list.
+  At the
  * last layer every state is kept: the top reads more of it. */
 static void
 front_keep(const Model *m, guint j, GArray *cand, GArray *front, FrontScratch *fs)
@@ -759,22 +773,9 @@ front_keep(const Model *m, guint j, GArray *cand, GArray *front, FrontScratch *f
   g_array_set_size(sorted, cand->len);
   for (guint i = 0; i < cand->len; i++) {
     const State *c = &g_array_index(cand, State, i);
-    g_array_index(sorted, Sorted, i) = (Sorted){ cost_bits(c->cost), c->tail & mask, i };
+    g_array_index(sorted, Sorted, i) = (Sorted){ cost_bits(c->cost), (guint64)c->P, c->tail & mask, i };
   }
   radix_sort(sorted, fs->tmp, depth);
-  /* Equal costs (sums of the same times in another order) by bytes: a
-   * state may dominate one of equal cost. */
-  Sorted *v = (Sorted *)sorted->data;
-  const State *cs = (const State *)cand->data;
-  for (guint i = 1; i < sorted->len; i++) {
-    Sorted item = v[i];
-    guint k = i;
-    while (k > 0 && v[k - 1].key == item.key && v[k - 1].cost == item.cost && cs[v[k - 1].index].P > cs[item.index].P) {
-      v[k] = v[k - 1];
-      k--;
-    }
-    v[k] = item;
-  }
   for (guint i = 0; i < sorted->len;) {
     guint32 key = g_array_index(sorted, Sorted, i).key;
     guint end = i;
@@ -817,157 +818,148 @@ front_keep(const Model *m, guint j, GArray *cand, GArray *front, FrontScratch *f
 
 /* ---- a bound on what the layers above must add ---- */
 
-/* The least extra time (over their forward and backward) the layers >= j
- * must add to keep `bytes` fewer than keeping everything: the fractional
- * multiple-choice knapsack over each layer's (bytes saved, extra time)
- * choices, piecewise linear in the bytes.  An action's extra time is a
- * lower bound: its recompute, and under prefetch 1 the part of its reload
- * the layer above's backward (the head's, for the top) cannot hide, with
- * one group in flight its offload (the next forward waits for it); sync,
- * its copies.  Prefetch 2 hides a reload behind two layers that may hide
- * others too: no bound for its offloads there. */
-typedef struct {
-  guint *first;  /* [j]: segments of layers >= j at seg[first[j] ..] */
-  double *bytes; /* cumulative bytes, by segment, in order of cost per byte */
-  double *extra; /* cumulative extra time */
-  guint *count;  /* [j]: how many */
-  gint64 head;   /* what the head's forward adds at the top */
-} Shed;
-
-typedef struct {
-  double bytes, extra;
-} Seg;
-
-static int
-seg_cmp(const void *pa, const void *pb)
-{
-  const Seg *a = pa, *b = pb;
-  double ra = a->extra / a->bytes, rb = b->extra / b->bytes;
-  return ra < rb ? -1 : ra > rb;
-}
-
+/* What layer g's action adds to the step over its forward and backward,
+ * at least, given the action below it (x->na: none): its backward window's
+ * time less the backward (under prefetch 1: its recompute and the reload
+ * of the layer below it, exactly; sync: also its copies, both ways),
+ * under one group in flight the wait of its forward for the copies below,
+ * under two what its copies cost the forward (they run inside it, beside
+ * the next layer's forward alone);
+ * at the top, the recompute alone. */
 static double
-extra_of(const Model *m, guint g, const Act *A)
+extra_of(const Model *m, guint g, guint a, guint prev)
 {
   const PlannerExact *x = m->x;
+  const Act *A = act_of(x, g, a);
   double extra = A->R;
-  if (!A->off)
-    return extra;
-  if (!m->async)
-    return extra + A->d2h + A->h2d;
-  if (m->prefetch != 1)
-    return extra;
-  double hide = x->hB;
-  if (g + 1 < x->n) {
-    hide = 0;
-    for (guint a = 0; a < x->na; a++)
-      if (act_of(x, g + 1, a)->useful)
-        hide = MAX(hide, act_of(x, g + 1, a)->R + act_of(x, g + 1, a)->B);
+  if (g + m->top < x->n) {
+    extra = x->win[m->wkind][(g * (x->na + 1) + prev) * x->na + a].dt - A->B;
+    if (m->wkind == WIN_RELAXED && prev < x->na && act_of(x, g - 1, prev)->off && g + 1 < x->n) {
+      /* Prefetch 2: the reload of g - 1 is hidden by the backward of g
+       * and g + 1 at most, and the stalls at two adjacent layers are at
+       * least what it is not: half of that to each layer below. */
+      double W_up = 0;
+      for (guint b = 0; b < x->na; b++)
+        if (act_of(x, g + 1, b)->useful)
+          W_up = MAX(W_up, act_of(x, g + 1, b)->R + act_of(x, g + 1, b)->B);
+      extra += 0.5 * MAX(0, act_of(x, g - 1, prev)->h2d - (A->R + A->B) - W_up);
+    }
   }
-  return extra + MAX(0, A->h2d - hide) + (m->inflight == 1 ? A->d2h : 0);
+  if (!m->async)
+    extra += A->d2h;
+  else if (m->inflight == 1 && prev < x->na)
+    extra += act_of(x, g - 1, prev)->d2h;
+  else if (m->inflight == 2 && g + 3 <= x->n) {
+    /* Its copies end before the forward of g + 2 starts: meanwhile the
+     * compute runs the forward of g + 1 at 1 - slow, or waits. */
+    double F_next = act_of(x, g + 1, SIM_ACTION_KEEP)->F;
+    extra += MAX(x->slow * A->d2h, A->d2h - F_next);
+  }
+  return MAX(0, extra);
 }
 
+/* A Lagrangian bound on the rest of the step: with a price lambda per byte
+ * kept, H_g(prev, lambda) = the least over the actions of layers >= g of
+ * their extra time plus lambda times their bytes kept, by a dynamic
+ * program from the top (layer pairs exactly: the windows).  Every plan of
+ * those layers that keeps at most `cap` bytes adds at least
+ * H - lambda cap, for every lambda >= 0: the bound takes the best of a
+ * geometric grid. */
+#define LAGRANGE_POINTS 24
+
+typedef struct {
+  double lambda[LAGRANGE_POINTS]; /* seconds per byte, the first 0 */
+  double *h;                      /* [((g * (na + 1)) + prev) * LAGRANGE_POINTS + k], g up to n */
+  gint64 head;                    /* what the head's forward adds on top of the bytes kept */
+} Bound;
+
 static void
-shed_build(const Model *m, Shed *sh)
+bound_build(const Model *m, Bound *bd)
 {
   const PlannerExact *x = m->x;
-  guint n = x->n;
-  g_autoptr(GArray) layer_segs = g_array_new(FALSE, FALSE, sizeof(Seg));
-  g_autofree guint *lfirst = g_new0(guint, n + 1);
-  /* Each layer's lower convex hull from (0, 0): its segments, cheapest per byte first. */
+  guint n = x->n, na = x->na;
+  /* The grid spans the prices the layers offer: extra time per byte saved. */
+  double lo = INFINITY, hi = 0;
   for (guint g = 0; g < n; g++) {
-    lfirst[g] = layer_segs->len;
     gint64 all = act_of(x, g, SIM_ACTION_KEEP)->keep;
-    Seg pts[SIM_ACTION_COUNT];
-    guint np = 0;
-    for (guint a = 0; a < x->na; a++) {
+    for (guint a = 0; a < na; a++) {
       const Act *A = act_of(x, g, a);
-      if (A->useful && A->keep < all)
-        pts[np++] = (Seg){ (double)(all - A->keep), extra_of(m, g, A) };
+      double e = extra_of(m, g, a, g ? SIM_ACTION_KEEP : na);
+      if (!A->useful || A->keep >= all || e <= 0)
+        continue;
+      double r = e / (double)(all - A->keep);
+      lo = MIN(lo, r);
+      hi = MAX(hi, r);
     }
-    double bx = 0, by = 0;
-    for (;;) {
-      /* From the hull's last point, the next point of least slope that saves more. */
-      int best = -1;
-      double slope = INFINITY;
-      for (guint k = 0; k < np; k++) {
-        if (pts[k].bytes <= bx)
+  }
+  bd->lambda[0] = 0;
+  for (guint k = 1; k < LAGRANGE_POINTS; k++)
+    bd->lambda[k] = hi > 0 ? lo * 0.5 * pow(4 * hi / lo, (double)(k - 1) / (LAGRANGE_POINTS - 2)) : 0;
+  bd->h = g_new0(double, (gsize)(n + 1) * (na + 1) * LAGRANGE_POINTS);
+  for (guint g = n; g-- > 0;)
+    for (guint prev = 0; prev <= na; prev++) {
+      if ((g == 0) != (prev == na))
+        continue;
+      double *h = &bd->h[((gsize)g * (na + 1) + prev) * LAGRANGE_POINTS];
+      for (guint k = 0; k < LAGRANGE_POINTS; k++)
+        h[k] = INFINITY;
+      for (guint a = 0; a < na; a++) {
+        const Act *A = act_of(x, g, a);
+        if (!A->useful)
           continue;
-        double sl = (pts[k].extra - by) / (pts[k].bytes - bx);
-        if (sl < slope || (sl == slope && best >= 0 && pts[k].bytes > pts[best].bytes)) {
-          slope = sl;
-          best = (int)k;
-        }
+        double e = extra_of(m, g, a, prev);
+        const double *up = &bd->h[((gsize)(g + 1) * (na + 1) + a) * LAGRANGE_POINTS];
+        for (guint k = 0; k < LAGRANGE_POINTS; k++)
+          h[k] = MIN(h[k], e + bd->lambda[k] * (double)A->keep + (g + 1 < n ? up[k] : 0));
       }
-      if (best < 0)
-        break;
-      Seg seg = { pts[best].bytes - bx, MAX(0, pts[best].extra - by) };
-      g_array_append_val(layer_segs, seg);
-      bx = pts[best].bytes;
-      by = pts[best].extra;
     }
-  }
-  lfirst[n] = layer_segs->len;
-  guint total = 0;
-  sh->first = g_new0(guint, n + 1);
-  sh->count = g_new0(guint, n + 1);
-  for (guint j = 0; j <= n; j++) {
-    sh->first[j] = total;
-    sh->count[j] = lfirst[n] - lfirst[j];
-    total += sh->count[j];
-  }
-  sh->bytes = g_new(double, MAX(total, 1u));
-  sh->extra = g_new(double, MAX(total, 1u));
-  g_autofree Seg *tmp = g_new(Seg, MAX(lfirst[n], 1u));
-  for (guint j = 0; j < n; j++) {
-    guint c = sh->count[j];
-    memcpy(tmp, &g_array_index(layer_segs, Seg, lfirst[j]), c * sizeof(Seg));
-    qsort(tmp, c, sizeof(Seg), seg_cmp);
-    double b = 0, e = 0;
-    for (guint k = 0; k < c; k++) {
-      b += tmp[k].bytes;
-      e += tmp[k].extra;
-      sh->bytes[sh->first[j] + k] = b;
-      sh->extra[sh->first[j] + k] = e;
-    }
-  }
-  sh->head = x->head ? x->h_saved + x->h_wsf : 0;
+  bd->head = x->head ? x->h_saved + x->h_wsf : 0;
+}
+
+/* At least what layers >= g (the one below acting `prev`) add when they
+ * may keep `cap` bytes. */
+static double
+bound_rest(const Bound *bd, const PlannerExact *x, guint g, guint prev, double cap)
+{
+  if (g >= x->n)
+    return 0;
+  const double *h = &bd->h[((gsize)g * (x->na + 1) + prev) * LAGRANGE_POINTS];
+  double best = 0;
+  for (guint k = 0; k < LAGRANGE_POINTS; k++)
+    best = MAX(best, h[k] - bd->lambda[k] * cap);
+  return best;
+}
+
+/* The beam: at most `beam` states per key, those of least f. */
+static gint
+f_cmp(gconstpointer pa, gconstpointer pb, gpointer data)
+{
+  const State *a = pa, *b = pb;
+  guint32 mask = GPOINTER_TO_UINT(data);
+  if ((a->tail & mask) != (b->tail & mask))
+    return (a->tail & mask) < (b->tail & mask) ? -1 : 1;
+  return a->f < b->f ? -1 : a->f > b->f;
 }
 
 static void
-shed_clear(Shed *sh)
+front_narrow(const Model *m, guint j, GArray *front, guint beam)
 {
-  g_free(sh->first);
-  g_free(sh->count);
-  g_free(sh->bytes);
-  g_free(sh->extra);
-}
-
-/* The least extra time layers >= j add to save `bytes` (INFINITY: they cannot). */
-static double
-shed_cost(const Shed *sh, guint j, double bytes)
-{
-  if (bytes <= 0)
-    return 0;
-  const double *b = &sh->bytes[sh->first[j]], *e = &sh->extra[sh->first[j]];
-  guint c = sh->count[j];
-  if (c == 0 || b[c - 1] < bytes)
-    return INFINITY;
-  guint lo = 0, hi = c - 1;
-  while (lo < hi) {
-    guint mid = lo + (hi - lo) / 2;
-    if (b[mid] < bytes)
-      lo = mid + 1;
-    else
-      hi = mid;
+  guint depth = key_depth(m, j);
+  guint32 mask = depth >= 4 ? 0xffffffffu : (1u << (8 * depth)) - 1;
+  g_qsort_with_data(front->data, (gint)front->len, sizeof(State), f_cmp, GUINT_TO_POINTER(mask));
+  guint kept = 0;
+  for (guint i = 0, run = 0; i < front->len; i++) {
+    const State *st = &g_array_index(front, State, i);
+    run = i > 0 && (st->tail & mask) == (g_array_index(front, State, i - 1).tail & mask) ? run + 1 : 0;
+    if (run < beam)
+      g_array_index(front, State, kept++) = *st;
   }
-  double b0 = lo ? b[lo - 1] : 0, e0 = lo ? e[lo - 1] : 0;
-  return e0 + (e[lo] - e0) * (bytes - b0) / (b[lo] - b0);
+  g_array_set_size(front, kept);
 }
 
 gboolean
-planner_exact_solve(const PlannerExact *x, const PlannerOption *o, guint64 budget, double cutoff, SimAction *actions,
-                    double *step, PlannerExactStats *stats)
+planner_exact_solve(const PlannerExact *x, const PlannerOption *o, guint64 budget, double cutoff, guint beam,
+                    SimAction *actions, double *step, PlannerExactStats *stats)
 {
   Model m = model_of(x, o);
   PlannerExactStats local = { 0 };
@@ -990,12 +982,8 @@ planner_exact_solve(const PlannerExact *x, const PlannerOption *o, guint64 budge
   g_array_append_val(prev, first);
   g_ptr_array_add(fronts, prev);
   double top_b = 0; /* backward of the top layers processed so far: in no window yet */
-  Shed shed;
-  shed_build(&m, &shed);
-  /* Bytes layers > j may keep, with the head's forward on top. */
-  g_autofree gint64 *all_above = g_new0(gint64, n + 1);
-  for (guint j = n; j-- > 0;)
-    all_above[j] = all_above[j + 1] + act_of(x, j, SIM_ACTION_KEEP)->keep;
+  Bound bound;
+  bound_build(&m, &bound);
   for (guint j = 0; j < n; j++) {
     g_array_set_size(cand, 0);
     if (j + m.top >= n)
@@ -1010,8 +998,9 @@ planner_exact_solve(const PlannerExact *x, const PlannerOption *o, guint64 budge
         stats->candidates++;
         if (level > (gint64)budget || x->base_f + next.P + x->minkeep[j + 1] > (gint64)budget)
           continue;
-        double must = (double)(x->base_f + next.P + all_above[j + 1] + shed.head) - (double)budget;
-        if (next.cost + x->rest[j + 1] + top_b + shed_cost(&shed, j + 1, must) >= cutoff)
+        double cap = (double)budget - (double)(x->base_f + next.P + bound.head);
+        next.f = next.cost + x->rest[j + 1] + top_b + bound_rest(&bound, x, j + 1, a, cap);
+        if (next.f >= cutoff)
           continue;
         next.parent = i;
         g_array_append_val(cand, next);
@@ -1019,15 +1008,17 @@ planner_exact_solve(const PlannerExact *x, const PlannerOption *o, guint64 budge
     }
     GArray *front = g_array_new(FALSE, FALSE, sizeof(State));
     front_keep(&m, j, cand, front, &fs);
+    if (beam && j + 1 < n)
+      front_narrow(&m, j, front, beam);
     g_ptr_array_add(fronts, front);
     stats->states += front->len;
     if (front->len == 0) {
-      shed_clear(&shed);
+      g_free(bound.h);
       return FALSE;
     }
     prev = front;
   }
-  shed_clear(&shed);
+  g_free(bound.h);
   double best = cutoff;
   gint64 best_at = -1;
   for (guint i = 0; i < prev->len; i++) {
@@ -1048,4 +1039,17 @@ planner_exact_solve(const PlannerExact *x, const PlannerOption *o, guint64 budge
   }
   *step = best;
   return TRUE;
+}
+
+double
+planner_exact_bound(const PlannerExact *x, const PlannerOption *o, guint64 budget)
+{
+  Model m = model_of(x, o);
+  Bound bound;
+  bound_build(&m, &bound);
+  State first = state_first(x);
+  double cap = (double)budget - (double)(x->base_f + bound.head);
+  double least = first.cost + x->rest[0] + bound_rest(&bound, x, 0, x->na, cap);
+  g_free(bound.h);
+  return least;
 }

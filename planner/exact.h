@@ -84,8 +84,18 @@ typedef struct {
 /* The least model step within `budget` bytes over every plan under `o`,
  * looking only below `cutoff` seconds.  Returns TRUE with the plan in
  * actions[0..layers) and its model step in *step; FALSE when every plan
- * under `o` needs cutoff or more, or none fits. */
+ * under `o` needs cutoff or more, or none fits.
+ *
+ * `beam` > 0 makes it a heuristic: after each layer at most `beam` states
+ * per key stay, those whose cost plus the bound on the rest is least.  It
+ * proves nothing, but finds a good plan in layers x beam steps: the cutoff
+ * the exact search (beam 0) then prunes with. */
 gboolean planner_exact_solve(const PlannerExact *exact, const PlannerOption *o, guint64 budget, double cutoff,
-                             SimAction *actions, double *step, PlannerExactStats *stats);
+                             guint beam, SimAction *actions, double *step, PlannerExactStats *stats);
+
+/* A lower bound on the step of every plan under `o` within `budget`, in
+ * time linear in the layers: the Lagrangian bound the search prunes with,
+ * at its root.  For models too large to search. */
+double planner_exact_bound(const PlannerExact *exact, const PlannerOption *o, guint64 budget);
 
 G_END_DECLS

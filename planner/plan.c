@@ -486,11 +486,27 @@ prove(Ctx *c, Best *best, double *bound, guint64 *states, GError **error)
 {
   g_autoptr(PlannerExact) x = planner_exact_new(c->s, c->policy, c->n_actions);
   g_autofree SimAction *actions = g_new(SimAction, c->n);
-  double least = INFINITY;
-  for (guint o = 0; o < c->n_opts; o++) {
-    double cutoff = best->found ? best->eval.step * (1 + PLANNER_OPTIMAL_GAP) : INFINITY, step;
+  double least = INFINITY, step;
+  /* First a beam under the first schedule (async, prefetch 1, two in
+   * flight: the one most plans end up with): a plan close to the best,
+   * so that the exact search below prunes against it. */
+  for (guint o = 0; o < MIN(c->n_opts, 1u); o++) {
     PlannerExactStats stats = { 0 };
-    gboolean found = planner_exact_solve(x, &c->opts[o], c->budget, cutoff, actions, &step, &stats);
+    double cutoff = best->found ? best->eval.step : INFINITY;
+    gboolean found = planner_exact_solve(x, &c->opts[o], c->budget, cutoff, PLANNER_BEAM, actions, &step, &stats);
+    *states += stats.states;
+    if (!found)
+      continue;
+    Eval e;
+    if (!evaluate(c, actions, &c->opts[o], &e, error))
+      return FALSE;
+    if ((guint64)e.peak <= c->budget && better(best, &e, FALSE))
+      best_take(best, c, actions, o, &e);
+  }
+  for (guint o = 0; o < c->n_opts; o++) {
+    double cutoff = best->found ? best->eval.step * (1 + PLANNER_OPTIMAL_GAP) : INFINITY;
+    PlannerExactStats stats = { 0 };
+    gboolean found = planner_exact_solve(x, &c->opts[o], c->budget, cutoff, 0, actions, &step, &stats);
     *states += stats.states;
     if (!found) {
       least = MIN(least, cutoff); /* nothing of this schedule below the plan */
@@ -503,6 +519,33 @@ prove(Ctx *c, Best *best, double *bound, guint64 *states, GError **error)
     if ((guint64)e.peak <= c->budget && better(best, &e, FALSE))
       best_take(best, c, actions, o, &e);
   }
+  *bound = isfinite(least) ? least : NAN;
+  return TRUE;
+}
+
+/* Past PLANNER_PROVEN_LAYERS: a narrow beam under the first schedule
+ * (layers x PLANNER_BEAM_LARGE states) may improve the plan, and
+ * *bound receives the Lagrangian bound of every schedule (the least):
+ * linear in the layers, proving nothing but how far the plan may be. */
+static gboolean
+improve(Ctx *c, Best *best, double *bound, guint64 *states, GError **error)
+{
+  g_autoptr(PlannerExact) x = planner_exact_new(c->s, c->policy, c->n_actions);
+  g_autofree SimAction *actions = g_new(SimAction, c->n);
+  double step;
+  PlannerExactStats stats = { 0 };
+  double cutoff = best->found ? best->eval.step : INFINITY;
+  if (planner_exact_solve(x, &c->opts[0], c->budget, cutoff, PLANNER_BEAM_LARGE, actions, &step, &stats)) {
+    Eval e;
+    if (!evaluate(c, actions, &c->opts[0], &e, error))
+      return FALSE;
+    if ((guint64)e.peak <= c->budget && better(best, &e, FALSE))
+      best_take(best, c, actions, 0, &e);
+  }
+  *states += stats.states;
+  double least = INFINITY;
+  for (guint o = 0; o < c->n_opts; o++)
+    least = MIN(least, planner_exact_bound(x, &c->opts[o], c->budget));
   *bound = isfinite(least) ? least : NAN;
   return TRUE;
 }
@@ -561,9 +604,10 @@ planner_plan_framework(const SimScenario *s, guint64 budget, SimFramework framew
   if (!search(&c, &best, FALSE, error))
     return NULL;
   /* The proof: the exact search under every schedule, below the plan found. */
-  double bound = NAN;
-  if (framework == SIM_FRAMEWORK_NONE && planner_exact_supports(scratch) && n <= PLANNER_PROVEN_LAYERS) {
-    if (!prove(&c, &best, &bound, &p->states, error))
+  double bound = NAN, relaxed = NAN;
+  if (framework == SIM_FRAMEWORK_NONE && planner_exact_supports(scratch)) {
+    if (n <= PLANNER_PROVEN_LAYERS ? !prove(&c, &best, &bound, &p->states, error)
+                                   : !improve(&c, &best, &relaxed, &p->states, error))
       return NULL;
   }
   p->feasible = best.found;
@@ -581,7 +625,8 @@ planner_plan_framework(const SimScenario *s, guint64 budget, SimFramework framew
   if (p->result == NULL || p->resident == NULL)
     return NULL;
   p->proven = !isnan(bound);
-  p->lower_bound_ms = (p->proven ? MAX(bound, lower_bound(&c)) : lower_bound(&c)) * 1e3;
+  p->lagrangian = !p->proven && !isnan(relaxed);
+  p->lower_bound_ms = MAX(lower_bound(&c), p->proven ? bound : p->lagrangian ? relaxed : 0) * 1e3;
   if (p->proven && p->feasible)
     p->lower_bound_ms = MIN(p->lower_bound_ms, p->result->step_ms); /* rounding: never above the plan */
   p->gap = p->lower_bound_ms > 0 ? MAX(0.0, p->result->step_ms / p->lower_bound_ms - 1) : 0;

@@ -59,6 +59,10 @@ G_BEGIN_DECLS
 /* A plan within this of its proven bound is optimal (the model and the
  * engine agree to about 1e-15; this is their rounding, not a tolerance). */
 #define PLANNER_OPTIMAL_GAP 1e-9
+/* States per key the beam keeps before the exact search (planner/exact.h). */
+#define PLANNER_BEAM 256
+/* ... and past PLANNER_PROVEN_LAYERS, where it is the only search. */
+#define PLANNER_BEAM_LARGE 8
 
 /* A copy schedule the planner tries for offloaded layers. */
 typedef struct {
@@ -87,6 +91,8 @@ typedef struct {
   double gap;                /* step / lower bound - 1 */
   gboolean proven;           /* the bound is the exact search's: no plan of the space is faster */
   gboolean optimal;          /* proven, and the plan reaches it */
+  gboolean lagrangian;       /* not proven: the bound is the exact search's Lagrangian relaxation (past
+                                PLANNER_PROVEN_LAYERS layers) */
   guint64 states;            /* states the exact search kept */
   guint64 min_budget;        /* when infeasible: the smallest peak any plan found reaches */
   const char *verdict;       /* accept | tune | reject, the ledger's thresholds against resident */

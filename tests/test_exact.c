@@ -188,7 +188,7 @@ START_TEST(dynamic_program_is_brute_force)
             best = MIN(best, step);
         }
         double step = 0;
-        gboolean found = planner_exact_solve(x, &options[o], budget, INFINITY, a, &step, NULL);
+        gboolean found = planner_exact_solve(x, &options[o], budget, INFINITY, 0, a, &step, NULL);
         ck_assert_msg(found == isfinite(best), "seed %u option %u budget %" G_GUINT64_FORMAT ": found %d, brute %g",
                       seed, o, budget, found, best);
         if (found)

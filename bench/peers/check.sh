@@ -14,10 +14,10 @@
 # each action in SimPy's order, or that does not batch an instant, reports
 # 2 MiB more there).
 #
-#   bench/peers/check.sh [OFFSIM]      (default /tmp/offsim-ref)
+#   bench/peers/check.sh [OFFSIM]      (default build-rel/cli/offsim)
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
-offsim=${1:-/tmp/offsim-ref}
+offsim=${1:-$(cd "$(dirname "$0")/../.." && pwd)/build-rel/cli/offsim}
 py=/usr/bin/python3
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT

@@ -103,7 +103,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--sizes", default="96,10000", help="layer counts, comma-separated (32 tensors each)")
-    ap.add_argument("--offsim", default="/tmp/offsim-ref")
+    ap.add_argument("--offsim", default="build-rel/cli/offsim")
     ap.add_argument("--out", help="write every measurement as JSON here")
     a = ap.parse_args()
     sizes = [int(s) for s in a.sizes.split(",")]

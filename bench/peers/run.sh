@@ -2,7 +2,7 @@
 # Reproduces bench/peers/README.md's table: the check, then the interleaved
 # rounds (SimPy, heapq, offsim; measure.py), then offsim's own scale rows once.
 #
-#   bench/peers/run.sh [OFFSIM] [OUT_DIR]     (defaults /tmp/offsim-ref, bench/peers/results)
+#   bench/peers/run.sh [OFFSIM] [OUT_DIR]     (defaults build-rel/cli/offsim, bench/peers/results)
 #
 # ROUNDS (default 5) and SIZES (default 96,1000,10000) override the rounds and
 # the layer counts.  SCALE=0 skips `offsim bench --only scale`, whose 10^6-layer
@@ -10,7 +10,7 @@
 # nothing else heavy meanwhile.
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
-offsim=${1:-/tmp/offsim-ref}
+offsim=${1:-$(cd "$(dirname "$0")/../.." && pwd)/build-rel/cli/offsim}
 out=${2:-$here/results}
 mkdir -p "$out"
 

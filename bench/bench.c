@@ -190,6 +190,8 @@ bench_plan(const BenchOptions *o, BenchFigures *f, GError **error)
       return FALSE;
     ms[r] = (t1 - t0) * 1e3;
     f->plan_96_evaluations = plan->evaluations;
+    f->plan_96_gap = plan->gap;
+    f->plan_96_optimal = plan->optimal;
   }
   f->plan_96_ms = median(ms, repeats);
   return TRUE;

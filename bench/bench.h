@@ -33,6 +33,8 @@ typedef struct {
   guint step_96x32_ops;
   double plan_96_ms;
   guint64 plan_96_evaluations;
+  double plan_96_gap;           /* the plan over its lower bound, minus 1 */
+  gboolean plan_96_optimal;     /* proven optimal by the exact search */
   double sweep_points_per_sec;
   guint sweep_points;
   guint sweep_jobs;

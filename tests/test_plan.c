@@ -108,6 +108,9 @@ START_TEST(plan_equals_the_best_of_every_plan_on_small_models)
                         p->result->step_ms, feasible.step * 1e3);
           ck_assert((guint64)p->result->peak_device.bytes <= budget);
           ck_assert(p->lower_bound_ms <= p->result->step_ms + 1e-9);
+          /* The exact search's bound: proven, and never above the best of every plan. */
+          ck_assert(p->proven);
+          ck_assert(p->lower_bound_ms <= feasible.step * 1e3 * (1 + 1e-9));
         } else {
           /* The smallest feasible budget is the least peak of any plan. */
           ck_assert_int_eq((gint64)p->min_budget, least.peak);
@@ -315,6 +318,49 @@ START_TEST(plan_of_10000_layers_is_not_quadratic)
 }
 END_TEST
 
+/* 96 unequal layers, budgets at 30 and 60 % of the activations: proven
+ * optimal without compute slowdown, within 0.5 % with it; 200 layers: the
+ * Lagrangian bound, below the plan. */
+START_TEST(plan_is_proven_at_96_layers)
+{
+  const double slowdowns[] = { 0, 0.03 };
+  for (guint k = 0; k < G_N_ELEMENTS(slowdowns); k++) {
+    for (guint layers = 96; layers <= 200; layers += 104) {
+      g_autoptr(GRand) r = g_rand_new_with_seed(7 + k);
+      GString *t = g_string_new(NULL);
+      g_string_append_printf(t, "[device]\nmemory = 80GiB\n[link]\nh2d_bandwidth = 16GB/s\nd2h_bandwidth = 16GB/s\n"
+                                "latency = 8us\ncompute_slowdown = %g\n[model]\nlayers = %u\nforward = 1ms\n"
+                                "input = 4MB\ntensors = a:10MB\nstatic = 1GiB\n",
+                             slowdowns[k], layers);
+      for (guint i = 0; i < layers; i++) {
+        double f = g_rand_double_range(r, 0.5, 3);
+        g_string_append_printf(t, "[layer.%u]\nforward = %.4fms\nbackward = %.4fms\ntensors = a:%dMB, b:%dMB\n", i, f,
+                               2 * f, g_rand_int_range(r, 5, 60), g_rand_int_range(r, 5, 60));
+      }
+      g_autofree char *text = g_string_free(t, FALSE);
+      g_autoptr(SimScenario) s = test_scenario_from_text(text);
+      g_autoptr(SimResult) resident = test_evaluate(s, "resident");
+      guint64 activations = (guint64)resident->peak_device.bytes - s->workload->static_bytes;
+      for (guint b = 0; b < 2; b++) {
+        guint64 budget = s->workload->static_bytes + (guint64)((b ? 0.6 : 0.3) * (double)activations);
+        g_autoptr(GError) error = NULL;
+        g_autoptr(PlannerPlan) p = planner_plan(s, budget, &error);
+        ck_assert_msg(p != NULL && p->feasible, "%s", error ? error->message : "infeasible");
+        ck_assert(p->lower_bound_ms <= p->result->step_ms * (1 + 1e-9));
+        if (layers <= PLANNER_PROVEN_LAYERS) {
+          ck_assert(p->proven);
+          ck_assert_msg(slowdowns[k] > 0 || p->optimal, "gap %g", p->gap);
+          ck_assert_msg(p->gap <= 0.005, "%u layers, slowdown %g: gap %g", layers, slowdowns[k], p->gap);
+        } else {
+          ck_assert(!p->proven && p->lagrangian);
+          ck_assert_msg(p->gap <= 0.05, "%u layers: gap %g", layers, p->gap);
+        }
+      }
+    }
+  }
+}
+END_TEST
+
 /* A framework's schedule as the plan's offload mode: the policy it prints
  * names it and, loaded back, runs to the same figures. */
 START_TEST(plan_with_a_framework_schedule)
@@ -365,6 +411,7 @@ plan_suite(void)
   tcase_add_test(tc, the_plan_block_reproduces_the_plan);
   tcase_add_test(tc, plan_cli_json_and_exit_codes);
   tcase_add_test(tc, lower_bound_never_exceeds_the_step);
+  tcase_add_test(tc, plan_is_proven_at_96_layers);
   suite_add_tcase(s, tc);
   return s;
 }

@@ -284,7 +284,8 @@ reload_copies(const PlannerExact *x, Scratch *s, const Act *a, double start)
 static Window
 window_make(const PlannerExact *x, int kind, guint j, guint a, guint prev)
 {
-  Scratch s = { .n = 0 };
+  Scratch s; /* not zeroed: 6 KiB, and only n and nb are read before written */
+  s.n = s.nb = 0;
   const Act *A = act_of(x, j, a);
   const Act *P = prev < x->na ? act_of(x, j - 1, prev) : NULL;
   /* Prefetch 1 reloads layer j - 1 from the window's start.  Under
@@ -555,7 +556,8 @@ static double
 step_top(const Model *m, const State *st, gint64 *peak)
 {
   const PlannerExact *x = m->x;
-  Scratch s = { .n = 0 };
+  Scratch s; /* not zeroed: 6 KiB, and only n and nb are read before written */
+  s.n = s.nb = 0;
   gint64 level = x->base_f + st->P;
   Reloads r = { { -INFINITY, -INFINITY, -INFINITY, -INFINITY }, { -INFINITY, -INFINITY }, -INFINITY };
   double sigma[2] = { st->rc, st->rp };
@@ -641,38 +643,66 @@ typedef struct {
   guint32 index;
 } Sorted;
 
-static inline guint
-sorted_byte(const Sorted *s, guint pass)
+/* One counting pass on the byte of each item's `field` (0: cost, 1: key)
+ * at `shift`; FALSE when every item has the same byte (nothing moves). */
+static gboolean
+radix_pass(const Sorted *a, Sorted *b, guint n, int field, guint shift)
 {
-  if (pass < 8)
-    return (guint)(s->p >> (8 * pass)) & 0xffu;
-  if (pass < 16)
-    return (guint)(s->cost >> (8 * (pass - 8))) & 0xffu;
-  return (s->key >> (8 * (pass - 16))) & 0xffu;
+  guint count[257] = { 0 };
+  if (field == 0)
+    for (guint i = 0; i < n; i++)
+      count[(a[i].cost >> shift & 0xffu) + 1]++;
+  else
+    for (guint i = 0; i < n; i++)
+      count[(a[i].key >> shift & 0xffu) + 1]++;
+  guint first = field == 0 ? (guint)(a[0].cost >> shift & 0xffu) : a[0].key >> shift & 0xffu;
+  if (count[first + 1] == n)
+    return FALSE;
+  for (guint d = 0; d < 256; d++)
+    count[d + 1] += count[d];
+  if (field == 0)
+    for (guint i = 0; i < n; i++)
+      b[count[a[i].cost >> shift & 0xffu]++] = a[i];
+  else
+    for (guint i = 0; i < n; i++)
+      b[count[a[i].key >> shift & 0xffu]++] = a[i];
+  return TRUE;
 }
 
+static int
+sorted_p_cmp(const void *pa, const void *pb)
+{
+  const Sorted *a = pa, *b = pb;
+  return a->p < b->p ? -1 : a->p > b->p;
+}
+
+/* By (key, cost, bytes): radix passes on the cost's bytes and the key's,
+ * then each run of equal key and cost (sums of the same times in another
+ * order: common without compute slowdown) by bytes. */
 static void
 radix_sort(GArray *items, GArray *tmp, guint key_bytes)
 {
   guint n = items->len;
+  if (n == 0)
+    return;
   g_array_set_size(tmp, n);
   Sorted *a = (Sorted *)items->data, *b = (Sorted *)tmp->data;
-  for (guint pass = 0; pass < 16 + key_bytes; pass++) {
-    guint count[257] = { 0 };
-    for (guint i = 0; i < n; i++)
-      count[sorted_byte(&a[i], pass) + 1]++;
-    if (n == 0 || count[sorted_byte(&a[0], pass) + 1] == n)
-      continue; /* every item has this byte */
-    for (guint d = 0; d < 256; d++)
-      count[d + 1] += count[d];
-    for (guint i = 0; i < n; i++)
-      b[count[sorted_byte(&a[i], pass)]++] = a[i];
+  for (guint pass = 0; pass < 8 + key_bytes; pass++) {
+    if (!radix_pass(a, b, n, pass < 8 ? 0 : 1, 8 * (pass < 8 ? pass : pass - 8)))
+      continue;
     Sorted *t = a;
     a = b;
     b = t;
   }
   if (a != (Sorted *)items->data)
     memcpy(items->data, a, n * sizeof(Sorted));
+  Sorted *v = (Sorted *)items->data;
+  for (guint i = 0, j; i < n; i = j) {
+    for (j = i + 1; j < n && v[j].key == v[i].key && v[j].cost == v[i].cost; j++)
+      ;
+    if (j - i > 1)
+      qsort(v + i, j - i, sizeof(Sorted), sorted_p_cmp);
+  }
 }
 
 static inline guint64
@@ -722,11 +752,29 @@ mintree_least(const MinTree *t, guint r)
   return least;
 }
 
-static int
-p_cmp(const void *pa, const void *pb)
+/* Non-negative byte counts in order: a radix sort, a byte at a time,
+ * skipping bytes all share. */
+static void
+p_sort(gint64 *v, guint n, GArray *tmp)
 {
-  gint64 a = *(const gint64 *)pa, b = *(const gint64 *)pb;
-  return a < b ? -1 : a > b;
+  g_array_set_size(tmp, n);
+  gint64 *a = v, *b = (gint64 *)tmp->data;
+  for (guint pass = 0; pass < 8; pass++) {
+    guint count[257] = { 0 };
+    for (guint i = 0; i < n; i++)
+      count[((guint64)a[i] >> (8 * pass) & 0xffu) + 1]++;
+    if (n == 0 || count[((guint64)a[0] >> (8 * pass) & 0xffu) + 1] == n)
+      continue;
+    for (guint d = 0; d < 256; d++)
+      count[d + 1] += count[d];
+    for (guint i = 0; i < n; i++)
+      b[count[(guint64)a[i] >> (8 * pass) & 0xffu]++] = a[i];
+    gint64 *t = a;
+    a = b;
+    b = t;
+  }
+  if (a != v)
+    memcpy(v, a, n * sizeof(gint64));
 }
 
 /* How many of the sorted distinct values[0..n) are <= p: the rank of p
@@ -746,8 +794,10 @@ p_rank(const gint64 *values, guint n, gint64 p)
 }
 
 typedef struct {
-  GArray *sorted, *tmp, *ps, *t1, *t2, *rest;
+  GArray *sorted, *tmp, *ps, *ptmp, *t1, *t2, *rest;
 } FrontScratch;
+
+#define REST_SCAN 64
 
 /* The states of `cand` no other state dominates, into `front`.  Within a
  * key, by cost: a state goes unless one kept before it (no dearer) has no
@@ -786,7 +836,7 @@ front_keep(const Model *m, guint j, GArray *cand, GArray *front, FrontScratch *f
     gint64 *ps = (gint64 *)fs->ps->data;
     for (guint k = i; k < end; k++)
       ps[k - i] = g_array_index(cand, State, g_array_index(sorted, Sorted, k).index).P;
-    qsort(ps, end - i, sizeof(gint64), p_cmp);
+    p_sort(ps, end - i, fs->ptmp);
     guint np = 0;
     for (guint k = 0; k < end - i; k++)
       if (np == 0 || ps[np - 1] != ps[k])
@@ -799,7 +849,9 @@ front_keep(const Model *m, guint j, GArray *cand, GArray *front, FrontScratch *f
       const State *c = &g_array_index(cand, State, g_array_index(sorted, Sorted, i).index);
       guint r = p_rank(ps, np, c->P);
       gboolean dominated = mintree_least(&by_dprev, r) <= c->dprev || mintree_least(&by_pending, r) <= c->cost_b;
-      for (guint k = 0; k < fs->rest->len && !dominated; k++)
+      /* The list is scanned from its newest, at most REST_SCAN of it: a
+       * dominated state kept costs states, never the optimum. */
+      for (guint k = fs->rest->len, seen = 0; k-- > 0 && seen < REST_SCAN && !dominated; seen++)
         dominated = dominates(&g_array_index(front, State, g_array_index(fs->rest, guint32, k)), c);
       if (dominated)
         continue;
@@ -865,7 +917,7 @@ extra_of(const Model *m, guint g, guint a, guint prev)
  * those layers that keeps at most `cap` bytes adds at least
  * H - lambda cap, for every lambda >= 0: the bound takes the best of a
  * geometric grid. */
-#define LAGRANGE_POINTS 24
+#define LAGRANGE_POINTS 16
 
 typedef struct {
   double lambda[LAGRANGE_POINTS]; /* seconds per byte, the first 0 */
@@ -976,7 +1028,8 @@ planner_exact_solve(const PlannerExact *x, const PlannerOption *o, guint64 budge
   g_autoptr(GArray) t2 = g_array_new(FALSE, FALSE, sizeof(double));
   g_autoptr(GArray) rest = g_array_new(FALSE, FALSE, sizeof(guint32));
   g_autoptr(GArray) tmp = g_array_new(FALSE, FALSE, sizeof(Sorted));
-  FrontScratch fs = { sorted, tmp, ps, t1, t2, rest };
+  g_autoptr(GArray) ptmp = g_array_new(FALSE, FALSE, sizeof(gint64));
+  FrontScratch fs = { sorted, tmp, ps, ptmp, t1, t2, rest };
   GArray *prev = g_array_new(FALSE, FALSE, sizeof(State));
   State first = state_first(x);
   g_array_append_val(prev, first);

@@ -1009,6 +1009,12 @@ front_narrow(const Model *m, guint j, GArray *front, guint beam)
   g_array_set_size(front, kept);
 }
 
+/* What a plan is read back from: each kept state's parent and action. */
+typedef struct {
+  guint32 parent;
+  guint32 a;
+} Back;
+
 gboolean
 planner_exact_solve(const PlannerExact *x, const PlannerOption *o, guint64 budget, double cutoff, guint beam,
                     SimAction *actions, double *step, PlannerExactStats *stats)
@@ -1020,8 +1026,12 @@ planner_exact_solve(const PlannerExact *x, const PlannerOption *o, guint64 budge
   if (x->fixed > (gint64)budget)
     return FALSE;
   guint n = x->n;
-  g_autoptr(GPtrArray) fronts = g_ptr_array_new_with_free_func((GDestroyNotify)g_array_unref);
+  /* Per layer only what the plan is read back from (8 bytes a state);
+   * whole states for the layer being built and the one before. */
+  g_autoptr(GPtrArray) backs = g_ptr_array_new_with_free_func((GDestroyNotify)g_array_unref);
   g_autoptr(GArray) cand = g_array_new(FALSE, FALSE, sizeof(State));
+  g_autoptr(GArray) prev = g_array_new(FALSE, FALSE, sizeof(State));
+  g_autoptr(GArray) front = g_array_new(FALSE, FALSE, sizeof(State));
   g_autoptr(GArray) sorted = g_array_new(FALSE, FALSE, sizeof(Sorted));
   g_autoptr(GArray) ps = g_array_new(FALSE, FALSE, sizeof(gint64));
   g_autoptr(GArray) t1 = g_array_new(FALSE, FALSE, sizeof(double));
@@ -1030,14 +1040,13 @@ planner_exact_solve(const PlannerExact *x, const PlannerOption *o, guint64 budge
   g_autoptr(GArray) tmp = g_array_new(FALSE, FALSE, sizeof(Sorted));
   g_autoptr(GArray) ptmp = g_array_new(FALSE, FALSE, sizeof(gint64));
   FrontScratch fs = { sorted, tmp, ps, ptmp, t1, t2, rest };
-  GArray *prev = g_array_new(FALSE, FALSE, sizeof(State));
   State first = state_first(x);
   g_array_append_val(prev, first);
-  g_ptr_array_add(fronts, prev);
   double top_b = 0; /* backward of the top layers processed so far: in no window yet */
   Bound bound;
   bound_build(&m, &bound);
-  for (guint j = 0; j < n; j++) {
+  gboolean alive = TRUE;
+  for (guint j = 0; j < n && alive; j++) {
     g_array_set_size(cand, 0);
     if (j + m.top >= n)
       top_b += act_of(x, j, SIM_ACTION_KEEP)->B;
@@ -1059,19 +1068,25 @@ planner_exact_solve(const PlannerExact *x, const PlannerOption *o, guint64 budge
         g_array_append_val(cand, next);
       }
     }
-    GArray *front = g_array_new(FALSE, FALSE, sizeof(State));
     front_keep(&m, j, cand, front, &fs);
     if (beam && j + 1 < n)
       front_narrow(&m, j, front, beam);
-    g_ptr_array_add(fronts, front);
     stats->states += front->len;
-    if (front->len == 0) {
-      g_free(bound.h);
-      return FALSE;
+    GArray *back = g_array_sized_new(FALSE, FALSE, sizeof(Back), front->len);
+    for (guint i = 0; i < front->len; i++) {
+      const State *st = &g_array_index(front, State, i);
+      Back b = { st->parent, tail_get(st->tail, 0) };
+      g_array_append_val(back, b);
     }
+    g_ptr_array_add(backs, back);
+    alive = front->len > 0;
+    GArray *t = prev;
     prev = front;
+    front = t;
   }
   g_free(bound.h);
+  if (!alive)
+    return FALSE;
   double best = cutoff;
   gint64 best_at = -1;
   for (guint i = 0; i < prev->len; i++) {
@@ -1086,9 +1101,9 @@ planner_exact_solve(const PlannerExact *x, const PlannerOption *o, guint64 budge
     return FALSE;
   guint32 at = (guint32)best_at;
   for (guint j = n; j-- > 0;) {
-    const State *st = &g_array_index((GArray *)g_ptr_array_index(fronts, j + 1), State, at);
-    actions[j] = (SimAction)tail_get(st->tail, 0);
-    at = st->parent;
+    const Back *b = &g_array_index((GArray *)g_ptr_array_index(backs, j), Back, at);
+    actions[j] = (SimAction)b->a;
+    at = b->parent;
   }
   *step = best;
   return TRUE;

@@ -250,7 +250,7 @@ mem_peak(Scratch *s, gint64 level, double until)
 
 /* The recompute and backward ops of a layer from `start`; returns their end. */
 static double
-backward_ops(const PlannerExact *x, Scratch *s, const Act *a, double start, double slow)
+backward_ops(Scratch *s, const Act *a, double start, double slow)
 {
   double t = start;
   if (a->rec_op) {
@@ -262,7 +262,6 @@ backward_ops(const PlannerExact *x, Scratch *s, const Act *a, double start, doub
   t = advance(t, a->B, s->busy, s->nb, slow);
   mem_at(s, t, -a->bwd_free);
   mem_at(s, t, a->grads);
-  (void)x;
   return t;
 }
 
@@ -301,7 +300,7 @@ window_make(const PlannerExact *x, int kind, guint j, guint a, guint prev)
   s.nb = 0; /* sync copies run on the compute stream: no compute beside them */
   if (reload_below)
     end_copies = reload_copies(x, &s, P, 0);
-  double e = backward_ops(x, &s, A, start, kind == WIN_RELAXED ? 0 : x->slow);
+  double e = backward_ops(&s, A, start, kind == WIN_RELAXED ? 0 : x->slow);
   /* The level at the window's start is one the step has. */
   double dt = kind == WIN_RELAXED ? e : MAX(e, end_copies);
   return (Window){ dt, MAX(level, mem_peak(&s, level, INFINITY)) };
@@ -312,16 +311,14 @@ window_make(const PlannerExact *x, int kind, guint j, guint a, guint prev)
 static void
 stages_read(PlannerExact *x, const SimWorkload *w, const SimPolicy *policy)
 {
-  gint64 fixed = 0;
   const SimLayer *e = w->embed, *h = w->head;
-  gint64 e_saved = 0, e_wsf = 0, e_wsb = 0, e_grads = 0;
+  gint64 e_saved = 0, e_wsf = 0, e_wsb = 0;
   Act scratch;
   if (e) {
     act_fill(x, policy, e, SIM_ACTION_KEEP, &scratch);
     e_saved = scratch.keep;
     e_wsf = (gint64)e->workspace_bytes;
     e_wsb = (gint64)e->backward_workspace_bytes;
-    e_grads = (gint64)e->grad_bytes;
     x->eF = e->forward;
     x->eB = e->backward;
   }
@@ -343,10 +340,9 @@ stages_read(PlannerExact *x, const SimWorkload *w, const SimPolicy *policy)
     x->base_b[j] = x->base_f + x->held + grads;
     grads += (gint64)sim_workload_layer(w, j)->grad_bytes;
   }
-  /* The embedding's forward, and its backward with every gradient made. */
-  fixed = MAX(x->base_f + e_wsf, x->base_f + x->held + grads + e_wsb);
-  (void)e_grads;
-  x->fixed = fixed;
+  /* The embedding's forward, and its backward with every gradient made
+   * (its own appear at its end, with nothing after them). */
+  x->fixed = MAX(x->base_f + e_wsf, x->base_f + x->held + grads + e_wsb);
 }
 
 PlannerExact *
@@ -594,7 +590,7 @@ step_top(const Model *m, const State *st, gint64 *peak)
     double start = MAX(t, r.h[k]);
     if (k + m->prefetch < 4)
       top_reload(x, &s, &r, st->tail, k + m->prefetch, start);
-    t = backward_ops(x, &s, act_of(x, x->n - 1 - k, tail_get(st->tail, k)), start, x->slow);
+    t = backward_ops(&s, act_of(x, x->n - 1 - k, tail_get(st->tail, k)), start, x->slow);
   }
   /* The first layer below the top starts its backward when its reload is back. */
   double next = m->top < x->n ? MAX(t, r.h[m->top]) : t;

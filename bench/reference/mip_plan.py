@@ -96,6 +96,7 @@ class Model:
         self.phases = []   # (c, q1, q2, q3, layer, moment time, contributions)
         self.moments = []  # (name, time TExpr or None, exists {x: 1} or None, [(bytes, var or None)], [c])
         self.aux = []      # (variable, function of (times, xv) giving its exact value)
+        self.locus = {}    # order binary's name: (the moment's layer, the item's layer)
         self.x = []
         for i, layer in enumerate(sc["layers"]):
             row = []
@@ -287,18 +288,20 @@ class Model:
             self.prob += step - self.FS[i].var >= self.f[i] + cd(n - 1) - cd(i - 1) - CUT_SLACK, "c4_%d" % i
 
     # ---- async: order binaries ----
-    def freed_by(self, name, free_t, e, t):
+    def freed_by(self, name, free_t, e, t, layer):
         """w = 1 only if free_t <= t: freed by moment t (at a tie it is: completions come first)."""
         w = self.binary("w_" + name)
+        self.locus[w.name] = (self.moment_layer, layer)
         self.prob += w <= e, "we_" + name
         m = max(0.0, free_t.ub() - t.lb()) + MARGIN
         self.prob += free_t.pulp() - t.pulp() <= m * (1 - w), "wt_" + name
         self.orders.append((w, free_t, t, e))
         return w
 
-    def not_started(self, name, alloc_t, e, t):
+    def not_started(self, name, alloc_t, e, t, layer):
         """u = 1 only if alloc_t >= t + EPS: not allocated by moment t (at a tie it is)."""
         u = self.binary("u_" + name)
+        self.locus[u.name] = (self.moment_layer, layer)
         self.prob += u <= e, "ue_" + name
         m = max(0.0, t.ub() + EPS - alloc_t.lb()) + MARGIN
         self.prob += t.pulp() + EPS - alloc_t.pulp() <= m * (1 - u), "ut_" + name
@@ -316,6 +319,8 @@ class Model:
         ph1 = base + [(S, xR), (S, xRO), (ws, xR), (ws, xRO)]      # recomputing
         ph2 = [(inp, xR), (inp, xRO), (S, None), (ws, None)]       # in its backward
         q = [self.binary("q%d_%s" % (k, name)) for k in (1, 2, 3)]
+        for v in q:
+            self.locus[v.name] = (self.moment_layer, i)
         self.prob += q[1] <= q[0], "qa_" + name
         self.prob += q[2] <= q[1], "qb_" + name
         for k, T in enumerate((TExpr(self.BS[i]), self.RE(i), self.BE(i))):
@@ -349,19 +354,23 @@ class Model:
             """Layer i's offloaded memory on the device at t: its D2H copies not ended."""
             out = []
             for c, (_, b, _, _, e) in enumerate(self.cp[i]):
-                w = self.freed_by("%s_L%dc%d" % (tag, i, c), self.DE(i, c), e, t)
+                w = self.freed_by("%s_L%dc%d" % (tag, i, c), self.DE(i, c), e, t, i)
                 out += [(b, e), (-b, w)]
             return out
 
-        def back_in(i, tag, t, later):
+        def back_in(i, tag, t, later, tj):
             """Layer i's reloaded memory at t: its H2D copies started (ties included)."""
             out, prev = [], None
             for c, (_, b, _, _, e) in enumerate(self.cp[i]):
-                u = self.not_started("%s_L%dc%d" % (tag, i, c), self.HSc(i, c), e, t)
+                u = self.not_started("%s_L%dc%d" % (tag, i, c), self.HSc(i, c), e, t, i)
                 if (i, c) in later:  # not started at the later moment: not started at this one
                     self.prob += later[(i, c)] <= u, "um_%s_L%dc%d" % (tag, i, c)
                 if c > 1:            # tensor copies start in order
                     self.prob += prev <= u, "uc_%s_L%dc%d" % (tag, i, c)
+                if c <= 1 and i + P == tj and self.HS[i].bins:
+                    # layer i's reload is triggered by B_tj's start: when the trigger is the max
+                    # (selector 1), its first copy starts at BS_tj, by this moment
+                    self.prob += u <= 1 - self.HS[i].bins[0], "ut0_%s_L%dc%d" % (tag, i, c)
                 later[(i, c)] = prev = u
                 out += [(b, e), (-b, u)]
             return out
@@ -369,6 +378,7 @@ class Model:
         # F_j's start: the forward allocations of every layer so far; copies of layers above j - K
         # may still be running (F_j waited only for layer j - K's)
         for j in range(n):
+            self.moment_layer = j
             t = TExpr(self.FS[j])
             terms = [(st, None)]
             for i in range(j):
@@ -381,6 +391,7 @@ class Model:
         # kept, the D2H still running of the last K layers, the reloads already started of the
         # P layers below
         for j in range(n - 1, -1, -1):
+            self.moment_layer = j
             later = {}
             for which, t in (("B", self.RE(j)), ("R", TExpr(self.BS[j]))):
                 tag = "%s%d" % (which, j)
@@ -390,7 +401,7 @@ class Model:
                     if i >= n - K:
                         terms += still_out(i, tag, t)
                     if i >= j - P:
-                        terms += back_in(i, tag, t, later)
+                        terms += back_in(i, tag, t, later, j)
                 # layer j: everything back (kept, reloaded, recomputed), its input when recomputed,
                 # the recompute's workspace or, at the same instant without one, the backward's
                 terms += [(inp[j], X[j][R_]), (inp[j], X[j][RO_]), (S[j], None), (ws[j], None)]
@@ -398,6 +409,7 @@ class Model:
         # each H2D copy's start: every D2H has ended; the layers above within P are somewhere in
         # their backward (phases); this layer's earlier copies are back
         for ip in range(n - 1, -1, -1):
+            self.moment_layer = ip
             for c, (_, b, _, _, e) in enumerate(self.cp[ip]):
                 t = self.HSc(ip, c)
                 tag = "H%dc%d" % (ip, c)
@@ -594,9 +606,35 @@ def run_fixed(sc, sched, plan, time_limit=None, verbose=False):
     return ev
 
 
-def run(sc, budget, schedules, time_limit=None, fixed=None, verbose=False):
+def neighbourhood(sc, sched, budget, plan, lo, hi, time_limit, verbose=False, margin=3):
+    """Large-neighbourhood step: the same MIP with the actions outside layers [lo, hi) fixed to
+    `plan`, and the order binaries of moments and items both far from the window fixed to their
+    values under `plan` (a restriction: whatever CBC finds satisfies every row of the full model).
+    Started from `plan`."""
+    m = Model(sc, sched, budget)
+    for i, row in enumerate(m.x):
+        if not lo <= i < hi:
+            for a, v in enumerate(row):
+                v.lowBound = v.upBound = 1 if plan[i] == a else 0
+    m.assign(plan)
+    near = lambda l: lo - margin <= l < hi + margin
+    byname = m.prob.variablesDict()
+    for name, (j, i) in m.locus.items():
+        if not near(j) and not near(i):
+            v = byname[name]
+            v.lowBound = v.upBound = v.varValue
+    m.solve(time_limit=time_limit, msg=verbose, warm=True)
+    return m
+
+
+def run(sc, budget, schedules, time_limit=None, fixed=None, verbose=False, window=8, full_share=0.4, window_s=10.0):
+    """The best plan over `schedules`.  Per schedule: one MIP over every plan, started from the
+    best plan known that fits (keep/recompute only, or another schedule's), for a share of the time
+    (its bound, and the optimum when CBC proves it); then, while time is left, windows of `window`
+    layers re-optimised exactly with the rest fixed (neighbourhood), on the unproven schedules."""
     budget = min(budget, sc["memory"])
     t_start = time.time()
+    left = lambda: None if time_limit is None else time_limit - (time.time() - t_start)
     if fixed is not None:
         plan = normalise(sc, fixed)
         per, best = {}, None
@@ -611,19 +649,18 @@ def run(sc, budget, schedules, time_limit=None, fixed=None, verbose=False):
                    bound_ms=out["step_ms"], budget_bytes=budget, per_schedule=per)
         return out
 
-    per, floors, proven, best = {}, [], True, None
-    # Incumbents first, cheap: the best plan of keep and recompute only (its program has no copy, so
-    # it is the same under every schedule) and the sync optimum.
+    per, starts, best = {}, [], None
     kr = Model(sc, "sync", budget, allow=(K_, R_))
     kr.solve(msg=verbose)
-    starts = [kr.evaluate()["plan"]] if kr.status == "optimal" else []
+    if kr.status == "optimal":
+        starts.append(kr.evaluate()["plan"])
     order = (["sync"] if "sync" in schedules else []) + [s for s in ASYNC_ORDER if s in schedules]
-    for k, s in enumerate(order):
-        left = None
-        if time_limit is not None:
-            left = max(1.0, (time_limit - (time.time() - t_start)) / (len(order) - k))
+    n_async = len([s for s in order if s != "sync"])
+    for s in order:
+        lim = None
+        if time_limit is not None and s != "sync":
+            lim = max(1.0, full_share * left() / n_async)
         m = Model(sc, s, budget)
-        # the best start that fits under this schedule (exact evaluation)
         warm, start_ms = None, None
         for plan in starts:
             ex = m.assign(plan)
@@ -631,27 +668,51 @@ def run(sc, budget, schedules, time_limit=None, fixed=None, verbose=False):
                 warm, start_ms = plan, ex["step_ms"]
         if warm is not None:
             m.assign(warm)
-        m.solve(time_limit=left, msg=verbose, warm=warm is not None)
+        m.solve(time_limit=lim, msg=verbose, warm=warm is not None)
         info = {"status": m.status, "solve_s": m.solve_s, "binaries": m.n_bin, "rows": len(m.prob.constraints),
-                "columns": len(m.prob.variables()), "start_ms": start_ms}
+                "columns": len(m.prob.variables()), "start_ms": start_ms, "windows": 0, "window_s": 0.0}
         if m.status in ("optimal", "time limit"):
             ev = m.evaluate()
-            info.update({k: ev[k] for k in ("step_ms", "step_ms_cbc", "actions", "violations")})
+            info.update({k2: ev[k2] for k2 in ("step_ms", "step_ms_cbc", "actions", "violations", "plan")})
             starts.append(ev["plan"])
-            if best is None or ev["step_ms"] < best["step_ms"]:
-                best = dict(ev, schedule=s)
         if m.status == "optimal":
-            floor = info["step_ms"]
+            info["bound_ms"] = info["step_ms"]
         elif m.status == "infeasible":
-            floor = float("inf")
+            info["bound_ms"] = float("inf")
         else:
-            proven = False
-            floor = m.bound if m.bound is not None else 0.0
-            if "step_ms" in info:
-                floor = min(floor, info["step_ms"])
-        info["bound_ms"] = floor
-        floors.append(floor)
+            info["bound_ms"] = min(m.bound if m.bound is not None else 0.0, info.get("step_ms", float("inf")))
         per[s] = info
+    # neighbourhoods, best schedule first, until the time is up
+    n = sc["n"]
+    todo = [s for s in order if per[s]["status"] == "time limit"]
+    todo.sort(key=lambda s: per[s]["step_ms"])
+    while time_limit is not None and todo and left() > 2.0:
+        improved = False
+        for k, s in enumerate(list(todo)):
+            info = per[s]
+            # the best schedule gets most of the time: its neighbourhoods are the likeliest to win
+            share = left() * (0.6 if k == 0 and len(todo) > 1 else 1.0 / (len(todo) - k))
+            t_end = time.time() + share
+            for lo in range(max(0, n - window), -1, -max(1, window // 2)):
+                if time.time() > t_end - 1.0 or left() < 2.0:
+                    break
+                m = neighbourhood(sc, s, budget, info["plan"], lo, lo + window,
+                                  max(1.0, min(t_end - time.time(), window_s)), verbose)
+                info["windows"] += 1
+                info["window_s"] += m.solve_s
+                if m.status in ("optimal", "time limit"):
+                    ev = m.evaluate()
+                    if ev["step_ms"] < info["step_ms"] - 1e-9 and not ev["violations"]:
+                        info.update({k2: ev[k2] for k2 in ("step_ms", "step_ms_cbc", "actions", "violations",
+                                                           "plan")})
+                        improved = True
+        if not improved:
+            break
+    for s in order:
+        if "step_ms" in per[s] and (best is None or per[s]["step_ms"] < best["step_ms"]):
+            best = dict(per[s], schedule=s)
+    floors = [per[s]["bound_ms"] for s in order]
+    proven = all(per[s]["status"] in ("optimal", "infeasible") for s in order)
     bound = min(floors) if floors else None
     out = {"budget_bytes": budget, "per_schedule": per}
     if best is None:
@@ -663,8 +724,9 @@ def run(sc, budget, schedules, time_limit=None, fixed=None, verbose=False):
     out.update(step_ms=best["step_ms"], peak_device_bytes=exact["peak_device_bytes"], actions=best["actions"],
                schedule=best["schedule"], status="optimal" if proven else "time limit",
                solve_s=time.time() - t_start, bound_ms=best["step_ms"] if proven else min(bound, best["step_ms"]),
-               step_ms_cbc=best["step_ms_cbc"], peak_cbc_bytes=best["peak_device_bytes"],
-               violations=best["violations"])
+               step_ms_cbc=best["step_ms_cbc"], violations=best["violations"])
+    for s in order:
+        per[s].pop("plan", None)
     return out
 
 

@@ -26,6 +26,40 @@ from scenario import load  # noqa: E402
 BW = [(3, 10), (10, 25), (25, 80), (80, 300)]
 
 
+def drop_rows(*prefixes):
+    """Mutation: rows whose names start with one of `prefixes` removed before each solve."""
+    solve = mip_plan.Model.solve
+
+    def patched(self, *args, **kw):
+        for name in [n for n in self.prob.constraints if n.startswith(prefixes)]:
+            del self.prob.constraints[name]
+        return solve(self, *args, **kw)
+    mip_plan.Model.solve = patched
+
+
+def no_phases():
+    """Mutation: at an H2D copy's start, the layers above are taken as not in their backward."""
+    build = mip_plan.Model.build_memory
+
+    def patched(self):
+        build(self)
+        self.moments = [(n, t, e, terms, []) for n, t, e, terms, cs in self.moments]
+    mip_plan.Model.build_memory = patched
+
+
+def eps0():
+    mip_plan.EPS = 0.0
+
+
+MUTATIONS = {
+    "nomax": lambda: drop_rows("le_"),        # times only >= their predecessors (no exact max)
+    "eps0": eps0,                             # a reload starting at a moment may count as not started
+    "ustart": lambda: drop_rows("ut_"),       # reloads may count as not started whenever
+    "wfree": lambda: drop_rows("wt_"),        # offloads may count as freed whenever
+    "phases": no_phases,
+}
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--scenarios", type=int, default=12)
@@ -36,7 +70,11 @@ def main():
     ap.add_argument("--optimum", type=int, default=0, metavar="N",
                     help="instead: N random small scenarios (4-7 layers) and budgets, the MIP's optimum against "
                          "offsim plan's (exact up to 8 layers), and the MIP's plan run by offsim")
+    ap.add_argument("--mutate", choices=sorted(MUTATIONS), default=None,
+                    help="break one part of the model first: the check must then report mismatches")
     a = ap.parse_args()
+    if a.mutate:
+        MUTATIONS[a.mutate]()
     if a.optimum:
         return optimum(a)
     rng = random.Random(a.seed)

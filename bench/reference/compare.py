@@ -47,7 +47,7 @@ def main():
     ap.add_argument("--fractions", type=float, nargs="+", default=[0.4, 0.7])
     ap.add_argument("--time-limit", nargs="+", default=["20:120", "40:120", "96:120"],
                     help="LAYERS:SECONDS for the MIP, all schedules together")
-    ap.add_argument("--offsim", default="/tmp/offsim-ref")
+    ap.add_argument("--offsim", default=os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "build-rel", "cli", "offsim"))
     ap.add_argument("--keep", default=None, help="write the scenarios and JSON here")
     ap.add_argument("--out", default=os.path.join(HERE, "results.md"))
     a = ap.parse_args()

@@ -65,7 +65,7 @@ def main():
     ap.add_argument("--scenarios", type=int, default=12)
     ap.add_argument("--plans", type=int, default=30)
     ap.add_argument("--seed", type=int, default=1)
-    ap.add_argument("--offsim", default="/tmp/offsim-ref")
+    ap.add_argument("--offsim", default=os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "build-rel", "cli", "offsim"))
     ap.add_argument("--keep", default=None, help="write the scenarios here")
     ap.add_argument("--optimum", type=int, default=0, metavar="N",
                     help="instead: N random small scenarios (4-7 layers) and budgets, the MIP's optimum against "

@@ -137,8 +137,9 @@ plan_table(const SimScenario *s, const PlannerPlan *p, guint64 budget, guint64 a
   g_string_append_printf(out, " (%" G_GUINT64_FORMAT " simulations)\n\n", p->evaluations);
   if (!p->feasible) {
     g_autofree char *min = sim_units_format_size(p->min_budget);
-    g_string_append_printf(out, "no plan fits %s: the smallest peak any plan reaches is %s (%" G_GUINT64_FORMAT
-                           " bytes); that plan:\n\n", b, min, p->min_budget);
+    g_string_append_printf(out, "no plan fits %s%s: the smallest peak a plan was found to reach is %s (%" G_GUINT64_FORMAT
+                           " bytes); that plan:\n\n", b, p->infeasible_proven ? " (proven by the exact search)" : "",
+                           min, p->min_budget);
   }
   g_string_append_printf(out, "step        %9.2f ms   (resident %.2f ms)\n", r->step_ms, p->resident->step_ms);
   g_string_append_printf(out, "exposed     %9.2f ms\nrecompute   %9.2f ms\n", r->exposed_transfer_ms, r->recompute_ms);

@@ -182,7 +182,7 @@ append_plan(GString *more, const PlannerPlan *plan)
                            plan->verdict_reason, plan->lower_bound_ms, plan->gap * 100, cli_plan_bound_words(plan), block);
   } else {
     g_autofree char *min = sim_units_format_size(plan->min_budget);
-    g_string_append_printf(more, "planned: no plan fits the budget; the smallest peak any plan reaches is %s "
+    g_string_append_printf(more, "planned: no plan fits the budget; the smallest peak a plan was found to reach is %s "
                                  "(the row shows that plan)\n\n", min);
   }
   cli_plan_format_layers(more, plan);

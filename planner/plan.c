@@ -611,6 +611,8 @@ planner_plan_framework(const SimScenario *s, guint64 budget, SimFramework framew
       return NULL;
   }
   p->feasible = best.found;
+  p->infeasible_proven = !best.found && n <= PLANNER_PROVEN_LAYERS && framework == SIM_FRAMEWORK_NONE &&
+                         planner_exact_supports(scratch);
   if (!best.found) {
     /* Nothing fits: find the plan with the smallest peak instead. */
     if (!search(&c, &best, TRUE, error))

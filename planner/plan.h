@@ -94,6 +94,7 @@ typedef struct {
   gboolean lagrangian;       /* not proven: the bound is the exact search's Lagrangian relaxation (past
                                 PLANNER_PROVEN_LAYERS layers) */
   guint64 states;            /* states the exact search kept */
+  gboolean infeasible_proven; /* nothing fits, and the exact search (which looked everywhere) says so */
   guint64 min_budget;        /* when infeasible: the smallest peak any plan found reaches */
   const char *verdict;       /* accept | tune | reject, the ledger's thresholds against resident */
   char *verdict_reason;

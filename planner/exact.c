@@ -40,7 +40,6 @@ typedef struct {
 enum { WIN_ASYNC, WIN_SYNC, WIN_RELAXED, WIN_KINDS };
 
 struct PlannerExact {
-  const SimScenario *s;
   const SimLink *link;
   guint n, na; /* layers, actions tried */
   double slow; /* compute_slowdown */
@@ -351,7 +350,6 @@ planner_exact_new(const SimScenario *s, const SimPolicy *policy, guint n_actions
   g_return_val_if_fail(planner_exact_supports(policy), NULL);
   const SimWorkload *w = s->workload;
   PlannerExact *x = g_new0(PlannerExact, 1);
-  x->s = s;
   x->link = &s->machine.link;
   x->n = sim_workload_n_layers(w);
   x->na = n_actions;
@@ -1053,7 +1051,6 @@ planner_exact_solve(const PlannerExact *x, const PlannerOption *o, guint64 budge
           continue;
         State next;
         gint64 level = step_layer(&m, st, j, a, &next);
-        stats->candidates++;
         if (level > (gint64)budget || x->base_f + next.P + x->minkeep[j + 1] > (gint64)budget)
           continue;
         double cap = (double)budget - (double)(x->base_f + next.P + bound.head);

@@ -79,8 +79,7 @@ void planner_exact_eval(const PlannerExact *exact, const PlannerOption *o, const
                         gint64 *peak);
 
 typedef struct {
-  guint64 states;     /* states kept, over all layers */
-  guint64 candidates; /* states made (before dominance and bounds) */
+  guint64 states; /* states kept, over all layers */
 } PlannerExactStats;
 
 /* The least model step within `budget` bytes over every plan under `o`,

@@ -176,6 +176,19 @@ better(const Best *b, const Eval *e, gboolean by_peak)
   return e->step < b->eval.step;
 }
 
+/* `actions` under schedule o through the engine, into `best` when it fits
+ * (or, by_peak, always) and is better. */
+static gboolean
+consider(Ctx *c, Best *best, const SimAction *actions, guint o, gboolean by_peak, GError **error)
+{
+  Eval e;
+  if (!evaluate(c, actions, &c->opts[o], &e, error))
+    return FALSE;
+  if ((by_peak || (guint64)e.peak <= c->budget) && better(best, &e, by_peak))
+    best_take(best, c, actions, o, &e);
+  return TRUE;
+}
+
 typedef struct {
   Ctx *c;
   SimAction *actions;
@@ -199,13 +212,7 @@ dfs(Dfs *d, guint layer)
                  : mem > c->budget || (d->best->found && time >= d->best->eval.step))
     return;
   if (layer == c->n) {
-    Eval e;
-    if (!evaluate(c, d->actions, &c->opts[d->option], &e, d->error)) {
-      d->failed = TRUE;
-      return;
-    }
-    if ((d->by_peak || (guint64)e.peak <= c->budget) && better(d->best, &e, d->by_peak))
-      best_take(d->best, c, d->actions, d->option, &e);
+    d->failed = !consider(c, d->best, d->actions, d->option, d->by_peak, d->error);
     return;
   }
   /* The exhaustive space: every plain action (4^L plans) up to
@@ -317,11 +324,8 @@ bisect_prefixes(Ctx *c, Best *b, guint o, gboolean by_peak, GError **error)
       lo = c->n;
     }
     prefix_plan(c, (SimAction)a, lo, trial);
-    Eval e;
-    if (!evaluate(c, trial, &c->opts[o], &e, error))
+    if (!consider(c, b, trial, o, by_peak, error))
       return FALSE;
-    if ((by_peak || (guint64)e.peak <= c->budget) && better(b, &e, by_peak))
-      best_take(b, c, trial, o, &e);
   }
   return TRUE;
 }
@@ -355,11 +359,8 @@ search(Ctx *c, Best *best, gboolean by_peak, GError **error)
       bounds(c, a, c->n, &mem, &time);
       if (!by_peak && mem > c->budget)
         continue;
-      Eval e;
-      if (!evaluate(c, a, &c->opts[o], &e, error))
+      if (!consider(c, &per_option[o], a, o, by_peak, error))
         return FALSE;
-      if ((by_peak || (guint64)e.peak <= c->budget) && better(&per_option[o], &e, by_peak))
-        best_take(&per_option[o], c, a, o, &e);
     }
   }
   /* Past PLANNER_LOCAL_LAYERS a sweep of one-layer moves costs layers x
@@ -474,75 +475,59 @@ verdict(PlannerPlan *p, guint64 static_bytes)
                                         summary.saved_ratio, summary.transfer_ms);
 }
 
+/* A beam of `width` states per key under the first schedule (async,
+ * prefetch 1, two in flight: the one most plans end up with), below the
+ * plan `best` holds; its plan, run through the engine, taken when better. */
+static gboolean
+beam(Ctx *c, const PlannerExact *x, Best *best, guint width, SimAction *actions, guint64 *states, GError **error)
+{
+  PlannerExactStats stats = { 0 };
+  double step, cutoff = best->found ? best->eval.step : INFINITY;
+  gboolean found = planner_exact_solve(x, &c->opts[0], c->budget, cutoff, width, actions, &step, &stats);
+  *states += stats.states;
+  return !found || consider(c, best, actions, 0, FALSE, error);
+}
+
 /* Every schedule's exact search (planner/exact.c) below the plan `best`
- * holds: a plan it finds is run through the engine and taken when it is
- * better.  *bound receives the least step any plan can have: under an
- * exact schedule the least the search found (or, when it found none below,
- * the plan's own step), under a relaxed one the relaxation's least.  When
- * nothing fits, the search looks everywhere (it may find what local
- * search missed). */
+ * holds, after a beam that brings that plan close to the best (so the
+ * search prunes against it): a plan it finds is run through the engine
+ * and taken when it is better.  *bound receives the least step any plan
+ * can have: under an exact schedule the least the search found (or, when
+ * it found none below, the plan's own step), under a relaxed one the
+ * relaxation's least.  When nothing fits, the search looks everywhere (it
+ * may find what local search missed). */
 static gboolean
 prove(Ctx *c, Best *best, double *bound, guint64 *states, GError **error)
 {
   g_autoptr(PlannerExact) x = planner_exact_new(c->s, c->policy, c->n_actions);
   g_autofree SimAction *actions = g_new(SimAction, c->n);
+  if (!beam(c, x, best, PLANNER_BEAM, actions, states, error))
+    return FALSE;
   double least = INFINITY, step;
-  /* First a beam under the first schedule (async, prefetch 1, two in
-   * flight: the one most plans end up with): a plan close to the best,
-   * so that the exact search below prunes against it. */
-  for (guint o = 0; o < MIN(c->n_opts, 1u); o++) {
-    PlannerExactStats stats = { 0 };
-    double cutoff = best->found ? best->eval.step : INFINITY;
-    gboolean found = planner_exact_solve(x, &c->opts[o], c->budget, cutoff, PLANNER_BEAM, actions, &step, &stats);
-    *states += stats.states;
-    if (!found)
-      continue;
-    Eval e;
-    if (!evaluate(c, actions, &c->opts[o], &e, error))
-      return FALSE;
-    if ((guint64)e.peak <= c->budget && better(best, &e, FALSE))
-      best_take(best, c, actions, o, &e);
-  }
   for (guint o = 0; o < c->n_opts; o++) {
     double cutoff = best->found ? best->eval.step * (1 + PLANNER_OPTIMAL_GAP) : INFINITY;
     PlannerExactStats stats = { 0 };
     gboolean found = planner_exact_solve(x, &c->opts[o], c->budget, cutoff, 0, actions, &step, &stats);
     *states += stats.states;
-    if (!found) {
-      least = MIN(least, cutoff); /* nothing of this schedule below the plan */
-      continue;
-    }
-    least = MIN(least, step);
-    Eval e;
-    if (!evaluate(c, actions, &c->opts[o], &e, error))
+    least = MIN(least, found ? step : cutoff); /* not found: nothing of this schedule below the plan */
+    if (found && !consider(c, best, actions, o, FALSE, error))
       return FALSE;
-    if ((guint64)e.peak <= c->budget && better(best, &e, FALSE))
-      best_take(best, c, actions, o, &e);
   }
   *bound = isfinite(least) ? least : NAN;
   return TRUE;
 }
 
-/* Past PLANNER_PROVEN_LAYERS: a narrow beam under the first schedule
- * (layers x PLANNER_BEAM_LARGE states) may improve the plan, and
- * *bound receives the Lagrangian bound of every schedule (the least):
- * linear in the layers, proving nothing but how far the plan may be. */
+/* Past PLANNER_PROVEN_LAYERS: a narrow beam (layers x PLANNER_BEAM_LARGE
+ * states) may improve the plan, and *bound receives the Lagrangian bound
+ * of every schedule (the least): linear in the layers, proving nothing but
+ * how far the plan may be. */
 static gboolean
 improve(Ctx *c, Best *best, double *bound, guint64 *states, GError **error)
 {
   g_autoptr(PlannerExact) x = planner_exact_new(c->s, c->policy, c->n_actions);
   g_autofree SimAction *actions = g_new(SimAction, c->n);
-  double step;
-  PlannerExactStats stats = { 0 };
-  double cutoff = best->found ? best->eval.step : INFINITY;
-  if (planner_exact_solve(x, &c->opts[0], c->budget, cutoff, PLANNER_BEAM_LARGE, actions, &step, &stats)) {
-    Eval e;
-    if (!evaluate(c, actions, &c->opts[0], &e, error))
-      return FALSE;
-    if ((guint64)e.peak <= c->budget && better(best, &e, FALSE))
-      best_take(best, c, actions, 0, &e);
-  }
-  *states += stats.states;
+  if (!beam(c, x, best, PLANNER_BEAM_LARGE, actions, states, error))
+    return FALSE;
   double least = INFINITY;
   for (guint o = 0; o < c->n_opts; o++)
     least = MIN(least, planner_exact_bound(x, &c->opts[o], c->budget));
@@ -605,14 +590,15 @@ planner_plan_framework(const SimScenario *s, guint64 budget, SimFramework framew
     return NULL;
   /* The proof: the exact search under every schedule, below the plan found. */
   double bound = NAN, relaxed = NAN;
-  if (framework == SIM_FRAMEWORK_NONE && planner_exact_supports(scratch)) {
+  /* The exact search covers the planner's own schedules, not a framework's. */
+  gboolean exact = framework == SIM_FRAMEWORK_NONE && planner_exact_supports(scratch);
+  if (exact) {
     if (n <= PLANNER_PROVEN_LAYERS ? !prove(&c, &best, &bound, &p->states, error)
                                    : !improve(&c, &best, &relaxed, &p->states, error))
       return NULL;
   }
   p->feasible = best.found;
-  p->infeasible_proven = !best.found && n <= PLANNER_PROVEN_LAYERS && framework == SIM_FRAMEWORK_NONE &&
-                         planner_exact_supports(scratch);
+  p->infeasible_proven = !best.found && exact && n <= PLANNER_PROVEN_LAYERS;
   if (!best.found) {
     /* Nothing fits: find the plan with the smallest peak instead. */
     if (!search(&c, &best, TRUE, error))

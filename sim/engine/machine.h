@@ -39,6 +39,29 @@ typedef enum {
   SIM_DIR_COUNT, /* the number of directions: size of per-direction arrays */
 } SimDir;
 
+/* The most GPUs a node places on switches and sockets. */
+#define SIM_NODE_MAX_GPUS 256
+
+/* What the GPUs of one node share on their way to host memory ([node]).
+ * GPU g sits behind switch g / gpus_per_switch and on socket socket_of[g].
+ * Every host copy in flight takes its share of each link it crosses, max-min
+ * fairly with the per-GPU limits (docs/engine.md):
+ *
+ *   switch uplink   PCIe is full duplex: the D2H copies of a switch's GPUs
+ *                   share switch_bandwidth, and so do its H2D copies;
+ *   socket memory   every host copy of the socket's GPUs, both directions
+ *                   together (DRAM reads and writes share one bandwidth).
+ *
+ * A bandwidth of 0 is "not shared" (no such limit), the default, so a
+ * single-GPU scenario without [node] runs as it always has. */
+typedef struct {
+  guint gpus_per_switch;        /* >= 1 */
+  double switch_bandwidth;      /* B/s per direction of one uplink; 0: no shared uplink */
+  guint sockets;                /* >= 1 */
+  double host_memory_bandwidth; /* B/s of one socket's memory, both directions; 0: not limited */
+  guint8 socket_of[SIM_NODE_MAX_GPUS]; /* per GPU: its socket, < sockets */
+} SimNode;
+
 /* The most points one calibrated table holds. */
 #define SIM_LINK_MAX_POINTS 64
 
@@ -54,6 +77,7 @@ typedef struct {
    * latency + bytes / bandwidth. */
   SimBandwidthPoint table[SIM_DIR_COUNT][SIM_LINK_MAX_POINTS];
   guint table_points[SIM_DIR_COUNT];
+  SimNode node;            /* what the GPUs of one node share ([node]) */
 } SimLink;
 
 typedef struct {

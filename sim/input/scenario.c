@@ -334,6 +334,14 @@ sim_scenario_machine_defaults(SimMachine *m)
   *m = (SimMachine){ 0 };
   sim_schema_apply_defaults(SIM_GROUP_DEVICE, m);
   sim_schema_apply_defaults(SIM_GROUP_LINK, m);
+  m->link.node.gpus_per_switch = 1;
+  m->link.node.sockets = 1;
+}
+
+void
+sim_scenario_parallel_defaults(SimParallel *par)
+{
+  *par = (SimParallel){ .pp = 1, .microbatches = 1, .schedule = SIM_PIPE_1F1B, .virtual_chunks = 1, .dp = 1 };
 }
 
 static gboolean
@@ -817,6 +825,7 @@ sim_scenario_from_config(const SimConfig *c, GError **error)
   g_autoptr(SimScenario) s = g_new0(SimScenario, 1);
   s->origin = g_strdup(c->top);
   s->policies = g_ptr_array_new_with_free_func((GDestroyNotify)sim_policy_free);
+  sim_scenario_parallel_defaults(&s->parallel);
 
   if (!check_groups(c, error))
     return NULL;
@@ -894,6 +903,7 @@ sim_scenario_free(SimScenario *s)
   sim_workload_free(s->workload);
   if (s->policies)
     g_ptr_array_unref(s->policies);
+  sim_parallel_clear(&s->parallel);
   g_free(s);
 }
 

@@ -16,6 +16,7 @@
 
 #include "config.h"
 #include "machine.h"
+#include "parallel.h"
 #include "policy.h"
 #include "transformer.h"
 #include "workload.h"
@@ -34,6 +35,7 @@ typedef struct {
   SimMachine machine;
   SimWorkload *workload;
   GPtrArray *policies;  /* SimPolicy*, in file order */
+  SimParallel parallel; /* [parallel]: pp = microbatches = dp = virtual = 1 without it */
 } SimScenario;
 
 SimScenario *sim_scenario_load_file(const char *path, GError **error);
@@ -75,5 +77,8 @@ SimPolicy *sim_scenario_policy_new(const char *name, SimPolicyKind kind);
 /* Every [device] and [link] key at its scenario default, the rest zero
  * (memory, bandwidths and the GEMM rate have none: scenarios give them). */
 void sim_scenario_machine_defaults(SimMachine *machine);
+
+/* A SimParallel at its defaults: one GPU, one micro-batch. */
+void sim_scenario_parallel_defaults(SimParallel *parallel);
 
 G_END_DECLS

@@ -19,6 +19,8 @@ sim_policy_free(SimPolicy *p)
     g_array_unref(p->selected);
   if (p->actions)
     g_array_unref(p->actions);
+  if (p->stages)
+    g_array_unref(p->stages);
   g_free(p);
 }
 

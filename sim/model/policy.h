@@ -117,6 +117,8 @@ typedef struct {
                             * checkpoint: `offload_inputs`, the same */
   SimFramework framework;  /* the preset the options came from, for reports */
   GArray *actions;    /* SimAction per layer (kind = plan), else NULL */
+  GArray *stages;     /* gboolean per pipeline stage, from `stages`: the stages the policy acts on (the
+                       * others keep everything); NULL = all */
 } SimPolicy;
 
 /* A policy of `kind` called `name` with every option zero, FALSE or NULL;

@@ -104,6 +104,7 @@ fuzz_scenario_new(SimWorkload *workload)
   s->name = g_strdup("fuzz");
   s->origin = g_strdup("fuzz");
   sim_scenario_machine_defaults(&s->machine);
+  sim_scenario_parallel_defaults(&s->parallel);
   s->machine.device.memory = 80ull << 30;
   s->machine.device.matmul_flops = 790e12;
   s->machine.device.hbm_bandwidth = 3.35e12;

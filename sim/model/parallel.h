@@ -1,0 +1,86 @@
+/* sim/model/parallel.h — how a step is spread over GPUs: pipeline stages,
+ * micro-batches in flight, data-parallel replicas.
+ *
+ * A [parallel] group fills one SimParallel.  With pp = 1, microbatches = 1
+ * and dp = 1 (the defaults) a scenario is the single-GPU step offsim has
+ * always simulated, and its program is the one it has always lowered.
+ * Otherwise the pipeline lowering (sim/lower/pipeline.c) builds one set of
+ * streams per GPU (compute, d2h, h2d, p2p) and one program for all of them:
+ *
+ *   - the model's layers are cut into pp × virtual chunks in order (evenly,
+ *     or as `split` says); chunk c runs on stage c mod pp, so with
+ *     virtual = V each stage holds V chunks (Megatron's interleaving);
+ *   - the embedding sits with the first chunk, the loss head with the last;
+ *   - the workload describes one micro-batch: every chunk runs forward and
+ *     backward once per micro-batch, in the order `schedule` gives;
+ *   - activations go to the next stage and gradients to the previous one
+ *     over the sender's p2p stream: p2p_latency + bytes / p2p_bandwidth;
+ *   - dp replicas run the same program in lockstep on their own GPUs: they
+ *     matter only through what they share (the switch, the host memory).
+ *
+ * GPU numbering (what [node] places on switches and sockets): stage-major,
+ * replicas innermost, gpu = stage × dp + replica, as Megatron orders ranks
+ * with tensor parallelism 1.
+ *
+ * Ownership: a SimParallel owns its split array (sim_parallel_clear).
+ */
+#pragma once
+
+#include <glib.h>
+
+G_BEGIN_DECLS
+
+typedef enum {
+  SIM_PIPE_GPIPE,       /* every forward, then every backward */
+  SIM_PIPE_1F1B,        /* warm-up forwards, then one forward one backward, then the cool-down backwards */
+  SIM_PIPE_INTERLEAVED, /* 1F1B over `virtual` chunks per stage (Megatron's interleaved schedule) */
+  SIM_PIPE_COUNT,
+} SimPipeSchedule;
+
+/* The most GPUs one simulation runs: pp × dp. */
+#define SIM_PARALLEL_MAX_GPUS 256
+
+typedef struct {
+  guint pp;                 /* pipeline stages, >= 1 */
+  guint microbatches;       /* micro-batches per step, >= 1 */
+  SimPipeSchedule schedule;
+  guint virtual_chunks;     /* model chunks per stage (`virtual`), >= 1; > 1 only with interleaved */
+  guint dp;                 /* data-parallel replicas, >= 1 */
+  GArray *split;            /* guint layers per chunk (pp × virtual entries, in model order), or NULL: even */
+  double p2p_bandwidth;     /* bytes per second between neighbouring stages */
+  double p2p_latency;       /* seconds per send */
+} SimParallel;
+
+/* The schedule names scenarios write, indexed by the enum, NULL-terminated. */
+extern const char *const sim_pipe_schedule_names[];
+
+/* Whether the step runs on more than one GPU (pp, dp or microbatches > 1). */
+gboolean sim_parallel_active(const SimParallel *parallel);
+
+static inline guint
+sim_parallel_gpus(const SimParallel *parallel)
+{
+  return parallel->pp * parallel->dp;
+}
+
+static inline guint
+sim_parallel_chunks(const SimParallel *parallel)
+{
+  return parallel->pp * parallel->virtual_chunks;
+}
+
+/* The first layer of each chunk and one past the last: bounds[0 .. chunks]
+ * (bounds[0] = 0, bounds[chunks] = n_layers), from `split` or evenly (the
+ * first n_layers mod chunks chunks one layer more).  `bounds` holds chunks + 1. */
+void sim_parallel_chunk_bounds(const SimParallel *parallel, guint n_layers, guint *bounds);
+
+/* The stage a layer runs on. */
+guint sim_parallel_stage_of_layer(const SimParallel *parallel, guint n_layers, guint layer);
+
+/* Frees the split and zeroes the struct. */
+void sim_parallel_clear(SimParallel *parallel);
+
+/* A deep copy into `dest` (its old contents are not freed). */
+void sim_parallel_copy(SimParallel *dest, const SimParallel *src);
+
+G_END_DECLS

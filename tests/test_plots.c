@@ -272,7 +272,7 @@ START_TEST(overlapping_ops_take_separate_lanes)
     g_array_append_val(run->op_end, times[i][1]);
   }
   run->curve = g_array_new(FALSE, FALSE, sizeof(SimMemPoint));
-  SimMemPoint start = { 0, 0, 0 };
+  SimMemPoint start = { 0, 0, 0, 0 };
   g_array_append_val(run->curve, start);
   run->step = 4;
   g_autoptr(SimResult) r = g_new0(SimResult, 1);

@@ -273,11 +273,13 @@ assert_same_ops(const SimProgram *a, const SimProgram *b)
     const SimOp *x = &a->ops[i], *y = &b->ops[i];
     ck_assert_msg(x->kind == y->kind && x->phase == y->phase && x->dir == y->dir && x->pageable == y->pageable &&
                     x->stream == y->stream && x->layer == y->layer && x->label == y->label &&
-                    x->mem_first == y->mem_first && x->mem_count == y->mem_count && x->mem_starts == y->mem_starts,
+                    x->mem_first == y->mem_first && x->mem_count == y->mem_count && x->mem_starts == y->mem_starts &&
+                    x->gpu == y->gpu,
                   "op %u differs", i);
     switch ((SimOpKind)x->kind) {
     case SIM_OP_COMPUTE:
     case SIM_OP_HOST_ALLOC:
+    case SIM_OP_SEND:
       ck_assert_msg(x->work == y->work, "op %u: work %g, %g", i, x->work, y->work);
       break;
     case SIM_OP_COPY:

@@ -38,8 +38,8 @@ typedef struct {
   guint32 first_waiter; /* stream index, or NO_STREAM */
 } EventState;
 
-/* One copy engine per direction.  `queue` holds ready copies keyed on the
- * time they became ready, ties by issue index. */
+/* One copy engine per direction and GPU.  `queue` holds ready copies keyed
+ * on the time they became ready, ties by issue index. */
 typedef struct {
   SimHeap queue;
   guint32 active; /* op, or SIM_NO_OP */
@@ -50,13 +50,29 @@ typedef struct {
   double rate;         /* bandwidth it gets now */
 } CopyEngine;
 
+/* What each GPU runs on: its compute resource (a heap of running compute
+ * ops keyed on virtual finish, on its own clock) and its copy engines. */
+typedef struct {
+  SimHeap compute;
+  CopyEngine copy[SIM_DIR_COUNT];
+  double vclock;       /* work done by each running compute op since time 0 */
+  double compute_rate; /* per running compute op */
+  guint signature;     /* running computes, copies and their phases: its rates change only with it */
+  /* The copy engines' half of the signature (COPY_BITS).  It mirrors their
+   * `active` and `in_latency` and is set wherever those change (checked in
+   * debug builds), so the signature costs a shift and an or. */
+  guint copy_state;
+} Gpu;
+
 struct SimEngine {
   GArray *streams; /* StreamState */
   GArray *events;  /* EventState */
   SimHeap ready;   /* streams whose head op may start, keyed on that op's index */
-  SimHeap compute; /* running compute ops, keyed on virtual finish */
-  SimHeap timers;  /* running host_alloc ops, keyed on real finish */
-  CopyEngine copy[SIM_DIR_COUNT];
+  SimHeap timers;  /* running host_alloc and send ops, keyed on real finish */
+  Gpu *gpu;        /* per GPU of the program, n_gpus_cap of them initialised */
+  guint n_gpus_cap;
+  gint64 *level, *peak; /* per pool (SIM_POOL_INDEX) */
+  SimPeak *peaks;
   guint32 *done;   /* ops completing at the current instant: at most one per stream */
   guint n_done, done_cap;
 };
@@ -80,17 +96,18 @@ typedef struct {
   const SimLink *link;
   SimRun *run;
   double now;
-  double vclock;       /* work done by each running compute op since time 0 */
-  double compute_rate; /* per running compute op */
+  Gpu *gpu;            /* e->gpu */
+  guint n_gpus;
+  /* Copies of different GPUs share links ([node] limits): their rates are
+   * set together (share_rates), and a latency phase is always a step of
+   * its own. */
+  gboolean shared;
+  gboolean copies_changed; /* some GPU's copy_state changed since the last update_rates */
   guint completed;
-  gint64 level[SIM_POOL_COUNT];
-  gint64 peak[SIM_POOL_COUNT]; /* run->peak[pool].bytes, kept here for the per-action test */
+  gint64 *level;       /* per pool (SIM_POOL_INDEX) */
+  gint64 *peak;        /* peaks[pool].bytes, kept here for the per-action test */
+  SimPeak *peaks;      /* per pool */
   guint n_applied;
-  guint signature; /* running computes, copies and their phases: rates change only with it */
-  /* The copy engines' half of the signature (COPY_BITS).  It mirrors their
-   * `active` and `in_latency` and is set wherever those change (checked in
-   * debug builds), so the signature costs a shift and an or. */
-  guint copy_state;
   /* An uncalibrated copy's bandwidth alone, per [SimDir][pageable]: the link
    * is fixed for the run, so a copy start is a lookup. */
   double peak_rate[SIM_DIR_COUNT][2];
@@ -105,10 +122,7 @@ sim_engine_new(void)
   e->streams = g_array_new(FALSE, FALSE, sizeof(StreamState));
   e->events = g_array_new(FALSE, FALSE, sizeof(EventState));
   sim_heap_init(&e->ready);
-  sim_heap_init(&e->compute);
   sim_heap_init(&e->timers);
-  for (int d = 0; d < SIM_DIR_COUNT; d++)
-    sim_heap_init(&e->copy[d].queue);
   return e;
 }
 
@@ -121,10 +135,16 @@ sim_engine_free(SimEngine *e)
   g_array_unref(e->events);
   g_free(e->done);
   sim_heap_free(&e->ready);
-  sim_heap_free(&e->compute);
   sim_heap_free(&e->timers);
-  for (int d = 0; d < SIM_DIR_COUNT; d++)
-    sim_heap_free(&e->copy[d].queue);
+  for (guint g = 0; g < e->n_gpus_cap; g++) {
+    sim_heap_free(&e->gpu[g].compute);
+    for (int d = 0; d < SIM_DIR_COUNT; d++)
+      sim_heap_free(&e->gpu[g].copy[d].queue);
+  }
+  g_free(e->gpu);
+  g_free(e->level);
+  g_free(e->peak);
+  g_free(e->peaks);
   g_free(e);
 }
 
@@ -139,6 +159,8 @@ sim_run_free(SimRun *run)
     g_array_unref(run->op_end);
   if (run->curve)
     g_array_unref(run->curve);
+  if (run->pools)
+    g_array_unref(run->pools);
   g_array_unref(run->applied);
   g_free(run);
 }
@@ -161,21 +183,23 @@ push_ready(Run *r, guint32 s)
 
 /* Cold paths of apply_memory, out of line so that its loop stays small. */
 G_GNUC_NO_INLINE static void
-memory_negative(Run *r, guint32 op_index, SimPool pool)
+memory_negative(Run *r, guint32 op_index, guint pool)
 {
   if (r->failed)
     return;
   g_autofree char *what = sim_program_describe_op(r->p, op_index);
   g_set_error(r->error, SIM_ERROR, SIM_ERROR_INTERNAL,
               "%s memory went negative (%" G_GINT64_FORMAT " B) at %s: a lowering frees what it never allocated",
-              sim_pool_name(pool), r->level[pool], what);
+              sim_pool_name(pool % SIM_POOL_COUNT), r->level[pool], what);
   r->failed = TRUE;
 }
 
+/* A point of the GPU whose memory changed. */
 G_GNUC_NO_INLINE static void
-memory_curve(Run *r)
+memory_curve(Run *r, guint gpu)
 {
-  SimMemPoint point = { r->now, r->level[SIM_POOL_DEVICE], r->level[SIM_POOL_HOST] };
+  SimMemPoint point = { r->now, r->level[SIM_POOL_INDEX(gpu, SIM_POOL_DEVICE)],
+                        r->level[SIM_POOL_INDEX(gpu, SIM_POOL_HOST)], gpu };
   g_array_append_val(r->curve, point);
 }
 
@@ -191,7 +215,7 @@ apply_memory(Run *r, guint32 op_index, guint32 first, guint32 last)
   guint n = r->n_applied;
   for (guint32 m = first; m < last; m++) {
     const SimMemAction *a = &mem[m];
-    guint pool = a->pool;
+    guint pool = SIM_POOL_INDEX(a->gpu, a->pool);
     gint64 level = r->level[pool] + a->delta;
     r->level[pool] = level;
     applied[n++] = m;
@@ -199,14 +223,14 @@ apply_memory(Run *r, guint32 op_index, guint32 first, guint32 last)
       if (level > r->peak[pool]) {
         const SimOp *op = &r->ops[op_index];
         r->peak[pool] = level;
-        r->run->peak[pool] = (SimPeak){ .bytes = level, .time = r->now, .op = op_index, .phase = op->phase,
-                                        .layer = op->layer, .applied = n };
+        r->peaks[pool] = (SimPeak){ .bytes = level, .time = r->now, .op = op_index, .phase = op->phase,
+                                    .layer = op->layer, .applied = n, .pool = pool };
       }
     } else if (G_UNLIKELY(level < 0)) {
       memory_negative(r, op_index, pool);
     }
     if (G_UNLIKELY(r->curve != NULL))
-      memory_curve(r);
+      memory_curve(r, a->gpu);
   }
   r->n_applied = n;
 }
@@ -257,13 +281,14 @@ record_event(Run *r, guint32 event)
 /* The copy engine of direction d takes op_index now.  Inline: a copy start
  * is the commonest thing the engine does. */
 static inline __attribute__((always_inline)) void
-start_copy(Run *r, int d, guint32 op_index)
+start_copy(Run *r, Gpu *gpu, int d, guint32 op_index)
 {
-  CopyEngine *c = &r->e->copy[d];
+  CopyEngine *c = &gpu->copy[d];
   const SimOp *op = &r->ops[op_index];
   c->active = op_index;
   c->in_latency = TRUE;
-  r->copy_state |= COPY_BITS(d, COPY_ACTIVE | COPY_LATENCY);
+  gpu->copy_state |= COPY_BITS(d, COPY_ACTIVE | COPY_LATENCY);
+  r->copies_changed = TRUE;
   c->latency_left = r->link->latency;
   c->bytes_left = (double)op->bytes;
   if (r->link->table_points[d] == 0) {
@@ -309,23 +334,29 @@ start_op(Run *r, SimEngine *e, guint32 s, guint32 op_index)
     record_event(r, op->event);
     complete_op(r, op_index);
     return TRUE;
-  case SIM_OP_COMPUTE:
+  case SIM_OP_COMPUTE: {
+    Gpu *gpu = &r->gpu[op->gpu];
     mark_start(r, op_index);
-    sim_heap_push(&e->compute, r->vclock + op->work, op_index, op_index);
+    sim_heap_push(&gpu->compute, gpu->vclock + op->work, op_index, op_index);
     return FALSE;
+  }
   case SIM_OP_HOST_ALLOC:
+  case SIM_OP_SEND:
     mark_start(r, op_index);
     sim_heap_push(&e->timers, r->now + op->work, op_index, op_index);
     return FALSE;
-  case SIM_OP_COPY:
+  case SIM_OP_COPY: {
     /* Started for its stream; the engine takes it when it is free.  An
      * idle engine with nothing queued takes it at once: ops start in issue
      * order at an instant, so no earlier copy can still come. */
-    if (e->copy[op->dir].active == SIM_NO_OP && e->copy[op->dir].queue.len == 0)
-      start_copy(r, op->dir, op_index);
+    Gpu *gpu = &r->gpu[op->gpu];
+    CopyEngine *c = &gpu->copy[op->dir];
+    if (c->active == SIM_NO_OP && c->queue.len == 0)
+      start_copy(r, gpu, op->dir, op_index);
     else
-      sim_heap_push(&e->copy[op->dir].queue, r->now, op_index, op_index);
+      sim_heap_push(&c->queue, r->now, op_index, op_index);
     return FALSE;
+  }
   }
   return FALSE;
 }
@@ -362,39 +393,31 @@ start_ready(Run *r, guint32 s, guint32 op_index)
   }
 }
 
-/* Idle engines take the earliest-ready queued copy. */
-static void
-start_copies(Run *r)
+/* Idle engines take the earliest-ready queued copy.  Every function of the
+ * loop takes the GPU count as an argument and is inlined into run_loop,
+ * which sim_engine_run calls with a constant 1 for one GPU: the loops over
+ * GPUs fold away (callgrind, bench/callgrind.sh: 390 instructions per
+ * event with the loops, 346 without; 328 before the engine had GPUs). */
+static inline __attribute__((always_inline)) void
+start_copies(Run *r, guint n_gpus)
 {
-  for (int d = 0; d < SIM_DIR_COUNT; d++) {
-    CopyEngine *c = &r->e->copy[d];
-    if (c->active == SIM_NO_OP && c->queue.len > 0)
-      start_copy(r, d, sim_heap_pop(&c->queue).value);
+  for (guint g = 0; g < n_gpus; g++) {
+    Gpu *gpu = &r->gpu[g];
+    for (int d = 0; d < SIM_DIR_COUNT; d++) {
+      CopyEngine *c = &gpu->copy[d];
+      if (c->active == SIM_NO_OP && c->queue.len > 0)
+        start_copy(r, gpu, d, sim_heap_pop(&c->queue).value);
+    }
   }
 }
 
-/* Rates for the interval that starts now.  They depend only on how many
- * computes run and which copies are active and in which phase, so they are
- * recomputed only when that changes. */
+/* The bidirectional cap of one GPU's link: only while both directions move
+ * bytes and need more than the cap together do they share it, max-min
+ * fairly (each gets half unless one needs less). */
 static void
-update_rates(Run *r)
+share_bidir(Run *r, Gpu *gpu)
 {
-  CopyEngine *c = r->e->copy;
-#ifndef NDEBUG
-  for (int d = 0; d < SIM_DIR_COUNT; d++)
-    g_assert((r->copy_state & COPY_BITS(d, COPY_ACTIVE | COPY_LATENCY)) ==
-             (c[d].active == SIM_NO_OP ? 0u : COPY_BITS(d, COPY_ACTIVE | (c[d].in_latency ? COPY_LATENCY : 0u))));
-#endif
-  guint signature = r->e->compute.len << SIGNATURE_COMPUTE_SHIFT | r->copy_state;
-  if (signature == r->signature)
-    return;
-  r->signature = signature;
-  gboolean in_flight = r->copy_state != 0;
-  guint k = r->e->compute.len;
-  double base = in_flight ? 1.0 - r->link->compute_slowdown : 1.0;
-  /* One compute stream is the common case: no division, same value. */
-  r->compute_rate = k == 1 ? base : k ? base / k : 0.0;
-
+  CopyEngine *c = gpu->copy;
   gboolean moving[SIM_DIR_COUNT];
   for (int d = 0; d < SIM_DIR_COUNT; d++) {
     moving[d] = c[d].active != SIM_NO_OP && !c[d].in_latency;
@@ -402,12 +425,127 @@ update_rates(Run *r)
   }
   double cap = r->link->bidir_bandwidth;
   if (moving[SIM_DIR_D2H] && moving[SIM_DIR_H2D] && c[SIM_DIR_D2H].peak_rate + c[SIM_DIR_H2D].peak_rate > cap) {
-    /* Max-min fair: each gets half the cap unless it needs less. */
     SimDir small = c[SIM_DIR_D2H].peak_rate <= c[SIM_DIR_H2D].peak_rate ? SIM_DIR_D2H : SIM_DIR_H2D;
     SimDir other = small == SIM_DIR_D2H ? SIM_DIR_H2D : SIM_DIR_D2H;
     c[small].rate = MIN(c[small].peak_rate, cap / 2);
     c[other].rate = cap - c[small].rate;
   }
+}
+
+/* The most links one copy crosses: its GPU's link (both directions), its
+ * switch's uplink in its direction, its socket's memory. */
+#define FLOW_LINKS 3
+
+/* Rates of every copy that moves bytes, on every GPU, when links are shared
+ * ([node]): max-min fair by progressive filling.  All unfrozen copies rise
+ * at one level; the next level is the least of each unfrozen copy's peak
+ * rate and each link's (capacity - frozen rates) / unfrozen copies; copies
+ * at their peak and the copies of a link that fills freeze there.  With one
+ * GPU and no node limit it gives share_bidir's rates.  Cost: O((copies +
+ * links)^2) in the worst case, per change of the set of moving copies: a
+ * handful of copies and links in a node of 8 GPUs. */
+static void
+share_rates(Run *r)
+{
+  const SimNode *node = &r->link->node;
+  guint n_switch = (r->n_gpus + node->gpus_per_switch - 1) / node->gpus_per_switch;
+  /* Links: per GPU its bidirectional cap, per switch and direction its
+   * uplink, per socket its memory. */
+  guint n_links = r->n_gpus + 2 * n_switch + node->sockets;
+  double cap[3 * SIM_NODE_MAX_GPUS + SIM_NODE_MAX_GPUS];
+  double frozen_sum[3 * SIM_NODE_MAX_GPUS + SIM_NODE_MAX_GPUS];
+  guint unfrozen[3 * SIM_NODE_MAX_GPUS + SIM_NODE_MAX_GPUS];
+  CopyEngine *flow[2 * SIM_NODE_MAX_GPUS];
+  guint links[2 * SIM_NODE_MAX_GPUS][FLOW_LINKS];
+  gboolean done[2 * SIM_NODE_MAX_GPUS];
+  for (guint k = 0; k < n_links; k++) {
+    frozen_sum[k] = 0;
+    unfrozen[k] = 0;
+    cap[k] = k < r->n_gpus                  ? r->link->bidir_bandwidth
+             : k < r->n_gpus + 2 * n_switch ? (node->switch_bandwidth > 0 ? node->switch_bandwidth : INFINITY)
+             : node->host_memory_bandwidth > 0 ? node->host_memory_bandwidth
+                                               : INFINITY;
+  }
+  guint n = 0;
+  for (guint g = 0; g < r->n_gpus; g++) {
+    for (int d = 0; d < SIM_DIR_COUNT; d++) {
+      CopyEngine *c = &r->gpu[g].copy[d];
+      c->rate = c->peak_rate;
+      if (c->active == SIM_NO_OP || c->in_latency)
+        continue;
+      flow[n] = c;
+      done[n] = FALSE;
+      links[n][0] = g;
+      links[n][1] = r->n_gpus + 2 * (g / node->gpus_per_switch) + (guint)d;
+      links[n][2] = r->n_gpus + 2 * n_switch + node->socket_of[g];
+      for (int k = 0; k < FLOW_LINKS; k++)
+        unfrozen[links[n][k]]++;
+      n++;
+    }
+  }
+  for (guint left = n; left > 0;) {
+    double level = INFINITY;
+    for (guint f = 0; f < n; f++)
+      if (!done[f])
+        level = MIN(level, flow[f]->peak_rate);
+    for (guint k = 0; k < n_links; k++)
+      if (unfrozen[k] > 0)
+        level = MIN(level, (cap[k] - frozen_sum[k]) / unfrozen[k]);
+    level = MAX(level, 0.0);
+    /* Which links fill at this level, decided before any copy freezes. */
+    gboolean fills[3 * SIM_NODE_MAX_GPUS + SIM_NODE_MAX_GPUS];
+    for (guint k = 0; k < n_links; k++)
+      fills[k] = unfrozen[k] > 0 && (cap[k] - frozen_sum[k]) / unfrozen[k] <= level;
+    for (guint f = 0; f < n; f++) {
+      if (done[f])
+        continue;
+      gboolean freeze = flow[f]->peak_rate <= level;
+      for (int k = 0; k < FLOW_LINKS; k++)
+        freeze |= fills[links[f][k]];
+      if (!freeze)
+        continue;
+      flow[f]->rate = MIN(flow[f]->peak_rate, level);
+      done[f] = TRUE;
+      left--;
+      for (int k = 0; k < FLOW_LINKS; k++) {
+        frozen_sum[links[f][k]] += flow[f]->rate;
+        unfrozen[links[f][k]]--;
+      }
+    }
+  }
+}
+
+/* Rates for the interval that starts now.  A GPU's compute rate depends
+ * only on how many of its computes run and whether its copy engines are
+ * busy; copy rates on which copies move bytes.  Each is recomputed only
+ * when that changes (the GPU's signature; for shared links any GPU's). */
+static inline __attribute__((always_inline)) void
+update_rates(Run *r, guint n_gpus)
+{
+  gboolean copies = r->copies_changed;
+  r->copies_changed = FALSE;
+  for (guint g = 0; g < n_gpus; g++) {
+    Gpu *gpu = &r->gpu[g];
+#ifndef NDEBUG
+    for (int d = 0; d < SIM_DIR_COUNT; d++)
+      g_assert((gpu->copy_state & COPY_BITS(d, COPY_ACTIVE | COPY_LATENCY)) ==
+               (gpu->copy[d].active == SIM_NO_OP
+                  ? 0u
+                  : COPY_BITS(d, COPY_ACTIVE | (gpu->copy[d].in_latency ? COPY_LATENCY : 0u))));
+#endif
+    guint signature = gpu->compute.len << SIGNATURE_COMPUTE_SHIFT | gpu->copy_state;
+    if (signature == gpu->signature)
+      continue;
+    gpu->signature = signature;
+    guint k = gpu->compute.len;
+    double base = gpu->copy_state != 0 ? 1.0 - r->link->compute_slowdown : 1.0;
+    /* One compute stream is the common case: no division, same value. */
+    gpu->compute_rate = k == 1 ? base : k ? base / k : 0.0;
+    if (!r->shared)
+      share_bidir(r, gpu);
+  }
+  if (r->shared && copies)
+    share_rates(r);
 }
 
 /* Time when a copy engine next changes state (end of latency or of bytes). */
@@ -419,10 +557,10 @@ copy_deadline(const Run *r, const CopyEngine *c, const CopyEngine *other)
   if (c->in_latency) {
     /* The end of the latency changes nobody's rate while the other
      * direction is idle (with a copy there, both may end up sharing the
-     * cap): then the copy runs on to its end without a step of its own.  If
-     * the other direction starts a copy first, that is a step anyway, and
-     * the phases are settled there. */
-    if (other->active == SIM_NO_OP)
+     * cap) and no link is shared with other GPUs: then the copy runs on to
+     * its end without a step of its own.  If the other direction starts a
+     * copy first, that is a step anyway, and the phases are settled there. */
+    if (other->active == SIM_NO_OP && !r->shared)
       return r->now + c->latency_left + c->bytes_left / c->peak_rate;
     return r->now + c->latency_left;
   }
@@ -471,20 +609,42 @@ reset_engine(SimEngine *e, const SimProgram *p)
     e->done_cap = p->streams->len;
     e->done = g_renew(guint32, e->done, e->done_cap);
   }
+  if (e->n_gpus_cap < p->n_gpus) {
+    e->gpu = g_renew(Gpu, e->gpu, p->n_gpus);
+    for (guint g = e->n_gpus_cap; g < p->n_gpus; g++) {
+      sim_heap_init(&e->gpu[g].compute);
+      for (int d = 0; d < SIM_DIR_COUNT; d++)
+        sim_heap_init(&e->gpu[g].copy[d].queue);
+    }
+    e->n_gpus_cap = p->n_gpus;
+    e->level = g_renew(gint64, e->level, 2 * p->n_gpus);
+    e->peak = g_renew(gint64, e->peak, 2 * p->n_gpus);
+    e->peaks = g_renew(SimPeak, e->peaks, 2 * p->n_gpus);
+  }
   sim_heap_clear(&e->ready);
-  sim_heap_clear(&e->compute);
   sim_heap_clear(&e->timers);
-  for (int d = 0; d < SIM_DIR_COUNT; d++) {
-    sim_heap_clear(&e->copy[d].queue);
-    e->copy[d].active = SIM_NO_OP;
+  for (guint g = 0; g < p->n_gpus; g++) {
+    Gpu *gpu = &e->gpu[g];
+    sim_heap_clear(&gpu->compute);
+    for (int d = 0; d < SIM_DIR_COUNT; d++) {
+      sim_heap_clear(&gpu->copy[d].queue);
+      gpu->copy[d].active = SIM_NO_OP;
+      gpu->copy[d].rate = 0;
+    }
+    gpu->vclock = 0;
+    gpu->compute_rate = 0;
+    gpu->copy_state = 0;
+    gpu->signature = NO_SIGNATURE;
   }
 }
 
 static guint64
 heap_ops(const SimEngine *e)
 {
-  return e->ready.ops + e->compute.ops + e->timers.ops + e->copy[SIM_DIR_D2H].queue.ops +
-         e->copy[SIM_DIR_H2D].queue.ops;
+  guint64 ops = e->ready.ops + e->timers.ops;
+  for (guint g = 0; g < e->n_gpus_cap; g++)
+    ops += e->gpu[g].compute.ops + e->gpu[g].copy[SIM_DIR_D2H].queue.ops + e->gpu[g].copy[SIM_DIR_H2D].queue.ops;
+  return ops;
 }
 
 static int
@@ -531,81 +691,101 @@ run_begin(Run *r, SimEngine *e, const SimProgram *p, const SimLink *link, SimRun
               .event_state = (EventState *)(void *)e->events->data, .applied = (guint32 *)(void *)run->applied->data,
               .op_start = run->op_start ? (double *)(void *)run->op_start->data : NULL,
               .op_end = run->op_end ? (double *)(void *)run->op_end->data : NULL, .curve = run->curve,
-              .link = link, .run = run, .error = error, .signature = NO_SIGNATURE };
+              .link = link, .run = run, .error = error, .gpu = e->gpu, .n_gpus = p->n_gpus,
+              .shared = link->node.switch_bandwidth > 0 || link->node.host_memory_bandwidth > 0,
+              .level = e->level, .peak = e->peak, .peaks = e->peaks };
   for (int d = 0; d < SIM_DIR_COUNT; d++) {
     double bw = d == SIM_DIR_D2H ? link->d2h_bandwidth : link->h2d_bandwidth;
     r->peak_rate[d][0] = bw;
     r->peak_rate[d][1] = bw * link->pageable_factor;
   }
-  for (int pool = 0; pool < SIM_POOL_COUNT; pool++) {
+  for (guint pool = 0; pool < 2 * p->n_gpus; pool++) {
     r->level[pool] = r->peak[pool] = (gint64)p->baseline[pool];
-    run->peak[pool] = (SimPeak){ .bytes = r->level[pool], .op = SIM_NO_OP, .phase = SIM_PHASE_SYNC,
-                                 .layer = SIM_NO_LAYER };
+    r->peaks[pool] = (SimPeak){ .bytes = r->level[pool], .op = SIM_NO_OP, .phase = SIM_PHASE_SYNC,
+                                .layer = SIM_NO_LAYER, .pool = pool };
   }
   if (run->curve) {
-    SimMemPoint point = { 0.0, r->level[SIM_POOL_DEVICE], r->level[SIM_POOL_HOST] };
-    g_array_append_val(run->curve, point);
+    for (guint g = 0; g < p->n_gpus; g++) {
+      SimMemPoint point = { 0.0, r->level[SIM_POOL_INDEX(g, SIM_POOL_DEVICE)],
+                            r->level[SIM_POOL_INDEX(g, SIM_POOL_HOST)], g };
+      g_array_append_val(run->curve, point);
+    }
   }
   for (guint32 s = 0; s < p->streams->len; s++)
     push_ready(r, s);
   start_ready(r, NO_STREAM, 0);
 }
 
-/* Nothing runs: no compute, no host_alloc, both copy engines idle. */
-static inline gboolean
-run_idle(const Run *r)
+/* Nothing runs: no compute, no host_alloc or send, every copy engine idle. */
+static inline __attribute__((always_inline)) gboolean
+run_idle(const Run *r, guint n_gpus)
 {
-  const SimEngine *e = r->e;
-  return e->compute.len == 0 && e->timers.len == 0 && e->copy[SIM_DIR_D2H].active == SIM_NO_OP &&
-         e->copy[SIM_DIR_H2D].active == SIM_NO_OP;
+  if (r->e->timers.len != 0)
+    return FALSE;
+  for (guint g = 0; g < n_gpus; g++) {
+    const Gpu *gpu = &r->gpu[g];
+    if (gpu->compute.len != 0 || gpu->copy[SIM_DIR_D2H].active != SIM_NO_OP ||
+        gpu->copy[SIM_DIR_H2D].active != SIM_NO_OP)
+      return FALSE;
+  }
+  return TRUE;
 }
 
-/* The next instant anything changes, and what changes then. */
+/* The next instant anything changes. */
 typedef struct {
   double next;      /* seconds */
   double dt;        /* next - now */
   double hair;      /* what ends within this of next ends at next */
-  double t_compute; /* the next compute completion, or INFINITY */
-  gboolean at[SIM_DIR_COUNT]; /* per SimDir: the copy engine's deadline is next */
 } Instant;
 
-static inline Instant
-next_instant(const Run *r)
+/* When GPU g's next compute op ends, or INFINITY. */
+static inline double
+compute_deadline(const Run *r, const Gpu *gpu)
+{
+  return gpu->compute.len ? r->now + (sim_heap_peek(&gpu->compute)->key - gpu->vclock) / gpu->compute_rate
+                          : INFINITY;
+}
+
+static inline __attribute__((always_inline)) Instant
+next_instant(const Run *r, guint n_gpus)
 {
   const SimEngine *e = r->e;
-  const CopyEngine *c = e->copy;
   Instant in;
-  in.t_compute = e->compute.len ? r->now + (sim_heap_peek(&e->compute)->key - r->vclock) / r->compute_rate
-                                : INFINITY;
-  double t_timer = e->timers.len ? sim_heap_peek(&e->timers)->key : INFINITY;
-  double t_copy[SIM_DIR_COUNT] = { copy_deadline(r, &c[SIM_DIR_D2H], &c[SIM_DIR_H2D]),
-                                   copy_deadline(r, &c[SIM_DIR_H2D], &c[SIM_DIR_D2H]) };
-  in.next = MIN(MIN(in.t_compute, t_timer), MIN(t_copy[SIM_DIR_D2H], t_copy[SIM_DIR_H2D]));
+  double next = e->timers.len ? sim_heap_peek(&e->timers)->key : INFINITY;
+  for (guint g = 0; g < n_gpus; g++) {
+    const Gpu *gpu = &r->gpu[g];
+    const CopyEngine *c = gpu->copy;
+    double t_copy = MIN(copy_deadline(r, &c[SIM_DIR_D2H], &c[SIM_DIR_H2D]),
+                        copy_deadline(r, &c[SIM_DIR_H2D], &c[SIM_DIR_D2H]));
+    next = MIN(next, MIN(compute_deadline(r, gpu), t_copy));
+  }
+  in.next = next;
   g_assert(isfinite(in.next) && in.next >= r->now);
   in.dt = in.next - r->now;
   /* Whatever ends within a hair of `next` ends at `next`: near-ties that
    * rounding would order by chance form one instant, finished in issue
    * order. */
   in.hair = NEAR_TIE * MAX(1.0, in.next);
-  for (int d = 0; d < SIM_DIR_COUNT; d++)
-    in.at[d] = t_copy[d] <= in.next + in.hair;
   return in;
 }
 
-/* Advances the compute clock and the host_alloc timers to the instant and
+/* Advances every GPU's compute clock and the timers to the instant and
  * collects the ops that end there into e->done (emptied first). */
-static inline void
-advance_compute(Run *r, const Instant *in)
+static inline __attribute__((always_inline)) void
+advance_compute(Run *r, const Instant *in, guint n_gpus)
 {
   SimEngine *e = r->e;
   e->n_done = 0;
-  if (e->compute.len) {
-    if (in->t_compute <= in->next + in->hair)
-      r->vclock = sim_heap_peek(&e->compute)->key;
+  for (guint g = 0; g < n_gpus; g++) {
+    Gpu *gpu = &r->gpu[g];
+    if (gpu->compute.len == 0)
+      continue;
+    if (compute_deadline(r, gpu) <= in->next + in->hair)
+      gpu->vclock = sim_heap_peek(&gpu->compute)->key;
     else
-      r->vclock += r->compute_rate * in->dt;
-    while (e->compute.len && sim_heap_peek(&e->compute)->key <= r->vclock + in->hair)
-      e->done[e->n_done++] = sim_heap_pop(&e->compute).value;
+      gpu->vclock += gpu->compute_rate * in->dt;
+    while (gpu->compute.len && sim_heap_peek(&gpu->compute)->key <= gpu->vclock + in->hair)
+      e->done[e->n_done++] = sim_heap_pop(&gpu->compute).value;
   }
   while (e->timers.len && sim_heap_peek(&e->timers)->key <= in->next + in->hair)
     e->done[e->n_done++] = sim_heap_pop(&e->timers).value;
@@ -613,18 +793,19 @@ advance_compute(Run *r, const Instant *in)
 
 /* Advances the active copy of direction d by in->dt: through the end of its
  * latency, and (merged: alone on the link, see copy_deadline) on through its
- * bytes.  A copy that ends joins e->done. */
+ * bytes.  `at`: its deadline is this instant.  A copy that ends joins
+ * e->done. */
 static inline void
-advance_copy(Run *r, int d, const Instant *in, gboolean merged)
+advance_copy(Run *r, Gpu *gpu, int d, const Instant *in, gboolean at, gboolean merged)
 {
-  CopyEngine *c = &r->e->copy[d];
+  CopyEngine *c = &gpu->copy[d];
   double moving_for = in->dt;
   if (c->in_latency) {
     /* A copy whose deadline this is ends its latency (and, merged, the
      * whole copy) now, whatever rounding left of latency_left - dt. */
-    if (in->at[d] && !merged) {
+    if (at && !merged) {
       c->latency_left = 0.0;
-    } else if (c->latency_left > in->dt && !in->at[d]) {
+    } else if (c->latency_left > in->dt && !at) {
       c->latency_left -= in->dt;
       return;
     }
@@ -632,7 +813,8 @@ advance_copy(Run *r, int d, const Instant *in, gboolean merged)
     moving_for = MAX(0.0, in->dt - c->latency_left);
     c->latency_left = 0.0;
     c->in_latency = FALSE;
-    r->copy_state &= ~COPY_BITS(d, COPY_LATENCY);
+    gpu->copy_state &= ~COPY_BITS(d, COPY_LATENCY);
+    r->copies_changed = TRUE;
     /* Alone on the link (see copy_deadline).  No need to force a rate
      * update: the phase is part of the signature, and where a new copy
      * takes over the engine at once, its latency phase uses no rate. */
@@ -642,25 +824,33 @@ advance_copy(Run *r, int d, const Instant *in, gboolean merged)
     if (!merged && c->bytes_left > 0.0)
       return;
   }
-  c->bytes_left = in->at[d] ? 0.0 : c->bytes_left - c->rate * moving_for;
+  c->bytes_left = at ? 0.0 : c->bytes_left - c->rate * moving_for;
   if (c->bytes_left <= 0.0) {
     r->e->done[r->e->n_done++] = c->active;
     c->active = SIM_NO_OP;
-    r->copy_state &= ~COPY_BITS(d, COPY_ACTIVE | COPY_LATENCY);
+    gpu->copy_state &= ~COPY_BITS(d, COPY_ACTIVE | COPY_LATENCY);
+    r->copies_changed = TRUE;
   }
 }
 
-static inline void
-advance_copies(Run *r, const Instant *in)
+static inline __attribute__((always_inline)) void
+advance_copies(Run *r, const Instant *in, guint n_gpus)
 {
-  const CopyEngine *c = r->e->copy;
-  /* Decided on the state the deadlines were computed from, before either
-   * engine advances. */
-  gboolean merge[SIM_DIR_COUNT] = { c[SIM_DIR_D2H].in_latency && c[SIM_DIR_H2D].active == SIM_NO_OP,
-                                    c[SIM_DIR_H2D].in_latency && c[SIM_DIR_D2H].active == SIM_NO_OP };
-  for (int d = 0; d < SIM_DIR_COUNT; d++)
-    if (c[d].active != SIM_NO_OP)
-      advance_copy(r, d, in, merge[d]);
+  for (guint g = 0; g < n_gpus; g++) {
+    Gpu *gpu = &r->gpu[g];
+    const CopyEngine *c = gpu->copy;
+    if (gpu->copy_state == 0)
+      continue;
+    /* Decided on the state the deadlines were computed from, before either
+     * engine advances. */
+    double t[SIM_DIR_COUNT] = { copy_deadline(r, &c[SIM_DIR_D2H], &c[SIM_DIR_H2D]),
+                                copy_deadline(r, &c[SIM_DIR_H2D], &c[SIM_DIR_D2H]) };
+    gboolean merge[SIM_DIR_COUNT] = { !r->shared && c[SIM_DIR_D2H].in_latency && c[SIM_DIR_H2D].active == SIM_NO_OP,
+                                      !r->shared && c[SIM_DIR_H2D].in_latency && c[SIM_DIR_D2H].active == SIM_NO_OP };
+    for (int d = 0; d < SIM_DIR_COUNT; d++)
+      if (c[d].active != SIM_NO_OP)
+        advance_copy(r, gpu, d, in, t[d] <= in->next + in->hair, merge[d]);
+  }
 }
 
 /* The instant's completions in issue order, then whatever can start. */
@@ -685,8 +875,21 @@ finish_instant(Run *r)
   start_ready(r, NO_STREAM, 0);
 }
 
-/* The end of a run that completed every op: both pools back at their
- * baseline, and in debug builds the engine's invariants. */
+/* Whether peak a is worse than b: more bytes, or as many reached earlier,
+ * or at the same time on a lower pool (GPU). */
+static gboolean
+peak_worse(const SimPeak *a, const SimPeak *b)
+{
+  if (a->bytes != b->bytes)
+    return a->bytes > b->bytes;
+  if (a->time != b->time)
+    return a->time < b->time;
+  return a->pool < b->pool;
+}
+
+/* The end of a run that completed every op: every pool back at its
+ * baseline, the peaks handed over (each kind's worst GPU, and per GPU when
+ * there are several), and in debug builds the engine's invariants. */
 static gboolean
 run_end(Run *r, GError **error)
 {
@@ -694,14 +897,24 @@ run_end(Run *r, GError **error)
   const SimProgram *p = r->p;
   g_array_set_size(run->applied, r->n_applied);
   run->step = r->now;
-  for (int pool = 0; pool < SIM_POOL_COUNT; pool++) {
+  for (guint pool = 0; pool < 2 * p->n_gpus; pool++) {
     if (r->level[pool] != (gint64)p->baseline[pool]) {
       g_set_error(error, SIM_ERROR, SIM_ERROR_INTERNAL,
-                  "%s memory ends at %" G_GINT64_FORMAT " B, not at its baseline %" G_GUINT64_FORMAT
+                  "%s memory of GPU %u ends at %" G_GINT64_FORMAT " B, not at its baseline %" G_GUINT64_FORMAT
                   " B: a lowering leaks or double-frees",
-                  sim_pool_name(pool), r->level[pool], p->baseline[pool]);
+                  sim_pool_name(pool % SIM_POOL_COUNT), pool / SIM_POOL_COUNT, r->level[pool], p->baseline[pool]);
       return FALSE;
     }
+  }
+  for (int kind = 0; kind < SIM_POOL_COUNT; kind++) {
+    run->peak[kind] = r->peaks[kind];
+    for (guint g = 1; g < p->n_gpus; g++)
+      if (peak_worse(&r->peaks[SIM_POOL_INDEX(g, kind)], &run->peak[kind]))
+        run->peak[kind] = r->peaks[SIM_POOL_INDEX(g, kind)];
+  }
+  if (p->n_gpus > 1) {
+    run->pools = g_array_sized_new(FALSE, FALSE, sizeof(SimPeak), 2 * p->n_gpus);
+    g_array_append_vals(run->pools, r->peaks, 2 * p->n_gpus);
   }
 #ifndef NDEBUG
   /* Debug builds check every run, with what it recorded (tests check every
@@ -710,6 +923,30 @@ run_end(Run *r, GError **error)
     return FALSE;
 #endif
   return TRUE;
+}
+
+/* The event loop, until every op completed (TRUE) or the run failed or is
+ * stuck (FALSE, with the error set). */
+static inline __attribute__((always_inline)) gboolean
+run_loop(Run *r, guint n_gpus)
+{
+  for (;;) {
+    start_copies(r, n_gpus);
+    if (r->failed)
+      return FALSE;
+    if (run_idle(r, n_gpus)) {
+      if (r->completed == sim_program_n_ops(r->p))
+        return TRUE;
+      blocked_report(r);
+      return FALSE;
+    }
+    update_rates(r, n_gpus);
+    Instant in = next_instant(r, n_gpus);
+    advance_compute(r, &in, n_gpus);
+    advance_copies(r, &in, n_gpus);
+    r->now = in.next;
+    finish_instant(r);
+  }
 }
 
 SimRun *
@@ -727,23 +964,9 @@ sim_engine_run(SimEngine *e, const SimProgram *p, const SimLink *link, const Sim
   guint64 heap_ops_before = heap_ops(e);
   Run r;
   run_begin(&r, e, p, link, run, error);
-  for (;;) {
-    start_copies(&r);
-    if (r.failed)
-      return NULL;
-    if (run_idle(&r)) {
-      if (r.completed == sim_program_n_ops(p))
-        break;
-      blocked_report(&r);
-      return NULL;
-    }
-    update_rates(&r);
-    Instant in = next_instant(&r);
-    advance_compute(&r, &in);
-    advance_copies(&r, &in);
-    r.now = in.next;
-    finish_instant(&r);
-  }
+  gboolean completed = p->n_gpus == 1 ? run_loop(&r, 1) : run_loop(&r, p->n_gpus);
+  if (!completed)
+    return NULL;
   run->heap_ops = heap_ops(e) - heap_ops_before;
   if (!run_end(&r, error))
     return NULL;
@@ -799,14 +1022,14 @@ sim_engine_set_live_dense_cells(gsize cells)
  * table of `columns` layers: labels and layers are few, and a sweep asks
  * this for every point, so no hashing per action. */
 static void
-live_dense(const SimProgram *p, const guint32 *applied, guint n, SimPool pool, gsize columns, SimLiveVisit visit,
+live_dense(const SimProgram *p, const guint32 *applied, guint n, guint pool, gsize columns, SimLiveVisit visit,
            gpointer data)
 {
   gsize cells = (gsize)p->labels->len * columns;
   g_autofree gint64 *bytes = g_new0(gint64, cells);
   for (guint i = 0; i < n; i++) {
     const SimMemAction *a = &p->mem[applied[i]];
-    if (a->pool == pool)
+    if (SIM_POOL_INDEX(a->gpu, a->pool) == pool)
       bytes[(gsize)a->tag * columns + live_column(a->layer)] += a->delta;
   }
   for (gsize cell = 0; cell < cells; cell++) {
@@ -824,14 +1047,14 @@ live_dense(const SimProgram *p, const guint32 *applied, guint n, SimPool pool, g
  * tag << 32 | column folded to tag ^ column under g_int64_hash, so a model
  * of 100,000 layers put 3 M keys in 91,000 buckets). */
 static void
-live_sorted(const SimProgram *p, const guint32 *applied, guint n, SimPool pool, gsize columns, SimLiveVisit visit,
+live_sorted(const SimProgram *p, const guint32 *applied, guint n, guint pool, gsize columns, SimLiveVisit visit,
             gpointer data)
 {
   g_autofree guint *start = g_new0(guint, columns + 1);
   guint m = 0;
   for (guint i = 0; i < n; i++) {
     const SimMemAction *a = &p->mem[applied[i]];
-    if (a->pool == pool) {
+    if (SIM_POOL_INDEX(a->gpu, a->pool) == pool) {
       start[live_column(a->layer) + 1]++;
       m++;
     }
@@ -842,7 +1065,7 @@ live_sorted(const SimProgram *p, const guint32 *applied, guint n, SimPool pool, 
   g_autofree guint *fill = g_memdup2(start, sizeof(guint) * (columns + 1));
   for (guint i = 0; i < n; i++) {
     const SimMemAction *a = &p->mem[applied[i]];
-    if (a->pool == pool)
+    if (SIM_POOL_INDEX(a->gpu, a->pool) == pool)
       order[fill[live_column(a->layer)]++] = applied[i];
   }
   g_autofree gint64 *row = g_new0(gint64, p->labels->len);
@@ -871,9 +1094,11 @@ live_sorted(const SimProgram *p, const guint32 *applied, guint n, SimPool pool, 
 }
 
 gint32
-sim_run_live_visit(const SimRun *run, const SimProgram *p, SimPool pool, SimLiveVisit visit, gpointer data)
+sim_run_live_visit_peak(const SimRun *run, const SimProgram *p, const SimPeak *peak, SimLiveVisit visit,
+                        gpointer data)
 {
-  guint n = run->peak[pool].applied;
+  guint n = peak->applied;
+  guint pool = peak->pool;
   const guint32 *applied = (const guint32 *)(void *)run->applied->data;
 
   if (p->baseline[pool] > 0) {
@@ -889,4 +1114,10 @@ sim_run_live_visit(const SimRun *run, const SimProgram *p, SimPool pool, SimLive
   else
     live_sorted(p, applied, n, pool, columns, visit, data);
   return max_layer;
+}
+
+gint32
+sim_run_live_visit(const SimRun *run, const SimProgram *p, SimPool pool, SimLiveVisit visit, gpointer data)
+{
+  return sim_run_live_visit_peak(run, p, &run->peak[pool], visit, data);
 }

@@ -54,10 +54,13 @@
 
 G_BEGIN_DECLS
 
+/* A point of the memory curve: the levels of the GPU whose memory changed
+ * (every GPU has a point at time 0). */
 typedef struct {
   double time;   /* seconds */
   gint64 device; /* bytes in use after the change */
   gint64 host;
+  guint64 gpu;   /* 64 bits: no padding, so that two curves compare byte for byte */
 } SimMemPoint;
 
 typedef struct {
@@ -67,6 +70,7 @@ typedef struct {
   SimPhase phase;
   gint32 layer;
   guint32 applied; /* memory actions applied up to and including the peak's */
+  guint pool;      /* where: a SIM_POOL_INDEX (GPU × pool kind) */
 } SimPeak;
 
 /* What is live at a peak: one entry per (tag, layer) with bytes > 0. */
@@ -89,7 +93,8 @@ typedef struct {
   double recompute_work; /* nominal seconds of recompute */
   guint64 copy_bytes[2]; /* per SimDir */
   guint copies[2];
-  SimPeak peak[2];       /* per SimPool */
+  SimPeak peak[2];       /* per SimPool: the worst GPU's (the first to reach the most, then the lowest) */
+  GArray *pools;         /* SimPeak per SIM_POOL_INDEX when the program runs on several GPUs, else NULL */
   GArray *op_start;      /* double seconds per op, or NULL */
   GArray *op_end;
   GArray *curve;         /* SimMemPoint, or NULL */
@@ -101,7 +106,8 @@ typedef struct {
 void sim_run_free(SimRun *run);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(SimRun, sim_run_free)
 
-/* Replays the applied memory actions up to the peak of `pool` and passes
+/* Replays the applied memory actions up to the peak of `pool` (on the GPU
+ * of run->peak[pool]) and passes
  * what was live then to `visit`, one entry per (tag, layer) with bytes > 0:
  * the baseline first (under the program's baseline tag), the rest in no
  * particular order.  No array, no sort, for callers that only sum them.
@@ -110,6 +116,10 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(SimRun, sim_run_free)
 typedef void (*SimLiveVisit)(const SimLive *live, gpointer data);
 gint32 sim_run_live_visit(const SimRun *run, const SimProgram *program, SimPool pool, SimLiveVisit visit,
                           gpointer data);
+
+/* The same at a given peak of the run: one of run->peak or run->pools. */
+gint32 sim_run_live_visit_peak(const SimRun *run, const SimProgram *program, const SimPeak *peak,
+                               SimLiveVisit visit, gpointer data);
 
 typedef struct SimEngine SimEngine;
 

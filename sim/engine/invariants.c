@@ -59,14 +59,14 @@ check_ops(const SimRun *run, const SimProgram *p, GError **error)
       free_at = end;
     }
   }
-  /* One copy engine per direction: sorted by start, each copy begins after
-   * the one before it ended (they run in the order they became ready, which
-   * need not be issue order). */
-  for (int dir = 0; dir < SIM_DIR_COUNT; dir++) {
+  /* One copy engine per direction and GPU: sorted by start, each copy
+   * begins after the one before it ended (they run in the order they became
+   * ready, which need not be issue order). */
+  for (guint e = 0; e < SIM_DIR_COUNT * p->n_gpus; e++) {
     g_autoptr(GArray) ids = g_array_new(FALSE, FALSE, sizeof(guint32));
     for (guint32 i = 0; i < sim_program_n_ops(p); i++) {
       const SimOp *op = sim_program_op(p, i);
-      if (op->kind == SIM_OP_COPY && op->dir == dir)
+      if (op->kind == SIM_OP_COPY && op->dir == e % SIM_DIR_COUNT && op->gpu == e / SIM_DIR_COUNT)
         g_array_append_val(ids, i);
     }
     g_array_sort_with_data(ids, compare_start, (gpointer)run);
@@ -115,35 +115,63 @@ check_copies(const SimProgram *p, GError **error)
   return TRUE;
 }
 
+/* Per GPU: the curve's points of that GPU never negative, its last point
+ * at the baseline, each reported peak the maximum of its points. */
 static gboolean
 check_memory(const SimRun *run, const SimProgram *p, GError **error)
 {
-  gint64 top[SIM_POOL_COUNT] = { (gint64)p->baseline[SIM_POOL_DEVICE], (gint64)p->baseline[SIM_POOL_HOST] };
+  g_autofree gint64 *top = g_new(gint64, 2 * p->n_gpus);
+  g_autofree gint64 *last = g_new(gint64, 2 * p->n_gpus);
+  for (guint pool = 0; pool < 2 * p->n_gpus; pool++)
+    top[pool] = last[pool] = (gint64)p->baseline[pool];
   for (guint i = 0; i < run->curve->len; i++) {
     const SimMemPoint *pt = &g_array_index(run->curve, SimMemPoint, i);
     if (pt->device < 0 || pt->host < 0)
       return violation(error, "memory negative at %.17g s (device %" G_GINT64_FORMAT ", host %" G_GINT64_FORMAT ")",
                        pt->time, pt->device, pt->host);
-    top[SIM_POOL_DEVICE] = MAX(top[SIM_POOL_DEVICE], pt->device);
-    top[SIM_POOL_HOST] = MAX(top[SIM_POOL_HOST], pt->host);
+    guint d = SIM_POOL_INDEX(pt->gpu, SIM_POOL_DEVICE), h = SIM_POOL_INDEX(pt->gpu, SIM_POOL_HOST);
+    top[d] = MAX(top[d], pt->device);
+    top[h] = MAX(top[h], pt->host);
+    last[d] = pt->device;
+    last[h] = pt->host;
   }
-  const SimMemPoint *last = &g_array_index(run->curve, SimMemPoint, run->curve->len - 1);
-  if (last->device != (gint64)p->baseline[SIM_POOL_DEVICE] || last->host != (gint64)p->baseline[SIM_POOL_HOST])
-    return violation(error, "memory ends at device %" G_GINT64_FORMAT " / host %" G_GINT64_FORMAT
-                     ", not at the baseline", last->device, last->host);
-  for (int pool = 0; pool < SIM_POOL_COUNT; pool++)
-    if (run->peak[pool].bytes != top[pool])
-      return violation(error, "the reported %s peak %" G_GINT64_FORMAT " B is not the curve's maximum %"
-                       G_GINT64_FORMAT " B", sim_pool_name(pool), run->peak[pool].bytes, top[pool]);
+  for (guint pool = 0; pool < 2 * p->n_gpus; pool++) {
+    if (last[pool] != (gint64)p->baseline[pool])
+      return violation(error, "%s memory of GPU %u ends at %" G_GINT64_FORMAT " B, not at the baseline",
+                       sim_pool_name(pool % SIM_POOL_COUNT), pool / SIM_POOL_COUNT, last[pool]);
+    const SimPeak *peak = run->pools ? &g_array_index(run->pools, SimPeak, pool) : &run->peak[pool];
+    if (peak->bytes != top[pool])
+      return violation(error, "the reported %s peak of GPU %u, %" G_GINT64_FORMAT " B, is not the curve's maximum %"
+                       G_GINT64_FORMAT " B", sim_pool_name(pool % SIM_POOL_COUNT), pool / SIM_POOL_COUNT,
+                       peak->bytes, top[pool]);
+  }
   return TRUE;
+}
+
+/* The most nominal compute seconds one GPU holds: no step can be shorter. */
+static double
+busiest_gpu_work(const SimRun *run, const SimProgram *p)
+{
+  if (p->n_gpus == 1)
+    return run->compute_work + run->recompute_work;
+  g_autofree double *work = g_new0(double, p->n_gpus);
+  double most = 0;
+  for (guint32 i = 0; i < sim_program_n_ops(p); i++) {
+    const SimOp *op = sim_program_op(p, i);
+    if (op->kind == SIM_OP_COMPUTE) {
+      work[op->gpu] += op->work;
+      most = MAX(most, work[op->gpu]);
+    }
+  }
+  return most;
 }
 
 gboolean
 sim_invariants_check_engine(const SimRun *run, const SimProgram *p, GError **error)
 {
-  if (run->step + WORK_SLACK * MAX(1.0, run->step) < run->compute_work + run->recompute_work)
-    return violation(error, "step %.17g s is shorter than the compute it holds (%.17g s)", run->step,
-                     run->compute_work + run->recompute_work);
+  double work = busiest_gpu_work(run, p);
+  if (run->step + WORK_SLACK * MAX(1.0, run->step) < work)
+    return violation(error, "step %.17g s is shorter than the compute a GPU holds (%.17g s)", run->step, work);
   if (run->op_start && !check_ops(run, p, error))
     return FALSE;
   if (run->curve && !check_memory(run, p, error))

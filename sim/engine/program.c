@@ -42,6 +42,7 @@ sim_program_new(void)
   p->label_ids = g_hash_table_new(g_str_hash, g_str_equal);
   p->label_cache = g_hash_table_new(g_direct_hash, g_direct_equal);
   p->events = g_array_new(FALSE, FALSE, sizeof(SimEvent));
+  p->n_gpus = 1;
   p->baseline_tag = sim_program_intern(p, "static");
   p->input_tag = sim_program_intern(p, "checkpointed input");
   p->record_label = sim_program_intern(p, "record");
@@ -78,7 +79,8 @@ sim_program_reset(SimProgram *p)
   g_ptr_array_set_size(p->streams, 0);
   g_array_set_size(p->events, 0);
   p->second_record = SIM_NO_OP;
-  memset(p->baseline, 0, sizeof p->baseline);
+  memset(p->baseline, 0, sizeof p->baseline[0] * 2 * MAX(p->n_gpus, 1u));
+  p->n_gpus = 1;
   memset(p->compute_work, 0, sizeof p->compute_work);
   memset(p->copy_bytes, 0, sizeof p->copy_bytes);
   memset(p->copies, 0, sizeof p->copies);
@@ -122,12 +124,21 @@ sim_program_grow_slots(SimProgram *p, guint slot)
 }
 
 guint32
-sim_program_add_stream(SimProgram *p, const char *name)
+sim_program_add_stream_on(SimProgram *p, const char *name, guint gpu)
 {
+  g_assert(gpu < SIM_NODE_MAX_GPUS);
   SimStream *stream = g_new0(SimStream, 1);
   stream->name = g_strdup(name);
+  stream->gpu = gpu;
+  p->n_gpus = MAX(p->n_gpus, gpu + 1);
   g_ptr_array_add(p->streams, stream);
   return p->streams->len - 1;
+}
+
+guint32
+sim_program_add_stream(SimProgram *p, const char *name)
+{
+  return sim_program_add_stream_on(p, name, 0);
 }
 
 guint32
@@ -139,8 +150,9 @@ sim_program_add_event(SimProgram *p, guint32 label, gint32 layer)
 }
 
 void
-sim_program_set_baseline(SimProgram *p, SimPool pool, guint64 bytes, const char *tag)
+sim_program_set_baseline(SimProgram *p, guint pool, guint64 bytes, const char *tag)
 {
+  g_assert(pool < SIM_PROGRAM_MAX_POOLS);
   p->baseline[pool] = bytes;
   p->baseline_tag = sim_program_intern(p, tag);
 }
@@ -213,6 +225,16 @@ sim_program_host_alloc(SimProgram *p, guint32 stream, double seconds, gint32 lay
   return index;
 }
 
+guint32
+sim_program_send(SimProgram *p, guint32 stream, double seconds, gint32 layer, guint32 label)
+{
+  g_return_val_if_fail(stream < p->streams->len, SIM_NO_OP);
+  g_return_val_if_fail(seconds >= 0, SIM_NO_OP);
+  guint32 index = sim_program_add_op(p, SIM_OP_SEND, SIM_PHASE_SEND, stream, layer, label);
+  p->ops[index].work = seconds;
+  return index;
+}
+
 void
 sim_program_grow_mem(SimProgram *p)
 {
@@ -239,6 +261,7 @@ sim_phase_name(SimPhase phase)
     [SIM_PHASE_FORWARD] = "forward", [SIM_PHASE_BACKWARD] = "backward",
     [SIM_PHASE_RECOMPUTE] = "recompute", [SIM_PHASE_OFFLOAD] = "offload",
     [SIM_PHASE_RELOAD] = "reload", [SIM_PHASE_ALLOC] = "host-alloc", [SIM_PHASE_SYNC] = "sync",
+    [SIM_PHASE_SEND] = "send",
   };
   return phase < SIM_PHASE_COUNT ? names[phase] : "?";
 }

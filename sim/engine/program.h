@@ -15,6 +15,16 @@
  *   wait        blocks its stream until the event is recorded (instant after).
  *   host_alloc  `work` seconds of host-side pinned allocation; uses no device
  *               resource, but holds its stream.
+ *   send        `work` seconds of a stage-to-stage transfer (p2p_latency +
+ *               bytes / p2p_bandwidth): like host_alloc it holds its stream
+ *               and uses no resource the engine shares.
+ *
+ * GPUs: every stream belongs to one GPU (sim_program_add_stream_on; plain
+ * sim_program_add_stream is GPU 0), and so do its ops and their memory
+ * actions.  Each GPU has its own compute resource, copy engines and memory
+ * pools; the pools of GPU g are SIM_POOL_INDEX(g, SIM_POOL_DEVICE) and
+ * SIM_POOL_INDEX(g, SIM_POOL_HOST), so a one-GPU program's pools are the
+ * SimPool values themselves.  Events cross GPUs freely.
  *
  * Memory actions belong to an op and apply when it starts or when it ends; a
  * free on a record op is a free "when a later event fires".  Each action
@@ -60,6 +70,7 @@ typedef enum {
   SIM_OP_RECORD,
   SIM_OP_WAIT,
   SIM_OP_HOST_ALLOC,
+  SIM_OP_SEND,
 } SimOpKind;
 
 /* What an op is for, in reports and plots. */
@@ -71,6 +82,7 @@ typedef enum {
   SIM_PHASE_RELOAD,  /* host to device */
   SIM_PHASE_ALLOC,   /* pinned host allocation */
   SIM_PHASE_SYNC,    /* record and wait */
+  SIM_PHASE_SEND,    /* stage to stage */
   SIM_PHASE_COUNT,
 } SimPhase;
 
@@ -81,6 +93,14 @@ typedef enum {
   SIM_POOL_HOST = 1,
   SIM_POOL_COUNT, /* the number of pools: size of per-pool arrays */
 } SimPool;
+
+/* The pool of kind `pool` (SimPool) on GPU `gpu`: the index of a
+ * program's baselines and of a run's per-GPU peaks. */
+#define SIM_POOL_INDEX(gpu, pool) (2u * (guint)(gpu) + (guint)(pool))
+
+/* The most GPUs a program's streams run on (SIM_NODE_MAX_GPUS, machine.h),
+ * and so the most pools. */
+#define SIM_PROGRAM_MAX_POOLS (2 * SIM_NODE_MAX_GPUS)
 
 /* Which sum of compute seconds a compute op adds to: the index of
  * SimProgram.compute_work.  Recompute is kept apart so that a report can
@@ -129,6 +149,7 @@ typedef struct {
   guint32 label;   /* interned name */
   guint32 mem_first, mem_count; /* its memory actions: the starts first, then the ends */
   guint32 mem_starts;           /* how many of them apply at the start */
+  guint16 gpu;                  /* its stream's GPU (in what was padding) */
 } SimOp;
 G_STATIC_ASSERT(sizeof(SimOp) == 40);
 
@@ -139,7 +160,8 @@ typedef struct {
   gint64 delta;      /* bytes: > 0 allocates, < 0 frees */
   guint32 tag : 31;  /* interned name */
   guint32 pool : 1;  /* SimPool */
-  gint32 layer;
+  gint32 layer : 24; /* layers stay below 2^20 (SIM_WORKLOAD_MAX_LAYERS) */
+  guint32 gpu : 8;   /* its op's GPU: the pool is SIM_POOL_INDEX(gpu, pool) */
 } SimMemAction;
 G_STATIC_ASSERT(sizeof(SimMemAction) == 16);
 G_STATIC_ASSERT(SIM_POOL_COUNT <= 2); /* `pool` is one bit */
@@ -149,6 +171,7 @@ typedef struct {
   char *name;
   guint32 *ops; /* op indices, in stream order */
   guint n_ops;
+  guint gpu;    /* the GPU it runs on */
   /* private */
   guint cap;    /* of ops */
 } SimStream;
@@ -171,7 +194,10 @@ struct SimProgram {
   GPtrArray *streams;  /* SimStream* */
   GPtrArray *labels;   /* char*, index = interned id */
   GArray *events;      /* SimEvent, index = event id */
-  guint64 baseline[SIM_POOL_COUNT]; /* memory in use before the first op (static) */
+  guint n_gpus;        /* one past the highest GPU of a stream (1 for a program without streams) */
+  /* Memory in use before the first op (static), per SIM_POOL_INDEX; only
+   * the first 2 × n_gpus entries are in use. */
+  guint64 baseline[SIM_PROGRAM_MAX_POOLS];
   guint32 baseline_tag;
   /* Tags reserved for what is not a saved tensor, so that reports tell them
    * apart even from a tensor a user named "input". */
@@ -212,10 +238,13 @@ void sim_program_reset(SimProgram *program);
  * (an address reused for another string just misses). */
 guint32 sim_program_intern(SimProgram *program, const char *label);
 
-/* Each returns the new index; a stream's name is copied. */
+/* Each returns the new index; a stream's name is copied.  A stream is on
+ * GPU 0, or on `gpu` (< SIM_NODE_MAX_GPUS). */
 guint32 sim_program_add_stream(SimProgram *program, const char *name);
+guint32 sim_program_add_stream_on(SimProgram *program, const char *name, guint gpu);
 guint32 sim_program_add_event(SimProgram *program, guint32 label, gint32 layer);
-void sim_program_set_baseline(SimProgram *program, SimPool pool, guint64 bytes, const char *tag);
+/* The baseline of pool `pool`, a SIM_POOL_INDEX (a SimPool on GPU 0). */
+void sim_program_set_baseline(SimProgram *program, guint pool, guint64 bytes, const char *tag);
 
 /* Each appends one op to `stream` and returns its index, or SIM_NO_OP
  * (adding nothing) when its arguments are wrong: a stream or event that
@@ -229,6 +258,7 @@ guint32 sim_program_record(SimProgram *program, guint32 stream, guint32 event);
 guint32 sim_program_wait(SimProgram *program, guint32 stream, guint32 event);
 guint32 sim_program_host_alloc(SimProgram *program, guint32 stream, double seconds, gint32 layer,
                                guint32 label);
+guint32 sim_program_send(SimProgram *program, guint32 stream, double seconds, gint32 layer, guint32 label);
 
 /* Adds a memory action to `op`, which must be the newest op (not
  * SIM_NO_OP: an op that was never added gets no actions). */

@@ -79,6 +79,7 @@ sim_program_add_op(SimProgram *p, SimOpKind kind, SimPhase phase, guint32 stream
   op->mem_first = p->n_mem;
   op->mem_count = 0;
   op->mem_starts = 0;
+  op->gpu = (guint16)s->gpu;
   s->ops[s->n_ops++] = index;
   return index;
 }
@@ -139,6 +140,7 @@ sim_program_mem_inline(SimProgram *p, guint32 op, SimWhen when, SimPool pool, gi
   a->tag = tag;
   a->pool = pool;
   a->layer = layer;
+  a->gpu = o->gpu;
 }
 
 /* Test-only: the number of memory actions (tests compare two lowerings). */

@@ -1,4 +1,4 @@
-#include "lower.h"
+#include "lower_private.h"
 #include "program_private.h" /* the inline builders: a program per candidate */
 
 
@@ -10,30 +10,7 @@
  * reloaded and waited for like one more layer. */
 
 
-typedef struct {
-  SimProgram *p;
-  const SimWorkload *w;
-  const SimPolicy *policy;
-  const SimLink *link;
-  guint n;         /* layers */
-  guint n_groups;  /* n + 2: the stage slots exist even when the stages do not */
-  SimAction *actions; /* per group, after dropping offloads with nothing to move */
-  guint32 *ev_d2h; /* per group: it is on the host (async), or SIM_NO_EVENT */
-  guint32 *ev_h2d; /* per group: it is back on the device (async), or SIM_NO_EVENT */
-  guint32 label_fwd, label_bwd, label_recompute, label_input, label_workspace, label_pin;
-  guint32 label_reloaded, label_fwd_done, label_offloaded, label_due, label_started, label_boundary;
-  guint32 *labels; /* every group tensor's interned name: labels[first[g] + k] */
-  guint8 *fates;   /* every group tensor's Fate under its group's action, same indexing */
-  guint *first;
-  guint64 grads;   /* gradients allocated so far, freed when the step ends */
-  /* The schedule, derived once from the policy (a window sets both). */
-  guint prefetch;  /* 0: each group reloads when its backward is due */
-  guint inflight;  /* groups, or tensors with SIM_INFLIGHT_TENSORS */
-  guint32 h2d_stream; /* SIM_LOWER_STREAM_H2D, or the d2h stream when streams = shared */
-  GArray *saved;   /* guint32 per copied tensor, in save order: its D2H is done (start = tensor) */
-  gboolean *committed; /* per group: its offloaded sources are freed (free = next-commit) */
-  guint32 label_saved, label_commit;
-} Lower;
+
 
 static inline guint
 group_embed(const Lower *l)
@@ -52,15 +29,17 @@ static inline const SimLayer *
 group_layer(const Lower *l, guint g)
 {
   if (g < l->n)
-    return sim_workload_layer(l->w, g);
-  return g == group_embed(l) ? l->w->embed : l->w->head;
+    return sim_workload_layer(l->w, l->base + g);
+  if (g == group_embed(l))
+    return l->has_embed ? l->w->embed : NULL;
+  return l->has_head ? l->w->head : NULL;
 }
 
-/* The layer index its ops carry: SIM_NO_LAYER for the stages. */
+/* The layer index its ops carry (the workload's): SIM_NO_LAYER for the stages. */
 static inline gint32
 group_index(const Lower *l, guint g)
 {
-  return g < l->n ? (gint32)g : SIM_NO_LAYER;
+  return g < l->n ? (gint32)(l->base + g) : SIM_NO_LAYER;
 }
 
 static inline gint64
@@ -86,18 +65,22 @@ policy_selects(const SimPolicy *p, guint layer)
   return p->selected == NULL || (layer < p->selected->len && g_array_index(p->selected, gboolean, layer));
 }
 
-/* The action of each layer, for a model of n_layers, into actions[0..n).
- * Every policy kind reduces to this, so nothing below is kind-specific. */
+/* The action of each of the n layers from `base` on into actions[0..n):
+ * `layers`, `every` and a plan's actions index the whole model; keep_last
+ * counts from the top of the slice (each chunk of a pipeline runs its
+ * backward right after its forward's last layer).  Every policy kind
+ * reduces to this, so nothing below is kind-specific. */
 static void
-policy_actions(const SimPolicy *p, guint n_layers, SimAction *actions)
+policy_actions(const SimPolicy *p, guint base, guint n, SimAction *actions)
 {
-  for (guint i = 0; i < n_layers; i++) {
+  for (guint k = 0; k < n; k++) {
+    guint i = base + k;
     SimAction a = SIM_ACTION_KEEP;
     switch (p->kind) {
     case SIM_POLICY_RESIDENT:
       break;
     case SIM_POLICY_OFFLOAD:
-      if (policy_selects(p, i) && i + p->keep_last < n_layers)
+      if (policy_selects(p, i) && k + p->keep_last < n)
         a = p->checkpoint ? SIM_ACTION_RECOMPUTE_OFFLOAD : SIM_ACTION_OFFLOAD;
       break;
     case SIM_POLICY_CHECKPOINT:
@@ -107,11 +90,11 @@ policy_actions(const SimPolicy *p, guint n_layers, SimAction *actions)
                             : SIM_ACTION_RECOMPUTE;
       break;
     case SIM_POLICY_PLAN:
-      g_assert(p->actions != NULL && p->actions->len == n_layers);
+      g_assert(p->actions != NULL && i < p->actions->len);
       a = g_array_index(p->actions, SimAction, i);
       break;
     }
-    actions[i] = a;
+    actions[k] = a;
   }
 }
 
@@ -356,13 +339,13 @@ emit_pinning(const Lower *l, guint g)
     return;
   const SimLayer *layer = group_layer(l, g);
   if (action_at(l, g) == SIM_ACTION_RECOMPUTE_OFFLOAD)
-    sim_program_host_alloc(l->p, SIM_LOWER_STREAM_COMPUTE, l->link->host_alloc, group_index(l, g), l->label_pin);
+    sim_program_host_alloc(l->p, l->s_compute, l->link->host_alloc, group_index(l, g), l->label_pin);
   for (guint k = 0; k < layer->tensors->len; k++) {
     const SimTensor *t = &g_array_index(layer->tensors, SimTensor, k);
     if (!travels(tensor_fate(l, g, k)))
       continue;
     for (guint c = 0; c < copies_of(l, t); c++)
-      sim_program_host_alloc(l->p, SIM_LOWER_STREAM_COMPUTE, l->link->host_alloc, group_index(l, g), l->label_pin);
+      sim_program_host_alloc(l->p, l->s_compute, l->link->host_alloc, group_index(l, g), l->label_pin);
   }
 }
 
@@ -372,7 +355,7 @@ static void
 emit_reload(Lower *l, guint j, guint32 trigger)
 {
   sim_program_wait(l->p, l->h2d_stream, trigger);
-  if (l->h2d_stream != SIM_LOWER_STREAM_D2H) /* one stream: its order already waits */
+  if (l->h2d_stream != l->s_d2h) /* one stream: its order already waits */
     sim_program_wait(l->p, l->h2d_stream, l->ev_d2h[j]);
   emit_copies(l, j, SIM_DIR_H2D, l->h2d_stream);
   l->ev_h2d[j] = sim_program_add_event(l->p, l->label_reloaded, group_index(l, j));
@@ -409,15 +392,15 @@ emit_offload(Lower *l, guint g)
   SimProgram *p = l->p;
   emit_pinning(l, g);
   if (!l->policy->async) {
-    emit_copies(l, g, SIM_DIR_D2H, SIM_LOWER_STREAM_COMPUTE);
+    emit_copies(l, g, SIM_DIR_D2H, l->s_compute);
     return;
   }
   guint32 done = sim_program_add_event(p, l->label_fwd_done, group_index(l, g));
-  sim_program_record(p, SIM_LOWER_STREAM_COMPUTE, done);
-  sim_program_wait(p, SIM_LOWER_STREAM_D2H, done);
-  emit_copies(l, g, SIM_DIR_D2H, SIM_LOWER_STREAM_D2H);
+  sim_program_record(p, l->s_compute, done);
+  sim_program_wait(p, l->s_d2h, done);
+  emit_copies(l, g, SIM_DIR_D2H, l->s_d2h);
   l->ev_d2h[g] = sim_program_add_event(p, l->label_offloaded, group_index(l, g));
-  sim_program_record(p, SIM_LOWER_STREAM_D2H, l->ev_d2h[g]);
+  sim_program_record(p, l->s_d2h, l->ev_d2h[g]);
 }
 
 /* Async: the forward of a group waits until the group `inflight` positions
@@ -429,7 +412,7 @@ emit_inflight_wait(Lower *l, guint g)
     return;
   guint before = group_at(l, group_position(l, g) - (gint64)l->inflight);
   if (before != G_MAXUINT && l->ev_d2h[before] != SIM_NO_EVENT)
-    sim_program_wait(l->p, SIM_LOWER_STREAM_COMPUTE, l->ev_d2h[before]);
+    sim_program_wait(l->p, l->s_compute, l->ev_d2h[before]);
 }
 
 /* Before the group's backward: its own reload when it has no prefetch (it
@@ -444,20 +427,20 @@ emit_reload_for_backward(Lower *l, guint g)
   gint32 index = group_index(l, g);
   if (prefetch == 0 && is_async_offload(l, g)) {
     guint32 due = sim_program_add_event(p, l->label_due, index);
-    sim_program_record(p, SIM_LOWER_STREAM_COMPUTE, due);
+    sim_program_record(p, l->s_compute, due);
     emit_reload(l, g, due);
   }
   if (is_async_offload(l, g))
-    sim_program_wait(p, SIM_LOWER_STREAM_COMPUTE, l->ev_h2d[g]);
+    sim_program_wait(p, l->s_compute, l->ev_h2d[g]);
   /* The head's target is reloaded at the boundary (emit_boundary_reloads). */
   guint below = g == group_head(l) || prefetch == 0 ? G_MAXUINT : group_at(l, group_position(l, g) - (gint64)prefetch);
   if (below != G_MAXUINT && is_async_offload(l, below)) {
     guint32 started = sim_program_add_event(p, l->label_started, index);
-    sim_program_record(p, SIM_LOWER_STREAM_COMPUTE, started);
+    sim_program_record(p, l->s_compute, started);
     emit_reload(l, below, started);
   }
   if (offloads(action_at(l, g)) && !l->policy->async)
-    emit_copies(l, g, SIM_DIR_H2D, SIM_LOWER_STREAM_COMPUTE);
+    emit_copies(l, g, SIM_DIR_H2D, l->s_compute);
 }
 
 /* The backward's memory: each tensor (and each reloaded copy) freed at its end. */
@@ -485,7 +468,7 @@ alloc_grads(Lower *l, guint g, guint32 op)
 {
   const SimLayer *layer = group_layer(l, g);
   gint32 index = group_index(l, g);
-  if (layer->grad_bytes) {
+  if (layer->grad_bytes && l->grads_here) {
     sim_program_mem_inline(l->p, op, SIM_AT_END, SIM_POOL_DEVICE, (gint64)layer->grad_bytes, l->p->grads_tag, index);
     l->grads += layer->grad_bytes;
   }
@@ -502,8 +485,8 @@ emit_commit(Lower *l, guint g)
   l->committed[g] = TRUE;
   const SimLayer *layer = group_layer(l, g);
   gint32 index = group_index(l, g);
-  sim_program_wait(l->p, SIM_LOWER_STREAM_COMPUTE, l->ev_d2h[g]);
-  guint32 op = sim_program_compute_inline(l->p, SIM_LOWER_STREAM_COMPUTE, 0, SIM_PHASE_FORWARD, index, l->label_commit);
+  sim_program_wait(l->p, l->s_compute, l->ev_d2h[g]);
+  guint32 op = sim_program_compute_inline(l->p, l->s_compute, 0, SIM_PHASE_FORWARD, index, l->label_commit);
   if (action_at(l, g) == SIM_ACTION_RECOMPUTE_OFFLOAD)
     sim_program_mem_inline(l->p, op, SIM_AT_END, SIM_POOL_DEVICE, -(gint64)layer->input_bytes, l->label_input, index);
   for (guint k = 0; k < layer->tensors->len; k++)
@@ -528,7 +511,7 @@ emit_head_wait(Lower *l)
     return;
   for (guint i = l->n; i-- > 0;)
     if (l->ev_d2h[i] != SIM_NO_EVENT) {
-      sim_program_wait(l->p, SIM_LOWER_STREAM_COMPUTE, l->ev_d2h[i]);
+      sim_program_wait(l->p, l->s_compute, l->ev_d2h[i]);
       return;
     }
 }
@@ -567,36 +550,36 @@ emit_forward_by_tensor(Lower *l, guint i)
       if (exists_in_forward((SimFate)fates[j]))
         bytes += g_array_index(layer->tensors, SimTensor, j).bytes;
     double share = total ? (double)bytes / (double)total : 1.0 / pieces;
-    guint32 op = sim_program_compute_inline(p, SIM_LOWER_STREAM_COMPUTE, layer->forward * share, SIM_PHASE_FORWARD,
-                                            (gint32)i, l->label_fwd);
+    guint32 op = sim_program_compute_inline(p, l->s_compute, layer->forward * share, SIM_PHASE_FORWARD,
+                                            group_index(l, i), l->label_fwd);
     if (first)
       sim_program_mem_inline(p, op, SIM_AT_START, SIM_POOL_DEVICE, (gint64)layer->workspace_bytes, l->label_workspace,
-                             (gint32)i);
+                             group_index(l, i));
     first = FALSE;
     /* start = tensor runs only for plain offloads: no tensor is dropped. */
     for (guint j = start; j <= k && j < layer->tensors->len; j++)
       if (exists_in_forward((SimFate)fates[j]))
         sim_program_mem_inline(p, op, SIM_AT_START, SIM_POOL_DEVICE,
-                               (gint64)g_array_index(layer->tensors, SimTensor, j).bytes, labels[j], (gint32)i);
+                               (gint64)g_array_index(layer->tensors, SimTensor, j).bytes, labels[j], group_index(l, i));
     if (last) {
       sim_program_mem_inline(p, op, SIM_AT_END, SIM_POOL_DEVICE, -(gint64)layer->workspace_bytes, l->label_workspace,
-                             (gint32)i);
+                             group_index(l, i));
       break;
     }
     const SimTensor *t = &g_array_index(layer->tensors, SimTensor, k);
     if (!l->policy->async) {
-      emit_tensor_copies(p, copy_mode(l), (gint32)i, SIM_DIR_D2H, SIM_LOWER_STREAM_COMPUTE, t->bytes,
+      emit_tensor_copies(p, copy_mode(l), group_index(l, i), SIM_DIR_D2H, l->s_compute, t->bytes,
                          copies_of(l, t), labels[k], fates[k] == SIM_FATE_OFFLOAD);
     } else {
       if (l->policy->inflight_unit == SIM_INFLIGHT_TENSORS && l->saved->len >= l->inflight)
-        sim_program_wait(p, SIM_LOWER_STREAM_COMPUTE, g_array_index(l->saved, guint32, l->saved->len - l->inflight));
-      guint32 saved = sim_program_add_event(p, l->label_saved, (gint32)i);
-      sim_program_record(p, SIM_LOWER_STREAM_COMPUTE, saved);
-      sim_program_wait(p, SIM_LOWER_STREAM_D2H, saved);
-      emit_tensor_copies(p, copy_mode(l), (gint32)i, SIM_DIR_D2H, SIM_LOWER_STREAM_D2H, t->bytes, copies_of(l, t),
+        sim_program_wait(p, l->s_compute, g_array_index(l->saved, guint32, l->saved->len - l->inflight));
+      guint32 saved = sim_program_add_event(p, l->label_saved, group_index(l, i));
+      sim_program_record(p, l->s_compute, saved);
+      sim_program_wait(p, l->s_d2h, saved);
+      emit_tensor_copies(p, copy_mode(l), group_index(l, i), SIM_DIR_D2H, l->s_d2h, t->bytes, copies_of(l, t),
                          labels[k], fates[k] == SIM_FATE_OFFLOAD);
-      guint32 done = sim_program_add_event(p, l->label_offloaded, (gint32)i);
-      sim_program_record(p, SIM_LOWER_STREAM_D2H, done);
+      guint32 done = sim_program_add_event(p, l->label_offloaded, group_index(l, i));
+      sim_program_record(p, l->s_d2h, done);
       g_array_append_val(l->saved, done);
       l->ev_d2h[i] = done;
     }
@@ -626,7 +609,7 @@ emit_stage(Lower *l, guint g, const char *name, SimPhase phase)
   } else {
     emit_reload_for_backward(l, g);
   }
-  guint32 op = sim_program_compute_inline(l->p, SIM_LOWER_STREAM_COMPUTE, forward ? stage->forward : stage->backward,
+  guint32 op = sim_program_compute_inline(l->p, l->s_compute, forward ? stage->forward : stage->backward,
                                           phase, SIM_NO_LAYER, label);
   workspace(l, op, forward ? stage->workspace_bytes : stage->backward_workspace_bytes, SIM_NO_LAYER);
   if (forward) {
@@ -654,12 +637,12 @@ emit_forward(Lower *l, guint i)
     emit_commit_before(l, i);
     return;
   }
-  guint32 op = sim_program_compute_inline(p, SIM_LOWER_STREAM_COMPUTE, layer->forward, SIM_PHASE_FORWARD, (gint32)i,
+  guint32 op = sim_program_compute_inline(p, l->s_compute, layer->forward, SIM_PHASE_FORWARD, group_index(l, i),
                                           l->label_fwd);
   if (recomputes(action_at(l, i)))
-    sim_program_mem_inline(p, op, SIM_AT_START, SIM_POOL_DEVICE, (gint64)layer->input_bytes, l->label_input, (gint32)i);
+    sim_program_mem_inline(p, op, SIM_AT_START, SIM_POOL_DEVICE, (gint64)layer->input_bytes, l->label_input, group_index(l, i));
   alloc_saved(l, i, op);
-  workspace(l, op, layer->workspace_bytes, (gint32)i);
+  workspace(l, op, layer->workspace_bytes, group_index(l, i));
   emit_offload(l, i);
   emit_commit_before(l, i);
 }
@@ -677,41 +660,33 @@ emit_backward(Lower *l, guint i)
   gboolean full = recomputes(a);
   double redo = full ? layer->forward : sim_layer_selective_recompute(layer);
   if (full || a == SIM_ACTION_SELECTIVE || a == SIM_ACTION_SELECTIVE_OFFLOAD) {
-    guint32 op = sim_program_compute_inline(p, SIM_LOWER_STREAM_COMPUTE, redo, SIM_PHASE_RECOMPUTE, (gint32)i,
+    guint32 op = sim_program_compute_inline(p, l->s_compute, redo, SIM_PHASE_RECOMPUTE, group_index(l, i),
                                             l->label_recompute);
     for (guint k = 0; k < layer->tensors->len; k++) {
       const SimTensor *t = &g_array_index(layer->tensors, SimTensor, k);
       SimFate fate = tensor_fate(l, i, k);
       if (fate == SIM_FATE_FULL || fate == SIM_FATE_DROP)
         sim_program_mem_inline(p, op, SIM_AT_START, SIM_POOL_DEVICE, (gint64)t->bytes, tensor_label(l, i, k),
-                               (gint32)i);
+                               group_index(l, i));
     }
-    workspace(l, op, layer->workspace_bytes, (gint32)i);
+    workspace(l, op, layer->workspace_bytes, group_index(l, i));
   }
 
-  guint32 op = sim_program_compute_inline(p, SIM_LOWER_STREAM_COMPUTE, layer->backward, SIM_PHASE_BACKWARD, (gint32)i,
+  guint32 op = sim_program_compute_inline(p, l->s_compute, layer->backward, SIM_PHASE_BACKWARD, group_index(l, i),
                                           l->label_bwd);
-  workspace(l, op, layer->backward_workspace_bytes, (gint32)i);
+  workspace(l, op, layer->backward_workspace_bytes, group_index(l, i));
   free_saved(l, i, op);
   if (full)
-    sim_program_mem_inline(p, op, SIM_AT_END, SIM_POOL_DEVICE, -(gint64)layer->input_bytes, l->label_input, (gint32)i);
+    sim_program_mem_inline(p, op, SIM_AT_END, SIM_POOL_DEVICE, -(gint64)layer->input_bytes, l->label_input, group_index(l, i));
   alloc_grads(l, i, op);
   return op;
 }
 
-/* The program's streams, baseline and every label the lowering uses,
- * interned once per lowering: each layer tensor's name by pointer against
- * the previous lowering's (tensor names are interned strings). */
-static void
-begin_program(Lower *l)
+/* Every label the lowering uses, interned once per program. */
+void
+lower_labels(Lower *l)
 {
   SimProgram *p = l->p;
-  guint n = l->n;
-  sim_program_reset(p);
-  sim_program_add_stream(p, "compute");
-  sim_program_add_stream(p, "d2h");
-  sim_program_add_stream(p, "h2d");
-  sim_program_set_baseline(p, SIM_POOL_DEVICE, l->w->static_bytes, "static");
   l->label_fwd = sim_program_intern(p, "forward");
   l->label_bwd = sim_program_intern(p, "backward");
   l->label_recompute = sim_program_intern(p, "recompute");
@@ -726,6 +701,15 @@ begin_program(Lower *l)
   l->label_boundary = sim_program_intern(p, "forward pass done");
   l->label_saved = sim_program_intern(p, "saved");
   l->label_commit = sim_program_intern(p, "commit");
+}
+
+/* Where each group's tensors sit in labels[] and fates[], and each layer
+ * tensor's name interned by pointer against the previous lowering's
+ * (tensor names are interned strings). */
+static void
+slice_tensors(Lower *l)
+{
+  SimProgram *p = l->p;
   l->first = g_new(guint, l->n_groups + 1);
   l->first[0] = 0;
   for (guint g = 0; g < l->n_groups; g++) {
@@ -733,7 +717,7 @@ begin_program(Lower *l)
     l->first[g + 1] = l->first[g] + (layer ? layer->tensors->len : 0);
   }
   l->labels = g_new(guint32, MAX(l->first[l->n_groups], 1u));
-  for (guint i = 0; i < n; i++) {
+  for (guint i = 0; i < l->n; i++) {
     const SimLayer *layer = group_layer(l, i);
     for (guint k = 0; k < layer->tensors->len; k++)
       l->labels[l->first[i] + k] =
@@ -752,7 +736,7 @@ derive_schedule(Lower *l)
   const SimPolicy *p = l->policy;
   l->prefetch = p->on_demand ? 0 : p->prefetch;
   l->inflight = MAX(p->inflight, 1u);
-  l->h2d_stream = p->shared_stream ? SIM_LOWER_STREAM_D2H : SIM_LOWER_STREAM_H2D;
+  l->h2d_stream = p->shared_stream ? l->s_d2h : l->s_h2d;
   if (p->inflight_unit != SIM_INFLIGHT_WINDOW)
     return;
   guint n_off = 0;
@@ -768,8 +752,13 @@ static void
 decide(Lower *l)
 {
   l->actions = g_new(SimAction, l->n_groups);
-  policy_actions(l->policy, l->n, l->actions);
-  l->actions[group_embed(l)] = l->actions[group_head(l)] = stage_action(l->policy);
+  if (l->keeps_all) {
+    for (guint g = 0; g < l->n_groups; g++)
+      l->actions[g] = SIM_ACTION_KEEP;
+  } else {
+    policy_actions(l->policy, l->base, l->n, l->actions);
+    l->actions[group_embed(l)] = l->actions[group_head(l)] = stage_action(l->policy);
+  }
   l->fates = g_new(guint8, MAX(l->first[l->n_groups], 1u));
   for (guint g = 0; g < l->n_groups; g++) {
     const SimLayer *layer = group_layer(l, g);
@@ -798,49 +787,83 @@ emit_boundary_reloads(Lower *l)
       continue;
     if (boundary == SIM_NO_EVENT) {
       boundary = sim_program_add_event(l->p, l->label_boundary, SIM_NO_LAYER);
-      sim_program_record(l->p, SIM_LOWER_STREAM_COMPUTE, boundary);
+      sim_program_record(l->p, l->s_compute, boundary);
     }
     emit_reload(l, g, boundary);
   }
 }
 
 void
+lower_slice_begin(Lower *l)
+{
+  l->n_groups = l->n + 2;
+  l->saved = g_array_new(FALSE, FALSE, sizeof(guint32));
+  l->grads = 0;
+  slice_tensors(l);
+  decide(l);
+}
+
+void
+lower_slice_forward(Lower *l)
+{
+  emit_stage(l, group_embed(l), "embed", SIM_PHASE_FORWARD);
+  for (guint i = 0; i < l->n; i++)
+    emit_forward(l, i);
+  emit_stage(l, group_head(l), "head", SIM_PHASE_FORWARD);
+  /* free = next-commit: what no later group committed is freed when the forward pass ends. */
+  for (guint g = 0; g < l->n_groups; g++)
+    emit_commit(l, g);
+}
+
+guint32
+lower_slice_backward(Lower *l)
+{
+  emit_boundary_reloads(l);
+  guint32 last = emit_stage(l, group_head(l), "head", SIM_PHASE_BACKWARD);
+  for (guint i = l->n; i-- > 0;) {
+    guint32 op = emit_backward(l, i);
+    last = op != SIM_NO_OP ? op : last;
+  }
+  guint32 embed = emit_stage(l, group_embed(l), "embed", SIM_PHASE_BACKWARD);
+  return embed != SIM_NO_OP ? embed : last;
+}
+
+void
+lower_slice_end(Lower *l)
+{
+  g_free(l->actions);
+  g_free(l->committed);
+  g_array_unref(l->saved);
+  g_free(l->ev_d2h);
+  g_free(l->ev_h2d);
+  g_free(l->labels);
+  g_free(l->fates);
+  g_free(l->first);
+}
+
+void
 sim_lower_into(SimProgram *p, const SimWorkload *w, const SimPolicy *policy, const SimLink *link)
 {
   guint n = sim_workload_n_layers(w);
-  Lower l = { .p = p, .w = w, .policy = policy, .link = link, .n = n, .n_groups = n + 2 };
-  l.saved = g_array_new(FALSE, FALSE, sizeof(guint32));
-
-  begin_program(&l);
-  decide(&l);
-  emit_stage(&l, group_embed(&l), "embed", SIM_PHASE_FORWARD);
-  for (guint i = 0; i < n; i++)
-    emit_forward(&l, i);
-  emit_stage(&l, group_head(&l), "head", SIM_PHASE_FORWARD);
-  /* free = next-commit: what no later group committed is freed when the forward pass ends. */
-  for (guint g = 0; g < l.n_groups; g++)
-    emit_commit(&l, g);
-  emit_boundary_reloads(&l);
-  guint32 last = emit_stage(&l, group_head(&l), "head", SIM_PHASE_BACKWARD);
-  for (guint i = n; i-- > 0;)
-    last = emit_backward(&l, i);
-  guint32 embed = emit_stage(&l, group_embed(&l), "embed", SIM_PHASE_BACKWARD);
-  last = embed != SIM_NO_OP ? embed : last;
+  Lower l = { .p = p, .w = w, .policy = policy, .link = link, .n = n, .has_embed = TRUE, .has_head = TRUE,
+              .s_compute = SIM_LOWER_STREAM_COMPUTE, .s_d2h = SIM_LOWER_STREAM_D2H, .s_h2d = SIM_LOWER_STREAM_H2D,
+              .grads_here = TRUE };
+  sim_program_reset(p);
+  sim_program_add_stream(p, "compute");
+  sim_program_add_stream(p, "d2h");
+  sim_program_add_stream(p, "h2d");
+  sim_program_set_baseline(p, SIM_POOL_DEVICE, w->static_bytes, "static");
+  lower_labels(&l);
+  lower_slice_begin(&l);
+  lower_slice_forward(&l);
+  guint32 last = lower_slice_backward(&l);
   /* The optimizer consumes the gradients and the caller drops its outputs
    * when the step ends: at the end of its last op. */
   if (l.grads && last != SIM_NO_OP)
     sim_program_mem_inline(p, last, SIM_AT_END, SIM_POOL_DEVICE, -(gint64)l.grads, p->grads_tag, SIM_NO_LAYER);
   if (w->held_bytes && w->head && last != SIM_NO_OP)
     sim_program_mem_inline(p, last, SIM_AT_END, SIM_POOL_DEVICE, -(gint64)w->held_bytes, p->outputs_tag, SIM_NO_LAYER);
-
-  g_free(l.actions);
-  g_free(l.committed);
-  g_array_unref(l.saved);
-  g_free(l.ev_d2h);
-  g_free(l.ev_h2d);
-  g_free(l.labels);
-  g_free(l.fates);
-  g_free(l.first);
+  lower_slice_end(&l);
 }
 
 SimProgram *

@@ -195,9 +195,12 @@ show_scenario(Show *s)
   given_line(s, g, "description");
 }
 
-/* [device] and [link]: given, default, or (bidir_bandwidth) the sum. */
+/* [device], [link], [parallel] and [node]: given, default, or
+ * (bidir_bandwidth) the sum.  split and gpu_sockets, not given, are left
+ * out: the loader's even cut and contiguous blocks are what their absence
+ * loads as. */
 static void
-show_machine(Show *s, const SimConfigGroup *g, SimSchemaGroup group)
+show_fields(Show *s, const SimConfigGroup *g, SimSchemaGroup group)
 {
   g_string_append_printf(s->out, "\n[%s]\n", g->name);
   for (guint id = 0; id < SIM_KEY_COUNT; id++) {
@@ -429,9 +432,13 @@ show_groups(Show *s)
   for (guint i = 0; i < s->config->groups->len; i++) {
     const SimConfigGroup *g = g_ptr_array_index(s->config->groups, i);
     if (strcmp(g->name, "device") == 0)
-      show_machine(s, g, SIM_GROUP_DEVICE);
+      show_fields(s, g, SIM_GROUP_DEVICE);
     else if (strcmp(g->name, "link") == 0)
-      show_machine(s, g, SIM_GROUP_LINK);
+      show_fields(s, g, SIM_GROUP_LINK);
+    else if (strcmp(g->name, "parallel") == 0)
+      show_fields(s, g, SIM_GROUP_PARALLEL);
+    else if (strcmp(g->name, "node") == 0)
+      show_fields(s, g, SIM_GROUP_NODE);
     else if (strcmp(g->name, "model") == 0)
       show_workload(s, g, SIM_GROUP_MODEL);
     else if (strcmp(g->name, "trace") == 0)

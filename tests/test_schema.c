@@ -123,6 +123,7 @@ group_of_heading(const char *line, SimSchemaGroup *group)
     { "### `[scenario]`", SIM_GROUP_SCENARIO }, { "### `[device]`", SIM_GROUP_DEVICE },
     { "### `[link]`", SIM_GROUP_LINK },         { "### `[model]`", SIM_GROUP_MODEL },
     { "### `[transformer]`", SIM_GROUP_TRANSFORMER }, { "### `[trace]`", SIM_GROUP_TRACE },
+    { "### `[parallel]`", SIM_GROUP_PARALLEL },       { "### `[node]`", SIM_GROUP_NODE },
     { "### `[policy.NAME]`", SIM_GROUP_POLICY },
   };
   for (guint i = 0; i < G_N_ELEMENTS(headings); i++) {

@@ -287,6 +287,30 @@ START_TEST(test_rate_rejects_zero)
 }
 END_TEST
 
+/* A shared limit's rate ([node]): 0, bare or with a unit, is "no limit";
+ * anything else reads as a rate does. */
+START_TEST(test_rate_or_zero)
+{
+  const char *zeros[] = { "0", " 0 ", "0GB/s", "0.0MB/s", "0 GiB/s" };
+  for (guint i = 0; i < G_N_ELEMENTS(zeros); i++) {
+    double rate = -1;
+    g_autoptr(GError) error = NULL;
+    ck_assert_msg(sim_units_parse_rate_or_zero(zeros[i], &rate, &error), "'%s': %s", zeros[i],
+                  error ? error->message : "?");
+    ck_assert_double_eq(rate, 0);
+  }
+  double rate = 0;
+  ck_assert(sim_units_parse_rate_or_zero("64GB/s", &rate, NULL));
+  ck_assert_double_eq(rate, 64e9);
+  const char *bad[] = { "-1GB/s", "64", "64GB", "1e9B/s", "infGB/s" };
+  for (guint i = 0; i < G_N_ELEMENTS(bad); i++) {
+    g_autoptr(GError) error = NULL;
+    ck_assert_msg(!sim_units_parse_rate_or_zero(bad[i], &rate, &error), "'%s' parsed", bad[i]);
+    ck_assert(g_error_matches(error, SIM_ERROR, SIM_ERROR_INPUT));
+  }
+}
+END_TEST
+
 START_TEST(test_rate_rejects_bad_units)
 {
   g_autofree char *size = rate_error("55GB");
@@ -454,6 +478,7 @@ units_suite(void)
   TCase *rate = tcase_create("rate");
   tcase_add_test(rate, test_rate_units);
   tcase_add_test(rate, test_rate_rejects_zero);
+  tcase_add_test(rate, test_rate_or_zero);
   tcase_add_test(rate, test_rate_rejects_bad_units);
   tcase_add_test(rate, test_rate_rejects_bad_numbers);
   suite_add_tcase(suite, rate);

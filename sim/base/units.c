@@ -157,8 +157,9 @@ sim_units_parse_size(const char *text, guint64 *bytes, GError **error)
   return TRUE;
 }
 
-gboolean
-sim_units_parse_rate(const char *text, double *bytes_per_s, GError **error)
+/* A rate; with `zero`, also 0 (bare, or with a rate unit). */
+static gboolean
+parse_rate(const char *text, gboolean zero, double *bytes_per_s, GError **error)
 {
   const char *rest;
   guint64 whole;
@@ -167,18 +168,39 @@ sim_units_parse_rate(const char *text, double *bytes_per_s, GError **error)
   g_return_val_if_fail(text != NULL && bytes_per_s != NULL, FALSE);
   if (!scan_number(text, &rest, &whole, &fraction, &value, error))
     return FALSE;
+  if (zero && is_bare_zero(rest, value)) {
+    *bytes_per_s = 0;
+    return TRUE;
+  }
   const Unit *unit = match_unit(size_units, rest, "/s");
   if (unit == NULL) {
-    unit_error(error, text, "a rate with a unit such as GB/s or GiB/s");
+    unit_error(error, text,
+               zero ? "a rate with a unit such as GB/s or GiB/s, or 0" : "a rate with a unit such as GB/s or GiB/s");
     return FALSE;
   }
   double rate = value * unit->scale;
+  if (zero && rate == 0) {
+    *bytes_per_s = 0;
+    return TRUE;
+  }
   if (!(rate > 0) || !isfinite(rate)) {
     g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "expected a positive, finite rate, got '%s'", text);
     return FALSE;
   }
   *bytes_per_s = rate;
   return TRUE;
+}
+
+gboolean
+sim_units_parse_rate(const char *text, double *bytes_per_s, GError **error)
+{
+  return parse_rate(text, FALSE, bytes_per_s, error);
+}
+
+gboolean
+sim_units_parse_rate_or_zero(const char *text, double *bytes_per_s, GError **error)
+{
+  return parse_rate(text, TRUE, bytes_per_s, error);
 }
 
 gboolean

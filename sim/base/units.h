@@ -37,6 +37,9 @@ gboolean sim_units_parse_size(const char *text, guint64 *bytes, GError **error);
 gboolean sim_units_has_exponent(const char *text);
 /* Bytes per second; must be > 0 (a zero rate would make every copy infinite). */
 gboolean sim_units_parse_rate(const char *text, double *bytes_per_s, GError **error);
+/* The same, or 0 ("0", "0GB/s"): for a shared limit whose 0 means there is
+ * none, so nothing divides by it. */
+gboolean sim_units_parse_rate_or_zero(const char *text, double *bytes_per_s, GError **error);
 /* Seconds, >= 0. */
 gboolean sim_units_parse_time(const char *text, double *seconds, GError **error);
 

@@ -129,6 +129,13 @@ given(const SimConfigGroup *g, SimKeyId id)
   return sim_config_lookup(g, sim_schema_key(id)->key) != NULL;
 }
 
+/* The entry of key `id` in `g`, or NULL. */
+static const SimConfigEntry *
+entry_of(const SimConfigGroup *g, SimKeyId id)
+{
+  return sim_config_lookup(g, sim_schema_key(id)->key);
+}
+
 static gboolean
 parse_uint(const char *s, guint64 lo, guint64 hi, guint64 *out)
 {
@@ -248,30 +255,39 @@ get_table(const SimConfigGroup *g, SimKeyId id, SimBandwidthPoint *points, guint
   return TRUE;
 }
 
-/* "all", "none", "first:N", "last:N", or indices and ranges "0-3,7". */
+/* What an index set selects from, for its messages: "layer" and "the
+ * model has 24 layers", "stage" and "pp = 4". */
+typedef struct {
+  SimKeyId id;
+  const char *item;
+  const char *range;
+} IndexSet;
+
+/* "all", "none", "first:N", "last:N", or indices and ranges "0-3,7": a
+ * gboolean per index below `n`.  One grammar for `layers` and `stages`. */
 static gboolean
-get_layer_set(const SimConfigGroup *g, guint n_layers, GArray **out, GError **error)
+get_index_set(const SimConfigGroup *g, const IndexSet *what, guint n, GArray **out, GError **error)
 {
-  const SimSchemaKey *k = sim_schema_key(SIM_KEY_POLICY_LAYERS);
+  const SimSchemaKey *k = sim_schema_key(what->id);
   SimConfigEntry *e = sim_config_lookup(g, k->key);
   if (e == NULL)
     return TRUE;
-  g_autoptr(GArray) set = g_array_sized_new(FALSE, TRUE, sizeof(gboolean), n_layers);
-  g_array_set_size(set, n_layers);
+  g_autoptr(GArray) set = g_array_sized_new(FALSE, TRUE, sizeof(gboolean), n);
+  g_array_set_size(set, n);
   g_autofree char *value = g_strstrip(g_strdup(e->value));
   guint64 a, b;
 
   if (*value == '\0')
     return fail(error, g, e, "expected %s, got nothing", k->expect);
   if (strcmp(value, "all") == 0 || strcmp(value, "none") == 0) {
-    for (guint i = 0; i < n_layers; i++)
+    for (guint i = 0; i < n; i++)
       g_array_index(set, gboolean, i) = value[0] == 'a';
   } else if (g_str_has_prefix(value, "first:") || g_str_has_prefix(value, "last:")) {
     gboolean first = value[0] == 'f';
-    if (!parse_uint(strchr(value, ':') + 1, 0, n_layers, &a))
-      return fail_got(error, g, e, e->value, "expected %s:N with N from 0 to %u", first ? "first" : "last", n_layers);
-    for (guint i = 0; i < n_layers; i++)
-      g_array_index(set, gboolean, i) = first ? i < a : i + a >= n_layers;
+    if (!parse_uint(strchr(value, ':') + 1, 0, n, &a))
+      return fail_got(error, g, e, e->value, "expected %s:N with N from 0 to %u", first ? "first" : "last", n);
+    for (guint i = 0; i < n; i++)
+      g_array_index(set, gboolean, i) = first ? i < a : i + a >= n;
   } else {
     g_auto(GStrv) items = g_strsplit(value, ",", -1);
     for (char **item = items; *item; item++) {
@@ -288,14 +304,36 @@ get_layer_set(const SimConfigGroup *g, guint n_layers, GArray **out, GError **er
       }
       if (!ok)
         return fail_got(error, g, e, *item, "expected %s", k->expect);
-      if (b >= n_layers)
-        return fail(error, g, e, "layer %" G_GUINT64_FORMAT " is out of range (the model has %u layers, 0-%u)", b,
-                    n_layers, n_layers - 1);
+      if (b >= n)
+        return fail(error, g, e, "%s %" G_GUINT64_FORMAT " is out of range (%s, 0-%u)", what->item, b, what->range,
+                    n - 1);
       for (guint64 i = a; i <= b; i++)
         g_array_index(set, gboolean, i) = TRUE;
     }
   }
   *out = g_steal_pointer(&set);
+  return TRUE;
+}
+
+/* "7, 9, 9, 7": one whole number up to `hi` per item, into a new guint
+ * array; what each must be beyond that is the caller's to say. */
+static gboolean
+get_uint_list(const SimConfigGroup *g, SimKeyId id, guint64 hi, GArray **out, GError **error)
+{
+  const SimSchemaKey *k = sim_schema_key(id);
+  SimConfigEntry *e = sim_config_lookup(g, k->key);
+  if (e == NULL)
+    return TRUE;
+  g_auto(GStrv) items = g_strsplit(e->value, ",", -1);
+  g_autoptr(GArray) list = g_array_sized_new(FALSE, FALSE, sizeof(guint), g_strv_length(items));
+  for (char **item = items; *item; item++) {
+    guint64 v;
+    if (!parse_uint(*item, 0, hi, &v))
+      return fail_got(error, g, e, g_strstrip(*item), "expected %s", k->expect);
+    guint u = (guint)v;
+    g_array_append_val(list, u);
+  }
+  *out = g_steal_pointer(&list);
   return TRUE;
 }
 
@@ -334,21 +372,124 @@ sim_scenario_machine_defaults(SimMachine *m)
   *m = (SimMachine){ 0 };
   sim_schema_apply_defaults(SIM_GROUP_DEVICE, m);
   sim_schema_apply_defaults(SIM_GROUP_LINK, m);
-  m->link.node.gpus_per_switch = 1;
-  m->link.node.sockets = 1;
+  sim_schema_apply_defaults(SIM_GROUP_NODE, m); /* one GPU: socket_of all 0 */
 }
 
 void
 sim_scenario_parallel_defaults(SimParallel *par)
 {
-  *par = (SimParallel){ .pp = 1, .microbatches = 1, .schedule = SIM_PIPE_1F1B, .virtual_chunks = 1, .dp = 1 };
+  *par = (SimParallel){ 0 };
+  sim_schema_apply_defaults(SIM_GROUP_PARALLEL, par);
 }
 
+/* socket_of is a byte per GPU, and every GPU of a simulation has one. */
+G_STATIC_ASSERT(SIM_NODE_MAX_GPUS >= SIM_PARALLEL_MAX_GPUS && SIM_NODE_MAX_GPUS <= 256);
+
+/* [parallel]: its keys and what they must agree on among themselves.  What
+ * they must agree on with the model waits for the workload
+ * (check_parallel_layers). */
 static gboolean
-load_machine(const SimConfig *c, SimMachine *m, GError **error)
+load_parallel(const SimConfig *c, SimParallel *par, GError **error)
+{
+  const SimConfigGroup *g = sim_config_group(c, "parallel");
+  if (!read_fields(g, SIM_GROUP_PARALLEL, 0, par, error) ||
+      !get_uint_list(g, SIM_KEY_PARALLEL_SPLIT, SIM_WORKLOAD_MAX_LAYERS, &par->split, error))
+    return FALSE;
+  const char *schedule = sim_pipe_schedule_names[par->schedule];
+  if (par->virtual_chunks > 1 && par->schedule != SIM_PIPE_INTERLEAVED)
+    return fail(error, g, entry_of(g, SIM_KEY_PARALLEL_VIRTUAL),
+                "expected 1 with schedule = %s (only schedule = interleaved runs several chunks per stage), got %u",
+                schedule, par->virtual_chunks);
+  /* Megatron's interleaved schedule runs the micro-batches in groups of pp. */
+  if (par->schedule == SIM_PIPE_INTERLEAVED && par->microbatches % par->pp != 0)
+    return fail(error, g,
+                given(g, SIM_KEY_PARALLEL_MICROBATCHES) ? entry_of(g, SIM_KEY_PARALLEL_MICROBATCHES)
+                                                        : entry_of(g, SIM_KEY_PARALLEL_SCHEDULE),
+                "expected microbatches to be a multiple of pp (%u) with schedule = interleaved, as Megatron "
+                "requires, got %u", par->pp, par->microbatches);
+  if (sim_parallel_gpus(par) > SIM_PARALLEL_MAX_GPUS)
+    return fail(error, g,
+                given(g, SIM_KEY_PARALLEL_DP) ? entry_of(g, SIM_KEY_PARALLEL_DP) : entry_of(g, SIM_KEY_PARALLEL_PP),
+                "expected pp × dp to be at most %d GPUs, got %u × %u = %u", SIM_PARALLEL_MAX_GPUS, par->pp, par->dp,
+                sim_parallel_gpus(par));
+  if (par->split) {
+    const SimConfigEntry *e = entry_of(g, SIM_KEY_PARALLEL_SPLIT);
+    guint chunks = sim_parallel_chunks(par);
+    if (par->split->len != chunks)
+      return fail(error, g, e, "expected one layer count per chunk, pp × virtual = %u of them, got %u", chunks,
+                  par->split->len);
+    for (guint i = 0; i < chunks; i++)
+      if (g_array_index(par->split, guint, i) == 0)
+        return fail(error, g, e, "chunk %u: expected at least 1 layer, got 0 (a stage with no layers)", i);
+  }
+  return TRUE;
+}
+
+/* The chunks against the model: a split adds up to its layers; an even cut
+ * gives every chunk a layer, and with interleaving the same number. */
+static gboolean
+check_parallel_layers(const SimConfig *c, const SimParallel *par, guint n_layers, GError **error)
+{
+  const SimConfigGroup *g = sim_config_group(c, "parallel");
+  guint chunks = sim_parallel_chunks(par);
+  if (par->split) {
+    guint64 sum = 0;
+    for (guint i = 0; i < par->split->len; i++)
+      sum += g_array_index(par->split, guint, i);
+    if (sum != n_layers)
+      return fail(error, g, entry_of(g, SIM_KEY_PARALLEL_SPLIT),
+                  "expected layer counts adding up to the model's %u layers, got %" G_GUINT64_FORMAT, n_layers, sum);
+    return TRUE;
+  }
+  /* chunks > 1 here, so pp or virtual is given, and the group with it. */
+  if (n_layers < chunks)
+    return fail(error, g, entry_of(g, par->virtual_chunks > 1 ? SIM_KEY_PARALLEL_VIRTUAL : SIM_KEY_PARALLEL_PP),
+                "expected pp × virtual to be at most the model's %u layers (some chunk would get no layers), "
+                "got %u × %u = %u", n_layers, par->pp, par->virtual_chunks, chunks);
+  if (par->schedule == SIM_PIPE_INTERLEAVED && n_layers % chunks != 0)
+    return fail(error, g,
+                given(g, SIM_KEY_PARALLEL_VIRTUAL) ? entry_of(g, SIM_KEY_PARALLEL_VIRTUAL)
+                                                   : entry_of(g, SIM_KEY_PARALLEL_SCHEDULE),
+                "expected pp × virtual to divide the model's %u layers with schedule = interleaved (equal chunks, "
+                "as Megatron cuts them; or give split), got %u × %u = %u", n_layers, par->pp, par->virtual_chunks,
+                chunks);
+  return TRUE;
+}
+
+/* [node]: gpu_sockets, one per GPU of `par`, or contiguous blocks: GPU g
+ * on socket g × sockets / gpus, as a node numbers its GPUs socket by socket. */
+static gboolean
+load_node_sockets(const SimConfigGroup *g, const SimParallel *par, SimNode *node, GError **error)
+{
+  guint gpus = sim_parallel_gpus(par);
+  g_autoptr(GArray) sockets = NULL;
+  if (!get_uint_list(g, SIM_KEY_NODE_GPU_SOCKETS, G_MAXUINT32, &sockets, error))
+    return FALSE;
+  if (sockets == NULL) {
+    for (guint gpu = 0; gpu < gpus; gpu++)
+      node->socket_of[gpu] = (guint8)(gpu * node->sockets / gpus);
+    return TRUE;
+  }
+  const SimConfigEntry *e = entry_of(g, SIM_KEY_NODE_GPU_SOCKETS);
+  if (sockets->len != gpus)
+    return fail(error, g, e, "expected one socket per GPU, pp × dp = %u of them, got %u", gpus, sockets->len);
+  for (guint gpu = 0; gpu < gpus; gpu++) {
+    guint socket = g_array_index(sockets, guint, gpu);
+    if (socket >= node->sockets)
+      return fail(error, g, e, "GPU %u: socket %u is out of range (sockets = %u, 0-%u)", gpu, socket, node->sockets,
+                  node->sockets - 1);
+    node->socket_of[gpu] = (guint8)socket;
+  }
+  return TRUE;
+}
+
+/* [device], [link] and [node]; `par` says how many GPUs [node] places. */
+static gboolean
+load_machine(const SimConfig *c, const SimParallel *par, SimMachine *m, GError **error)
 {
   const SimConfigGroup *dev = sim_config_group(c, "device");
   const SimConfigGroup *link = sim_config_group(c, "link");
+  const SimConfigGroup *node = sim_config_group(c, "node");
 
   sim_scenario_machine_defaults(m);
   if (!require(c->top, "device", dev, SIM_KEY_DEVICE_MEMORY, error) ||
@@ -363,7 +504,7 @@ load_machine(const SimConfig *c, SimMachine *m, GError **error)
     return FALSE;
   if (!given(link, SIM_KEY_LINK_BIDIR_BANDWIDTH))
     l->bidir_bandwidth = l->h2d_bandwidth + l->d2h_bandwidth;
-  return TRUE;
+  return read_fields(node, SIM_GROUP_NODE, 0, m, error) && load_node_sockets(node, par, &l->node, error);
 }
 
 /* The per-layer keys shared by [model] and [layer.N], applied to one layer. */
@@ -646,13 +787,6 @@ check_kind_keys(const SimConfigGroup *g, SimPolicyKind kind, GError **error)
   return TRUE;
 }
 
-/* The entry of key `id` in `g`, or NULL. */
-static const SimConfigEntry *
-entry_of(const SimConfigGroup *g, SimKeyId id)
-{
-  return sim_config_lookup(g, sim_schema_key(id)->key);
-}
-
 /* Option combinations no schedule has, each one line naming the key and
  * why; `w` is the workload the policy runs on. */
 static gboolean
@@ -713,9 +847,10 @@ apply_framework(const SimConfigGroup *g, SimPolicy *p, GError **error)
   return TRUE;
 }
 
-/* `w` is the workload, NULL for the default set (any model). */
+/* `w` is the workload, NULL for the default set (any model, any pipeline). */
 static gboolean
-load_policy(const SimConfigGroup *g, guint n_layers, const SimWorkload *w, SimPolicy **out, GError **error)
+load_policy(const SimConfigGroup *g, guint n_layers, guint n_stages, const SimWorkload *w, SimPolicy **out,
+            GError **error)
 {
   const char *name = g->name + strlen("policy.");
   guint kind = 0;
@@ -730,9 +865,14 @@ load_policy(const SimConfigGroup *g, guint n_layers, const SimWorkload *w, SimPo
   if (kind == SIM_POLICY_PLAN && !require(NULL, g->name, g, SIM_KEY_POLICY_ACTIONS, error))
     return FALSE;
 
+  g_autofree char *model = g_strdup_printf("the model has %u layers", n_layers);
+  g_autofree char *pipeline = g_strdup_printf("pp = %u", n_stages);
+  const IndexSet layers = { SIM_KEY_POLICY_LAYERS, "layer", model };
+  const IndexSet stages = { SIM_KEY_POLICY_STAGES, "stage", pipeline };
   g_autoptr(SimPolicy) p = sim_scenario_policy_new(name, (SimPolicyKind)kind);
   if (!apply_framework(g, p, error) || !read_fields(g, SIM_GROUP_POLICY, kind, p, error) ||
-      !get_layer_set(g, n_layers, &p->selected, error) || !get_actions(g, n_layers, &p->actions, error))
+      !get_index_set(g, &layers, n_layers, &p->selected, error) ||
+      !get_index_set(g, &stages, n_stages, &p->stages, error) || !get_actions(g, n_layers, &p->actions, error))
     return FALSE;
   /* A preset decides what the mode would. */
   if (p->framework == SIM_FRAMEWORK_NONE)
@@ -749,8 +889,9 @@ load_policy(const SimConfigGroup *g, guint n_layers, const SimWorkload *w, SimPo
 static gboolean
 check_groups(const SimConfig *c, GError **error)
 {
-  static const SimSchemaGroup plain[] = { SIM_GROUP_SCENARIO, SIM_GROUP_DEVICE, SIM_GROUP_LINK,
-                                          SIM_GROUP_MODEL, SIM_GROUP_TRANSFORMER, SIM_GROUP_TRACE };
+  static const SimSchemaGroup plain[] = { SIM_GROUP_SCENARIO, SIM_GROUP_DEVICE,      SIM_GROUP_LINK,
+                                          SIM_GROUP_MODEL,    SIM_GROUP_TRANSFORMER, SIM_GROUP_TRACE,
+                                          SIM_GROUP_PARALLEL, SIM_GROUP_NODE };
   for (guint i = 0; i < c->groups->len; i++) {
     const SimConfigGroup *g = g_ptr_array_index(c->groups, i);
     guint j;
@@ -767,7 +908,8 @@ check_groups(const SimConfig *c, GError **error)
       continue; /* offsim-calib's metadata and raw samples: kept for people, not read */
     g_autofree char *group = sim_error_quote(g->name);
     g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT,
-                "%s: [%s]: unknown group (expected scenario, device, link, model, transformer, trace, layer.N, policy.NAME or calibration)",
+                "%s: [%s]: unknown group (expected scenario, device, link, model, transformer, trace, parallel, node, "
+                "layer.N, policy.NAME or calibration)",
                 g->file, group);
     return FALSE;
   }
@@ -776,14 +918,15 @@ check_groups(const SimConfig *c, GError **error)
 
 /* Every [policy.NAME] of `c`, in file order, appended to `policies`. */
 static gboolean
-load_policies(const SimConfig *c, guint n_layers, const SimWorkload *w, GPtrArray *policies, GError **error)
+load_policies(const SimConfig *c, guint n_layers, guint n_stages, const SimWorkload *w, GPtrArray *policies,
+              GError **error)
 {
   for (guint i = 0; i < c->groups->len; i++) {
     const SimConfigGroup *g = g_ptr_array_index(c->groups, i);
     SimPolicy *p = NULL;
     if (!g_str_has_prefix(g->name, "policy."))
       continue;
-    if (!load_policy(g, n_layers, w, &p, error))
+    if (!load_policy(g, n_layers, n_stages, w, &p, error))
       return FALSE;
     g_ptr_array_add(policies, p);
   }
@@ -813,8 +956,8 @@ GPtrArray *
 sim_scenario_default_policies(void)
 {
   GPtrArray *set = g_ptr_array_new_with_free_func((GDestroyNotify)sim_policy_free);
-  /* None of them names layers, so they hold for a model of any size. */
-  gboolean ok = load_policies(default_policies(), G_MAXUINT, NULL, set, NULL);
+  /* None of them names layers or stages, so they hold for any model and pipeline. */
+  gboolean ok = load_policies(default_policies(), G_MAXUINT, G_MAXUINT, NULL, set, NULL);
   g_assert(ok);
   return set;
 }
@@ -839,7 +982,7 @@ sim_scenario_from_config(const SimConfig *c, GError **error)
       *dot = '\0';
     s->name = g_steal_pointer(&base);
   }
-  if (!load_machine(c, &s->machine, error))
+  if (!load_parallel(c, &s->parallel, error) || !load_machine(c, &s->parallel, &s->machine, error))
     return NULL;
   /* One workload source: [model], [transformer] or [trace]. */
   const SimConfigGroup *transformer = sim_config_group(c, "transformer");
@@ -864,7 +1007,9 @@ sim_scenario_from_config(const SimConfig *c, GError **error)
                 "than 4 EiB", source->file, source->name);
     return NULL;
   }
-  if (!load_policies(c, sim_workload_n_layers(s->workload), s->workload, s->policies, error))
+  guint n_layers = sim_workload_n_layers(s->workload);
+  if (!check_parallel_layers(c, &s->parallel, n_layers, error) ||
+      !load_policies(c, n_layers, s->parallel.pp, s->workload, s->policies, error))
     return NULL;
   if (s->policies->len == 0) {
     g_ptr_array_unref(s->policies);

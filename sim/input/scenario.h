@@ -7,7 +7,9 @@
  * its range and its default are the schema's (schema.h); this module reads
  * the groups in order and derives what depends on other keys (the link's
  * bidir_bandwidth, backward = 2 x forward, kv_heads and head_dim, a
- * policy's keep_last and dedup).  Without [policy.*] groups the default set
+ * policy's keep_last and dedup, [node]'s sockets per GPU) and checks what
+ * keys of different groups must agree on ([parallel]'s chunks against the
+ * model's layers, gpu_sockets and a policy's stages against pp × dp and pp).  Without [policy.*] groups the default set
  * runs: resident, offload-sync, offload-async, checkpoint-full.
  *
  * Ownership: a SimScenario owns its workload and policies.
@@ -74,11 +76,12 @@ GPtrArray *sim_scenario_default_policies(void);
  * scenario default.  A new policy, the caller's. */
 SimPolicy *sim_scenario_policy_new(const char *name, SimPolicyKind kind);
 
-/* Every [device] and [link] key at its scenario default, the rest zero
- * (memory, bandwidths and the GEMM rate have none: scenarios give them). */
+/* Every [device], [link] and [node] key at its scenario default, the rest
+ * zero (memory, bandwidths and the GEMM rate have none: scenarios give
+ * them); one GPU, so every socket_of is 0. */
 void sim_scenario_machine_defaults(SimMachine *machine);
 
-/* A SimParallel at its defaults: one GPU, one micro-batch. */
+/* A SimParallel at its defaults, the schema's: one GPU, one micro-batch. */
 void sim_scenario_parallel_defaults(SimParallel *parallel);
 
 G_END_DECLS

@@ -2,6 +2,7 @@
 
 #include "error.h"
 #include "machine.h"
+#include "parallel.h"
 #include "policy.h"
 #include "scenario.h"
 #include "transformer.h"
@@ -19,11 +20,13 @@ G_STATIC_ASSERT(sizeof(SimActivation) == sizeof(guint));
 G_STATIC_ASSERT(sizeof(SimInflightUnit) == sizeof(guint));
 G_STATIC_ASSERT(sizeof(SimParams) == sizeof(guint));
 G_STATIC_ASSERT(sizeof(SimFramework) == sizeof(guint));
+G_STATIC_ASSERT(sizeof(SimPipeSchedule) == sizeof(guint));
 
 static const char *const group_names[SIM_GROUP_COUNT] = {
   [SIM_GROUP_SCENARIO] = "scenario", [SIM_GROUP_DEVICE] = "device",         [SIM_GROUP_LINK] = "link",
   [SIM_GROUP_MODEL] = "model",       [SIM_GROUP_LAYER] = "layer.N",         [SIM_GROUP_TRANSFORMER] = "transformer",
-  [SIM_GROUP_TRACE] = "trace",       [SIM_GROUP_POLICY] = "policy.NAME",
+  [SIM_GROUP_TRACE] = "trace",       [SIM_GROUP_PARALLEL] = "parallel",     [SIM_GROUP_NODE] = "node",
+  [SIM_GROUP_POLICY] = "policy.NAME",
 };
 
 static const char *const bool_names[] = { "false", "true", NULL };
@@ -53,11 +56,13 @@ static const char *const optimizer_names[] = { "none", "adamw", NULL };
 #define M(field) ((gssize)offsetof(SimMachine, field))
 #define T(field) ((gssize)offsetof(SimTransformer, field))
 #define P(field) ((gssize)offsetof(SimPolicy, field))
+#define PAR(field) ((gssize)offsetof(SimParallel, field))
 #define HAND SIM_SCHEMA_BY_HAND
 
 #define LAYERS_MAX SIM_WORKLOAD_MAX_LAYERS
 
 static const char layer_set_expect[] = "all, none, first:N, last:N or indices such as 0-21 or 0,2,5";
+static const char stage_set_expect[] = "all, none, first:N, last:N or stage indices such as 0-1 or 0,2";
 static const char tensors_expect[] = "a list such as attn:24MiB, mlp:32MiB, mask:1MiB:keep";
 static const char table_expect[] = "measured SIZE:RATE points in increasing size, such as 4KiB:1.9GB/s, 1MiB:40GB/s";
 
@@ -212,6 +217,45 @@ static const SimSchemaKey keys[SIM_KEY_COUNT] = {
   [SIM_KEY_TRACE_WORKSPACE] = { SIM_GROUP_TRACE, "workspace", SIM_VALUE_SIZE, .offset = HAND, .fallback = "0", .expect = "a size such as 64MiB" },
   [SIM_KEY_TRACE_STATIC] = { SIM_GROUP_TRACE, "static", SIM_VALUE_SIZE, .offset = HAND, .fallback = "0", .expect = "a size such as 1GiB" },
 
+  [SIM_KEY_PARALLEL_PP] = { SIM_GROUP_PARALLEL, "pp", SIM_VALUE_COUNT, .offset = PAR(pp), .min = 1,
+                            .max = SIM_PARALLEL_MAX_GPUS, .fallback = "1", .expect = "a pipeline stage count such as 4" },
+  [SIM_KEY_PARALLEL_MICROBATCHES] = { SIM_GROUP_PARALLEL, "microbatches", SIM_VALUE_COUNT, .offset = PAR(microbatches),
+                                      .min = 1, .max = 1 << 16, .fallback = "1",
+                                      .expect = "a micro-batch count such as 8" },
+  [SIM_KEY_PARALLEL_SCHEDULE] = { SIM_GROUP_PARALLEL, "schedule", SIM_VALUE_CHOICE, .offset = PAR(schedule),
+                                  .names = sim_pipe_schedule_names, .fallback = "1f1b",
+                                  .expect = "gpipe, 1f1b or interleaved" },
+  /* Megatron's --num-layers-per-virtual-pipeline-stage, as a chunk count. */
+  [SIM_KEY_PARALLEL_VIRTUAL] = { SIM_GROUP_PARALLEL, "virtual", SIM_VALUE_COUNT, .offset = PAR(virtual_chunks),
+                                 .min = 1, .max = LAYERS_MAX, .fallback = "1",
+                                 .expect = "a chunk count per stage such as 2 (above 1 only with schedule = interleaved)" },
+  [SIM_KEY_PARALLEL_DP] = { SIM_GROUP_PARALLEL, "dp", SIM_VALUE_COUNT, .offset = PAR(dp), .min = 1,
+                            .max = SIM_PARALLEL_MAX_GPUS, .fallback = "1", .expect = "a data-parallel degree such as 2" },
+  [SIM_KEY_PARALLEL_SPLIT] = { SIM_GROUP_PARALLEL, "split", SIM_VALUE_LIST, .offset = HAND, .doc_default = "even",
+                               .expect = "one layer count per chunk, pp × virtual of them in model order, such as 7, 9, 9, 7" },
+  /* NVLink 4 (H100 SXM): 900 GB/s per GPU, both directions together. */
+  [SIM_KEY_PARALLEL_P2P_BANDWIDTH] = { SIM_GROUP_PARALLEL, "p2p_bandwidth", SIM_VALUE_RATE,
+                                       .offset = PAR(p2p_bandwidth), .fallback = "450GB/s",
+                                       .expect = "a rate such as 450GB/s" },
+  [SIM_KEY_PARALLEL_P2P_LATENCY] = { SIM_GROUP_PARALLEL, "p2p_latency", SIM_VALUE_TIME, .offset = PAR(p2p_latency),
+                                     .fallback = "0", .expect = "a time such as 10us" },
+
+  [SIM_KEY_NODE_GPUS_PER_SWITCH] = { SIM_GROUP_NODE, "gpus_per_switch", SIM_VALUE_COUNT,
+                                     .offset = M(link.node.gpus_per_switch), .min = 1, .max = SIM_NODE_MAX_GPUS,
+                                     .fallback = "1", .expect = "a GPU count such as 2" },
+  /* 0: every GPU has its own path to the root complex, as one GPU alone does. */
+  [SIM_KEY_NODE_SWITCH_BANDWIDTH] = { SIM_GROUP_NODE, "switch_bandwidth", SIM_VALUE_RATE,
+                                      .offset = M(link.node.switch_bandwidth), .zero = TRUE, .fallback = "0",
+                                      .expect = "a rate such as 64GB/s, or 0 (no shared uplink)" },
+  [SIM_KEY_NODE_SOCKETS] = { SIM_GROUP_NODE, "sockets", SIM_VALUE_COUNT, .offset = M(link.node.sockets), .min = 1,
+                             .max = SIM_NODE_MAX_GPUS, .fallback = "1", .expect = "a socket count such as 2" },
+  [SIM_KEY_NODE_HOST_MEMORY_BANDWIDTH] = { SIM_GROUP_NODE, "host_memory_bandwidth", SIM_VALUE_RATE,
+                                           .offset = M(link.node.host_memory_bandwidth), .zero = TRUE,
+                                           .fallback = "0", .expect = "a rate such as 200GB/s, or 0 (not limited)" },
+  [SIM_KEY_NODE_GPU_SOCKETS] = { SIM_GROUP_NODE, "gpu_sockets", SIM_VALUE_LIST, .offset = HAND,
+                                 .doc_default = "contiguous blocks",
+                                 .expect = "one socket index per GPU, pp × dp of them, such as 0, 0, 1, 1" },
+
   [SIM_KEY_POLICY_KIND] = { SIM_GROUP_POLICY, "kind", SIM_VALUE_CHOICE, SIM_NEED_REQUIRED, .offset = P(kind),
                             .names = sim_policy_kind_names, .kinds = ALL_KINDS,
                             .expect = "resident, offload, checkpoint or plan" },
@@ -286,6 +330,9 @@ static const SimSchemaKey keys[SIM_KEY_COUNT] = {
   [SIM_KEY_POLICY_ACTIONS] = { SIM_GROUP_POLICY, "actions", SIM_VALUE_LIST, SIM_NEED_REQUIRED, .offset = HAND,
                                .kinds = BIT(SIM_POLICY_PLAN),
                                .expect = "one of keep, offload, recompute, recompute+offload, selective, selective+offload per layer" },
+  /* Every kind: a stage the policy does not act on keeps everything, as resident. */
+  [SIM_KEY_POLICY_STAGES] = { SIM_GROUP_POLICY, "stages", SIM_VALUE_LIST, .offset = HAND, .doc_default = "`all`",
+                              .kinds = ALL_KINDS, .expect = stage_set_expect },
 };
 
 const SimSchemaKey *
@@ -402,7 +449,7 @@ sim_schema_parse_value(SimKeyId id, const char *text, gpointer field, GError **e
   case SIM_VALUE_TIME:
     return sim_units_parse_time(text, field, error);
   case SIM_VALUE_RATE:
-    return sim_units_parse_rate(text, field, error);
+    return k->zero ? sim_units_parse_rate_or_zero(text, field, error) : sim_units_parse_rate(text, field, error);
   case SIM_VALUE_NUMBER:
     return parse_number(k, text, field, error);
   case SIM_VALUE_COUNT:

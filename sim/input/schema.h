@@ -45,6 +45,8 @@ typedef enum {
   SIM_GROUP_LAYER,
   SIM_GROUP_TRANSFORMER,
   SIM_GROUP_TRACE,
+  SIM_GROUP_PARALLEL,
+  SIM_GROUP_NODE,
   SIM_GROUP_POLICY,
   SIM_GROUP_COUNT,
 } SimSchemaGroup;
@@ -55,7 +57,7 @@ typedef enum {
   SIM_VALUE_PATH,    /* a file name, relative to the file that gives it */
   SIM_VALUE_SIZE,    /* "80GiB" -> guint64 bytes */
   SIM_VALUE_TIME,    /* "8us" -> double seconds */
-  SIM_VALUE_RATE,    /* "55GB/s" -> double bytes per second */
+  SIM_VALUE_RATE,    /* "55GB/s" -> double bytes per second, > 0 (also 0 where `zero` says) */
   SIM_VALUE_NUMBER,  /* plain decimal in [lo, hi] (ends open as `open` says) -> double, times `scale` */
   SIM_VALUE_COUNT,   /* whole number in [min, max] -> guint */
   SIM_VALUE_COUNT64, /* whole number in [min, max] -> guint64 */
@@ -143,6 +145,19 @@ typedef enum {
   SIM_KEY_TRACE_BACKWARD,
   SIM_KEY_TRACE_WORKSPACE,
   SIM_KEY_TRACE_STATIC,
+  SIM_KEY_PARALLEL_PP,
+  SIM_KEY_PARALLEL_MICROBATCHES,
+  SIM_KEY_PARALLEL_SCHEDULE,
+  SIM_KEY_PARALLEL_VIRTUAL,
+  SIM_KEY_PARALLEL_DP,
+  SIM_KEY_PARALLEL_SPLIT,
+  SIM_KEY_PARALLEL_P2P_BANDWIDTH,
+  SIM_KEY_PARALLEL_P2P_LATENCY,
+  SIM_KEY_NODE_GPUS_PER_SWITCH,
+  SIM_KEY_NODE_SWITCH_BANDWIDTH,
+  SIM_KEY_NODE_SOCKETS,
+  SIM_KEY_NODE_HOST_MEMORY_BANDWIDTH,
+  SIM_KEY_NODE_GPU_SOCKETS,
   SIM_KEY_POLICY_KIND,
   SIM_KEY_POLICY_MODE,            /* offload and plan: sync or async */
   SIM_KEY_POLICY_CHECKPOINT_MODE, /* checkpoint: full or selective (the same key, `mode`) */
@@ -169,6 +184,7 @@ typedef enum {
   SIM_KEY_POLICY_EVERY,
   SIM_KEY_POLICY_OFFLOAD_INPUTS,
   SIM_KEY_POLICY_ACTIONS,
+  SIM_KEY_POLICY_STAGES,
   SIM_KEY_COUNT,
 } SimKeyId;
 
@@ -181,6 +197,7 @@ typedef struct {
   gssize offset;               /* into the group's struct, or SIM_SCHEMA_BY_HAND */
   double lo, hi, scale;        /* SIM_VALUE_NUMBER; scale 0 means 1 */
   guint8 open;                 /* SIM_OPEN_LO | SIM_OPEN_HI */
+  gboolean zero;               /* SIM_VALUE_RATE: 0 is a value too, a shared limit that is not there */
   guint64 min, max;            /* SIM_VALUE_COUNT, SIM_VALUE_COUNT64 */
   const char *const *names;    /* SIM_VALUE_CHOICE: NULL-terminated, index = stored value */
   const char *fallback;        /* the default as scenario text; NULL: required or derived */

@@ -718,6 +718,13 @@ sim_transformer_build(const SimTransformer *c, const SimDevice *dev, const char 
    * fp32 master weights beside 16-bit ones. */
   guint64 per_param = e + (c->grads_kept ? e : 0) + (c->adamw ? 8 : 0) + (c->master_weights && e != 4 ? 4 : 0);
   w->static_bytes = mul(&k, p, per_param);
+  /* Each layer's share, for pipeline stages (a tied embedding's weights
+   * count with the embedding only). */
+  Parameters parts = parameters_of(c);
+  for (guint i = 0; i < c->layers; i++)
+    sim_workload_layer(w, i)->static_bytes = mul(&k, parts.layer, per_param);
+  w->embed->static_bytes = mul(&k, parts.embed, per_param);
+  w->head->static_bytes = mul(&k, parts.head, per_param);
   if (!c->grads_kept)
     set_grads(w, c, e);
   /* The logits of the output object, in the activation dtype. */

@@ -86,6 +86,11 @@ typedef struct {
    * (zero_grad(set_to_none=True)): allocated as the layer's backward ends,
    * held to the end of the step, where the optimizer consumes them. */
   guint64 grad_bytes;
+  /* Its share of the workload's static_bytes (its parameters' weights,
+   * static gradients and optimizer state), when the generator knows it (a
+   * generated transformer): a pipeline stage holds its layers' shares and
+   * an even part of what no layer claims.  0: not known. */
+  guint64 static_bytes;
   GArray *tensors;          /* SimTensor, saved for backward */
 } SimLayer;
 

@@ -1,5 +1,7 @@
 #include "evaluate.h"
 
+#include "pipeline.h"
+
 #include "invariants.h"
 #include "lower.h"
 
@@ -32,7 +34,10 @@ static SimRun *
 lower_and_run(SimEngine *engine, SimProgram *program, const SimScenario *s, const SimPolicy *policy,
               const SimEngineOptions *options, GError **error)
 {
-  sim_lower_into(program, s->workload, policy, &s->machine.link);
+  if (sim_parallel_active(&s->parallel))
+    sim_lower_pipeline_into(program, s->workload, policy, &s->machine.link, &s->parallel);
+  else
+    sim_lower_into(program, s->workload, policy, &s->machine.link);
   g_autoptr(SimRun) run = sim_engine_run(engine, program, &s->machine.link, options, error);
   if (run == NULL) {
     g_prefix_error(error, "policy '%s': ", policy->name);

@@ -1,0 +1,270 @@
+#include "pipeline.h"
+
+#include "lower_private.h"
+#include "program_private.h"
+
+/* One slot of a stage's order: the forward or the backward of a chunk for
+ * a micro-batch. */
+typedef struct {
+  guint chunk, mb;
+  gboolean backward;
+} Item;
+
+typedef struct {
+  SimProgram *p;
+  const SimWorkload *w;
+  const SimPolicy *policy;
+  const SimLink *link;
+  const SimParallel *par;
+  guint chunks, M;
+  guint *bounds;        /* chunk c is layers bounds[c] .. bounds[c + 1] - 1 */
+  Lower *slices;        /* per (chunk, micro-batch) of the replica being lowered */
+  guint32 *arrive_fwd;  /* per (chunk, micro-batch): its input activation has arrived */
+  guint32 *arrive_bwd;  /* per (chunk, micro-batch): its output's gradient has arrived */
+  guint32 label_send_act, label_send_grad, label_act, label_grad, label_sent, label_optimizer;
+  Lower labels;         /* the labels every slice shares, interned once */
+} Pipe;
+
+static inline guint
+cell(const Pipe *pp, guint chunk, guint mb)
+{
+  return chunk * pp->M + mb;
+}
+
+/* Megatron's order of (chunk, micro-batch) for the k-th forward or
+ * backward of stage s under interleaving: micro-batches go in groups of
+ * pp, each group through every chunk in turn (backwards from the last
+ * chunk). */
+static Item
+interleaved_item(const SimParallel *par, guint s, guint k, gboolean backward)
+{
+  guint P = par->pp, V = par->virtual_chunks;
+  guint v = (k / P) % V;
+  if (backward)
+    v = V - 1 - v;
+  return (Item){ .chunk = v * P + s, .mb = (k / (P * V)) * P + k % P, .backward = backward };
+}
+
+/* Stage s's order into items[0 .. 2 × M × virtual). */
+static guint
+stage_order(const SimParallel *par, guint s, Item *items)
+{
+  guint P = par->pp, M = par->microbatches, n = 0;
+  switch (par->schedule) {
+  case SIM_PIPE_GPIPE:
+    for (guint m = 0; m < M; m++)
+      items[n++] = (Item){ s, m, FALSE };
+    for (guint m = 0; m < M; m++)
+      items[n++] = (Item){ s, m, TRUE };
+    break;
+  case SIM_PIPE_1F1B: {
+    guint warm = MIN(P - s - 1, M);
+    for (guint m = 0; m < warm; m++)
+      items[n++] = (Item){ s, m, FALSE };
+    for (guint i = 0; i + warm < M; i++) {
+      items[n++] = (Item){ s, warm + i, FALSE };
+      items[n++] = (Item){ s, i, TRUE };
+    }
+    for (guint m = M - warm; m < M; m++)
+      items[n++] = (Item){ s, m, TRUE };
+    break;
+  }
+  case SIM_PIPE_INTERLEAVED:
+  default: {
+    guint total = M * par->virtual_chunks;
+    guint warm = MIN((P - s - 1) * 2 + (par->virtual_chunks - 1) * P, total);
+    for (guint k = 0; k < warm; k++)
+      items[n++] = interleaved_item(par, s, k, FALSE);
+    for (guint i = 0; i + warm < total; i++) {
+      items[n++] = interleaved_item(par, s, warm + i, FALSE);
+      items[n++] = interleaved_item(par, s, i, TRUE);
+    }
+    for (guint k = total - warm; k < total; k++)
+      items[n++] = interleaved_item(par, s, k, TRUE);
+    break;
+  }
+  }
+  return n;
+}
+
+guint64
+sim_lower_pipeline_stage_static(const SimWorkload *w, const SimParallel *par, guint stage)
+{
+  guint n = sim_workload_n_layers(w), chunks = sim_parallel_chunks(par);
+  g_autofree guint *bounds = g_new(guint, chunks + 1);
+  sim_parallel_chunk_bounds(par, n, bounds);
+  guint64 claimed = 0, mine = 0;
+  for (guint c = 0; c < chunks; c++) {
+    for (guint i = bounds[c]; i < bounds[c + 1]; i++) {
+      guint64 b = sim_workload_layer(w, i)->static_bytes;
+      claimed += b;
+      mine += c % par->pp == stage ? b : 0;
+    }
+  }
+  guint last = (chunks - 1) % par->pp;
+  if (w->embed) {
+    claimed += w->embed->static_bytes;
+    mine += stage == 0 ? w->embed->static_bytes : 0;
+  }
+  if (w->head) {
+    claimed += w->head->static_bytes;
+    mine += stage == last ? w->head->static_bytes : 0;
+  }
+  /* What no layer claims, evenly; the rest of the division on stage 0, so
+   * that the stages add up to the workload. */
+  guint64 rest = w->static_bytes > claimed ? w->static_bytes - claimed : 0;
+  return mine + rest / par->pp + (stage == 0 ? rest % par->pp : 0);
+}
+
+static inline guint32
+stream_of(guint gpu, guint which)
+{
+  return SIM_PIPELINE_STREAMS * gpu + which;
+}
+
+/* The bytes that go from chunk c - 1 to chunk c (and their gradient back):
+ * the input of chunk c's first layer. */
+static guint64
+boundary_bytes(const Pipe *pp, guint c)
+{
+  return sim_workload_layer(pp->w, pp->bounds[c])->input_bytes;
+}
+
+/* On stage `gpu`'s p2p stream, once its compute stream got here: a send of
+ * `bytes`, then the event `arrived`. */
+static void
+emit_send(Pipe *pp, guint gpu, guint64 bytes, guint32 label, guint32 arrived, gint32 layer)
+{
+  SimProgram *p = pp->p;
+  guint32 sent = sim_program_add_event(p, pp->label_sent, layer);
+  sim_program_record(p, stream_of(gpu, SIM_PIPELINE_STREAM_COMPUTE), sent);
+  sim_program_wait(p, stream_of(gpu, SIM_PIPELINE_STREAM_P2P), sent);
+  double seconds = pp->par->p2p_latency + (double)bytes / pp->par->p2p_bandwidth;
+  sim_program_send(p, stream_of(gpu, SIM_PIPELINE_STREAM_P2P), seconds, layer, label);
+  sim_program_record(p, stream_of(gpu, SIM_PIPELINE_STREAM_P2P), arrived);
+}
+
+static void
+slice_open(Pipe *pp, guint gpu, guint stage, guint chunk, guint mb)
+{
+  Lower *l = &pp->slices[cell(pp, chunk, mb)];
+  *l = pp->labels;
+  l->base = pp->bounds[chunk];
+  l->n = pp->bounds[chunk + 1] - pp->bounds[chunk];
+  l->has_embed = chunk == 0;
+  l->has_head = chunk + 1 == pp->chunks;
+  l->s_compute = stream_of(gpu, SIM_PIPELINE_STREAM_COMPUTE);
+  l->s_d2h = stream_of(gpu, SIM_PIPELINE_STREAM_D2H);
+  l->s_h2d = stream_of(gpu, SIM_PIPELINE_STREAM_H2D);
+  const GArray *stages = pp->policy->stages;
+  l->keeps_all = stages != NULL && (stage >= stages->len || !g_array_index(stages, gboolean, stage));
+  l->grads_here = mb == 0;
+  lower_slice_begin(l);
+}
+
+/* What slices leave for the end of their stage's step. */
+typedef struct {
+  guint64 grads, held;
+} Left;
+
+/* One item of a stage's order on `gpu`: wait for what it needs from the
+ * neighbouring stage, the slice's forward or backward, send what the
+ * neighbour needs.  A backward adds the gradients and held outputs it
+ * leaves for the end of the step to `left`. */
+static void
+emit_item(Pipe *pp, guint gpu, guint stage, const Item *it, Left *left)
+{
+  SimProgram *p = pp->p;
+  guint32 compute = stream_of(gpu, SIM_PIPELINE_STREAM_COMPUTE);
+  Lower *l = &pp->slices[cell(pp, it->chunk, it->mb)];
+  gint32 first_layer = (gint32)pp->bounds[it->chunk];
+  if (!it->backward) {
+    slice_open(pp, gpu, stage, it->chunk, it->mb);
+    if (it->chunk > 0)
+      sim_program_wait(p, compute, pp->arrive_fwd[cell(pp, it->chunk, it->mb)]);
+    lower_slice_forward(l);
+    if (it->chunk + 1 < pp->chunks)
+      emit_send(pp, gpu, boundary_bytes(pp, it->chunk + 1), pp->label_send_act,
+                pp->arrive_fwd[cell(pp, it->chunk + 1, it->mb)], (gint32)pp->bounds[it->chunk + 1] - 1);
+    return;
+  }
+  if (it->chunk + 1 < pp->chunks)
+    sim_program_wait(p, compute, pp->arrive_bwd[cell(pp, it->chunk, it->mb)]);
+  lower_slice_backward(l);
+  if (it->chunk > 0)
+    emit_send(pp, gpu, boundary_bytes(pp, it->chunk), pp->label_send_grad,
+              pp->arrive_bwd[cell(pp, it->chunk - 1, it->mb)], first_layer);
+  left->grads += l->grads;
+  left->held += l->has_head && pp->w->head ? pp->w->held_bytes : 0;
+  lower_slice_end(l);
+}
+
+/* Every stage of replica r. */
+static void
+emit_replica(Pipe *pp, guint r, Item *items)
+{
+  SimProgram *p = pp->p;
+  const SimParallel *par = pp->par;
+  for (guint k = 0; k < pp->chunks * pp->M; k++) {
+    pp->arrive_fwd[k] = sim_program_add_event(p, pp->label_act, (gint32)pp->bounds[k / pp->M]);
+    pp->arrive_bwd[k] = sim_program_add_event(p, pp->label_grad, (gint32)pp->bounds[k / pp->M + 1] - 1);
+  }
+  for (guint s = 0; s < par->pp; s++) {
+    guint gpu = s * par->dp + r;
+    guint n = stage_order(par, s, items);
+    Left left = { 0, 0 };
+    for (guint k = 0; k < n; k++)
+      emit_item(pp, gpu, s, &items[k], &left);
+    /* The optimizer consumes the gradients and the outputs are dropped when
+     * the stage's step ends. */
+    guint32 op = sim_program_compute_inline(p, stream_of(gpu, SIM_PIPELINE_STREAM_COMPUTE), 0, SIM_PHASE_BACKWARD,
+                                            SIM_NO_LAYER, pp->label_optimizer);
+    if (left.grads)
+      sim_program_mem_inline(p, op, SIM_AT_END, SIM_POOL_DEVICE, -(gint64)left.grads, p->grads_tag, SIM_NO_LAYER);
+    if (left.held)
+      sim_program_mem_inline(p, op, SIM_AT_END, SIM_POOL_DEVICE, -(gint64)left.held, p->outputs_tag, SIM_NO_LAYER);
+  }
+}
+
+void
+sim_lower_pipeline_into(SimProgram *p, const SimWorkload *w, const SimPolicy *policy, const SimLink *link,
+                        const SimParallel *par)
+{
+  guint chunks = sim_parallel_chunks(par), M = par->microbatches, gpus = sim_parallel_gpus(par);
+  g_assert(gpus <= SIM_PARALLEL_MAX_GPUS && gpus <= SIM_NODE_MAX_GPUS);
+  Pipe pp = { .p = p, .w = w, .policy = policy, .link = link, .par = par, .chunks = chunks, .M = M };
+  pp.bounds = g_new(guint, chunks + 1);
+  sim_parallel_chunk_bounds(par, sim_workload_n_layers(w), pp.bounds);
+  pp.slices = g_new0(Lower, chunks * M);
+  pp.arrive_fwd = g_new(guint32, chunks * M);
+  pp.arrive_bwd = g_new(guint32, chunks * M);
+  g_autofree Item *items = g_new(Item, 2 * M * par->virtual_chunks);
+
+  sim_program_reset(p);
+  static const char *const kinds[SIM_PIPELINE_STREAMS] = { "compute", "d2h", "h2d", "p2p" };
+  for (guint g = 0; g < gpus; g++) {
+    guint stage = g / par->dp, replica = g % par->dp;
+    for (guint k = 0; k < SIM_PIPELINE_STREAMS; k++) {
+      g_autofree char *name = par->dp > 1 ? g_strdup_printf("stage %u.%u %s", stage, replica, kinds[k])
+                                          : g_strdup_printf("stage %u %s", stage, kinds[k]);
+      sim_program_add_stream_on(p, name, g);
+    }
+    sim_program_set_baseline(p, SIM_POOL_INDEX(g, SIM_POOL_DEVICE), sim_lower_pipeline_stage_static(w, par, stage),
+                             "static");
+  }
+  pp.labels = (Lower){ .p = p, .w = w, .policy = policy, .link = link };
+  lower_labels(&pp.labels);
+  pp.label_send_act = sim_program_intern(p, "activation");
+  pp.label_send_grad = sim_program_intern(p, "gradient");
+  pp.label_act = sim_program_intern(p, "activation arrived");
+  pp.label_grad = sim_program_intern(p, "gradient arrived");
+  pp.label_sent = sim_program_intern(p, "ready to send");
+  pp.label_optimizer = sim_program_intern(p, "optimizer");
+  for (guint r = 0; r < par->dp; r++)
+    emit_replica(&pp, r, items);
+
+  g_free(pp.bounds);
+  g_free(pp.slices);
+  g_free(pp.arrive_fwd);
+  g_free(pp.arrive_bwd);
+}

@@ -95,6 +95,43 @@ field_int(const SimResult *r, const Field *f, gint64 *v)
   }
 }
 
+static void
+add_int(JsonBuilder *b, const char *name, gint64 v)
+{
+  json_builder_set_member_name(b, name);
+  json_builder_add_int_value(b, v);
+}
+
+static void
+add_double(JsonBuilder *b, const char *name, double v)
+{
+  json_builder_set_member_name(b, name);
+  json_builder_add_double_value(b, v);
+}
+
+/* `stages`, after every other member: one object per pipeline stage, the
+ * worst of its replicas. */
+static void
+add_stages(JsonBuilder *b, const GArray *stages)
+{
+  json_builder_set_member_name(b, "stages");
+  json_builder_begin_array(b);
+  for (guint i = 0; i < stages->len; i++) {
+    const SimResultStage *st = &g_array_index(stages, SimResultStage, i);
+    json_builder_begin_object(b);
+    add_int(b, "stage", st->stage);
+    add_int(b, "layers", st->layers);
+    add_int(b, "peak_device_bytes", st->peak_device_bytes);
+    add_int(b, "peak_host_bytes", st->peak_host_bytes);
+    add_int(b, "d2h_bytes", (gint64)st->d2h_bytes);
+    add_int(b, "h2d_bytes", (gint64)st->h2d_bytes);
+    add_double(b, "busy_ms", st->busy_ms);
+    add_double(b, "bubble_ms", st->bubble_ms);
+    json_builder_end_object(b);
+  }
+  json_builder_end_array(b);
+}
+
 JsonNode *
 cli_report_result_json(const SimResult *r)
 {
@@ -114,6 +151,8 @@ cli_report_result_json(const SimResult *r)
     else
       json_builder_add_null_value(b);
   }
+  if (r->stages)
+    add_stages(b, r->stages);
   json_builder_end_object(b);
   return json_builder_get_root(b);
 }
@@ -252,6 +291,31 @@ format_csv(GPtrArray *results)
 
 /* ---- table -------------------------------------------------------------- */
 
+/* The per-stage block of a pipeline: one row per policy and stage. */
+static void
+format_stages(GString *out, GPtrArray *results, int w)
+{
+  const SimResult *first = g_ptr_array_index(results, 0);
+  if (first->stages == NULL)
+    return;
+  g_string_append_printf(out, "\nper stage (the worst replica):\n%-*s %5s %6s %11s %10s %9s %9s %9s %9s\n", w,
+                         "policy", "stage", "layers", "peak dev", "peak host", "D2H", "H2D", "busy ms", "bubble ms");
+  for (guint i = 0; i < results->len; i++) {
+    const SimResult *r = g_ptr_array_index(results, i);
+    for (guint k = 0; r->stages && k < r->stages->len; k++) {
+      const SimResultStage *st = &g_array_index(r->stages, SimResultStage, k);
+      g_autofree char *pd = sim_units_format_size((guint64)st->peak_device_bytes);
+      g_autofree char *ph = sim_units_format_size((guint64)st->peak_host_bytes);
+      g_autofree char *d = sim_units_format_size(st->d2h_bytes);
+      g_autofree char *h = sim_units_format_size(st->h2d_bytes);
+      const char *name = k == 0 ? r->policy : "";
+      int pad = w - (int)g_utf8_strlen(name, -1);
+      g_string_append_printf(out, "%s%*s %5u %6u %11s %10s %9s %9s %9.2f %9.2f\n", name, pad, "", st->stage,
+                             st->layers, pd, ph, d, h, st->busy_ms, st->bubble_ms);
+    }
+  }
+}
+
 static char *
 format_table(const SimScenario *s, GPtrArray *results)
 {
@@ -292,6 +356,7 @@ format_table(const SimScenario *s, GPtrArray *results)
                            r->step_ms, r->compute_ms, r->recompute_ms, r->exposed_transfer_ms, pd, ph, d, h,
                            r->fits ? "yes" : "NO");
   }
+  format_stages(out, results, w);
   g_string_append(out, "\npeak device memory, when and what was live:\n");
   for (guint i = 0; i < results->len; i++) {
     const SimResult *r = g_ptr_array_index(results, i);

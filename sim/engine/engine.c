@@ -58,6 +58,7 @@ typedef struct {
   double vclock;       /* work done by each running compute op since time 0 */
   double compute_rate; /* per running compute op */
   guint signature;     /* running computes, copies and their phases: its rates change only with it */
+  double busy;         /* seconds with a compute op running */
   /* The copy engines' half of the signature (COPY_BITS).  It mirrors their
    * `active` and `in_latency` and is set wherever those change (checked in
    * debug builds), so the signature costs a shift and an or. */
@@ -161,6 +162,8 @@ sim_run_free(SimRun *run)
     g_array_unref(run->curve);
   if (run->pools)
     g_array_unref(run->pools);
+  if (run->busy)
+    g_array_unref(run->busy);
   g_array_unref(run->applied);
   g_free(run);
 }
@@ -632,6 +635,7 @@ reset_engine(SimEngine *e, const SimProgram *p)
       gpu->copy[d].rate = 0;
     }
     gpu->vclock = 0;
+    gpu->busy = 0;
     gpu->compute_rate = 0;
     gpu->copy_state = 0;
     gpu->signature = NO_SIGNATURE;
@@ -780,6 +784,7 @@ advance_compute(Run *r, const Instant *in, guint n_gpus)
     Gpu *gpu = &r->gpu[g];
     if (gpu->compute.len == 0)
       continue;
+    gpu->busy += in->dt;
     if (compute_deadline(r, gpu) <= in->next + in->hair)
       gpu->vclock = sim_heap_peek(&gpu->compute)->key;
     else
@@ -915,6 +920,9 @@ run_end(Run *r, GError **error)
   if (p->n_gpus > 1) {
     run->pools = g_array_sized_new(FALSE, FALSE, sizeof(SimPeak), 2 * p->n_gpus);
     g_array_append_vals(run->pools, r->peaks, 2 * p->n_gpus);
+    run->busy = g_array_sized_new(FALSE, FALSE, sizeof(double), p->n_gpus);
+    for (guint g = 0; g < p->n_gpus; g++)
+      g_array_append_val(run->busy, r->gpu[g].busy);
   }
 #ifndef NDEBUG
   /* Debug builds check every run, with what it recorded (tests check every

@@ -95,6 +95,7 @@ typedef struct {
   guint copies[2];
   SimPeak peak[2];       /* per SimPool: the worst GPU's (the first to reach the most, then the lowest) */
   GArray *pools;         /* SimPeak per SIM_POOL_INDEX when the program runs on several GPUs, else NULL */
+  GArray *busy;          /* double seconds per GPU while a compute op of it ran (several GPUs), else NULL */
   GArray *op_start;      /* double seconds per op, or NULL */
   GArray *op_end;
   GArray *curve;         /* SimMemPoint, or NULL */

@@ -86,7 +86,9 @@ sim_evaluate(SimEvaluator *ev, const SimScenario *s, const SimPolicy *policy, co
     return NULL;
   if (!detail) {
     g_autoptr(SimRun) borrowed = run;
-    return sim_result_new(s->name, policy->name, s->workload, program, borrowed, capacity, FALSE);
+    return sim_result_new_parallel(s->name, policy->name, s->workload, &s->parallel, program, borrowed, capacity,
+                                   FALSE);
   }
-  return sim_result_new(s->name, policy->name, s->workload, g_steal_pointer(&kept), run, capacity, TRUE);
+  return sim_result_new_parallel(s->name, policy->name, s->workload, &s->parallel, g_steal_pointer(&kept), run,
+                                 capacity, TRUE);
 }

@@ -126,18 +126,92 @@ fill_peak(SimResultPeak *out, const SimRun *run, const SimProgram *program, SimP
   out->time_ms = peak->time * 1e3;
   out->phase = peak->op == SIM_NO_OP ? "static" : sim_phase_name(peak->phase);
   out->layer = peak->layer;
-  if (peak->layer != SIM_NO_LAYER)
-    out->where = g_strdup_printf("L%d", peak->layer);
-  else if (peak->op != SIM_NO_OP)
-    out->where = g_strdup(sim_program_label(program, sim_program_op(program, peak->op)->label));
-  else
-    out->where = g_strdup("");
+  g_autofree char *what = peak->layer != SIM_NO_LAYER ? g_strdup_printf("L%d", peak->layer)
+                           : peak->op != SIM_NO_OP ? g_strdup(sim_program_label(program, sim_program_op(program, peak->op)->label))
+                                                   : g_strdup("");
+  /* Several GPUs: on which one, by the stream's name ("stage 0 compute"). */
+  if (program->n_gpus > 1) {
+    const SimStream *stream = peak->op != SIM_NO_OP ? g_ptr_array_index(program->streams, sim_program_op(program, peak->op)->stream) : NULL;
+    g_autofree char *gpu = stream ? g_strndup(stream->name, strrchr(stream->name, ' ') - stream->name)
+                                  : g_strdup_printf("GPU %u", peak->pool / SIM_POOL_COUNT);
+    out->where = *what ? g_strdup_printf("%s on %s", what, gpu) : g_steal_pointer(&gpu);
+  } else {
+    out->where = g_steal_pointer(&what);
+  }
   out->live = sim_result_describe_live(run, program, pool);
+}
+
+/* Per GPU: nominal compute and recompute seconds, copy bytes. */
+typedef struct {
+  double work[SIM_WORK_COUNT];
+  guint64 bytes[SIM_DIR_COUNT];
+} GpuSums;
+
+static GpuSums *
+gpu_sums(const SimProgram *program)
+{
+  GpuSums *sums = g_new0(GpuSums, program->n_gpus);
+  for (guint32 i = 0; i < sim_program_n_ops(program); i++) {
+    const SimOp *op = sim_program_op(program, i);
+    if (op->kind == SIM_OP_COMPUTE)
+      sums[op->gpu].work[op->phase == SIM_PHASE_RECOMPUTE ? SIM_WORK_RECOMPUTE : SIM_WORK_COMPUTE] += op->work;
+    else if (op->kind == SIM_OP_COPY)
+      sums[op->gpu].bytes[op->dir] += op->bytes;
+  }
+  return sums;
+}
+
+/* The stages' figures, each the worst of its replicas, and compute and
+ * recompute of the busiest GPU. */
+static void
+fill_stages(SimResult *r, const SimWorkload *workload, const SimParallel *par, const SimProgram *program,
+            const SimRun *run)
+{
+  g_autofree GpuSums *sums = gpu_sums(program);
+  guint chunks = sim_parallel_chunks(par);
+  g_autofree guint *bounds = g_new(guint, chunks + 1);
+  sim_parallel_chunk_bounds(par, sim_workload_n_layers(workload), bounds);
+  r->stages = g_array_new(FALSE, TRUE, sizeof(SimResultStage));
+  g_array_set_size(r->stages, par->pp);
+  double busiest = -1;
+  for (guint g = 0; g < program->n_gpus; g++) {
+    guint s = g / par->dp;
+    SimResultStage *st = &g_array_index(r->stages, SimResultStage, s);
+    st->stage = s;
+    const SimPeak *dev = run->pools ? &g_array_index(run->pools, SimPeak, SIM_POOL_INDEX(g, SIM_POOL_DEVICE)) : &run->peak[SIM_POOL_DEVICE];
+    const SimPeak *host = run->pools ? &g_array_index(run->pools, SimPeak, SIM_POOL_INDEX(g, SIM_POOL_HOST)) : &run->peak[SIM_POOL_HOST];
+    st->peak_device_bytes = MAX(st->peak_device_bytes, dev->bytes);
+    st->peak_host_bytes = MAX(st->peak_host_bytes, host->bytes);
+    st->d2h_bytes = MAX(st->d2h_bytes, sums[g].bytes[SIM_DIR_D2H]);
+    st->h2d_bytes = MAX(st->h2d_bytes, sums[g].bytes[SIM_DIR_H2D]);
+    double busy = run->busy ? g_array_index(run->busy, double, g) : run->step;
+    st->busy_ms = MAX(st->busy_ms, busy * 1e3);
+    double work = sums[g].work[SIM_WORK_COMPUTE] + sums[g].work[SIM_WORK_RECOMPUTE];
+    if (work > busiest) {
+      busiest = work;
+      r->compute_ms = sums[g].work[SIM_WORK_COMPUTE] * 1e3;
+      r->recompute_ms = sums[g].work[SIM_WORK_RECOMPUTE] * 1e3;
+    }
+  }
+  for (guint c = 0; c < chunks; c++)
+    g_array_index(r->stages, SimResultStage, c % par->pp).layers += bounds[c + 1] - bounds[c];
+  for (guint s = 0; s < par->pp; s++) {
+    SimResultStage *st = &g_array_index(r->stages, SimResultStage, s);
+    st->bubble_ms = MAX(0.0, r->step_ms - st->busy_ms);
+  }
 }
 
 SimResult *
 sim_result_new(const char *scenario, const char *policy, const SimWorkload *workload, SimProgram *program,
                SimRun *run, guint64 capacity, gboolean keep)
+{
+  return sim_result_new_parallel(scenario, policy, workload, NULL, program, run, capacity, keep);
+}
+
+SimResult *
+sim_result_new_parallel(const char *scenario, const char *policy, const SimWorkload *workload,
+                        const SimParallel *parallel, SimProgram *program, SimRun *run, guint64 capacity,
+                        gboolean keep)
 {
   SimResult *r = g_new0(SimResult, 1);
   r->scenario = g_strdup(scenario);
@@ -145,6 +219,8 @@ sim_result_new(const char *scenario, const char *policy, const SimWorkload *work
   r->step_ms = run->step * 1e3;
   r->compute_ms = run->compute_work * 1e3;
   r->recompute_ms = run->recompute_work * 1e3;
+  if (parallel && sim_parallel_active(parallel))
+    fill_stages(r, workload, parallel, program, run);
   r->exposed_transfer_ms = r->step_ms - r->compute_ms - r->recompute_ms;
   /* The engine guarantees step >= compute + recompute; what rounding leaves
    * below a femtosecond per millisecond is noise, not a negative cost. */
@@ -177,6 +253,8 @@ sim_result_free(SimResult *r)
   g_free(r->peak_host.live);
   g_free(r->peak_device.where);
   g_free(r->peak_host.where);
+  if (r->stages)
+    g_array_unref(r->stages);
   sim_program_free(r->program);
   sim_run_free(r->run);
   g_free(r);

@@ -10,6 +10,10 @@
  *   recompute_ms nominal recompute work;
  *   exposed_transfer_ms = step - compute - recompute: everything the compute
  *                stream lost to copies, waiting and slowdown;
+ *   under [parallel] compute and recompute are the busiest GPU's, so that
+ *                exposed also holds the pipeline's bubble (`stages` has
+ *                each stage's busy and bubble time); copy bytes and counts
+ *                are every GPU's;
  *   saved_bytes  the distinct tensors saved for backward (what resident
  *                keeps), whatever the policy does with them;
  *   fits         peak device bytes <= capacity (device memory or --budget).
@@ -17,6 +21,7 @@
 #pragma once
 
 #include "engine.h"
+#include "parallel.h"
 #include "workload.h"
 
 G_BEGIN_DECLS
@@ -30,6 +35,16 @@ typedef struct {
   char *live;        /* "static 7.36 GiB + saved L0-L23 1.19 GiB + workspace L23 20.0 MiB" */
 } SimResultPeak;
 
+/* One pipeline stage: the worst of its replicas (JSON `stages`). */
+typedef struct {
+  guint stage;
+  guint layers;
+  gint64 peak_device_bytes, peak_host_bytes;
+  guint64 d2h_bytes, h2d_bytes;
+  double busy_ms;   /* wall time its compute stream ran a compute op */
+  double bubble_ms; /* step - busy: idle, waiting on a neighbour or on a copy */
+} SimResultStage;
+
 typedef struct {
   char *scenario;
   char *policy;
@@ -40,6 +55,7 @@ typedef struct {
   SimResultPeak peak_device, peak_host;
   guint64 capacity_bytes;
   gboolean fits;
+  GArray *stages;      /* SimResultStage per stage with [parallel], else NULL */
   SimProgram *program; /* owned, may be NULL */
   SimRun *run;         /* owned, may be NULL */
 } SimResult;
@@ -48,6 +64,12 @@ typedef struct {
  * and `run` when `keep` is TRUE; otherwise borrows them for the call. */
 SimResult *sim_result_new(const char *scenario, const char *policy, const SimWorkload *workload,
                           SimProgram *program, SimRun *run, guint64 capacity, gboolean keep);
+
+/* The same for a step spread as `parallel` says (NULL, or not active: one
+ * GPU, no stages). */
+SimResult *sim_result_new_parallel(const char *scenario, const char *policy, const SimWorkload *workload,
+                                   const SimParallel *parallel, SimProgram *program, SimRun *run, guint64 capacity,
+                                   gboolean keep);
 void sim_result_free(SimResult *result);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(SimResult, sim_result_free)
 

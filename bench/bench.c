@@ -213,6 +213,52 @@ bench_scale(const BenchOptions *o, BenchFigures *f, GError **error)
   return TRUE;
 }
 
+/* The gpus figure's pipeline at dp replicas: 4 stages of the 96x32 model's
+ * layers, two GPUs a switch, four a socket, so that every copy's rate is
+ * shared (the engine's progressive filling on every change). */
+static char *
+bench_pipeline_text(guint dp)
+{
+  g_autofree char *base = bench_scenario_text(16);
+  guint gpus = 4 * dp;
+  return g_strdup_printf("%s[parallel]\npp = 4\ndp = %u\nmicrobatches = 8\n"
+                         "[node]\ngpus_per_switch = 2\nswitch_bandwidth = 55GB/s\nsockets = %u\n"
+                         "host_memory_bandwidth = 250GB/s\n",
+                         base, dp, MAX(1u, gpus / 4));
+}
+
+static gboolean
+bench_gpus(const BenchOptions *o, BenchFigures *f, GError **error)
+{
+  static const guint full[] = { 1, 2, 4, 8, 16 }, quick[] = { 1, 2 };
+  const guint *dp = o->quick ? quick : full;
+  f->gpu_rows = o->quick ? G_N_ELEMENTS(quick) : G_N_ELEMENTS(full);
+  for (guint k = 0; k < f->gpu_rows; k++) {
+    g_autofree char *text = bench_pipeline_text(dp[k]);
+    g_autoptr(SimScenario) s = sim_scenario_load_data(text, "bench gpus", error);
+    if (s == NULL)
+      return FALSE;
+    const SimPolicy *policy = g_ptr_array_index(s->policies, 0);
+    g_autoptr(SimEvaluator) evaluator = sim_evaluate_new();
+    guint repeats = MAX(1u, o->repeats);
+    g_autofree double *ms = g_new(double, repeats);
+    for (guint r = 0; r <= repeats; r++) {
+      double t0 = now_s();
+      g_autoptr(SimRun) run = sim_evaluate_run(evaluator, s, policy, error);
+      double t1 = now_s();
+      if (run == NULL)
+        return FALSE;
+      if (r > 0)
+        ms[r - 1] = (t1 - t0) * 1e3;
+      f->gpu_events[k] = run->events;
+    }
+    f->gpu_count[k] = 4 * dp[k];
+    f->gpu_ms[k] = median(ms, repeats);
+    f->gpu_ops[k] = sim_program_n_ops(sim_evaluate_program(evaluator));
+  }
+  return TRUE;
+}
+
 /* The embedded default (Qwen2.5-0.5B, four policies) over link bandwidths
  * and batch sizes: what a design-space sweep does. */
 static gboolean
@@ -256,7 +302,7 @@ bench_run(const BenchOptions *options, BenchFigures *f, GError **error)
     gboolean (*run)(const BenchOptions *, BenchFigures *, GError **);
   } figures[] = {
     { "engine", bench_engine }, { "step", bench_step }, { "plan", bench_plan }, { "sweep", bench_sweep },
-    { "scale", bench_scale },
+    { "scale", bench_scale }, { "gpus", bench_gpus },
   };
   BenchOptions o = *options;
   o.repeats = MAX(1u, o.repeats);
@@ -270,7 +316,7 @@ bench_run(const BenchOptions *options, BenchFigures *f, GError **error)
       return FALSE;
   }
   if (!known) {
-    g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "%s: expected engine, step, plan, sweep or scale, got '%s'", o.only_option,
+    g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "%s: expected engine, step, plan, sweep, scale or gpus, got '%s'", o.only_option,
                 o.only);
     return FALSE;
   }

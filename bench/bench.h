@@ -14,7 +14,11 @@
  *   sweep_points_per_sec  sweep points (all four default policies each) per
  *                         second, on every core;
  *   scale                 the 96x32 step's model at 100 and 10,000 layers: time
- *                         and bytes per op, which must stay flat.
+ *                         and bytes per op, which must stay flat;
+ *   gpus                  a pipeline of 4 stages (4 layers x 32 tensors each,
+ *                         8 micro-batches, async offload on a node whose
+ *                         switches and sockets are shared) at dp = 1 .. 16:
+ *                         how a step's cost grows with the GPUs it runs.
  */
 #pragma once
 
@@ -24,6 +28,8 @@ G_BEGIN_DECLS
 
 /* Rows of the scale figure at most. */
 #define BENCH_SCALE_ROWS 4
+/* Rows of the gpus figure at most. */
+#define BENCH_GPU_ROWS 5
 
 typedef struct {
   double events_per_sec;
@@ -45,6 +51,12 @@ typedef struct {
   double scale_ms[BENCH_SCALE_ROWS];
   guint scale_ops[BENCH_SCALE_ROWS];
   guint64 scale_bytes[BENCH_SCALE_ROWS]; /* program + run storage */
+  /* GPUs: one step of the pipeline at 4, 8, 16, 32 and 64 GPUs (4 and 8 with quick). */
+  guint gpu_rows;
+  guint gpu_count[BENCH_GPU_ROWS];
+  double gpu_ms[BENCH_GPU_ROWS];
+  guint64 gpu_events[BENCH_GPU_ROWS];
+  guint gpu_ops[BENCH_GPU_ROWS];
   guint repeats;
 } BenchFigures;
 
@@ -52,7 +64,7 @@ typedef struct {
   guint repeats;    /* runs per figure; the median is reported (>= 1) */
   guint jobs;       /* sweep threads (0 = every core) */
   gboolean quick;   /* smaller workloads, for tests */
-  const char *only; /* "engine", "step", "plan", "sweep" or "scale": that figure alone; NULL = all */
+  const char *only; /* "engine", "step", "plan", "sweep", "scale" or "gpus": that figure alone; NULL = all */
   const char *only_option; /* the caller's name for `only` ("--only"), for its message */
 } BenchOptions;
 

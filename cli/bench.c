@@ -55,6 +55,18 @@ bench_format(const BenchFigures *f, CliFormat format)
       json_builder_add_int_value(b, (gint64)f->scale_bytes[k]);
       json_builder_end_object(b);
     }
+    for (guint k = 0; k < f->gpu_rows; k++) {
+      g_autofree char *name = g_strdup_printf("gpus_%u", f->gpu_count[k]);
+      json_builder_set_member_name(b, name);
+      json_builder_begin_object(b);
+      json_builder_set_member_name(b, "ms");
+      json_builder_add_double_value(b, f->gpu_ms[k]);
+      json_builder_set_member_name(b, "events");
+      json_builder_add_int_value(b, (gint64)f->gpu_events[k]);
+      json_builder_set_member_name(b, "ops");
+      json_builder_add_int_value(b, f->gpu_ops[k]);
+      json_builder_end_object(b);
+    }
     json_builder_set_member_name(b, "repeats");
     json_builder_add_int_value(b, f->repeats);
     json_builder_set_member_name(b, "cpu");
@@ -87,6 +99,14 @@ bench_format(const BenchFigures *f, CliFormat format)
                            f->scale_ops[k] ? (double)f->scale_bytes[k] / f->scale_ops[k] : 0,
                            base > 0 ? per_op / base : 0);
   }
+  /* One line per GPU count: the time per event against the fewest GPUs'. */
+  double per_event0 = f->gpu_rows && f->gpu_events[0] ? f->gpu_ms[0] / f->gpu_events[0] : 0;
+  for (guint k = 0; k < f->gpu_rows; k++) {
+    double per_event = f->gpu_events[k] ? f->gpu_ms[k] / f->gpu_events[k] : 0;
+    g_string_append_printf(out, "gpus  %-9u GPUs   %10u ops, %9" G_GUINT64_FORMAT " events in %9.3f ms, %.2fx the time per event\n",
+                           f->gpu_count[k], f->gpu_ops[k], f->gpu_events[k], f->gpu_ms[k],
+                           per_event0 > 0 ? per_event / per_event0 : 0);
+  }
   return g_string_free(out, FALSE);
 }
 
@@ -103,7 +123,7 @@ cli_bench_main(int argc, char **argv)
     { "repeats", 'r', 0, G_OPTION_ARG_INT, &repeats, "Runs per figure; the median is reported (default 7)", "N" },
     { "jobs", 'j', 0, G_OPTION_ARG_INT, &jobs, "Sweep threads (default: every core)", "N" },
     { "quick", 0, 0, G_OPTION_ARG_NONE, &quick, "Small workloads (for a smoke test)", NULL },
-    { "only", 0, 0, G_OPTION_ARG_STRING, &only, "One figure: engine, step, plan, sweep or scale (for profilers)", "NAME" },
+    { "only", 0, 0, G_OPTION_ARG_STRING, &only, "One figure: engine, step, plan, sweep, scale or gpus (for profilers)", "NAME" },
     G_OPTION_ENTRY_NULL,
   };
   g_set_prgname("offsim bench");

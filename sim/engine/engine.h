@@ -19,14 +19,20 @@
  *    move bytes at once and their rates exceed bidir_bandwidth, they share it
  *    max-min fairly (each gets half unless one needs less).  A copy is busy,
  *    for compute slowdown, from its latency phase on, not while queued.
- *  - host_alloc ops hold their stream for their time and use no resource.
+ *  - host_alloc and send ops hold their stream for their time and use no
+ *    resource.
+ *  - Several GPUs: every stream is on a GPU, and each GPU has its own
+ *    compute resource, copy engines and memory pools (program.h).  With
+ *    [node] limits (SimLink.node) the copies of every GPU share their
+ *    switch uplinks and socket memory max-min fairly with the per-GPU caps
+ *    (progressive filling; docs/engine.md).
  *  - Memory actions apply when their op starts or ends (a copy starts when
  *    its engine takes it, not when it is queued).  At one instant every
  *    completion is applied before any start, each in issue order.
  *
  * Invariants: the same program and link give the same run, bit for bit
  * (every tie is broken by issue index); a run that returns has completed
- * every op, and both pools end at their baseline.  A failure returns NULL
+ * every op, and every pool ends at its baseline.  A failure returns NULL
  * with SIM_ERROR_INTERNAL, never a partial run: a schedule that cannot
  * finish (a wait on an event never recorded, or a cycle of waits) names
  * every blocked op; an event recorded twice, memory below zero or not back

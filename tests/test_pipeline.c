@@ -18,6 +18,7 @@
 #include "testutil.h"
 
 #include "evaluate.h"
+#include "invariants.h"
 #include "pipeline.h"
 #include "program_private.h"
 
@@ -402,6 +403,33 @@ START_TEST(stage_static_bytes_add_up)
 }
 END_TEST
 
+/* Every framework preset, under every schedule, lowers to a pipeline the
+ * engine finishes, with every invariant (copies balanced per tensor) and
+ * every stage back at its baseline. */
+START_TEST(framework_presets_run_in_every_schedule)
+{
+  static const char *const schedules[] = { "gpipe", "1f1b", "interleaved\nvirtual = 2" };
+  for (guint f = 1; f < SIM_FRAMEWORK_COUNT; f++) {
+    for (guint k = 0; k < G_N_ELEMENTS(schedules); k++) {
+      g_autofree char *text = g_strdup_printf(
+        "[device]\nmemory = 80GiB\nmatmul_tflops = 400\nhbm_bandwidth = 3TB/s\n"
+        "[link]\nh2d_bandwidth = 50GB/s\nd2h_bandwidth = 50GB/s\nlatency = 8us\ncompute_slowdown = 0.03\n"
+        "[transformer]\nhidden = 256\nlayers = 16\nheads = 4\nffn = 1024\nvocab = 1000\nbatch = 1\nseq = 128\n"
+        "ops = hf\n[parallel]\npp = 4\nmicrobatches = 8\nschedule = %s\n"
+        "[node]\ngpus_per_switch = 2\nswitch_bandwidth = 30GB/s\nhost_memory_bandwidth = 80GB/s\n"
+        "[policy.x]\nkind = offload\nframework = %s\n",
+        schedules[k], sim_framework_names[f]);
+      g_autoptr(SimScenario) s = test_scenario_from_text(text);
+      g_autoptr(SimResult) r = test_evaluate(s, "x");
+      g_autoptr(GError) error = NULL;
+      ck_assert_msg(sim_invariants_check(r->run, r->program, &error), "%s %s: %s", sim_framework_names[f],
+                    schedules[k], error ? error->message : "");
+      ck_assert_uint_eq(r->stages->len, 4);
+    }
+  }
+}
+END_TEST
+
 int
 main(void)
 {
@@ -425,6 +453,7 @@ main(void)
   TCase *pol = tcase_create("policies");
   tcase_add_test(pol, policies_apply_per_stage);
   tcase_add_test(pol, stage_static_bytes_add_up);
+  tcase_add_test(pol, framework_presets_run_in_every_schedule);
   suite_add_tcase(suite, pol);
   return test_run_suite(suite);
 }

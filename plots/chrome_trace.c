@@ -58,23 +58,37 @@ plots_chrome_trace_build(const SimResult *r, GError **error)
   }
   const SimProgram *p = r->program;
   JsonArray *events = json_array_new();
+  /* One GPU: the device and the host, as the trace has always had them.
+   * Several: a process per GPU, pid = GPU + 1, holding that GPU's streams
+   * and both of its counters, since each GPU has its own pinned memory. */
+  gboolean several = p->n_gpus > 1;
 
-  g_autofree char *device = g_strdup_printf("device: %s, %s", r->policy, r->scenario);
-  metadata(events, "process_name", DEVICE_PID, 0, device, 0);
-  metadata(events, "process_sort_index", DEVICE_PID, 0, NULL, DEVICE_PID);
-  metadata(events, "process_name", HOST_PID, 0, "host", 0);
-  metadata(events, "process_sort_index", HOST_PID, 0, NULL, HOST_PID);
+  if (several) {
+    for (guint g = 0; g < p->n_gpus; g++) {
+      g_autofree char *name = plots_spans_gpu_name(p, g);
+      metadata(events, "process_name", (int)g + 1, 0, name, 0);
+      metadata(events, "process_sort_index", (int)g + 1, 0, NULL, g + 1);
+    }
+  } else {
+    g_autofree char *device = g_strdup_printf("device: %s, %s", r->policy, r->scenario);
+    metadata(events, "process_name", DEVICE_PID, 0, device, 0);
+    metadata(events, "process_sort_index", DEVICE_PID, 0, NULL, DEVICE_PID);
+    metadata(events, "process_name", HOST_PID, 0, "host", 0);
+    metadata(events, "process_sort_index", HOST_PID, 0, NULL, HOST_PID);
+  }
 
-  /* Thread ids from 1, one per lane, streams in program order. */
+  /* Thread ids from 1, one per lane, streams in program order: unique
+   * across processes too, so that no viewer merges two GPUs' threads. */
   g_autofree guint *first_tid = g_new(guint, p->streams->len);
   guint tid = 1;
   for (guint s = 0; s < p->streams->len; s++) {
     const SimStream *stream = g_ptr_array_index(p->streams, s);
+    int pid = several ? (int)stream->gpu + 1 : DEVICE_PID;
     first_tid[s] = tid;
     for (guint lane = 0; lane < g_array_index(spans->lanes, guint, s); lane++, tid++) {
       g_autofree char *name = lane ? g_strdup_printf("%s (%u)", stream->name, lane + 1) : g_strdup(stream->name);
-      metadata(events, "thread_name", DEVICE_PID, (int)tid, name, 0);
-      metadata(events, "thread_sort_index", DEVICE_PID, (int)tid, NULL, tid);
+      metadata(events, "thread_name", pid, (int)tid, name, 0);
+      metadata(events, "thread_sort_index", pid, (int)tid, NULL, tid);
     }
   }
 
@@ -84,7 +98,8 @@ plots_chrome_trace_build(const SimResult *r, GError **error)
     const SimStream *stream = g_ptr_array_index(p->streams, span->stream);
     g_autofree char *what = plots_spans_op_name(p, span->op);
     g_autofree char *name = span->layer == SIM_NO_LAYER ? g_strdup(what) : g_strdup_printf("%s L%d", what, span->layer);
-    JsonObject *e = event(events, name, "X", DEVICE_PID, (int)(first_tid[span->stream] + span->lane));
+    JsonObject *e = event(events, name, "X", several ? (int)stream->gpu + 1 : DEVICE_PID,
+                          (int)(first_tid[span->stream] + span->lane));
     json_object_set_string_member(e, "cat", plots_spans_kind_name(span->kind));
     json_object_set_double_member(e, "ts", span->start * 1e6);
     json_object_set_double_member(e, "dur", (span->end - span->start) * 1e6);
@@ -99,10 +114,13 @@ plots_chrome_trace_build(const SimResult *r, GError **error)
     json_object_set_int_member(args, "bytes", op->kind == SIM_OP_COPY ? (gint64)op->bytes : 0);
   }
 
+  /* A point of the curve holds the levels of the GPU whose memory changed:
+   * it goes to that GPU's counters only. */
   for (guint k = 0; k < r->run->curve->len; k++) {
     const SimMemPoint *pt = &g_array_index(r->run->curve, SimMemPoint, k);
-    counter(events, "device memory", DEVICE_PID, pt->time, pt->device);
-    counter(events, "host pinned memory", HOST_PID, pt->time, pt->host);
+    int pid = several ? (int)pt->gpu + 1 : DEVICE_PID;
+    counter(events, "device memory", pid, pt->time, pt->device);
+    counter(events, "host pinned memory", several ? pid : HOST_PID, pt->time, pt->host);
   }
 
   JsonObject *root = json_object_new();
@@ -112,6 +130,8 @@ plots_chrome_trace_build(const SimResult *r, GError **error)
   json_object_set_string_member(other, "scenario", r->scenario);
   json_object_set_string_member(other, "policy", r->policy);
   json_object_set_double_member(other, "step_ms", r->step_ms);
+  if (several)
+    json_object_set_int_member(other, "gpus", p->n_gpus);
   json_object_set_object_member(root, "otherData", other);
   JsonNode *node = json_node_init_object(json_node_alloc(), root);
   json_object_unref(root);

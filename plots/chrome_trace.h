@@ -10,6 +10,14 @@
  * lasts while its stream was blocked, a record takes no time).  The counters
  * carry every point of the memory ledger, in order.
  *
+ * Several GPUs (a pipeline): process GPU + 1 is that GPU, named after its
+ * stage ("stage 1", "stage 0.1" with replicas), with the threads of its
+ * streams and both of its counters ("device memory" and "host pinned
+ * memory", from the curve points of that GPU only); there is no separate
+ * host process, since each GPU has its own pinned pool.  Thread ids stay
+ * unique across processes.  otherData gains "gpus".  One GPU's trace is
+ * as it always was.
+ *
  * The tree is built with JsonObject and written by JsonGenerator, so every
  * name is escaped by json-glib and nowhere else.
  *

@@ -30,6 +30,20 @@ plots_comparison_pareto(GPtrArray *results)
   return front;
 }
 
+/* Whether the results are spread over several GPUs (every result of one
+ * scenario is): then the peak is the fullest GPU's and what the busiest GPU
+ * did not compute holds the pipeline's bubble as well as the transfers. */
+static gboolean
+several_gpus(GPtrArray *results)
+{
+  for (guint i = 0; i < results->len; i++) {
+    const SimResult *r = g_ptr_array_index(results, i);
+    if ((r->program && r->program->n_gpus > 1) || (r->stages && r->stages->len > 1))
+      return TRUE;
+  }
+  return FALSE;
+}
+
 typedef struct {
   double memory, step; /* GiB, ms */
 } Point;
@@ -157,7 +171,8 @@ tradeoff_panel(GString *c, GPtrArray *results, guint64 device_memory, const Capa
 {
   char a[G_ASCII_DTOSTR_BUF_SIZE];
   g_autofree char *name = capacity_name(results, device_memory);
-  g_autofree char *axis = g_strdup_printf("peak device memory (GiB)%s%s%s%s", cap->drawn ? "" : "; ",
+  g_autofree char *axis = g_strdup_printf("peak device memory%s (GiB)%s%s%s%s",
+                                          several_gpus(results) ? " of the fullest GPU" : "", cap->drawn ? "" : "; ",
                                           cap->drawn ? "" : name, cap->drawn ? "" : " is far right, not drawn",
                                           cap->any_fits ? "" : "; no policy fits it");
   g_autofree char *xlabel = plots_gnuplot_quote(axis);
@@ -196,6 +211,7 @@ tradeoff_panel(GString *c, GPtrArray *results, guint64 device_memory, const Capa
 static void
 bars_panel(GString *c, GPtrArray *results, gboolean slant)
 {
+  const char *exposed = several_gpus(results) ? "exposed transfer and bubble" : "exposed transfer";
   char a[G_ASCII_DTOSTR_BUF_SIZE];
   g_string_append(c, "set title 'where the step time goes'\nunset xlabel\nset ylabel 'time (ms)'\n"
                      "set offsets 0, 0, graph 0.1, 0\nunset grid\nset grid ytics lc rgb '#d0d0d0'\nset yrange [0:*]\n");
@@ -215,11 +231,11 @@ bars_panel(GString *c, GPtrArray *results, gboolean slant)
                          "     $bars using 1:($2+$3/2):($1-0.3):($1+0.3):2:($2+$3) with boxxyerror fs solid 1.0 "
                          "noborder lc rgb '%s' title 'recompute', \\\n"
                          "     $bars using 1:($2+$3+$4/2):($1-0.3):($1+0.3):($2+$3):($2+$3+$4) with boxxyerror fs "
-                         "solid 1.0 noborder lc rgb '%s' title 'exposed transfer', \\\n"
+                         "solid 1.0 noborder lc rgb '%s' title '%s', \\\n"
                          "     $bars using 1:($2+$3+$4):(sprintf('%%.1f ms', $2+$3+$4)) with labels offset 0,0.8 "
                          "notitle\nunset multiplot\n",
                          plots_timeline_color(PLOTS_SPAN_FORWARD), plots_timeline_color(PLOTS_SPAN_RECOMPUTE),
-                         plots_timeline_color(PLOTS_SPAN_WAIT));
+                         plots_timeline_color(PLOTS_SPAN_WAIT), exposed);
 }
 
 PlotsChart *

@@ -13,6 +13,11 @@
  * in the legend and under the bars only, never next to a dot, so close dots
  * cannot make labels collide.
  *
+ * Several GPUs (a pipeline): the peak on x is the fullest GPU's, and the
+ * bars' third part, everything the busiest GPU did not compute, is named
+ * "exposed transfer and bubble", since it holds the time that GPU waited
+ * for its neighbours as well as for its copies.
+ *
  * Needs no detail: only the figures of each result, which are only read.
  * Ownership: the chart and the GArray are new and the caller's
  * (plots_gnuplot_chart_free, g_array_unref).

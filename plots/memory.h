@@ -10,8 +10,22 @@
  * policy, in the policy's colour (darkened until it reads on white): its
  * peak, when, in which phase and layer; then what was live.  Each policy keeps the colour it has in every chart.
  *
+ * Several GPUs (a pipeline): each curve point holds the levels of one GPU,
+ * so each GPU gets its own device curve and its own host curve, following
+ * only its points, and a dot at its own peak.  Each host curve is drawn
+ * rather than their sum or the worst, because each GPU has its own pinned
+ * pool (the one its offloads fill) and these are the figures the report's
+ * per-stage block gives.  With one policy, a colour per GPU, titled by
+ * stage ("stage 1", "stage 0.1" with replicas); with several, the policy's
+ * colour, a dash type per GPU (five in turn), titled "POLICY, stage S".
+ * The device panel grows with its legend, and the footer adds, per policy,
+ * each GPU's device peak (eight GPUs a line).
+ *
  * The CSV is the ledger of one result: time_ms,device_bytes,host_bytes, one
- * row per change of either pool, starting with the baseline at 0.
+ * row per change of either pool, starting with the baseline at 0.  With
+ * several GPUs it is time_ms,gpu,device_bytes,host_bytes: each row the
+ * levels of the GPU (stage × dp + replica) whose memory changed, every GPU
+ * with a row at 0; one GPU keeps the three columns.
  *
  * Both need detailed results (the memory curve); without one they fail with
  * SIM_ERROR_INTERNAL.  Results are only read.  Ownership: the chart is new,

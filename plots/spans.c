@@ -2,8 +2,19 @@
 
 #include "error.h"
 
+#include <string.h>
+
+/* A wait is on another GPU's account when that GPU records its event: the
+ * stream idles until a neighbouring stage is done, not on its own copies. */
+static gboolean
+waits_on_another_gpu(const SimProgram *p, const SimOp *op)
+{
+  guint32 recorder = g_array_index(p->events, SimEvent, op->event).recorder;
+  return recorder != SIM_NO_OP && sim_program_op(p, recorder)->gpu != op->gpu;
+}
+
 static PlotsSpanKind
-kind_of(const SimOp *op)
+kind_of(const SimProgram *p, const SimOp *op)
 {
   switch ((SimOpKind)op->kind) {
   case SIM_OP_COPY:
@@ -11,9 +22,11 @@ kind_of(const SimOp *op)
   case SIM_OP_RECORD:
     return PLOTS_SPAN_RECORD;
   case SIM_OP_WAIT:
-    return PLOTS_SPAN_WAIT;
+    return waits_on_another_gpu(p, op) ? PLOTS_SPAN_PEER_WAIT : PLOTS_SPAN_WAIT;
   case SIM_OP_HOST_ALLOC:
     return PLOTS_SPAN_ALLOC;
+  case SIM_OP_SEND:
+    return PLOTS_SPAN_SEND;
   case SIM_OP_COMPUTE:
   default:
     if (op->phase == SIM_PHASE_BACKWARD)
@@ -47,14 +60,35 @@ plots_spans_new(const SimResult *r, GError **error)
   s->step = r->run->step;
   s->boundary = -1;
 
+  /* Per GPU: the last forward's end and the first backward's start. */
+  guint gpus = MAX(p->n_gpus, 1u);
+  s->boundaries = g_array_sized_new(FALSE, FALSE, sizeof(double), gpus);
+  g_autofree double *first_backward = g_new(double, gpus);
+  for (guint g = 0; g < gpus; g++) {
+    double none = -1;
+    g_array_append_val(s->boundaries, none);
+    first_backward[g] = G_MAXDOUBLE;
+  }
   for (guint32 i = 0; i < n; i++) {
     const SimOp *op = sim_program_op(p, i);
     PlotsSpan *span = &g_array_index(s->spans, PlotsSpan, i);
-    *span = (PlotsSpan){ .op = i, .stream = op->stream, .kind = kind_of(op), .layer = layer_of(p, op),
+    *span = (PlotsSpan){ .op = i, .stream = op->stream, .kind = kind_of(p, op), .layer = layer_of(p, op),
                          .start = g_array_index(r->run->op_start, double, i),
                          .end = g_array_index(r->run->op_end, double, i) };
-    if (op->phase == SIM_PHASE_FORWARD && op->kind == SIM_OP_COMPUTE)
+    if (op->kind != SIM_OP_COMPUTE || op->gpu >= gpus)
+      continue;
+    double *last_forward = &g_array_index(s->boundaries, double, op->gpu);
+    if (op->phase == SIM_PHASE_FORWARD) {
       s->boundary = MAX(s->boundary, span->end);
+      *last_forward = MAX(*last_forward, span->end);
+    } else if (op->phase == SIM_PHASE_BACKWARD) {
+      first_backward[op->gpu] = MIN(first_backward[op->gpu], span->start);
+    }
+  }
+  for (guint g = 0; g < gpus; g++) {
+    double *last_forward = &g_array_index(s->boundaries, double, g);
+    if (*last_forward > first_backward[g])
+      *last_forward = -1; /* interleaved: no line parts them */
   }
 
   /* Per stream, in stream order: a wait starts where its predecessor ended;
@@ -66,7 +100,7 @@ plots_spans_new(const SimResult *r, GError **error)
     g_array_set_size(lane_end, 0);
     for (guint k = 0; k < stream->n_ops; k++) {
       PlotsSpan *span = &g_array_index(s->spans, PlotsSpan, stream->ops[k]);
-      if (span->kind == PLOTS_SPAN_WAIT)
+      if (plots_spans_kind_waits(span->kind))
         span->start = MIN(previous_end, span->start);
       previous_end = MAX(previous_end, span->end);
       guint lane = 0;
@@ -91,6 +125,7 @@ plots_spans_free(PlotsSpans *s)
     return;
   g_array_unref(s->spans);
   g_array_unref(s->lanes);
+  g_array_unref(s->boundaries);
   g_free(s);
 }
 
@@ -100,7 +135,8 @@ plots_spans_kind_name(PlotsSpanKind kind)
   static const char *names[PLOTS_SPAN_COUNT] = {
     [PLOTS_SPAN_FORWARD] = "forward",   [PLOTS_SPAN_BACKWARD] = "backward", [PLOTS_SPAN_RECOMPUTE] = "recompute",
     [PLOTS_SPAN_OFFLOAD] = "D2H copy",  [PLOTS_SPAN_RELOAD] = "H2D copy",   [PLOTS_SPAN_ALLOC] = "host alloc",
-    [PLOTS_SPAN_WAIT] = "wait",         [PLOTS_SPAN_RECORD] = "record",
+    [PLOTS_SPAN_WAIT] = "wait",         [PLOTS_SPAN_RECORD] = "record",     [PLOTS_SPAN_SEND] = "p2p send",
+    [PLOTS_SPAN_PEER_WAIT] = "wait on a stage",
   };
   return kind < PLOTS_SPAN_COUNT ? names[kind] : "?";
 }
@@ -118,9 +154,26 @@ plots_spans_op_name(const SimProgram *p, guint32 index)
     const SimEvent *event = &g_array_index(p->events, SimEvent, op->event);
     return g_strdup_printf("%s %s", label, sim_program_label(p, event->label));
   }
+  case SIM_OP_SEND: /* "send activation", "send gradient" */
+    return g_strdup_printf("send %s", label);
   case SIM_OP_COMPUTE:
   case SIM_OP_HOST_ALLOC:
   default:
     return g_strdup(label);
   }
+}
+
+char *
+plots_spans_gpu_name(const SimProgram *p, guint gpu)
+{
+  for (guint s = 0; s < p->streams->len; s++) {
+    const SimStream *stream = g_ptr_array_index(p->streams, s);
+    if (stream->gpu != gpu)
+      continue;
+    const char *space = strrchr(stream->name, ' ');
+    if (space && space > stream->name)
+      return g_strndup(stream->name, (gsize)(space - stream->name));
+    break;
+  }
+  return g_strdup_printf("GPU %u", gpu);
 }

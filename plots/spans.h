@@ -11,9 +11,17 @@
  * still assigned (greedily, first free lane) so that a schedule where they do
  * overlap draws as parallel rows instead of boxes on top of each other.
  *
+ * Several GPUs (a pipeline): a stage-to-stage send is its own kind, and so
+ * is a wait for an event that another GPU records (a compute stream idle
+ * until the neighbouring stage hands it an activation or a gradient: the
+ * pipeline's bubble), told apart from a wait for the GPU's own copies.  The
+ * forward/backward boundary is kept per GPU, since 1F1B interleaves the
+ * two and one line across every stage would mean nothing.
+ *
  * Ownership: PlotsSpans borrows nothing; it copies what it needs, and the
- * caller frees it with plots_spans_free.  plots_spans_op_name returns a new
- * string (g_free); plots_spans_kind_name a static one.
+ * caller frees it with plots_spans_free.  plots_spans_op_name and
+ * plots_spans_gpu_name return a new string (g_free); plots_spans_kind_name a
+ * static one.
  */
 #pragma once
 
@@ -30,6 +38,10 @@ typedef enum {
   PLOTS_SPAN_ALLOC,   /* pinned host allocation */
   PLOTS_SPAN_WAIT,
   PLOTS_SPAN_RECORD,
+  /* Kinds only a multi-GPU program has.  After the others, so that the
+   * kinds of one GPU keep their numbers (the scripts' data carries them). */
+  PLOTS_SPAN_SEND,      /* a stage-to-stage transfer on a p2p stream */
+  PLOTS_SPAN_PEER_WAIT, /* a wait for an event recorded on another GPU */
   PLOTS_SPAN_COUNT,
 } PlotsSpanKind;
 
@@ -47,7 +59,19 @@ typedef struct {
   GArray *lanes;   /* guint per stream: how many lanes it needs (at least 1) */
   double boundary; /* end of the last forward op, seconds; -1 when there is none */
   double step;     /* seconds */
+  /* double per GPU (program->n_gpus of them): the end of its last forward
+   * compute op when its first backward compute op starts no earlier, so
+   * that one line parts its forward from its backward; -1 when it has no
+   * forward or its forwards and backwards interleave (1F1B). */
+  GArray *boundaries;
 } PlotsSpans;
+
+/* A wait of either kind: its span is the time its stream was blocked. */
+static inline gboolean
+plots_spans_kind_waits(guint kind)
+{
+  return kind == PLOTS_SPAN_WAIT || kind == PLOTS_SPAN_PEER_WAIT;
+}
 
 /* Fails with SIM_ERROR_INTERNAL when `result` was evaluated without detail. */
 PlotsSpans *plots_spans_new(const SimResult *result, GError **error);
@@ -55,11 +79,16 @@ void plots_spans_free(PlotsSpans *spans);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(PlotsSpans, plots_spans_free)
 
 /* "forward", "backward", "recompute", "D2H copy", "H2D copy", "host alloc",
- * "wait", "record". */
+ * "wait", "record", "p2p send", "wait on a stage". */
 const char *plots_spans_kind_name(PlotsSpanKind kind);
 
 /* What the op is, without its layer: "forward", "offload gate",
  * "reload gate", "wait offloaded", "record forward done", "cudaHostAlloc". */
 char *plots_spans_op_name(const SimProgram *program, guint32 op);
+
+/* What GPU `gpu` of `program` is called in pictures: its first stream's
+ * name up to the last space ("stage 1" of "stage 1 compute", "stage 0.1"
+ * with replicas), or "GPU N" when that leaves nothing.  New string. */
+char *plots_spans_gpu_name(const SimProgram *program, guint gpu);
 
 G_END_DECLS

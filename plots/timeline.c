@@ -19,7 +19,8 @@ plots_timeline_color(guint kind)
   static const char *colors[PLOTS_SPAN_COUNT] = {
     [PLOTS_SPAN_FORWARD] = "#4e79a7", [PLOTS_SPAN_BACKWARD] = "#59a14f", [PLOTS_SPAN_RECOMPUTE] = "#b07aa1",
     [PLOTS_SPAN_OFFLOAD] = "#f28e2b", [PLOTS_SPAN_RELOAD] = "#17becf",   [PLOTS_SPAN_ALLOC] = "#9c755f",
-    [PLOTS_SPAN_WAIT] = "#e15759",    [PLOTS_SPAN_RECORD] = "#000000",
+    [PLOTS_SPAN_WAIT] = "#e15759",    [PLOTS_SPAN_RECORD] = "#000000",   [PLOTS_SPAN_SEND] = "#edc948",
+    [PLOTS_SPAN_PEER_WAIT] = "#ff9da7",
   };
   return kind < PLOTS_SPAN_COUNT ? colors[kind] : "#000000";
 }
@@ -34,6 +35,13 @@ darker(const char *color, char out[8])
   guint r = (rgb >> 16 & 0xff) * 7 / 10, g = (rgb >> 8 & 0xff) * 7 / 10, b = (rgb & 0xff) * 7 / 10;
   g_snprintf(out, 8, "#%02x%02x%02x", r, g, b);
 }
+
+/* Rows are 70 px high up to this many; a pipeline's 4 streams per GPU
+ * would make a picture thousands of pixels high, so beyond it the rows
+ * share this many pixels, down to ROW_MIN_PX, where a label still reads. */
+#define ROWS_FULL 12
+#define ROW_PX 70
+#define ROW_MIN_PX 24
 
 /* A stream computes when any of its ops is a compute op. */
 static gboolean *
@@ -53,11 +61,19 @@ drawn(const PlotsSpan *span, const gboolean *computes)
 {
   if (span->kind == PLOTS_SPAN_RECORD || span->end <= span->start)
     return FALSE;
-  return span->kind != PLOTS_SPAN_WAIT || computes[span->stream];
+  /* A wait on a copy or p2p stream is only that stream idle. */
+  return !plots_spans_kind_waits(span->kind) || computes[span->stream];
 }
 
-/* `set ytics`: a label per row, a stream's name on its first lane and
- * "NAME (2)" on the next ones; `first_row[s]` is stream s's first row from
+/* The label of a stream's row: its name on its first lane, "NAME (2)" on
+ * the next ones. */
+static char *
+row_label(const SimStream *stream, guint lane)
+{
+  return lane ? g_strdup_printf("%s (%u)", stream->name, lane + 1) : g_strdup(stream->name);
+}
+
+/* `set ytics`: a label per row; `first_row[s]` is stream s's first row from
  * the top, of `rows`. */
 static void
 stream_tics(GString *c, const SimProgram *p, const PlotsSpans *spans, const guint *first_row, guint rows)
@@ -66,7 +82,7 @@ stream_tics(GString *c, const SimProgram *p, const PlotsSpans *spans, const guin
   for (guint s = 0; s < p->streams->len; s++) {
     const SimStream *stream = g_ptr_array_index(p->streams, s);
     for (guint lane = 0; lane < g_array_index(spans->lanes, guint, s); lane++) {
-      g_autofree char *text = lane ? g_strdup_printf("%s (%u)", stream->name, lane + 1) : g_strdup(stream->name);
+      g_autofree char *text = row_label(stream, lane);
       g_autofree char *label = plots_gnuplot_quote(text);
       g_string_append_printf(c, "%s%s %u", s || lane ? ", " : "", label, rows - 1 - (first_row[s] + lane));
     }
@@ -74,10 +90,76 @@ stream_tics(GString *c, const SimProgram *p, const PlotsSpans *spans, const guin
   g_string_append(c, ")\n");
 }
 
-/* One plot term per kind `present`, so the legend lists exactly what is
- * drawn. */
+/* The left margin, in characters: the longest row label and a gap, and at
+ * least the 12 that "compute" has always had ("stage 12.3 compute" needs
+ * more). */
+static guint
+left_margin(const SimProgram *p, const PlotsSpans *spans)
+{
+  guint longest = 0;
+  for (guint s = 0; s < p->streams->len; s++) {
+    const SimStream *stream = g_ptr_array_index(p->streams, s);
+    for (guint lane = 0; lane < g_array_index(spans->lanes, guint, s); lane++) {
+      g_autofree char *text = row_label(stream, lane);
+      longest = MAX(longest, (guint)g_utf8_strlen(text, -1));
+    }
+  }
+  return MAX(12u, longest + 2);
+}
+
+/* Several GPUs: a thin line between the rows of one GPU and the next, so
+ * that a stage's four rows read as one group. */
 static void
-plot_kinds(GString *c, const gboolean *present)
+gpu_separators(GString *c, const SimProgram *p, const guint *first_row, guint rows)
+{
+  char a[G_ASCII_DTOSTR_BUF_SIZE];
+  for (guint s = 1; s < p->streams->len; s++) {
+    const SimStream *stream = g_ptr_array_index(p->streams, s), *above = g_ptr_array_index(p->streams, s - 1);
+    if (stream->gpu == above->gpu)
+      continue;
+    plots_gnuplot_number(a, rows - 0.5 - first_row[s]);
+    g_string_append_printf(c, "set arrow from graph 0, first %s to graph 1, first %s nohead lw 1 lc rgb '#aaaaaa' "
+                              "back\n", a, a);
+  }
+}
+
+/* Several GPUs: the forward/backward line of each GPU whose forwards all end
+ * before its backwards start (GPipe), across that GPU's rows only; 1F1B
+ * interleaves them and gets none.  Returns whether any was drawn, for the
+ * legend. */
+static gboolean
+gpu_boundaries(GString *c, const SimProgram *p, const PlotsSpans *spans, const guint *first_row, guint rows)
+{
+  char x[G_ASCII_DTOSTR_BUF_SIZE], top[G_ASCII_DTOSTR_BUF_SIZE], bottom[G_ASCII_DTOSTR_BUF_SIZE];
+  gboolean any = FALSE;
+  for (guint g = 0; g < spans->boundaries->len; g++) {
+    double at = g_array_index(spans->boundaries, double, g);
+    if (at < 0)
+      continue;
+    guint low = G_MAXUINT, high = 0; /* the GPU's rows, from the top */
+    for (guint s = 0; s < p->streams->len; s++) {
+      const SimStream *stream = g_ptr_array_index(p->streams, s);
+      if (stream->gpu != g)
+        continue;
+      low = MIN(low, first_row[s]);
+      high = MAX(high, first_row[s] + g_array_index(spans->lanes, guint, s) - 1);
+    }
+    if (low > high)
+      continue;
+    plots_gnuplot_number(x, at * 1e3);
+    plots_gnuplot_number(top, rows - 0.5 - low);
+    plots_gnuplot_number(bottom, rows - 1.5 - high);
+    g_string_append_printf(c, "set arrow from %s, first %s to %s, first %s nohead dt 2 lw 2 lc rgb '#333333' front\n",
+                           x, top, x, bottom);
+    any = TRUE;
+  }
+  return any;
+}
+
+/* One plot term per kind `present`, so the legend lists exactly what is
+ * drawn; `extra`, when not NULL, is one more term (a legend entry). */
+static void
+plot_kinds(GString *c, const gboolean *present, const char *extra)
 {
   char b[G_ASCII_DTOSTR_BUF_SIZE];
   g_string_append(c, "plot ");
@@ -93,6 +175,10 @@ plot_kinds(GString *c, const gboolean *present)
                            "%s$spans using (($4==%u)?($1+$2)/2:NaN):3:1:2:($3-%s):($3+%s) with boxxyerror "
                            "fs solid 1.0 border lc rgb '%s' lw 0.5 lc rgb '%s' title %s",
                            first ? "" : ", \\\n     ", k, b, b, edge, plots_timeline_color(k), title);
+    first = FALSE;
+  }
+  if (extra) {
+    g_string_append_printf(c, "%s%s", first ? "" : ", \\\n     ", extra);
     first = FALSE;
   }
   if (first) /* nothing ran: an empty chart still has its axes */
@@ -195,7 +281,9 @@ plots_timeline_chart(const SimResult *r, const char *name, double xmax_ms, GErro
     first_row[s] = rows;
     rows += g_array_index(spans->lanes, guint, s);
   }
-  g_autoptr(PlotsChart) chart = plots_gnuplot_chart_new(name, 1400, 130 + 70 * MAX(rows, 3u));
+  guint row_px = rows <= ROWS_FULL ? ROW_PX : MAX(ROW_PX * ROWS_FULL / rows, (guint)ROW_MIN_PX);
+  g_autoptr(PlotsChart) chart = plots_gnuplot_chart_new(name, 1400, 130 + row_px * MAX(rows, 3u));
+  gboolean several = p->n_gpus > 1;
 
   guint n_drawn = 0;
   for (guint i = 0; i < spans->spans->len; i++)
@@ -213,11 +301,19 @@ plots_timeline_chart(const SimResult *r, const char *name, double xmax_ms, GErro
   }
 
   GString *c = chart->commands;
+  /* Under [parallel] the figures are the busiest GPU's, and what it did not
+   * compute is the bubble as much as the transfers. */
   g_autofree char *subtitle =
-    g_strdup_printf("timeline of %s: step %.2f ms = compute %.2f + recompute %.2f + exposed transfer %.2f",
-                    r->policy, r->step_ms, r->compute_ms, r->recompute_ms, r->exposed_transfer_ms);
+    several ? g_strdup_printf("timeline of %s on %u GPUs: step %.2f ms = compute %.2f + recompute %.2f + exposed "
+                              "transfer and bubble %.2f (the busiest GPU)",
+                              r->policy, p->n_gpus, r->step_ms, r->compute_ms, r->recompute_ms, r->exposed_transfer_ms)
+            : g_strdup_printf("timeline of %s: step %.2f ms = compute %.2f + recompute %.2f + exposed transfer %.2f",
+                              r->policy, r->step_ms, r->compute_ms, r->recompute_ms, r->exposed_transfer_ms);
   plots_gnuplot_title(c, "set title", r->scenario, subtitle);
-  g_string_append_printf(c, " offset 0,1\nset tmargin 6\nset bmargin %s\nset lmargin 12\n", note ? "6.5" : "5.5");
+  /* Several GPUs add kinds (sends, waits on a stage) and the boundary's
+   * entry: the legend may take two lines. */
+  g_string_append_printf(c, " offset 0,1\nset tmargin 6\nset bmargin %s\nset lmargin %u\n",
+                         several ? (note ? "7.5" : "6.5") : (note ? "6.5" : "5.5"), left_margin(p, spans));
   if (note) {
     plots_gnuplot_title(c, "set xlabel", "time since the step started (ms)", note);
     g_string_append_c(c, '\n');
@@ -229,14 +325,19 @@ plots_timeline_chart(const SimResult *r, const char *name, double xmax_ms, GErro
   g_string_append_printf(c, "set xrange [0:%s]\n", plots_gnuplot_number(a, xmax));
   g_string_append_printf(c, "set yrange [-0.6:%s]\n", plots_gnuplot_number(a, rows - 0.4));
   stream_tics(c, p, spans, first_row, rows);
-  if (spans->boundary >= 0) {
+  const char *boundary_key = NULL;
+  if (several) {
+    gpu_separators(c, p, first_row, rows);
+    if (gpu_boundaries(c, p, spans, first_row, rows))
+      boundary_key = "NaN with lines dt 2 lw 2 lc rgb '#333333' title 'forward | backward'";
+  } else if (g_array_index(spans->boundaries, double, 0) >= 0) {
     plots_gnuplot_number(a, spans->boundary * 1e3);
     g_string_append_printf(c, "set arrow 1 from %s, graph 0 to %s, graph 1 nohead dt 2 lw 2 lc rgb '#333333' front\n"
                               "set label 1 'forward | backward' at %s, graph 1 center offset 0,0.7\n",
                            a, a, a);
   }
 
-  plot_kinds(c, present);
+  plot_kinds(c, present, boundary_key);
   return g_steal_pointer(&chart);
 }
 

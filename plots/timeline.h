@@ -15,8 +15,21 @@
  * row was idle half of it or more), runs of one kind joined, and a second
  * line under the axis says so.
  *
+ * Several GPUs (a pipeline): the rows are every GPU's streams ("stage 0
+ * compute", "stage 0 d2h", "stage 0 h2d", "stage 0 p2p", then stage 1's),
+ * a thin line between one GPU's rows and the next's; rows get shorter past
+ * 12 (down to 24 px) so that 64 of them stay one screen high, and the left
+ * margin fits the longest name.  Sends on the p2p streams and waits for an
+ * event another GPU records (a stage idle until its neighbour hands it an
+ * activation or a gradient) have kinds and colours of their own; waits on
+ * copy and p2p streams are not drawn.  The forward/backward line is drawn
+ * per GPU, across its rows, where its forwards all end before its
+ * backwards start (GPipe; 1F1B interleaves them: no line), named in the
+ * legend.  The subtitle says that the figures are the busiest GPU's.
+ *
  * The CSV has one row per op in issue order, with the spans of spans.h:
- * stream,op,layer,phase,start_ms,end_ms,bytes.
+ * stream,op,layer,phase,start_ms,end_ms,bytes (the stream's name says its
+ * stage; bytes are a copy's, 0 for a send, whose op keeps only its time).
  *
  * Both need a detailed result (op times); without one they fail with
  * SIM_ERROR_INTERNAL.  The result is only read.  Ownership: the chart is

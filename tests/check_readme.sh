@@ -1,7 +1,7 @@
 #!/bin/sh
 # Keeps README.md true: its two set-up commands, .ci/run and the output it
-# shows must agree with each other and with the program, and the pictures
-# it shows must exist.
+# shows must agree with each other and with the program, the pictures it
+# shows must exist, and its pipeline command must draw its pictures.
 # Usage: check_readme.sh OFFSIM_BINARY SOURCE_DIR
 # Exits 77 (skipped) after every other check when gnuplot is missing: the
 # first command draws plots, so its output cannot be reproduced without it.
@@ -58,4 +58,17 @@ done
 # ...and nothing outside the build tree (build/plots is inside it, beside CMake's files for plots/).
 [ "$(ls -A "$scratch")" = build ] && [ "$(ls -A "$scratch/build")" = plots ] ||
   fail "'$demo' wrote outside build/plots: $(cd "$scratch" && find . -mindepth 1 | sort | tr '\n' ' ')"
+
+# The pipeline's command (the sh block after its marker) runs against the bundled scenario,
+# from a scratch copy of scenarios/, and draws the timeline the README's picture is made from.
+pipeline=$(awk '/<!-- offsim-pipeline-command -->/{m=1; next} m&&/^```sh$/{getline; print; exit}' "$readme")
+case $pipeline in "./build/cli/offsim compare scenarios/"*" --plot build/pipeline"*) ;;
+  *) fail "the pipeline command must be ./build/cli/offsim compare scenarios/... --plot build/pipeline" ;; esac
+mkdir "$scratch/pipeline"
+cp -R "$src/scenarios" "$scratch/pipeline/scenarios"
+# shellcheck disable=SC2086 # the command's arguments split on purpose
+said=$(cd "$scratch/pipeline" && "$offsim" ${pipeline#./build/cli/offsim } 2>&1) || fail "'$pipeline' failed: $said"
+for picture in comparison memory timeline-offload timeline-resident; do
+  [ -s "$scratch/pipeline/build/pipeline/$picture.png" ] || fail "'$pipeline' did not draw build/pipeline/$picture.png"
+done
 echo "check_readme: README commands, .ci/run, the shown output and its pictures agree"

@@ -104,6 +104,35 @@ uniform(guint layers)
   return results;
 }
 
+/* The README's pipeline (scenarios/parallel/pipeline-tiny.ini) with four
+ * micro-batches: 4 stages of 2 layers, one 100 MB tensor a layer, kept or
+ * offloaded. */
+static SimScenario *
+pipeline(const char *schedule)
+{
+  g_autofree char *text = g_strdup_printf("[scenario]\nname = pipeline\n[device]\nmemory = 80GiB\n"
+                                          "[link]\nh2d_bandwidth = 50GB/s\nd2h_bandwidth = 50GB/s\n"
+                                          "[model]\nlayers = 8\nforward = 1ms\nbackward = 2ms\ntensors = a:100MB\n"
+                                          "input = 10MB\n[parallel]\npp = 4\nmicrobatches = 4\nschedule = %s\n"
+                                          "[policy.resident]\nkind = resident\n"
+                                          "[policy.offload]\nkind = offload\nmode = async\nkeep_last = 0\n",
+                                          schedule);
+  g_autoptr(GError) error = NULL;
+  SimScenario *s = sim_scenario_load_data(text, "pipeline.ini", &error);
+  ck_assert_msg(s != NULL, "%s", error ? error->message : "?");
+  return s;
+}
+
+static const char *const pipeline_kinds[] = { "compute", "d2h", "h2d", "p2p" };
+
+/* The engine's device or host peak of GPU `gpu`. */
+static gint64
+pool_peak(const SimResult *r, guint gpu, SimPool pool)
+{
+  ck_assert_ptr_nonnull(r->run->pools);
+  return g_array_index(r->run->pools, SimPeak, SIM_POOL_INDEX(gpu, pool)).bytes;
+}
+
 /* ---- quoting ------------------------------------------------------------ */
 
 static const char *hostile[] = {
@@ -339,10 +368,11 @@ START_TEST(timeline_script_has_lanes_colours_and_quoted_labels)
   }
   ck_assert_ptr_null(strstr(c, "'recompute'"));
   ck_assert_ptr_null(strstr(c, "'host alloc'"));
-  /* Seven colours for seven kinds: no two alike. */
-  for (guint a = 0; a < PLOTS_SPAN_RECORD; a++)
-    for (guint b = a + 1; b < PLOTS_SPAN_RECORD; b++)
-      ck_assert_str_ne(plots_timeline_color(a), plots_timeline_color(b));
+  /* A colour per drawn kind, the pipeline's too: no two alike. */
+  for (guint a = 0; a < PLOTS_SPAN_COUNT; a++)
+    for (guint b = a + 1; b < PLOTS_SPAN_COUNT; b++)
+      if (a != PLOTS_SPAN_RECORD && b != PLOTS_SPAN_RECORD)
+        ck_assert_str_ne(plots_timeline_color(a), plots_timeline_color(b));
 
   /* The boundary is the end of the last forward op. */
   g_autoptr(PlotsSpans) spans = plots_spans_new(r, NULL);
@@ -1216,6 +1246,338 @@ START_TEST(csvs_agree_with_the_json_result)
 }
 END_TEST
 
+/* ---- several GPUs ------------------------------------------------------- */
+
+/* A row per stream of every stage, labelled by name, in program order; a
+ * line between stages; sends and waits on another stage of their own kind;
+ * the forward/backward line only on the stage whose forwards all come
+ * first. */
+START_TEST(pipeline_timeline_has_a_row_per_stream_of_every_stage)
+{
+  g_autoptr(SimScenario) s = pipeline("1f1b");
+  g_autoptr(SimResult) r = test_evaluate(s, "offload");
+  ck_assert_uint_eq(r->program->n_gpus, 4);
+  g_autoptr(GError) error = NULL;
+  g_autoptr(PlotsChart) chart = plots_timeline_chart(r, "timeline-offload", 0, &error);
+  ck_assert_msg(chart != NULL, "%s", error ? error->message : "?");
+  const char *c = chart->commands->str;
+
+  g_autoptr(GString) tics = g_string_new("set ytics scale 0 (");
+  for (guint stage = 0; stage < 4; stage++)
+    for (guint k = 0; k < 4; k++)
+      g_string_append_printf(tics, "%s'stage %u %s' %u", stage || k ? ", " : "", stage, pipeline_kinds[k],
+                             15 - (4 * stage + k));
+  g_string_append(tics, ")\n");
+  ck_assert_msg(strstr(c, tics->str), "%s missing in:\n%s", tics->str, c);
+  ck_assert_msg(strstr(c, "set lmargin 17\n"), "'stage 0 compute' does not fit the margin:\n%s", c);
+  /* Sixteen rows of 70 px would be 1,250 px high: they are shorter, not
+   * thinner than a label. */
+  ck_assert_uint_lt(chart->height, 130 + 70 * 16);
+  ck_assert_uint_ge(chart->height, 130 + 24 * 16);
+  ck_assert_uint_eq(count(c, "nohead lw 1 lc rgb '#aaaaaa'"), 3);
+  ck_assert_ptr_nonnull(strstr(c, " on 4 GPUs: step "));
+  ck_assert_ptr_nonnull(strstr(c, "exposed transfer and bubble"));
+
+  /* Stage 0 runs its four forwards before any backward (1F1B's warm-up is
+   * pp - 1 = 3 of 4 micro-batches); the others interleave them. */
+  ck_assert_ptr_null(strstr(c, "set arrow 1 from"));
+  ck_assert_uint_eq(count(c, "nohead dt 2 lw 2"), 1);
+  g_autoptr(PlotsSpans) spans = plots_spans_new(r, NULL);
+  char x[G_ASCII_DTOSTR_BUF_SIZE];
+  plots_gnuplot_number(x, g_array_index(spans->boundaries, double, 0) * 1e3);
+  g_autofree char *stage0 = g_strdup_printf("set arrow from %s, first 15.5 to %s, first 11.5 nohead dt 2", x, x);
+  ck_assert_msg(strstr(c, stage0), "%s missing in:\n%s", stage0, c);
+  for (guint g = 1; g < 4; g++)
+    ck_assert(g_array_index(spans->boundaries, double, g) < 0);
+  ck_assert_ptr_nonnull(strstr(c, "title 'forward | backward'"));
+
+  /* Every box sits on a row of its kind: sends on p2p rows only, copies on
+   * their own, and no wait drawn off the compute rows. */
+  const char *kind_terms[] = { "title 'p2p send'", "title 'wait on a stage'", "title 'wait'" };
+  for (guint i = 0; i < G_N_ELEMENTS(kind_terms); i++)
+    ck_assert_msg(strstr(c, kind_terms[i]), "%s missing in:\n%s", kind_terms[i], c);
+  guint per_row[16][PLOTS_SPAN_COUNT] = { { 0 } };
+  g_auto(GStrv) rows = g_strsplit(chart->data->str, "\n", -1);
+  ck_assert_str_eq(rows[0], "$spans << EOD");
+  for (char **row = rows + 1; *row && strcmp(*row, "EOD") != 0; row++) {
+    double v[4];
+    ck_assert_int_eq(sscanf(*row, "%lf %lf %lf %lf", &v[0], &v[1], &v[2], &v[3]), 4);
+    ck_assert(v[2] >= 0 && v[2] <= 15 && v[3] >= 0 && v[3] < PLOTS_SPAN_COUNT);
+    per_row[15 - (guint)v[2]][(guint)v[3]]++;
+  }
+  for (guint stage = 0; stage < 4; stage++) {
+    const guint *compute = per_row[4 * stage], *d2h = per_row[4 * stage + 1], *h2d = per_row[4 * stage + 2],
+                *p2p = per_row[4 * stage + 3];
+    ck_assert_uint_eq(compute[PLOTS_SPAN_FORWARD], 4 * 2);  /* 4 micro-batches × 2 layers */
+    ck_assert_uint_eq(compute[PLOTS_SPAN_BACKWARD], 4 * 2); /* the optimizer step takes no time */
+    ck_assert_uint_eq(compute[PLOTS_SPAN_SEND] + compute[PLOTS_SPAN_OFFLOAD], 0);
+    ck_assert_uint_eq(d2h[PLOTS_SPAN_OFFLOAD], 4 * 2);
+    ck_assert_uint_eq(h2d[PLOTS_SPAN_RELOAD], 4 * 2);
+    /* One send per micro-batch each way, the last stage's activations and
+     * the first stage's gradients excepted. */
+    ck_assert_uint_eq(p2p[PLOTS_SPAN_SEND], stage == 0 || stage == 3 ? 4u : 8u);
+    guint on_p2p = 0, on_copies = 0;
+    for (guint k = 0; k < PLOTS_SPAN_COUNT; k++) {
+      on_p2p += k == PLOTS_SPAN_SEND ? 0 : p2p[k];
+      on_copies += (k == PLOTS_SPAN_OFFLOAD ? 0 : d2h[k]) + (k == PLOTS_SPAN_RELOAD ? 0 : h2d[k]);
+    }
+    ck_assert_uint_eq(on_p2p, 0);
+    ck_assert_uint_eq(on_copies, 0);
+    /* Every stage but the first starts by waiting for an activation. */
+    if (stage > 0)
+      ck_assert_uint_gt(compute[PLOTS_SPAN_PEER_WAIT], 0);
+  }
+  /* A wait on a stage is one another GPU ends: its event's recorder is on
+   * a neighbour's p2p stream. */
+  guint peer_waits = 0;
+  for (guint i = 0; i < spans->spans->len; i++) {
+    const PlotsSpan *span = &g_array_index(spans->spans, PlotsSpan, i);
+    const SimOp *op = sim_program_op(r->program, span->op);
+    if (op->kind == SIM_OP_SEND)
+      ck_assert_uint_eq(span->kind, PLOTS_SPAN_SEND);
+    if (span->kind != PLOTS_SPAN_PEER_WAIT)
+      continue;
+    peer_waits++;
+    const SimOp *recorder = sim_program_op(r->program, sim_program_event(r->program, op->event)->recorder);
+    ck_assert_uint_ne(recorder->gpu, op->gpu);
+    ck_assert_uint_eq(recorder->gpu + 1 == op->gpu || op->gpu + 1 == recorder->gpu, TRUE);
+    const SimStream *from = g_ptr_array_index(r->program->streams, recorder->stream);
+    ck_assert(g_str_has_suffix(from->name, " p2p"));
+  }
+  ck_assert_uint_gt(peer_waits, 0);
+
+  /* GPipe: every stage's forwards come first, a line each across its rows. */
+  g_autoptr(SimScenario) gpipe = pipeline("gpipe");
+  g_autoptr(SimResult) g = test_evaluate(gpipe, "resident");
+  g_autoptr(PlotsChart) g_chart = plots_timeline_chart(g, "timeline-resident", 0, NULL);
+  ck_assert_uint_eq(count(g_chart->commands->str, "nohead dt 2 lw 2"), 4);
+  g_auto(GStrv) lines = g_strsplit(g_chart->commands->str, "\n", -1);
+  for (guint stage = 0; stage < 4; stage++) {
+    g_autofree char *top = g_strdup_printf(", first %u.5 to ", 15 - 4 * stage);
+    g_autofree char *bottom = g_strdup_printf(", first %g nohead dt 2 ", 11.5 - 4.0 * stage);
+    guint over = 0;
+    for (char **l = lines; *l; l++)
+      over += strstr(*l, top) && strstr(*l, bottom);
+    ck_assert_msg(over == 1, "no line over stage %u's rows alone", stage);
+  }
+  /* Resident copies nothing: its compute waits are all on a stage. */
+  ck_assert_ptr_null(strstr(g_chart->commands->str, "title 'wait'"));
+  ck_assert_ptr_nonnull(strstr(g_chart->commands->str, "title 'wait on a stage'"));
+}
+END_TEST
+
+/* A process per GPU, named by stage, with that GPU's streams as threads,
+ * its ops, and counters that follow its own memory to its own peaks. */
+START_TEST(pipeline_trace_has_a_process_per_gpu)
+{
+  g_autoptr(SimScenario) s = pipeline("1f1b");
+  g_autoptr(SimResult) r = test_evaluate(s, "offload");
+  const SimProgram *p = r->program;
+  /* The stages' peaks differ, so a counter that followed another GPU's
+   * points, or every GPU's, would not reach its own. */
+  ck_assert_int_gt(pool_peak(r, 0, SIM_POOL_DEVICE), pool_peak(r, 3, SIM_POOL_DEVICE));
+  ck_assert_int_gt(pool_peak(r, 0, SIM_POOL_HOST), pool_peak(r, 3, SIM_POOL_HOST));
+  g_autoptr(JsonNode) trace = plots_chrome_trace_build(r, NULL);
+  JsonObject *root = json_node_get_object(trace);
+  ck_assert_int_eq(json_object_get_int_member(json_object_get_object_member(root, "otherData"), "gpus"), 4);
+  JsonArray *events = json_object_get_array_member(root, "traceEvents");
+
+  char *process[5] = { NULL }; /* by pid, from 1 */
+  g_autoptr(GHashTable) thread_pid = g_hash_table_new(g_direct_hash, g_direct_equal);
+  g_autoptr(GHashTable) thread_name = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL, g_free);
+  gint64 device_max[4] = { 0 }, host_max[4] = { 0 };
+  guint points[4] = { 0 }, slices = 0;
+  for (guint i = 0; i < json_array_get_length(events); i++) {
+    JsonObject *e = json_array_get_object_element(events, i);
+    const char *ph = json_object_get_string_member(e, "ph"), *name = json_object_get_string_member(e, "name");
+    gint64 pid = json_object_get_int_member(e, "pid"), tid = json_object_get_int_member(e, "tid");
+    JsonObject *args = json_object_get_object_member(e, "args");
+    ck_assert_msg(pid >= 1 && pid <= 4, "pid %" G_GINT64_FORMAT, pid);
+    if (strcmp(ph, "M") == 0 && strcmp(name, "process_name") == 0) {
+      ck_assert_ptr_null(process[pid]);
+      process[pid] = g_strdup(json_object_get_string_member(args, "name"));
+    } else if (strcmp(ph, "M") == 0 && strcmp(name, "thread_name") == 0) {
+      ck_assert(!g_hash_table_contains(thread_pid, GINT_TO_POINTER(tid))); /* unique across processes */
+      g_hash_table_insert(thread_pid, GINT_TO_POINTER(tid), GINT_TO_POINTER(pid));
+      g_hash_table_insert(thread_name, GINT_TO_POINTER(tid), g_strdup(json_object_get_string_member(args, "name")));
+    } else if (strcmp(ph, "X") == 0) {
+      const SimOp *op = sim_program_op(p, (guint32)json_object_get_int_member(args, "op"));
+      const SimStream *stream = g_ptr_array_index(p->streams, op->stream);
+      ck_assert_int_eq(pid, op->gpu + 1);
+      ck_assert_int_eq(GPOINTER_TO_INT(g_hash_table_lookup(thread_pid, GINT_TO_POINTER(tid))), pid);
+      ck_assert_str_eq(g_hash_table_lookup(thread_name, GINT_TO_POINTER(tid)), stream->name);
+      if (op->kind == SIM_OP_SEND)
+        ck_assert_str_eq(json_object_get_string_member(e, "cat"), "p2p send");
+      slices++;
+    } else if (strcmp(ph, "C") == 0) {
+      gint64 bytes = json_object_get_int_member(args, "bytes");
+      if (strcmp(name, "device memory") == 0) {
+        device_max[pid - 1] = MAX(device_max[pid - 1], bytes);
+        points[pid - 1]++;
+      } else {
+        ck_assert_str_eq(name, "host pinned memory");
+        host_max[pid - 1] = MAX(host_max[pid - 1], bytes);
+      }
+    }
+  }
+  ck_assert_uint_eq(slices, sim_program_n_ops(p));
+  ck_assert_uint_eq(g_hash_table_size(thread_pid), 16);
+  for (guint g = 0; g < 4; g++) {
+    g_autofree char *stage = g_strdup_printf("stage %u", g);
+    ck_assert_str_eq(process[g + 1], stage);
+    /* Its threads are its four streams, and only they. */
+    guint threads = 0;
+    GHashTableIter it;
+    gpointer tid, pid;
+    g_hash_table_iter_init(&it, thread_pid);
+    while (g_hash_table_iter_next(&it, &tid, &pid)) {
+      if (GPOINTER_TO_INT(pid) != (int)g + 1)
+        continue;
+      const char *name = g_hash_table_lookup(thread_name, tid);
+      ck_assert_msg(g_str_has_prefix(name, stage) && name[strlen(stage)] == ' ', "%s in process %u", name, g + 1);
+      threads++;
+    }
+    ck_assert_uint_eq(threads, 4);
+    ck_assert_int_eq(device_max[g], pool_peak(r, g, SIM_POOL_DEVICE));
+    ck_assert_int_eq(host_max[g], pool_peak(r, g, SIM_POOL_HOST));
+    guint own = 0;
+    for (guint k = 0; k < r->run->curve->len; k++)
+      own += g_array_index(r->run->curve, SimMemPoint, k).gpu == g;
+    ck_assert_uint_eq(points[g], own);
+  }
+  for (guint i = 0; i < G_N_ELEMENTS(process); i++)
+    g_free(process[i]);
+}
+END_TEST
+
+/* time_ms,gpu,device_bytes,host_bytes: every GPU from 0, its maxima its
+ * peaks; the chart draws each GPU's own curve and peak. */
+START_TEST(pipeline_memory_follows_each_gpu)
+{
+  g_autoptr(SimScenario) s = pipeline("1f1b");
+  g_autoptr(SimResult) r = test_evaluate(s, "offload");
+  g_autofree char *dir = test_tmp_dir_new();
+  g_autofree char *path = g_build_filename(dir, "memory.csv", NULL);
+  g_autoptr(GError) error = NULL;
+  ck_assert_msg(plots_memory_write(r, "--memory", path, &error), "%s", error ? error->message : "");
+  g_autofree char *text = read_text(path);
+  g_auto(GStrv) rows = g_strsplit(text, "\n", -1);
+  ck_assert_str_eq(rows[0], "time_ms,gpu,device_bytes,host_bytes");
+  gint64 device_max[4], host_max[4];
+  gboolean seen[4] = { FALSE };
+  double previous = 0;
+  guint n = 0;
+  for (char **row = rows + 1; *row && **row; row++, n++) {
+    g_auto(GStrv) f = g_strsplit(*row, ",", -1);
+    ck_assert_uint_eq(g_strv_length(f), 4);
+    double t = g_ascii_strtod(f[0], NULL);
+    guint g = (guint)g_ascii_strtoull(f[1], NULL, 10);
+    ck_assert_uint_lt(g, 4);
+    ck_assert(t >= previous);
+    previous = t;
+    gint64 device = g_ascii_strtoll(f[2], NULL, 10), host = g_ascii_strtoll(f[3], NULL, 10);
+    if (!seen[g]) {
+      ck_assert(t == 0); /* each GPU's first row is its baseline */
+      device_max[g] = device;
+      host_max[g] = host;
+      seen[g] = TRUE;
+    }
+    device_max[g] = MAX(device_max[g], device);
+    host_max[g] = MAX(host_max[g], host);
+  }
+  ck_assert_uint_eq(n, r->run->curve->len);
+  for (guint g = 0; g < 4; g++) {
+    ck_assert(seen[g]);
+    ck_assert_int_eq(device_max[g], pool_peak(r, g, SIM_POOL_DEVICE));
+    ck_assert_int_eq(host_max[g], pool_peak(r, g, SIM_POOL_HOST));
+  }
+  ck_assert_int_lt(device_max[3], device_max[0]); /* not every GPU the worst one */
+
+  /* The chart: a block per GPU holding only its points (and the hold to
+   * the end of the step), a curve titled by stage, a dot at each peak. */
+  g_autoptr(GPtrArray) one = g_ptr_array_new();
+  g_ptr_array_add(one, r);
+  g_autoptr(PlotsChart) chart = plots_memory_chart(one, s->machine.device.memory, "memory", &error);
+  ck_assert_ptr_nonnull(chart);
+  const char *c = chart->commands->str, *data = chart->data->str;
+  ck_assert_ptr_null(strstr(data, "$memory0 <<"));
+  for (guint g = 0; g < 4; g++) {
+    g_autofree char *block = g_strdup_printf("$memory0_%u << EOD\n", g);
+    const char *at = strstr(data, block);
+    ck_assert_msg(at != NULL, "%s missing", block);
+    guint lines = 0;
+    for (const char *q = at + strlen(block); !g_str_has_prefix(q, "EOD\n"); q = strchr(q, '\n') + 1)
+      lines++;
+    guint own = 0;
+    for (guint k = 0; k < r->run->curve->len; k++)
+      own += g_array_index(r->run->curve, SimMemPoint, k).gpu == g;
+    ck_assert_uint_eq(lines, own + 1);
+    g_autofree char *curve = g_strdup_printf("$memory0_%u using 1:2 with steps lt %u dt 1 title 'stage %u'", g, g + 1, g);
+    ck_assert_msg(strstr(c, curve), "%s missing in:\n%s", curve, c);
+    g_autofree char *host = g_strdup_printf("$memory0_%u using 1:3 with steps lt %u dt 1 notitle", g, g + 1);
+    ck_assert_msg(strstr(c, host), "%s missing in:\n%s", host, c);
+    const SimPeak *peak = &g_array_index(r->run->pools, SimPeak, SIM_POOL_INDEX(g, SIM_POOL_DEVICE));
+    char t[G_ASCII_DTOSTR_BUF_SIZE], b[G_ASCII_DTOSTR_BUF_SIZE];
+    g_autofree char *dot = g_strdup_printf("\n%s %s %u\n", plots_gnuplot_number(t, peak->time * 1e3),
+                                           plots_gnuplot_number(b, peak->bytes / (1024.0 * 1024.0 * 1024.0)), g + 1);
+    ck_assert_msg(strstr(strstr(data, "$peaks << EOD"), dot), "peak of GPU %u missing", g);
+  }
+  g_autofree char *size0 = sim_units_format_size((guint64)device_max[0]);
+  g_autofree char *peaks = g_strdup_printf("'    device peak of each GPU: stage 0 %s, stage 1 ", size0);
+  ck_assert_msg(strstr(c, peaks), "%s missing in:\n%s", peaks, c);
+
+  /* Two policies: each its colour, a dash per GPU. */
+  g_autoptr(SimResult) resident = test_evaluate(s, "resident");
+  g_autoptr(GPtrArray) two = g_ptr_array_new();
+  g_ptr_array_add(two, resident);
+  g_ptr_array_add(two, r);
+  g_autoptr(PlotsChart) both = plots_memory_chart(two, s->machine.device.memory, "memory", NULL);
+  ck_assert_ptr_nonnull(strstr(both->commands->str, "$memory1_2 using 1:2 with steps lt 2 dt 3 title 'offload, stage 2'"));
+  ck_assert_ptr_nonnull(strstr(both->commands->str, "$memory0_3 using 1:2 with steps lt 1 dt 4 title 'resident, stage 3'"));
+
+  /* The comparison says whose peak and what the third bar holds. */
+  g_autoptr(PlotsChart) cmp = plots_comparison_chart(two, s->machine.device.memory, "comparison");
+  ck_assert_ptr_nonnull(strstr(cmp->commands->str, "'peak device memory of the fullest GPU (GiB)"));
+  ck_assert_ptr_nonnull(strstr(cmp->commands->str, "title 'exposed transfer and bubble'"));
+  g_autoptr(GPtrArray) single = uniform(2);
+  g_autoptr(PlotsChart) single_cmp = plots_comparison_chart(single, 80ull << 30, "comparison");
+  ck_assert_ptr_null(strstr(single_cmp->commands->str, "fullest"));
+  ck_assert_ptr_nonnull(strstr(single_cmp->commands->str, "title 'exposed transfer', "));
+}
+END_TEST
+
+/* The README's pipeline, as a user runs it: every picture drawn, every
+ * export written, the sends in the timeline CSV. */
+START_TEST(pipeline_scenario_draws_and_exports)
+{
+  g_autofree char *dir = test_tmp_dir_new();
+  const char *ini = OFFSIM_SCENARIOS "/parallel/pipeline-tiny.ini";
+  g_auto(TestRun) run = test_offsim_in(dir, "run", ini, "--policy", "offload", "--timeline", "timeline.csv",
+                                       "--memory", "memory.csv", "--trace", "trace.json", NULL);
+  ck_assert_msg(run.status == 0, "exit %d: %s", run.status, run.err);
+  g_autofree char *timeline_path = g_build_filename(dir, "timeline.csv", NULL);
+  g_autofree char *timeline = read_text(timeline_path);
+  ck_assert_uint_eq(count(timeline, "\nstage 3 p2p,send gradient,"), 8);
+  ck_assert_uint_eq(count(timeline, "\nstage 0 p2p,send activation,"), 8);
+  ck_assert_uint_eq(count(timeline, ",send,"), 3 * 2 * 8);
+  g_autofree char *memory_path = g_build_filename(dir, "memory.csv", NULL);
+  g_autofree char *memory = read_text(memory_path);
+  ck_assert(g_str_has_prefix(memory, "time_ms,gpu,device_bytes,host_bytes\n0,0,0,0\n"));
+
+  NEEDS_GNUPLOT();
+  g_autofree char *plots = g_build_filename(dir, "plots", NULL);
+  g_auto(TestRun) r = test_offsim("compare", ini, "--plot", plots, "--plot-format", "png", NULL);
+  ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err);
+  g_autofree char *files = list_dir(plots);
+  ck_assert_str_eq(files, "comparison.png,memory.png,timeline-offload.png,timeline-resident.png");
+  const char *pngs[] = { "comparison", "memory", "timeline-offload", "timeline-resident" };
+  for (guint i = 0; i < G_N_ELEMENTS(pngs); i++) {
+    g_autofree char *png = g_strdup_printf("%s/%s.png", plots, pngs[i]);
+    assert_png(png);
+  }
+}
+END_TEST
+
 static Suite *
 plots_suite(void)
 {
@@ -1260,6 +1622,14 @@ plots_suite(void)
   tcase_add_test(exports, trace_has_every_op_once_and_the_ledger);
   tcase_add_test(exports, csvs_agree_with_the_json_result);
   suite_add_tcase(s, exports);
+
+  TCase *gpus = tcase_create("gpus");
+  tcase_set_timeout(gpus, 120);
+  tcase_add_test(gpus, pipeline_timeline_has_a_row_per_stream_of_every_stage);
+  tcase_add_test(gpus, pipeline_trace_has_a_process_per_gpu);
+  tcase_add_test(gpus, pipeline_memory_follows_each_gpu);
+  tcase_add_test(gpus, pipeline_scenario_draws_and_exports);
+  suite_add_tcase(s, gpus);
   return s;
 }
 

@@ -2,6 +2,7 @@
 
 #include "budget.h"
 #include "plan_private.h"
+#include "stages.h"
 #include "error.h"
 #include "exact.h"
 #include "evaluate.h"
@@ -430,6 +431,8 @@ planner_plan_free(PlannerPlan *p)
   g_free(p->verdict_reason);
   if (p->notes)
     g_array_unref(p->notes);
+  if (p->stages)
+    g_array_unref(p->stages); /* its clear function frees each stage's layers */
   g_free(p);
 }
 
@@ -615,6 +618,9 @@ planner_plan(const SimScenario *s, guint64 budget, GError **error)
 PlannerPlan *
 planner_plan_framework(const SimScenario *s, guint64 budget, SimFramework framework, GError **error)
 {
+  /* A pipeline is planned per stage: the exact search below models one GPU. */
+  if (sim_parallel_active(&s->parallel))
+    return planner_plan_stages(s, budget, framework, error);
   g_autoptr(SimEvaluator) evaluator = sim_evaluate_new();
   guint n = sim_workload_n_layers(s->workload);
   g_autoptr(SimPolicy) scratch = planner_plan_scratch_new(s, framework, error);

@@ -63,7 +63,7 @@ START_TEST(show_output_loads_as_the_same_scenario)
       g_ptr_array_add(scenarios, g_build_filename(OFFSIM_SCENARIOS, name, NULL));
   /* and those of the README's tables, whose policies are presets and derived keys */
   static const char *const sub[] = { "ops/qwen2.5-0.5b-layer.ini", "ops/qwen2.5-0.5b-step.ini",
-                                     "frameworks/llama-3.1-8b.ini" };
+                                     "frameworks/llama-3.1-8b.ini", "parallel/pipeline-plan.ini" };
   for (guint k = 0; k < G_N_ELEMENTS(sub); k++)
     g_ptr_array_add(scenarios, g_build_filename(OFFSIM_SCENARIOS, sub[k], NULL));
   ck_assert_uint_ge(scenarios->len, 10);

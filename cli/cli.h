@@ -32,6 +32,10 @@ int cli_show_main(int argc, char **argv);    /* offsim show */
 /* The per-layer table of a plan: action, bytes saved, exposed time if the
  * layer were offloaded, recompute time (for `plan` and `compare --budget`). */
 void cli_plan_format_layers(GString *out, const PlannerPlan *plan);
+/* A pipeline's plan per stage: its layers, peaks and actions, runs of
+ * layers compressed ("L0-L5 offload, L6-L7 keep"), then a blank line;
+ * nothing for a single-GPU plan. */
+void cli_plan_format_stages(GString *out, const PlannerPlan *plan);
 /* How the plan's lower bound was found, in words (static). */
 const char *cli_plan_bound_words(const PlannerPlan *plan);
 

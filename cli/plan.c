@@ -66,7 +66,10 @@ cli_plan_json(const PlannerPlan *p, const SimResult *r, guint64 budget)
   MEMBER("optimal");
   json_builder_add_boolean_value(b, p->optimal);
   MEMBER("bound");
-  json_builder_add_string_value(b, p->proven ? "exact" : p->lagrangian ? "lagrangian" : "analytical");
+  json_builder_add_string_value(b, p->resident_bound ? "resident"
+                                   : p->proven       ? "exact"
+                                   : p->lagrangian   ? "lagrangian"
+                                                     : "analytical");
   MEMBER("states");
   json_builder_add_int_value(b, (gint64)p->states);
   MEMBER("layers");
@@ -88,6 +91,35 @@ cli_plan_json(const PlannerPlan *p, const SimResult *r, guint64 budget)
     json_builder_end_object(b);
   }
   json_builder_end_array(b);
+  /* A pipeline's stages, after every member a single-GPU plan has. */
+  if (p->stages) {
+    MEMBER("stages");
+    json_builder_begin_array(b);
+    for (guint k = 0; k < p->stages->len; k++) {
+      const PlannerStage *st = &g_array_index(p->stages, PlannerStage, k);
+      json_builder_begin_object(b);
+      MEMBER("stage");
+      json_builder_add_int_value(b, st->stage);
+      MEMBER("layers");
+      json_builder_begin_array(b);
+      for (guint i = 0; i < st->layers->len; i++)
+        json_builder_add_int_value(b, g_array_index(st->layers, guint, i));
+      json_builder_end_array(b);
+      MEMBER("peak_device_bytes");
+      json_builder_add_int_value(b, st->peak_device_bytes);
+      MEMBER("peak_host_bytes");
+      json_builder_add_int_value(b, st->peak_host_bytes);
+      MEMBER("actions");
+      json_builder_begin_array(b);
+      for (guint i = 0; i < st->layers->len; i++) {
+        guint layer = g_array_index(st->layers, guint, i);
+        json_builder_add_string_value(b, sim_action_name(g_array_index(p->policy->actions, SimAction, layer)));
+      }
+      json_builder_end_array(b);
+      json_builder_end_object(b);
+    }
+    json_builder_end_array(b);
+  }
 #undef MEMBER
   json_builder_end_object(b);
   return json_builder_get_root(b);
@@ -96,6 +128,8 @@ cli_plan_json(const PlannerPlan *p, const SimResult *r, guint64 budget)
 const char *
 cli_plan_bound_words(const PlannerPlan *p)
 {
+  if (p->resident_bound)
+    return "resident bound (pipeline: not proven)";
   if (p->optimal)
     return "proven optimal (exact search)";
   if (p->proven)
@@ -117,6 +151,49 @@ cli_plan_format_layers(GString *out, const PlannerPlan *p)
     g_string_append_printf(out, "%5u  %-17s %9s   %20s   %6.2f ms\n", i, sim_action_name(n->action), saved, exposed,
                            n->recompute_ms);
   }
+}
+
+/* "L0-L5" for each run of consecutive layers of `layers` (guint), ", "
+ * between runs; with `actions`, a run also ends where the action changes
+ * and is followed by its action's name: "L0-L5 offload, L6-L7 keep". */
+static void
+append_runs(GString *out, const GArray *layers, const GArray *actions)
+{
+  for (guint i = 0; i < layers->len;) {
+    guint first = g_array_index(layers, guint, i), last = first, j = i + 1;
+    SimAction a = actions ? g_array_index(actions, SimAction, first) : SIM_ACTION_KEEP;
+    for (; j < layers->len; j++) {
+      guint next = g_array_index(layers, guint, j);
+      if (next != last + 1 || (actions && g_array_index(actions, SimAction, next) != a))
+        break;
+      last = next;
+    }
+    g_string_append_printf(out, "%sL%u", i ? ", " : "", first);
+    if (last != first)
+      g_string_append_printf(out, "-L%u", last);
+    if (actions)
+      g_string_append_printf(out, " %s", sim_action_name(a));
+    i = j;
+  }
+}
+
+void
+cli_plan_format_stages(GString *out, const PlannerPlan *p)
+{
+  if (p->stages == NULL)
+    return;
+  g_string_append(out, "stage  layers          peak dev   peak host   actions\n");
+  for (guint k = 0; k < p->stages->len; k++) {
+    const PlannerStage *st = &g_array_index(p->stages, PlannerStage, k);
+    g_autoptr(GString) layers = g_string_new(NULL);
+    append_runs(layers, st->layers, NULL);
+    g_autofree char *dev = sim_units_format_size((guint64)st->peak_device_bytes);
+    g_autofree char *host = sim_units_format_size((guint64)st->peak_host_bytes);
+    g_string_append_printf(out, "%5u  %-12s %11s %11s   ", st->stage, layers->str, dev, host);
+    append_runs(out, st->layers, p->policy->actions);
+    g_string_append_c(out, '\n');
+  }
+  g_string_append_c(out, '\n');
 }
 
 /* `budget` is what the planner used, `asked` what --budget said (more when
@@ -149,6 +226,7 @@ plan_table(const SimScenario *s, const PlannerPlan *p, guint64 budget, guint64 a
   g_string_append_printf(out, "verdict     %s: %s\n\n", p->verdict, p->verdict_reason);
   g_autofree char *block = planner_plan_format_policy(p->policy);
   g_string_append_printf(out, "%s\n", block);
+  cli_plan_format_stages(out, p);
   cli_plan_format_layers(out, p);
   return g_string_free(out, FALSE);
 }

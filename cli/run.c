@@ -185,6 +185,7 @@ append_plan(GString *more, const PlannerPlan *plan)
     g_string_append_printf(more, "planned: no plan fits the budget; the smallest peak a plan was found to reach is %s "
                                  "(the row shows that plan)\n\n", min);
   }
+  cli_plan_format_stages(more, plan);
   cli_plan_format_layers(more, plan);
 }
 

@@ -1,6 +1,8 @@
 #include "plan.h"
 
 #include "budget.h"
+#include "plan_private.h"
+#include "stages.h"
 #include "error.h"
 #include "exact.h"
 #include "evaluate.h"
@@ -28,13 +30,7 @@ planner_plan_options(guint *n)
   return options;
 }
 
-/* What one layer contributes to the end-of-forward peak, and costs, per action. */
-
-typedef struct {
-  guint64 keep[SIM_ACTION_COUNT]; /* minimum bytes live at the end of the forward pass */
-  double redo[SIM_ACTION_COUNT];  /* recompute seconds */
-  gboolean useful[SIM_ACTION_COUNT];
-} LayerCost;
+typedef PlannerLayerCost LayerCost;
 
 typedef struct {
   double step;
@@ -72,6 +68,39 @@ evaluate(Ctx *c, const SimAction *actions, const Option *o, Eval *out, GError **
   return TRUE;
 }
 
+gboolean
+planner_plan_layer_cost(const SimLayer *layer, PlannerLayerCost *lc)
+{
+  guint64 all = 0, fixed = 0, sel = 0, sel_fixed = 0;
+  for (guint k = 0; k < layer->tensors->len; k++) {
+    const SimTensor *t = &g_array_index(layer->tensors, SimTensor, k);
+    if (!sim_tensor_on_device(t))
+      continue;
+    all += t->bytes;
+    if (!t->offloadable)
+      fixed += t->bytes;
+    if (t->selective)
+      sel += t->bytes;
+    else if (!t->offloadable)
+      sel_fixed += t->bytes;
+  }
+  memset(lc, 0, sizeof *lc);
+  lc->keep[SIM_ACTION_KEEP] = all;
+  lc->keep[SIM_ACTION_OFFLOAD] = fixed;
+  lc->keep[SIM_ACTION_RECOMPUTE] = layer->input_bytes;
+  lc->keep[SIM_ACTION_RECOMPUTE_OFFLOAD] = 0; /* its input goes to the host */
+  lc->keep[SIM_ACTION_SELECTIVE] = all - sel;
+  lc->keep[SIM_ACTION_SELECTIVE_OFFLOAD] = sel_fixed;
+  lc->redo[SIM_ACTION_RECOMPUTE] = lc->redo[SIM_ACTION_RECOMPUTE_OFFLOAD] = layer->forward;
+  lc->redo[SIM_ACTION_SELECTIVE] = lc->redo[SIM_ACTION_SELECTIVE_OFFLOAD] = sim_layer_selective_recompute(layer);
+  lc->useful[SIM_ACTION_KEEP] = lc->useful[SIM_ACTION_RECOMPUTE] = TRUE;
+  lc->useful[SIM_ACTION_OFFLOAD] = fixed < all;
+  lc->useful[SIM_ACTION_RECOMPUTE_OFFLOAD] = layer->input_bytes > 0;
+  lc->useful[SIM_ACTION_SELECTIVE] = sel > 0;
+  lc->useful[SIM_ACTION_SELECTIVE_OFFLOAD] = sel > 0 && sel_fixed < all - sel;
+  return sel > 0;
+}
+
 static void
 layer_costs(Ctx *c)
 {
@@ -80,34 +109,7 @@ layer_costs(Ctx *c)
   c->cost = g_new0(LayerCost, c->n);
   for (guint i = 0; i < c->n; i++) {
     const SimLayer *layer = sim_workload_layer(w, i);
-    guint64 all = 0, fixed = 0, sel = 0, sel_fixed = 0;
-    for (guint k = 0; k < layer->tensors->len; k++) {
-      const SimTensor *t = &g_array_index(layer->tensors, SimTensor, k);
-      if (!sim_tensor_on_device(t))
-        continue;
-      all += t->bytes;
-      if (!t->offloadable)
-        fixed += t->bytes;
-      if (t->selective)
-        sel += t->bytes;
-      else if (!t->offloadable)
-        sel_fixed += t->bytes;
-    }
-    LayerCost *lc = &c->cost[i];
-    lc->keep[SIM_ACTION_KEEP] = all;
-    lc->keep[SIM_ACTION_OFFLOAD] = fixed;
-    lc->keep[SIM_ACTION_RECOMPUTE] = layer->input_bytes;
-    lc->keep[SIM_ACTION_RECOMPUTE_OFFLOAD] = 0; /* its input goes to the host */
-    lc->keep[SIM_ACTION_SELECTIVE] = all - sel;
-    lc->keep[SIM_ACTION_SELECTIVE_OFFLOAD] = sel_fixed;
-    lc->redo[SIM_ACTION_RECOMPUTE] = lc->redo[SIM_ACTION_RECOMPUTE_OFFLOAD] = layer->forward;
-    lc->redo[SIM_ACTION_SELECTIVE] = lc->redo[SIM_ACTION_SELECTIVE_OFFLOAD] = sim_layer_selective_recompute(layer);
-    lc->useful[SIM_ACTION_KEEP] = lc->useful[SIM_ACTION_RECOMPUTE] = TRUE;
-    lc->useful[SIM_ACTION_OFFLOAD] = fixed < all;
-    lc->useful[SIM_ACTION_RECOMPUTE_OFFLOAD] = layer->input_bytes > 0;
-    lc->useful[SIM_ACTION_SELECTIVE] = sel > 0;
-    lc->useful[SIM_ACTION_SELECTIVE_OFFLOAD] = sel > 0 && sel_fixed < all - sel;
-    any_selective |= sel > 0;
+    any_selective |= planner_plan_layer_cost(layer, &c->cost[i]);
     c->compute += layer->forward + layer->backward;
   }
   c->n_actions = any_selective ? SIM_ACTION_COUNT : SIM_ACTION_N_PLAIN;
@@ -429,6 +431,8 @@ planner_plan_free(PlannerPlan *p)
   g_free(p->verdict_reason);
   if (p->notes)
     g_array_unref(p->notes);
+  if (p->stages)
+    g_array_unref(p->stages); /* its clear function frees each stage's layers */
   g_free(p);
 }
 
@@ -451,8 +455,8 @@ planner_plan_format_policy(const SimPolicy *policy)
 
 /* The ledger's verdict, reading the plan as an offload of the peak bytes it
  * removes at the cost of the time it adds. */
-static void
-verdict(PlannerPlan *p, guint64 static_bytes)
+void
+planner_plan_verdict(PlannerPlan *p, guint64 static_bytes)
 {
   PlannerBudgetSummary summary = { 0 };
   gint64 removed = MAX(0, p->resident->peak_device.bytes - p->result->peak_device.bytes);
@@ -535,30 +539,23 @@ improve(Ctx *c, Best *best, double *bound, guint64 *states, GError **error)
   return TRUE;
 }
 
-static SimPolicy *
-plan_policy(const Ctx *c, const Best *b)
+SimPolicy *
+planner_plan_policy_new(const SimPolicy *scratch, const SimAction *actions, guint n, const PlannerOption *o)
 {
   SimPolicy *p = sim_scenario_policy_new("plan", SIM_POLICY_PLAN);
-  sim_framework_preset(p, c->policy->framework);
-  p->dedup = c->policy->dedup;
-  p->actions = g_array_sized_new(FALSE, FALSE, sizeof(SimAction), c->n);
-  g_array_append_vals(p->actions, b->actions, c->n);
-  p->async = c->opts[b->option].async;
-  p->prefetch = c->opts[b->option].prefetch;
-  p->inflight = c->opts[b->option].inflight;
+  sim_framework_preset(p, scratch->framework);
+  p->dedup = scratch->dedup;
+  p->actions = g_array_sized_new(FALSE, FALSE, sizeof(SimAction), n);
+  g_array_append_vals(p->actions, actions, n);
+  p->async = o->async;
+  p->prefetch = o->prefetch;
+  p->inflight = o->inflight;
   return p;
 }
 
-PlannerPlan *
-planner_plan(const SimScenario *s, guint64 budget, GError **error)
+SimPolicy *
+planner_plan_scratch_new(const SimScenario *s, SimFramework framework, GError **error)
 {
-  return planner_plan_framework(s, budget, SIM_FRAMEWORK_NONE, error);
-}
-
-PlannerPlan *
-planner_plan_framework(const SimScenario *s, guint64 budget, SimFramework framework, GError **error)
-{
-  g_autoptr(SimEvaluator) evaluator = sim_evaluate_new();
   g_autoptr(SimPolicy) scratch = sim_scenario_policy_new("plan", SIM_POLICY_PLAN);
   guint n = sim_workload_n_layers(s->workload);
   scratch->actions = g_array_sized_new(FALSE, TRUE, sizeof(SimAction), n);
@@ -572,6 +569,63 @@ planner_plan_framework(const SimScenario *s, guint64 budget, SimFramework framew
                 sim_framework_names[framework]);
     return NULL;
   }
+  return g_steal_pointer(&scratch);
+}
+
+GArray *
+planner_plan_notes(SimEvaluator *evaluator, const SimScenario *s, SimPolicy *scratch, const PlannerLayerCost *cost,
+                   const SimAction *actions, const PlannerOption *o, guint64 *evaluations, GError **error)
+{
+  guint n = sim_workload_n_layers(s->workload);
+  g_autoptr(GArray) notes = g_array_sized_new(FALSE, TRUE, sizeof(PlannerLayerNote), n);
+  g_autofree SimAction *trial = g_memdup2(actions, sizeof(SimAction) * n);
+  scratch->async = o->async;
+  scratch->prefetch = o->prefetch;
+  scratch->inflight = o->inflight;
+  for (guint i = 0; i < n; i++) {
+    PlannerLayerNote note = { .action = actions[i], .recompute_ms = cost[i].redo[SIM_ACTION_RECOMPUTE] * 1e3 };
+    /* A checkpointed input can outweigh the tensors it replaces: never below 0. */
+    guint64 kept = cost[i].keep[actions[i]], all = cost[i].keep[SIM_ACTION_KEEP];
+    note.bytes_saved = all > kept ? all - kept : 0;
+    note.exposed_if_offloaded_ms = NAN;
+    /* Two evaluations per layer: past PLANNER_LOCAL_LAYERS that is the
+     * quadratic step, and the note is left unknown (NAN, printed "-"). */
+    if (cost[i].useful[SIM_ACTION_OFFLOAD] && o->async && n <= PLANNER_LOCAL_LAYERS) {
+      double step[2];
+      for (guint k = 0; k < 2; k++) {
+        trial[i] = k == 0 ? SIM_ACTION_OFFLOAD : SIM_ACTION_KEEP;
+        memcpy(scratch->actions->data, trial, sizeof(SimAction) * n);
+        g_autoptr(SimRun) run = sim_evaluate_run(evaluator, s, scratch, error);
+        (*evaluations)++;
+        if (run == NULL)
+          return NULL;
+        step[k] = run->step;
+      }
+      trial[i] = actions[i];
+      note.exposed_if_offloaded_ms = (step[0] - step[1]) * 1e3;
+    }
+    g_array_append_val(notes, note);
+  }
+  return g_steal_pointer(&notes);
+}
+
+PlannerPlan *
+planner_plan(const SimScenario *s, guint64 budget, GError **error)
+{
+  return planner_plan_framework(s, budget, SIM_FRAMEWORK_NONE, error);
+}
+
+PlannerPlan *
+planner_plan_framework(const SimScenario *s, guint64 budget, SimFramework framework, GError **error)
+{
+  /* A pipeline is planned per stage: the exact search below models one GPU. */
+  if (sim_parallel_active(&s->parallel))
+    return planner_plan_stages(s, budget, framework, error);
+  g_autoptr(SimEvaluator) evaluator = sim_evaluate_new();
+  guint n = sim_workload_n_layers(s->workload);
+  g_autoptr(SimPolicy) scratch = planner_plan_scratch_new(s, framework, error);
+  if (scratch == NULL)
+    return NULL;
   Option own = { scratch->async, scratch->prefetch, scratch->inflight };
   Ctx c = { .s = s, .n = n, .budget = budget, .evaluator = evaluator, .policy = scratch, .opts = options,
             .n_opts = N_OPTIONS };
@@ -605,7 +659,7 @@ planner_plan_framework(const SimScenario *s, guint64 budget, SimFramework framew
       return NULL;
     p->min_budget = (guint64)best.eval.peak;
   }
-  p->policy = plan_policy(&c, &best);
+  p->policy = planner_plan_policy_new(scratch, best.actions, n, &c.opts[best.option]);
   SimEvaluateOptions eval = { .budget = budget, .detail = TRUE };
   p->result = sim_evaluate(evaluator, s, p->policy, &eval, error);
   g_autoptr(SimPolicy) resident = sim_scenario_policy_new("resident", SIM_POLICY_RESIDENT);
@@ -619,32 +673,13 @@ planner_plan_framework(const SimScenario *s, guint64 budget, SimFramework framew
     p->lower_bound_ms = MIN(p->lower_bound_ms, p->result->step_ms); /* rounding: never above the plan */
   p->gap = p->lower_bound_ms > 0 ? MAX(0.0, p->result->step_ms / p->lower_bound_ms - 1) : 0;
   p->optimal = p->proven && p->feasible && p->gap <= PLANNER_OPTIMAL_GAP;
-  verdict(p, s->workload->static_bytes);
+  planner_plan_verdict(p, s->workload->static_bytes);
 
   /* Per layer: what the choice saves, and what the alternatives would cost. */
-  p->notes = g_array_sized_new(FALSE, TRUE, sizeof(PlannerLayerNote), n);
-  g_autofree SimAction *trial = g_memdup2(best.actions, sizeof(SimAction) * n);
-  for (guint i = 0; i < n; i++) {
-    PlannerLayerNote note = { .action = best.actions[i], .recompute_ms = c.cost[i].redo[SIM_ACTION_RECOMPUTE] * 1e3 };
-    /* A checkpointed input can outweigh the tensors it replaces: never below 0. */
-    guint64 kept = c.cost[i].keep[best.actions[i]], all = c.cost[i].keep[SIM_ACTION_KEEP];
-    note.bytes_saved = all > kept ? all - kept : 0;
-    note.exposed_if_offloaded_ms = NAN;
-    /* Two evaluations per layer: past PLANNER_LOCAL_LAYERS that is the
-     * quadratic step, and the note is left unknown (NAN, printed "-"). */
-    if (c.cost[i].useful[SIM_ACTION_OFFLOAD] && c.opts[best.option].async && n <= PLANNER_LOCAL_LAYERS) {
-      Eval with, without;
-      trial[i] = SIM_ACTION_OFFLOAD;
-      gboolean ok = evaluate(&c, trial, &c.opts[best.option], &with, error);
-      trial[i] = SIM_ACTION_KEEP;
-      ok = ok && evaluate(&c, trial, &c.opts[best.option], &without, error);
-      trial[i] = best.actions[i];
-      if (!ok)
-        return NULL;
-      note.exposed_if_offloaded_ms = (with.step - without.step) * 1e3;
-    }
-    g_array_append_val(p->notes, note);
-  }
+  p->notes = planner_plan_notes(evaluator, s, scratch, c.cost, best.actions, &c.opts[best.option], &c.evaluations,
+                                error);
+  if (p->notes == NULL)
+    return NULL;
   p->evaluations = c.evaluations;
   return g_steal_pointer(&p);
 }

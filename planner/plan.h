@@ -34,6 +34,10 @@
  * Schedule options tried: async with prefetch 1 and 2 (inflight 2), async
  * with inflight 1, and sync.
  *
+ * A pipeline (an active [parallel]) is planned per stage under the same
+ * budget on every GPU by planner/stages.h instead: none of the searches and
+ * bounds here, whose model is one GPU's step, runs then.
+ *
  * The reported lower bound is analytical: compute time, raised when the
  * bytes that must leave the peak cannot all cross the link within the step
  * and the rest must be recomputed at the cheapest bytes-per-second rate (a
@@ -81,6 +85,14 @@ typedef struct {
   double recompute_ms;          /* full recompute of this layer */
 } PlannerLayerNote;
 
+/* One pipeline stage of a plan (planner/stages.h). */
+typedef struct {
+  guint stage;
+  GArray *layers;            /* guint: its layers in model order (all its chunks' with virtual > 1) */
+  gint64 peak_device_bytes;  /* the plan's run, the worst of the stage's replicas */
+  gint64 peak_host_bytes;
+} PlannerStage;
+
 typedef struct {
   gboolean feasible;
   SimPolicy *policy;         /* kind = plan: actions, mode, prefetch, inflight */
@@ -100,12 +112,16 @@ typedef struct {
   char *verdict_reason;
   GArray *notes;             /* PlannerLayerNote per layer */
   guint64 evaluations;       /* simulations run */
+  /* A pipeline's plan (planner/stages.h), else NULL and FALSE: */
+  GArray *stages;            /* PlannerStage per stage, of the plan's run */
+  gboolean resident_bound;   /* the bound is resident's step: no plan is faster, nothing is proven */
 } PlannerPlan;
 
 void planner_plan_free(PlannerPlan *plan);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(PlannerPlan, planner_plan_free)
 
-/* Plans `scenario` under `budget` bytes of device memory. */
+/* Plans `scenario` under `budget` bytes of device memory (on every GPU, for
+ * a pipeline). */
 PlannerPlan *planner_plan(const SimScenario *scenario, guint64 budget, GError **error);
 
 /* The same with `framework`'s schedule (sim/model/framework.h) for every

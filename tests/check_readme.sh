@@ -37,6 +37,16 @@ show_lines=$(printf '%s\n' "$shown_show" | wc -l)
 actual_show=$(cd "$src" && "$offsim" show scenarios/llama-3.1-8b-gh200.ini | head -n "$show_lines")
 [ "$shown_show" = "$actual_show" ] || fail "README's offsim show lines differ from the program's: $actual_show"
 
+# The pipeline plan shown after its marker is what `offsim plan` prints for it, from the
+# repository root (the command is the one line of the sh block above the marker).
+shown_plan=$(awk '/<!-- offsim-plan-pipeline-output -->/{m=1; next} m&&/^```$/{if(in_block){exit} in_block=1; next} m&&in_block{print}' "$readme")
+[ -n "$shown_plan" ] || fail "README shows no offsim plan output for a pipeline"
+plan_command=$(awk '/<!-- offsim-plan-pipeline-output -->/{print last; exit} /^\.\/build\/cli\/offsim plan /{last=$0}' "$readme")
+case $plan_command in "./build/cli/offsim plan scenarios/pipeline-tiny.ini"*) ;; *) fail "no pipeline plan command above its output: '$plan_command'" ;; esac
+# shellcheck disable=SC2086 # the command's arguments split on purpose
+actual_plan=$(cd "$src" && "$offsim" ${plan_command#./build/cli/offsim }) || fail "'$plan_command' failed"
+[ "$shown_plan" = "$actual_plan" ] || fail "README's pipeline plan differs from '$plan_command': $actual_plan"
+
 # The output shown after the marker is what the first command's last step
 # prints, report and plot line alike, run from a scratch directory.
 command -v gnuplot >/dev/null 2>&1 || {

@@ -71,6 +71,8 @@ budgets() {
     gpt3-175b-tp8-sp) echo 42GiB 43GiB 45GiB ;;
     llama-3.1-8b | llama-3.1-8b-gh200) echo 39GiB 41GiB 56.6GiB ;;
     tiny) echo 1GiB 1.2GiB 1.25GiB ;;
+    pipeline-tiny) echo 300MB 500MB 600MB ;;
+    llama-3.1-8b-pp4) echo 50GiB 60GiB 70GiB ;;
     *) echo "golden: no budgets for scenarios/$1.ini: add three to budgets() in $0" >&2; exit 2 ;;
   esac
 }

@@ -1,0 +1,50 @@
+/* planner/plan_private.h — what the single-GPU planner (plan.c) and the
+ * pipeline planner (stages.c) share, so that a plan means the same in both:
+ * a layer's costs and useful actions, the scratch policy every candidate is
+ * written into, the policy a plan prints, its verdict and its per-layer
+ * notes.
+ *
+ * Who may include it: plan.c, which defines them, and stages.c.
+ */
+#pragma once
+
+#include "evaluate.h"
+#include "plan.h"
+
+G_BEGIN_DECLS
+
+/* What one layer contributes to the end-of-forward peak, and costs, per action. */
+typedef struct {
+  guint64 keep[SIM_ACTION_COUNT]; /* minimum bytes live at the end of the forward pass */
+  double redo[SIM_ACTION_COUNT];  /* recompute seconds */
+  gboolean useful[SIM_ACTION_COUNT];
+} PlannerLayerCost;
+
+/* Fills `cost` for `layer`; TRUE when the layer has selective tensors (the
+ * planner then tries selective and selective+offload). */
+gboolean planner_plan_layer_cost(const SimLayer *layer, PlannerLayerCost *cost);
+
+/* The policy every candidate is written into: kind = plan, one action per
+ * layer, dedup, `framework`'s preset (SIM_FRAMEWORK_NONE: none).  NULL with
+ * `error` set when the framework filters by element count and the workload
+ * cannot say them. */
+SimPolicy *planner_plan_scratch_new(const SimScenario *scenario, SimFramework framework, GError **error);
+
+/* The plan "plan": `scratch`'s framework and dedup, `actions` (n of them)
+ * under schedule `option`.  A new policy. */
+SimPolicy *planner_plan_policy_new(const SimPolicy *scratch, const SimAction *actions, guint n,
+                                   const PlannerOption *option);
+
+/* plan->verdict and plan->verdict_reason from plan->result against
+ * plan->resident, `static_bytes` being what no policy removes. */
+void planner_plan_verdict(PlannerPlan *plan, guint64 static_bytes);
+
+/* PlannerLayerNote per layer of the plan `actions` under `option`: what the
+ * choice saves, what offloading that layer alone would expose (two runs per
+ * layer, written into `scratch`, counted in *evaluations), what recomputing
+ * it costs.  A new array, or NULL with `error` set. */
+GArray *planner_plan_notes(SimEvaluator *evaluator, const SimScenario *scenario, SimPolicy *scratch,
+                           const PlannerLayerCost *cost, const SimAction *actions, const PlannerOption *option,
+                           guint64 *evaluations, GError **error);
+
+G_END_DECLS

@@ -400,7 +400,7 @@ start_ready(Run *r, guint32 s, guint32 op_index)
  * loop takes the GPU count as an argument and is inlined into run_loop,
  * which sim_engine_run calls with a constant 1 for one GPU: the loops over
  * GPUs fold away (callgrind, bench/callgrind.sh: 390 instructions per
- * event with the loops, 346 without; 328 before the engine had GPUs). */
+ * event with the loops, 348 without; 328 before the engine had GPUs). */
 static inline __attribute__((always_inline)) void
 start_copies(Run *r, guint n_gpus)
 {

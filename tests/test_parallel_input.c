@@ -193,13 +193,6 @@ START_TEST(test_split)
   ck_assert_uint_eq(sim_parallel_stage_of_layer(&inter->parallel, 8, 3), 1);
   ck_assert_uint_eq(sim_parallel_stage_of_layer(&inter->parallel, 8, 4), 0);
   ck_assert_uint_eq(sim_parallel_stage_of_layer(&inter->parallel, 8, 7), 1);
-
-  /* A split copies with the scenario's parallel struct. */
-  SimParallel copy;
-  sim_parallel_copy(&copy, &inter->parallel);
-  assert_split(&copy, (const guint[]){ 1, 3, 2, 2 }, 4);
-  ck_assert_ptr_ne(copy.split, inter->parallel.split);
-  sim_parallel_clear(&copy);
 }
 END_TEST
 

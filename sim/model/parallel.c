@@ -40,13 +40,3 @@ sim_parallel_clear(SimParallel *par)
     g_array_unref(par->split);
   *par = (SimParallel){ 0 };
 }
-
-void
-sim_parallel_copy(SimParallel *dest, const SimParallel *src)
-{
-  *dest = *src;
-  if (src->split != NULL) {
-    dest->split = g_array_sized_new(FALSE, FALSE, sizeof(guint), src->split->len);
-    g_array_append_vals(dest->split, src->split->data, src->split->len);
-  }
-}

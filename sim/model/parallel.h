@@ -80,7 +80,4 @@ guint sim_parallel_stage_of_layer(const SimParallel *parallel, guint n_layers, g
 /* Frees the split and zeroes the struct. */
 void sim_parallel_clear(SimParallel *parallel);
 
-/* A deep copy into `dest` (its old contents are not freed). */
-void sim_parallel_copy(SimParallel *dest, const SimParallel *src);
-
 G_END_DECLS

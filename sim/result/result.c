@@ -132,8 +132,9 @@ fill_peak(SimResultPeak *out, const SimRun *run, const SimProgram *program, SimP
   /* Several GPUs: on which one, by the stream's name ("stage 0 compute"). */
   if (program->n_gpus > 1) {
     const SimStream *stream = peak->op != SIM_NO_OP ? g_ptr_array_index(program->streams, sim_program_op(program, peak->op)->stream) : NULL;
-    g_autofree char *gpu = stream ? g_strndup(stream->name, strrchr(stream->name, ' ') - stream->name)
-                                  : g_strdup_printf("GPU %u", peak->pool / SIM_POOL_COUNT);
+    const char *space = stream ? strrchr(stream->name, ' ') : NULL;
+    g_autofree char *gpu = space ? g_strndup(stream->name, (gsize)(space - stream->name))
+                                 : g_strdup_printf("GPU %u", peak->pool / SIM_POOL_COUNT);
     out->where = *what ? g_strdup_printf("%s on %s", what, gpu) : g_steal_pointer(&gpu);
   } else {
     out->where = g_steal_pointer(&what);

@@ -126,13 +126,13 @@ program_bytes(const SimProgram *p, const SimRun *run)
   return bytes + run->applied->len * sizeof(guint32);
 }
 
-/* The median of `repeats` async steps of the 96x32 model's layers at
- * `layers` layers, lowered and run; a first, untimed run grows the buffers
- * and touches their pages. */
+/* The median of `repeats` lowered and run steps of the scenario `text`; a
+ * first, untimed run grows the buffers and touches their pages.  Also its
+ * ops, storage (program_bytes) and events. */
 static gboolean
-time_steps(guint layers, guint repeats, double *median_ms, guint *ops, guint64 *bytes, GError **error)
+time_text(const char *text, guint repeats, double *median_ms, guint *ops, guint64 *bytes, guint64 *events,
+          GError **error)
 {
-  g_autofree char *text = bench_scenario_text(layers);
   g_autoptr(SimScenario) s = sim_scenario_load_data(text, "bench steps", error);
   if (s == NULL)
     return FALSE;
@@ -148,10 +148,20 @@ time_steps(guint layers, guint repeats, double *median_ms, guint *ops, guint64 *
     if (r > 0)
       ms[r - 1] = (t1 - t0) * 1e3;
     *bytes = program_bytes(sim_evaluate_program(evaluator), run);
+    *events = run->events;
   }
   *median_ms = median(ms, repeats);
   *ops = sim_program_n_ops(sim_evaluate_program(evaluator));
   return TRUE;
+}
+
+/* The 96x32 model's layers at `layers` layers, async. */
+static gboolean
+time_steps(guint layers, guint repeats, double *median_ms, guint *ops, guint64 *bytes, GError **error)
+{
+  g_autofree char *text = bench_scenario_text(layers);
+  guint64 events;
+  return time_text(text, repeats, median_ms, ops, bytes, &events, error);
 }
 
 static gboolean
@@ -235,26 +245,10 @@ bench_gpus(const BenchOptions *o, BenchFigures *f, GError **error)
   f->gpu_rows = o->quick ? G_N_ELEMENTS(quick) : G_N_ELEMENTS(full);
   for (guint k = 0; k < f->gpu_rows; k++) {
     g_autofree char *text = bench_pipeline_text(dp[k]);
-    g_autoptr(SimScenario) s = sim_scenario_load_data(text, "bench gpus", error);
-    if (s == NULL)
+    guint64 bytes;
+    if (!time_text(text, MAX(1u, o->repeats), &f->gpu_ms[k], &f->gpu_ops[k], &bytes, &f->gpu_events[k], error))
       return FALSE;
-    const SimPolicy *policy = g_ptr_array_index(s->policies, 0);
-    g_autoptr(SimEvaluator) evaluator = sim_evaluate_new();
-    guint repeats = MAX(1u, o->repeats);
-    g_autofree double *ms = g_new(double, repeats);
-    for (guint r = 0; r <= repeats; r++) {
-      double t0 = now_s();
-      g_autoptr(SimRun) run = sim_evaluate_run(evaluator, s, policy, error);
-      double t1 = now_s();
-      if (run == NULL)
-        return FALSE;
-      if (r > 0)
-        ms[r - 1] = (t1 - t0) * 1e3;
-      f->gpu_events[k] = run->events;
-    }
     f->gpu_count[k] = 4 * dp[k];
-    f->gpu_ms[k] = median(ms, repeats);
-    f->gpu_ops[k] = sim_program_n_ops(sim_evaluate_program(evaluator));
   }
   return TRUE;
 }

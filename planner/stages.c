@@ -206,6 +206,17 @@ evaluate(Ctx *c, const Move *moves, guint option, const Eval **out, GError **err
  * that run): m holds them after, *out their run.  The count bisected is
  * the second type's when there is one.  The stage's peak only falls as
  * layers are added, so log2(hi - lo) runs find the least. */
+/* `moves` with stage st's replaced by `move`, into c->trial: the trial
+ * every search step evaluates.  Returns the trial's move of st, which
+ * fewest bisects in place. */
+static Move *
+trial_with(Ctx *c, const Move *moves, guint st, Move move)
+{
+  memcpy(c->trial, moves, sizeof(Move) * c->pp);
+  c->trial[st] = move;
+  return &c->trial[st];
+}
+
 static gboolean
 fewest(Ctx *c, guint st, guint option, guint lo, guint hi, const Eval *at_hi, Move *m, const Eval **out,
        GError **error)
@@ -259,9 +270,7 @@ greedy(Ctx *c, guint option, Best *cur, gboolean *feasible, GError **error)
         guint most = ranked(c, st, t);
         if (most == 0)
           continue;
-        memcpy(c->trial, cur->moves, sizeof(Move) * c->pp);
-        Move *m = &c->trial[st];
-        *m = (Move){ t, SIM_ACTION_KEEP, most, 0 };
+        Move *m = trial_with(c, cur->moves, st, (Move){ t, SIM_ACTION_KEEP, most, 0 });
         const Eval *all;
         if (!evaluate(c, c->trial, option, &all, error))
           return FALSE;
@@ -314,8 +323,7 @@ improve_stage(Ctx *c, guint st, gboolean mix, Best *cur, Best *best, GError **er
   if (cur->moves[st].ka + cur->moves[st].kb == 0 && stage_fits(c, cur->eval, st))
     return TRUE;
   best_take(c, best, cur->moves, option, cur->eval);
-  memcpy(c->trial, cur->moves, sizeof(Move) * c->pp);
-  c->trial[st] = (Move){ SIM_ACTION_KEEP, SIM_ACTION_KEEP, 0, 0 };
+  trial_with(c, cur->moves, st, (Move){ SIM_ACTION_KEEP, SIM_ACTION_KEEP, 0, 0 });
   if (!evaluate(c, c->trial, option, &e, error))
     return FALSE;
   offer(c, best, e);
@@ -333,8 +341,7 @@ improve_stage(Ctx *c, guint st, gboolean mix, Best *cur, Best *best, GError **er
       /* From the whole stage down, until the stage no longer fits: every
        * prefix at least as long as the fewest that does. */
       for (guint m = most; m >= 1; m--) {
-        memcpy(c->trial, cur->moves, sizeof(Move) * c->pp);
-        c->trial[st] = (Move){ t, SIM_ACTION_KEEP, m, 0 };
+        trial_with(c, cur->moves, st, (Move){ t, SIM_ACTION_KEEP, m, 0 });
         if (!evaluate(c, c->trial, option, &e, error))
           return FALSE;
         if (!stage_fits(c, e, st))
@@ -347,9 +354,7 @@ improve_stage(Ctx *c, guint st, gboolean mix, Best *cur, Best *best, GError **er
     /* Past PLANNER_LOCAL_LAYERS that is layers × layers: the fewest that
      * fits by bisection, then longer prefixes while the step falls (more
      * layers only add work once the copies stop hiding). */
-    memcpy(c->trial, cur->moves, sizeof(Move) * c->pp);
-    Move *m = &c->trial[st];
-    *m = (Move){ t, SIM_ACTION_KEEP, most, 0 };
+    Move *m = trial_with(c, cur->moves, st, (Move){ t, SIM_ACTION_KEEP, most, 0 });
     const Eval *all;
     if (!evaluate(c, c->trial, option, &all, error))
       return FALSE;
@@ -379,9 +384,7 @@ improve_stage(Ctx *c, guint st, gboolean mix, Best *cur, Best *best, GError **er
           guint most = room(c, st, a, j, b);
           if (most == 0)
             continue;
-          memcpy(c->trial, cur->moves, sizeof(Move) * c->pp);
-          Move *m = &c->trial[st];
-          *m = (Move){ a, b, j, most };
+          Move *m = trial_with(c, cur->moves, st, (Move){ a, b, j, most });
           const Eval *all;
           if (!evaluate(c, c->trial, option, &all, error))
             return FALSE;

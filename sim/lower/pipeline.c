@@ -14,7 +14,6 @@ typedef struct {
   SimProgram *p;
   const SimWorkload *w;
   const SimPolicy *policy;
-  const SimLink *link;
   const SimParallel *par;
   guint chunks, M;
   guint *bounds;        /* chunk c is layers bounds[c] .. bounds[c + 1] - 1 */
@@ -232,7 +231,7 @@ sim_lower_pipeline_into(SimProgram *p, const SimWorkload *w, const SimPolicy *po
 {
   guint chunks = sim_parallel_chunks(par), M = par->microbatches, gpus = sim_parallel_gpus(par);
   g_assert(gpus <= SIM_PARALLEL_MAX_GPUS && gpus <= SIM_NODE_MAX_GPUS);
-  Pipe pp = { .p = p, .w = w, .policy = policy, .link = link, .par = par, .chunks = chunks, .M = M };
+  Pipe pp = { .p = p, .w = w, .policy = policy, .par = par, .chunks = chunks, .M = M };
   pp.bounds = g_new(guint, chunks + 1);
   sim_parallel_chunk_bounds(par, sim_workload_n_layers(w), pp.bounds);
   pp.slices = g_new0(Lower, chunks * M);

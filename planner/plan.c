@@ -55,12 +55,7 @@ typedef struct {
 static gboolean
 evaluate(Ctx *c, const SimAction *actions, const Option *o, Eval *out, GError **error)
 {
-  memcpy(c->policy->actions->data, actions, sizeof(SimAction) * c->n);
-  c->policy->async = o->async;
-  c->policy->prefetch = o->prefetch;
-  c->policy->inflight = o->inflight;
-  g_autoptr(SimRun) run = sim_evaluate_run(c->evaluator, c->s, c->policy, error);
-  c->evaluations++;
+  g_autoptr(SimRun) run = planner_plan_run(c->evaluator, c->s, c->policy, actions, o, &c->evaluations, error);
   if (run == NULL)
     return FALSE;
   out->step = run->step;
@@ -547,10 +542,26 @@ planner_plan_policy_new(const SimPolicy *scratch, const SimAction *actions, guin
   p->dedup = scratch->dedup;
   p->actions = g_array_sized_new(FALSE, FALSE, sizeof(SimAction), n);
   g_array_append_vals(p->actions, actions, n);
+  planner_plan_set_schedule(p, o);
+  return p;
+}
+
+void
+planner_plan_set_schedule(SimPolicy *p, const PlannerOption *o)
+{
   p->async = o->async;
   p->prefetch = o->prefetch;
   p->inflight = o->inflight;
-  return p;
+}
+
+SimRun *
+planner_plan_run(SimEvaluator *evaluator, const SimScenario *s, SimPolicy *scratch, const SimAction *actions,
+                 const PlannerOption *o, guint64 *evaluations, GError **error)
+{
+  memcpy(scratch->actions->data, actions, sizeof(SimAction) * scratch->actions->len);
+  planner_plan_set_schedule(scratch, o);
+  (*evaluations)++;
+  return sim_evaluate_run(evaluator, s, scratch, error);
 }
 
 SimPolicy *
@@ -579,9 +590,6 @@ planner_plan_notes(SimEvaluator *evaluator, const SimScenario *s, SimPolicy *scr
   guint n = sim_workload_n_layers(s->workload);
   g_autoptr(GArray) notes = g_array_sized_new(FALSE, TRUE, sizeof(PlannerLayerNote), n);
   g_autofree SimAction *trial = g_memdup2(actions, sizeof(SimAction) * n);
-  scratch->async = o->async;
-  scratch->prefetch = o->prefetch;
-  scratch->inflight = o->inflight;
   for (guint i = 0; i < n; i++) {
     PlannerLayerNote note = { .action = actions[i], .recompute_ms = cost[i].redo[SIM_ACTION_RECOMPUTE] * 1e3 };
     /* A checkpointed input can outweigh the tensors it replaces: never below 0. */
@@ -594,9 +602,7 @@ planner_plan_notes(SimEvaluator *evaluator, const SimScenario *s, SimPolicy *scr
       double step[2];
       for (guint k = 0; k < 2; k++) {
         trial[i] = k == 0 ? SIM_ACTION_OFFLOAD : SIM_ACTION_KEEP;
-        memcpy(scratch->actions->data, trial, sizeof(SimAction) * n);
-        g_autoptr(SimRun) run = sim_evaluate_run(evaluator, s, scratch, error);
-        (*evaluations)++;
+        g_autoptr(SimRun) run = planner_plan_run(evaluator, s, scratch, trial, o, evaluations, error);
         if (run == NULL)
           return NULL;
         step[k] = run->step;

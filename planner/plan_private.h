@@ -30,6 +30,16 @@ gboolean planner_plan_layer_cost(const SimLayer *layer, PlannerLayerCost *cost);
  * cannot say them. */
 SimPolicy *planner_plan_scratch_new(const SimScenario *scenario, SimFramework framework, GError **error);
 
+/* Writes `option`'s copy schedule into `policy`. */
+void planner_plan_set_schedule(SimPolicy *policy, const PlannerOption *option);
+
+/* One candidate: `actions` (one per layer of the scenario) and `option`'s
+ * schedule written into `scratch`, lowered and run, counted in
+ * *evaluations.  A new SimRun, or NULL with `error` set. */
+SimRun *planner_plan_run(SimEvaluator *evaluator, const SimScenario *scenario, SimPolicy *scratch,
+                         const SimAction *actions, const PlannerOption *option, guint64 *evaluations,
+                         GError **error);
+
 /* The plan "plan": `scratch`'s framework and dedup, `actions` (n of them)
  * under schedule `option`.  A new policy. */
 SimPolicy *planner_plan_policy_new(const SimPolicy *scratch, const SimAction *actions, guint n,

@@ -162,13 +162,8 @@ evaluate_actions(Ctx *c, const SimAction *actions, guint option, const Eval **ou
     *out = e;
     return TRUE;
   }
-  const PlannerOption *o = &c->opts[option];
-  memcpy(c->policy->actions->data, actions, sizeof(SimAction) * c->n);
-  c->policy->async = o->async;
-  c->policy->prefetch = o->prefetch;
-  c->policy->inflight = o->inflight;
-  g_autoptr(SimRun) run = sim_evaluate_run(c->evaluator, c->s, c->policy, error);
-  c->evaluations++;
+  g_autoptr(SimRun) run =
+    planner_plan_run(c->evaluator, c->s, c->policy, actions, &c->opts[option], &c->evaluations, error);
   if (run == NULL) {
     g_free(key);
     return FALSE;

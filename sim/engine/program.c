@@ -215,24 +215,27 @@ sim_program_mem(SimProgram *p, guint32 op, SimWhen when, SimPool pool, gint64 de
   sim_program_mem_inline(p, op, when, pool, delta, tag, layer);
 }
 
-guint32
-sim_program_host_alloc(SimProgram *p, guint32 stream, double seconds, gint32 layer, guint32 label)
+/* An op that only holds its stream for `seconds` (host_alloc, send). */
+static guint32
+add_timed(SimProgram *p, SimOpKind kind, SimPhase phase, guint32 stream, double seconds, gint32 layer, guint32 label)
 {
   g_return_val_if_fail(stream < p->streams->len, SIM_NO_OP);
   g_return_val_if_fail(seconds >= 0, SIM_NO_OP);
-  guint32 index = sim_program_add_op(p, SIM_OP_HOST_ALLOC, SIM_PHASE_ALLOC, stream, layer, label);
+  guint32 index = sim_program_add_op(p, kind, phase, stream, layer, label);
   p->ops[index].work = seconds;
   return index;
 }
 
 guint32
+sim_program_host_alloc(SimProgram *p, guint32 stream, double seconds, gint32 layer, guint32 label)
+{
+  return add_timed(p, SIM_OP_HOST_ALLOC, SIM_PHASE_ALLOC, stream, seconds, layer, label);
+}
+
+guint32
 sim_program_send(SimProgram *p, guint32 stream, double seconds, gint32 layer, guint32 label)
 {
-  g_return_val_if_fail(stream < p->streams->len, SIM_NO_OP);
-  g_return_val_if_fail(seconds >= 0, SIM_NO_OP);
-  guint32 index = sim_program_add_op(p, SIM_OP_SEND, SIM_PHASE_SEND, stream, layer, label);
-  p->ops[index].work = seconds;
-  return index;
+  return add_timed(p, SIM_OP_SEND, SIM_PHASE_SEND, stream, seconds, layer, label);
 }
 
 void

@@ -1,4 +1,5 @@
 #include "transformer.h"
+#include "transformer_ops.h"
 
 #include "error.h"
 #include "schema.h"
@@ -6,20 +7,10 @@
 
 #include <math.h>
 
-const char *const sim_dtype_names[] = { "fp32", "bf16", "fp16", NULL };
-G_STATIC_ASSERT(G_N_ELEMENTS(sim_dtype_names) == SIM_DTYPE_COUNT + 1);
 const char *const sim_attention_names[] = { "eager", "sdpa", "flash", NULL };
 G_STATIC_ASSERT(G_N_ELEMENTS(sim_attention_names) == SIM_ATTENTION_COUNT + 1);
 const char *const sim_activation_names[] = { "silu", "gelu_new", "gelu_pytorch_tanh", "gelu", NULL };
 G_STATIC_ASSERT(G_N_ELEMENTS(sim_activation_names) == SIM_ACT_COUNT + 1);
-
-guint
-sim_dtype_bytes(SimDtype dtype)
-{
-  static const guint bytes[SIM_DTYPE_COUNT] = { 4, 2, 2 };
-  g_assert(dtype < SIM_DTYPE_COUNT);
-  return bytes[dtype];
-}
 
 void
 sim_transformer_defaults(SimTransformer *c)
@@ -727,6 +718,8 @@ sim_transformer_build(const SimTransformer *c, const SimDevice *dev, const char 
   w->head->static_bytes = mul(&k, parts.head, per_param);
   if (!c->grads_kept)
     set_grads(w, c, e);
+  if (!k.overflow && !sim_transformer_ops_attach(w, c, dev, error))
+    return NULL;
   /* The logits of the output object, in the activation dtype. */
   w->held_bytes = c->outputs_held ? mul3(&k, g.rows, c->vocab, g.e) / g.t : 0;
   if (k.overflow || !sim_workload_bytes_fit(w)) {

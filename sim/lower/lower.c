@@ -242,6 +242,16 @@ is_async_offload(const Lower *l, guint g)
   return l->policy->async && offloads(action_at(l, g));
 }
 
+static gboolean reloads_as_group(const Lower *l, guint g);
+
+/* An async offload that reloads as a group: what the prefetch schedule
+ * moves. */
+static inline gboolean
+is_async_group_reload(const Lower *l, guint g)
+{
+  return is_async_offload(l, g) && reloads_as_group(l, g);
+}
+
 static inline guint32
 tensor_label(const Lower *l, guint g, guint k)
 {
@@ -311,6 +321,24 @@ emit_tensor_copies(SimProgram *p, CopyMode m, gint32 index, SimDir dir, guint32 
   }
 }
 
+/* Whether group g's tensors come back reference by reference when the
+ * backward op that unpacks each runs (a group with ops, under a hook that
+ * reloads on unpack: sync offload, reload = on-demand) rather than with
+ * their group. */
+static inline gboolean
+reloads_on_unpack(const Lower *l, guint g)
+{
+  return sim_layer_has_ops(group_layer(l, g)) && (!l->policy->async || l->policy->on_demand);
+}
+
+/* Whether group g reloads anything as a group: its input under
+ * recompute+offload, its tensors unless they come back on unpack. */
+static gboolean
+reloads_as_group(const Lower *l, guint g)
+{
+  return action_at(l, g) == SIM_ACTION_RECOMPUTE_OFFLOAD || !reloads_on_unpack(l, g);
+}
+
 /* The copies of group g's travelling tensors (and, under recompute+offload,
  * of its input), one direction, on `stream`. */
 static void
@@ -324,6 +352,8 @@ emit_copies(const Lower *l, guint g, SimDir dir, guint32 stream)
   SimProgram *p = l->p;
   if (action_at(l, g) == SIM_ACTION_RECOMPUTE_OFFLOAD)
     emit_tensor_copies(p, m, index, dir, stream, layer->input_bytes, 1, l->label_input, TRUE);
+  if (dir == SIM_DIR_H2D && reloads_on_unpack(l, g))
+    return;
   for (guint k = 0; k < layer->tensors->len; k++) {
     const SimTensor *t = &g_array_index(layer->tensors, SimTensor, k);
     if (travels((SimFate)fates[k]))
@@ -425,16 +455,16 @@ emit_reload_for_backward(Lower *l, guint g)
   SimProgram *p = l->p;
   guint prefetch = l->prefetch;
   gint32 index = group_index(l, g);
-  if (prefetch == 0 && is_async_offload(l, g)) {
+  if (prefetch == 0 && is_async_group_reload(l, g)) {
     guint32 due = sim_program_add_event(p, l->label_due, index);
     sim_program_record(p, l->s_compute, due);
     emit_reload(l, g, due);
   }
-  if (is_async_offload(l, g))
+  if (is_async_group_reload(l, g))
     sim_program_wait(p, l->s_compute, l->ev_h2d[g]);
   /* The head's target is reloaded at the boundary (emit_boundary_reloads). */
   guint below = g == group_head(l) || prefetch == 0 ? G_MAXUINT : group_at(l, group_position(l, g) - (gint64)prefetch);
-  if (below != G_MAXUINT && is_async_offload(l, below)) {
+  if (below != G_MAXUINT && is_async_group_reload(l, below)) {
     guint32 started = sim_program_add_event(p, l->label_started, index);
     sim_program_record(p, l->s_compute, started);
     emit_reload(l, below, started);
@@ -516,6 +546,36 @@ emit_head_wait(Lower *l)
     }
 }
 
+/* start = tensor: tensor k of group g goes to the host as soon as it is
+ * saved: on the compute stream right there (sync), or on the d2h stream
+ * once what saved it is done (async); under inflight_unit = tensors the
+ * save first waits until the copy `inflight` saves back is done
+ * (torchtune). */
+static void
+issue_tensor_offload(Lower *l, guint g, guint k)
+{
+  SimProgram *p = l->p;
+  const SimTensor *t = &g_array_index(group_layer(l, g)->tensors, SimTensor, k);
+  gint32 index = group_index(l, g);
+  gboolean frees = tensor_fate(l, g, k) == SIM_FATE_OFFLOAD;
+  if (!l->policy->async) {
+    emit_tensor_copies(p, copy_mode(l), index, SIM_DIR_D2H, l->s_compute, t->bytes, copies_of(l, t),
+                       tensor_label(l, g, k), frees);
+    return;
+  }
+  if (l->policy->inflight_unit == SIM_INFLIGHT_TENSORS && l->saved->len >= l->inflight)
+    sim_program_wait(p, l->s_compute, g_array_index(l->saved, guint32, l->saved->len - l->inflight));
+  guint32 saved = sim_program_add_event(p, l->label_saved, index);
+  sim_program_record(p, l->s_compute, saved);
+  sim_program_wait(p, l->s_d2h, saved);
+  emit_tensor_copies(p, copy_mode(l), index, SIM_DIR_D2H, l->s_d2h, t->bytes, copies_of(l, t), tensor_label(l, g, k),
+                     frees);
+  guint32 done = sim_program_add_event(p, l->label_offloaded, index);
+  sim_program_record(p, l->s_d2h, done);
+  g_array_append_val(l->saved, done);
+  l->ev_d2h[g] = done;
+}
+
 /* start = tensor: layer i's forward as one op per saved tensor that
  * travels, each copy issued as soon as its tensor is saved (async: on the
  * d2h stream once the piece that saved it is done; sync: right there on
@@ -566,25 +626,237 @@ emit_forward_by_tensor(Lower *l, guint i)
                              group_index(l, i));
       break;
     }
-    const SimTensor *t = &g_array_index(layer->tensors, SimTensor, k);
-    if (!l->policy->async) {
-      emit_tensor_copies(p, copy_mode(l), group_index(l, i), SIM_DIR_D2H, l->s_compute, t->bytes,
-                         copies_of(l, t), labels[k], fates[k] == SIM_FATE_OFFLOAD);
-    } else {
-      if (l->policy->inflight_unit == SIM_INFLIGHT_TENSORS && l->saved->len >= l->inflight)
-        sim_program_wait(p, l->s_compute, g_array_index(l->saved, guint32, l->saved->len - l->inflight));
-      guint32 saved = sim_program_add_event(p, l->label_saved, group_index(l, i));
-      sim_program_record(p, l->s_compute, saved);
-      sim_program_wait(p, l->s_d2h, saved);
-      emit_tensor_copies(p, copy_mode(l), group_index(l, i), SIM_DIR_D2H, l->s_d2h, t->bytes, copies_of(l, t),
-                         labels[k], fates[k] == SIM_FATE_OFFLOAD);
-      guint32 done = sim_program_add_event(p, l->label_offloaded, group_index(l, i));
-      sim_program_record(p, l->s_d2h, done);
-      g_array_append_val(l->saved, done);
-      l->ev_d2h[i] = done;
-    }
+    issue_tensor_offload(l, i, k);
     start = k + 1;
   }
+}
+
+/* ---- groups as ops ------------------------------------------------------
+ *
+ * A layer (or stage) with ops (SimLayer.ops) is lowered op by op: each
+ * forward op is one compute op that allocates the tensors it saves and its
+ * spans when it starts and frees the spans that end with it; each backward
+ * op frees, when it ends, every storage whose last reference it unpacked
+ * and produces its parameter gradients.  A recompute replays the forward
+ * ops (full) or the selective region's (selective), rebuilding the tensors
+ * they save.  A hook that reloads on unpack (sync offload, reload =
+ * on-demand) reloads each reference right before the op that unpacks it and
+ * frees the copy after it; with dedup one copy per storage, from its first
+ * unpack to its last.  Prefetching schedules reload the group as before and
+ * free each storage after its last unpack. */
+
+/* Which forward ops run, and which tensors they allocate. */
+typedef enum {
+  REPLAY_FORWARD,   /* the forward: every op; kept, offloaded and dropped tensors */
+  REPLAY_FULL,      /* full recompute: every op; the tensors never kept (FULL) */
+  REPLAY_SELECTIVE, /* selective recompute: the selective ops; the dropped tensors */
+} Replay;
+
+static inline gboolean
+replays(const SimLayerOp *op, Replay r)
+{
+  return r != REPLAY_SELECTIVE || op->selective;
+}
+
+static inline gboolean
+allocated_by(SimFate f, Replay r)
+{
+  switch (r) {
+  case REPLAY_FORWARD:
+    return exists_in_forward(f);
+  case REPLAY_FULL:
+    return f == SIM_FATE_FULL;
+  case REPLAY_SELECTIVE:
+  default:
+    return f == SIM_FATE_DROP;
+  }
+}
+
+/* The last forward op `r` replays: where what it leaves behind is freed. */
+static guint
+last_replayed(const SimLayer *layer, Replay r)
+{
+  guint last = 0;
+  for (guint i = 0; i < layer->n_forward; i++)
+    if (replays(sim_layer_op(layer, i), r))
+      last = i;
+  return last;
+}
+
+/* The forward ops of group g under `r`, on the compute stream; returns the
+ * last op emitted.  The layer's input (full recompute keeps it) is
+ * allocated by the forward's first op; dropped tensors are freed by its
+ * last.  Under start = tensor each travelling tensor leaves as soon as the
+ * op that saves it is done. */
+static guint32
+emit_forward_ops(Lower *l, guint g, Replay r, guint32 label_override)
+{
+  const SimLayer *layer = group_layer(l, g);
+  SimProgram *p = l->p;
+  gint32 index = group_index(l, g);
+  SimPhase phase = r == REPLAY_FORWARD ? SIM_PHASE_FORWARD : SIM_PHASE_RECOMPUTE;
+  gboolean by_tensor = r == REPLAY_FORWARD && l->policy->start_tensor && offloads(action_at(l, g));
+  guint last = last_replayed(layer, r), next = 0; /* next: the first tensor not yet saved */
+  guint32 op = SIM_NO_OP;
+  for (guint f = 0; f < layer->n_forward; f++) {
+    const SimLayerOp *o = sim_layer_op(layer, f);
+    guint first = next;
+    while (next < layer->tensors->len && g_array_index(layer->tensors, SimTensor, next).save_op == f)
+      next++;
+    if (!replays(o, r))
+      continue;
+    op = sim_program_compute_inline(p, l->s_compute, o->seconds, phase, index,
+                                    label_override != G_MAXUINT32 ? label_override : sim_program_intern(p, o->name));
+    if (f == 0 && r == REPLAY_FORWARD && recomputes(action_at(l, g)))
+      sim_program_mem_inline(p, op, SIM_AT_START, SIM_POOL_DEVICE, (gint64)layer->input_bytes, l->label_input, index);
+    for (guint k = first; k < next; k++)
+      if (allocated_by(tensor_fate(l, g, k), r))
+        sim_program_mem_inline(p, op, SIM_AT_START, SIM_POOL_DEVICE,
+                               (gint64)g_array_index(layer->tensors, SimTensor, k).bytes, tensor_label(l, g, k), index);
+    for (guint s = 0; s < layer->spans->len; s++) {
+      const SimSpan *span = &g_array_index(layer->spans, SimSpan, s);
+      if (span->to >= layer->n_forward || !replays(sim_layer_op(layer, span->from), r))
+        continue;
+      /* A span whose reader is not replayed ends with the replay. */
+      guint to = replays(sim_layer_op(layer, span->to), r) ? span->to : last;
+      if (span->from == f)
+        sim_program_mem_inline(p, op, SIM_AT_START, SIM_POOL_DEVICE, (gint64)span->bytes, l->label_workspace, index);
+      if (to == f)
+        sim_program_mem_inline(p, op, SIM_AT_END, SIM_POOL_DEVICE, -(gint64)span->bytes, l->label_workspace, index);
+    }
+    if (f == last && r == REPLAY_FORWARD)
+      for (guint k = 0; k < layer->tensors->len; k++)
+        if (tensor_fate(l, g, k) == SIM_FATE_DROP)
+          sim_program_mem_inline(p, op, SIM_AT_END, SIM_POOL_DEVICE,
+                                 -(gint64)g_array_index(layer->tensors, SimTensor, k).bytes, tensor_label(l, g, k),
+                                 index);
+    if (by_tensor)
+      for (guint k = first; k < next; k++)
+        if (travels(tensor_fate(l, g, k)))
+          issue_tensor_offload(l, g, k);
+  }
+  g_assert(next == layer->tensors->len); /* tensors are listed in save order */
+  return op;
+}
+
+/* Before backward op b: the references it unpacks that a hook reloads on
+ * unpack, on the compute stream (sync) or on the h2d stream when b is due
+ * (reload = on-demand); with dedup only a storage's first unpack copies. */
+static void
+emit_use_reloads(Lower *l, guint g, guint b)
+{
+  const SimLayer *layer = group_layer(l, g);
+  SimProgram *p = l->p;
+  gint32 index = group_index(l, g);
+  CopyMode m = copy_mode(l);
+  guint32 stream = l->policy->async ? l->h2d_stream : l->s_compute;
+  gboolean any = FALSE;
+  for (guint u = 0; u < layer->uses->len; u++) {
+    const SimUse *use = &g_array_index(layer->uses, SimUse, u);
+    if (use->op != b || !travels(tensor_fate(l, g, use->tensor)))
+      continue;
+    if (m.dedup) {
+      /* The storage's first unpack: no earlier use of it. */
+      gboolean earlier = FALSE;
+      for (guint v = 0; v < u && !earlier; v++)
+        earlier = g_array_index(layer->uses, SimUse, v).tensor == use->tensor;
+      if (earlier)
+        continue;
+    }
+    if (!any && l->policy->async) {
+      guint32 due = sim_program_add_event(p, l->label_due, index);
+      sim_program_record(p, l->s_compute, due);
+      sim_program_wait(p, stream, due);
+      if (stream != l->s_d2h && l->ev_d2h[g] != SIM_NO_EVENT)
+        sim_program_wait(p, stream, l->ev_d2h[g]);
+    }
+    any = TRUE;
+    const SimTensor *t = &g_array_index(layer->tensors, SimTensor, use->tensor);
+    emit_tensor_copies(p, m, index, SIM_DIR_H2D, stream, t->bytes, 1, tensor_label(l, g, use->tensor), FALSE);
+  }
+  if (any && l->policy->async) {
+    guint32 back = sim_program_add_event(p, l->label_reloaded, index);
+    sim_program_record(p, stream, back);
+    sim_program_wait(p, l->s_compute, back);
+  }
+}
+
+/* Backward op b's memory when it ends: the storages whose last reference
+ * it unpacked (each reloaded copy of a travelling one: per use without
+ * dedup, else the one copy), its spans, its gradients. */
+static void
+free_after_use(Lower *l, guint g, guint b, guint32 op)
+{
+  const SimLayer *layer = group_layer(l, g);
+  gint32 index = group_index(l, g);
+  gboolean per_use = reloads_on_unpack(l, g) && !l->policy->dedup;
+  for (guint k = 0; k < layer->tensors->len; k++) {
+    const SimTensor *t = &g_array_index(layer->tensors, SimTensor, k);
+    SimFate fate = tensor_fate(l, g, k);
+    if (fate == SIM_FATE_ELSEWHERE)
+      continue;
+    guint n = 0;
+    if (travels(fate) && per_use) {
+      for (guint u = 0; u < layer->uses->len; u++) {
+        const SimUse *use = &g_array_index(layer->uses, SimUse, u);
+        n += use->tensor == k && use->op == b;
+      }
+    } else if (t->last_op == b) {
+      n = travels(fate) ? copies_of(l, t) : 1;
+    }
+    if (n)
+      sim_program_mem_inline(l->p, op, SIM_AT_END, SIM_POOL_DEVICE, -(gint64)(t->bytes * n), tensor_label(l, g, k),
+                             index);
+  }
+}
+
+/* The backward ops of group g, each after the reloads of what it unpacks;
+ * returns the last. */
+static guint32
+emit_backward_ops(Lower *l, guint g, guint32 label_override)
+{
+  const SimLayer *layer = group_layer(l, g);
+  SimProgram *p = l->p;
+  gint32 index = group_index(l, g);
+  gboolean per_use = reloads_on_unpack(l, g) && offloads(action_at(l, g));
+  guint32 op = SIM_NO_OP;
+  for (guint b = layer->n_forward; b < layer->ops->len; b++) {
+    const SimLayerOp *o = sim_layer_op(layer, b);
+    if (per_use)
+      emit_use_reloads(l, g, b);
+    op = sim_program_compute_inline(p, l->s_compute, o->seconds, SIM_PHASE_BACKWARD, index,
+                                    label_override != G_MAXUINT32 ? label_override : sim_program_intern(p, o->name));
+    for (guint s = 0; s < layer->spans->len; s++) {
+      const SimSpan *span = &g_array_index(layer->spans, SimSpan, s);
+      if (span->from == b)
+        sim_program_mem_inline(p, op, SIM_AT_START, SIM_POOL_DEVICE, (gint64)span->bytes, l->label_workspace, index);
+      if (span->to == b)
+        sim_program_mem_inline(p, op, SIM_AT_END, SIM_POOL_DEVICE, -(gint64)span->bytes, l->label_workspace, index);
+    }
+    free_after_use(l, g, b, op);
+    if (o->grad_bytes && l->grads_here) {
+      sim_program_mem_inline(p, op, SIM_AT_END, SIM_POOL_DEVICE, (gint64)o->grad_bytes, p->grads_tag, index);
+      l->grads += o->grad_bytes;
+    }
+  }
+  return op;
+}
+
+/* A stage with ops, after its waits: its forward ops (the head's last
+ * makes the outputs a caller holds) and its copies out, or its backward
+ * ops.  Returns the last op. */
+static guint32
+emit_stage_ops(Lower *l, guint g, SimPhase phase)
+{
+  if (phase != SIM_PHASE_FORWARD)
+    return emit_backward_ops(l, g, G_MAXUINT32);
+  guint32 op = emit_forward_ops(l, g, REPLAY_FORWARD, G_MAXUINT32);
+  if (g == group_head(l) && l->w->held_bytes)
+    sim_program_mem_inline(l->p, op, SIM_AT_END, SIM_POOL_DEVICE, (gint64)l->w->held_bytes, l->p->outputs_tag,
+                           SIM_NO_LAYER);
+  emit_offload(l, g);
+  emit_commit_before(l, g);
+  return op;
 }
 
 /* The embedding or the loss head: one op each way, its tensors kept, or
@@ -609,6 +881,8 @@ emit_stage(Lower *l, guint g, const char *name, SimPhase phase)
   } else {
     emit_reload_for_backward(l, g);
   }
+  if (sim_layer_has_ops(stage))
+    return emit_stage_ops(l, g, phase);
   guint32 op = sim_program_compute_inline(l->p, l->s_compute, forward ? stage->forward : stage->backward,
                                           phase, SIM_NO_LAYER, label);
   workspace(l, op, forward ? stage->workspace_bytes : stage->backward_workspace_bytes, SIM_NO_LAYER);
@@ -632,6 +906,13 @@ emit_forward(Lower *l, guint i)
   const SimLayer *layer = group_layer(l, i);
   SimProgram *p = l->p;
   emit_inflight_wait(l, i);
+  if (sim_layer_has_ops(layer)) {
+    emit_forward_ops(l, i, REPLAY_FORWARD, G_MAXUINT32);
+    if (!l->policy->start_tensor || action_at(l, i) != SIM_ACTION_OFFLOAD)
+      emit_offload(l, i);
+    emit_commit_before(l, i);
+    return;
+  }
   if (l->policy->start_tensor && action_at(l, i) == SIM_ACTION_OFFLOAD) {
     emit_forward_by_tensor(l, i);
     emit_commit_before(l, i);
@@ -647,6 +928,24 @@ emit_forward(Lower *l, guint i)
   emit_commit_before(l, i);
 }
 
+/* Layer i's recompute (the forward ops again, or the selective region's)
+ * and its backward ops; the checkpointed input goes with the last. */
+static guint32
+emit_backward_with_ops(Lower *l, guint i)
+{
+  const SimLayer *layer = group_layer(l, i);
+  SimAction a = action_at(l, i);
+  if (recomputes(a))
+    emit_forward_ops(l, i, REPLAY_FULL, G_MAXUINT32);
+  else if (a == SIM_ACTION_SELECTIVE || a == SIM_ACTION_SELECTIVE_OFFLOAD)
+    emit_forward_ops(l, i, REPLAY_SELECTIVE, G_MAXUINT32);
+  guint32 op = emit_backward_ops(l, i, G_MAXUINT32);
+  if (recomputes(a))
+    sim_program_mem_inline(l->p, op, SIM_AT_END, SIM_POOL_DEVICE, -(gint64)layer->input_bytes, l->label_input,
+                           group_index(l, i));
+  return op;
+}
+
 static guint32
 emit_backward(Lower *l, guint i)
 {
@@ -654,6 +953,8 @@ emit_backward(Lower *l, guint i)
   SimProgram *p = l->p;
   SimAction a = action_at(l, i);
   emit_reload_for_backward(l, i);
+  if (sim_layer_has_ops(layer))
+    return emit_backward_with_ops(l, i);
 
   /* Full recompute reruns the forward and rebuilds every tensor; selective
    * recompute rebuilds only the dropped ones, at their own cost. */
@@ -783,7 +1084,7 @@ emit_boundary_reloads(Lower *l)
   guint32 boundary = SIM_NO_EVENT;
   for (gint64 pos = l->n; pos >= -1 && pos + (gint64)l->prefetch >= (gint64)l->n; pos--) {
     guint g = group_at(l, pos);
-    if (g == G_MAXUINT || !is_async_offload(l, g))
+    if (g == G_MAXUINT || !is_async_group_reload(l, g))
       continue;
     if (boundary == SIM_NO_EVENT) {
       boundary = sim_program_add_event(l->p, l->label_boundary, SIM_NO_LAYER);

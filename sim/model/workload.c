@@ -14,6 +14,9 @@ layer_clear(gpointer data)
 {
   SimLayer *layer = data;
   g_clear_pointer(&layer->tensors, g_array_unref);
+  g_clear_pointer(&layer->ops, g_array_unref);
+  g_clear_pointer(&layer->spans, g_array_unref);
+  g_clear_pointer(&layer->uses, g_array_unref);
 }
 
 static GArray *tensor_array_new(void);
@@ -102,10 +105,128 @@ sim_workload_add_head(SimWorkload *w)
   return w->head;
 }
 
+void
+sim_layer_begin_ops(SimLayer *layer)
+{
+  g_return_if_fail(layer->ops == NULL);
+  layer->ops = g_array_new(FALSE, TRUE, sizeof(SimLayerOp));
+  layer->spans = g_array_new(FALSE, TRUE, sizeof(SimSpan));
+  layer->uses = g_array_new(FALSE, TRUE, sizeof(SimUse));
+  layer->n_forward = 0;
+}
+
+guint
+sim_layer_add_op(SimLayer *layer, const char *name, gboolean backward, guint kclass, double seconds, guint kernels)
+{
+  g_assert(layer->ops != NULL && layer->ops->len < SIM_LAYER_MAX_OPS);
+  /* Forward ops first: the lowering runs ops[0 .. n_forward) as the forward. */
+  g_assert(backward || layer->n_forward == layer->ops->len);
+  SimLayerOp op = { .name = g_intern_string(name), .seconds = seconds, .kernels = kernels, .kclass = (guint8)kclass,
+                    .backward = backward != FALSE };
+  g_array_append_val(layer->ops, op);
+  if (!backward)
+    layer->n_forward++;
+  return layer->ops->len - 1;
+}
+
+void
+sim_layer_add_span(SimLayer *layer, guint64 bytes, guint from, guint to)
+{
+  /* `to` may name an op not added yet: sim_layer_finish_ops checks it. */
+  g_assert(from <= to && from < layer->ops->len);
+  if (bytes == 0)
+    return;
+  SimSpan span = { .bytes = bytes, .from = (guint16)from, .to = (guint16)to };
+  g_array_append_val(layer->spans, span);
+}
+
+void
+sim_layer_add_use(SimLayer *layer, guint tensor, guint op)
+{
+  g_assert(tensor < layer->tensors->len && op < layer->ops->len);
+  SimUse use = { .tensor = (guint16)tensor, .op = (guint16)op };
+  g_array_append_val(layer->uses, use);
+}
+
+void
+sim_layer_finish_ops(SimLayer *layer)
+{
+  guint n = layer->ops->len, nf = layer->n_forward;
+  g_assert(nf > 0 && nf < n);
+  g_autofree guint *uses = g_new0(guint, layer->tensors->len);
+  for (guint k = 0; k < layer->tensors->len; k++) {
+    SimTensor *t = &g_array_index(layer->tensors, SimTensor, k);
+    g_assert(t->save_op < nf);
+    t->last_op = n - 1; /* no use listed: held until the backward ends */
+  }
+  gboolean *seen = g_new0(gboolean, layer->tensors->len);
+  for (guint u = 0; u < layer->uses->len; u++) {
+    const SimUse *use = &g_array_index(layer->uses, SimUse, u);
+    SimTensor *t = &g_array_index(layer->tensors, SimTensor, use->tensor);
+    g_assert(use->op >= nf);
+    t->last_op = seen[use->tensor] ? MAX(t->last_op, use->op) : use->op;
+    seen[use->tensor] = TRUE;
+    uses[use->tensor]++;
+  }
+  g_free(seen);
+  for (guint k = 0; k < layer->tensors->len; k++) {
+    const SimTensor *t = &g_array_index(layer->tensors, SimTensor, k);
+    g_assert(uses[k] == 0 || uses[k] == MAX(t->refs, 1u));
+  }
+  /* What the layer-level fields say of the ops. */
+  g_autofree guint64 *held = g_new0(guint64, n);
+  for (guint s = 0; s < layer->spans->len; s++) {
+    const SimSpan *span = &g_array_index(layer->spans, SimSpan, s);
+    g_assert(span->to < n && (span->from < nf) == (span->to < nf));
+    for (guint i = span->from; i <= span->to; i++)
+      held[i] += span->bytes;
+  }
+  layer->forward = layer->backward = 0;
+  layer->workspace_bytes = layer->backward_workspace_bytes = layer->grad_bytes = 0;
+  for (guint i = 0; i < n; i++) {
+    const SimLayerOp *op = sim_layer_op(layer, i);
+    if (i < nf) {
+      layer->forward += op->seconds;
+      layer->workspace_bytes = MAX(layer->workspace_bytes, held[i]);
+    } else {
+      layer->backward += op->seconds;
+      layer->backward_workspace_bytes = MAX(layer->backward_workspace_bytes, held[i]);
+    }
+    layer->grad_bytes += op->grad_bytes;
+  }
+}
+
+void
+sim_layer_share_ops(SimLayer *layer, const SimLayer *from)
+{
+  g_assert(layer->ops == NULL && from->ops != NULL && layer->tensors->len == from->tensors->len);
+  layer->ops = g_array_ref(from->ops);
+  layer->spans = g_array_ref(from->spans);
+  layer->uses = g_array_ref(from->uses);
+  layer->n_forward = from->n_forward;
+  for (guint k = 0; k < layer->tensors->len; k++) {
+    SimTensor *t = &g_array_index(layer->tensors, SimTensor, k);
+    const SimTensor *f = &g_array_index(from->tensors, SimTensor, k);
+    t->save_op = f->save_op;
+    t->last_op = f->last_op;
+  }
+  layer->forward = from->forward;
+  layer->backward = from->backward;
+  layer->workspace_bytes = from->workspace_bytes;
+  layer->backward_workspace_bytes = from->backward_workspace_bytes;
+  layer->grad_bytes = from->grad_bytes;
+}
+
 double
 sim_layer_selective_recompute(const SimLayer *layer)
 {
   double sum = 0;
+  if (layer->ops) {
+    for (guint i = 0; i < layer->n_forward; i++)
+      if (sim_layer_op(layer, i)->selective)
+        sum += sim_layer_op(layer, i)->seconds;
+    return sum;
+  }
   for (guint i = 0; i < layer->tensors->len; i++) {
     const SimTensor *t = &g_array_index(layer->tensors, SimTensor, i);
     if (t->selective)

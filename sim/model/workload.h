@@ -50,7 +50,16 @@ typedef struct {
    * element-count filters (`min_elements`) read. */
   guint elem_known : 1;
   guint elem_log2 : 2;
+  /* In a layer with ops (SimLayer.ops): the forward op that saves it (the
+   * storage exists from that op's start) and the backward op that unpacks
+   * its last reference (it is freed at that op's end), both indices into
+   * the layer's ops.  Set by sim_layer_finish_ops from the uses. */
+  guint save_op : 11;
+  guint last_op : 11;
 } SimTensor;
+
+/* The most ops one layer has: SimTensor's op indices are 11 bits. */
+#define SIM_LAYER_MAX_OPS 2048
 
 /* Elements of a tensor whose element size is known. */
 static inline guint64
@@ -76,6 +85,38 @@ sim_tensor_on_device(const SimTensor *t)
   return !t->parameter && !t->shared && !t->host;
 }
 
+/* One op of a layer as the GPU runs it: an autograd node's kernels in the
+ * backward, a module's (or a function's) kernels in the forward.  The
+ * lowering turns each into one compute op.  Its kernels are of one class
+ * (sim/engine/kernel.h's SimKernelClass: the generator splits an op whose
+ * kernels are not), so that time per kernel class is a sum over ops. */
+typedef struct {
+  const char *name;   /* interned: q_proj, softmax, attn_dropout, ... */
+  double seconds;     /* its kernels on the device, launches excluded */
+  guint kernels;      /* kernels it launches: the host issues each one */
+  guint8 kclass;      /* SimKernelClass of its kernels */
+  guint8 backward;    /* TRUE: a backward op (autograd's order); FALSE: forward (execution order) */
+  guint8 selective;   /* a forward op of the selective-recompute region (QK^T, softmax, dropout, PV) */
+  /* The parameter gradients it produces when they are not static (grads
+   * = set-to-none): allocated at its end, held to the end of the step. */
+  guint64 grad_bytes;
+} SimLayerOp;
+
+/* Memory an op allocates and a later op of the same phase frees: a
+ * workspace (from == to), an activation no backward needs that lives until
+ * its last reader is done, the gradient one backward op hands to the next.
+ * Indices into the layer's ops; a recompute replays the forward ones. */
+typedef struct {
+  guint64 bytes;
+  guint16 from, to;   /* allocated at from's start, freed at to's end; from <= to, one phase */
+} SimSpan;
+
+/* A saved reference: which tensor, and the backward op that unpacks it. */
+typedef struct {
+  guint16 tensor;     /* index into the layer's tensors */
+  guint16 op;         /* a backward op, index into the layer's ops */
+} SimUse;
+
 typedef struct {
   double forward;           /* seconds */
   double backward;          /* seconds */
@@ -92,6 +133,22 @@ typedef struct {
    * an even part of what no layer claims.  0: not known. */
   guint64 static_bytes;
   GArray *tensors;          /* SimTensor, saved for backward */
+  /* The layer as kernels (generated transformers): NULL for a layer that
+   * is one op each way (explicit [model] layers, recordings without op
+   * rows), which the fields above describe alone.  When set, ops[0 ..
+   * n_forward) run the forward in order and the rest the backward in
+   * autograd's order; every tensor's references are `uses` (as many as its
+   * refs); spans are the memory that is not saved for backward.  forward
+   * and backward are then the sums of the ops' seconds, workspace_bytes
+   * and backward_workspace_bytes the largest a single op of each phase
+   * holds in spans (what the planner's estimates read), grad_bytes the sum
+   * of the ops'.  The three arrays are immutable once finished and may be
+   * shared by several layers (g_array_ref): every layer of a generated
+   * transformer has the same ops. */
+  GArray *ops;              /* SimLayerOp */
+  GArray *spans;            /* SimSpan */
+  GArray *uses;             /* SimUse, in unpack order */
+  guint n_forward;
 } SimLayer;
 
 /* The layers policies act on are `layers`.  A generated transformer also
@@ -144,7 +201,47 @@ SimTensor *sim_layer_add_tensor(SimLayer *layer, const char *name, guint64 bytes
 SimLayer *sim_workload_add_embed(SimWorkload *workload);
 SimLayer *sim_workload_add_head(SimWorkload *workload);
 
-/* Seconds of recompute for the layer's selective tensors. */
+/* Whether the layer is described op by op. */
+static inline gboolean
+sim_layer_has_ops(const SimLayer *layer)
+{
+  return layer->ops != NULL;
+}
+
+static inline const SimLayerOp *
+sim_layer_op(const SimLayer *layer, guint i)
+{
+  return &g_array_index(layer->ops, SimLayerOp, i);
+}
+
+/* Gives the layer empty ops, spans and uses arrays to fill with
+ * sim_layer_add_op, sim_layer_add_span and sim_layer_add_use, in order:
+ * every forward op before the first backward op. */
+void sim_layer_begin_ops(SimLayer *layer);
+
+/* Appends an op (the name is interned); returns its index. */
+guint sim_layer_add_op(SimLayer *layer, const char *name, gboolean backward, guint kclass, double seconds,
+                       guint kernels);
+
+void sim_layer_add_span(SimLayer *layer, guint64 bytes, guint from, guint to);
+
+/* Tensor `tensor` is saved by forward op `save_op`... set on the tensor by
+ * the caller; this records that backward op `op` unpacks one reference. */
+void sim_layer_add_use(SimLayer *layer, guint tensor, guint op);
+
+/* Checks and derives what the ops imply: every forward op before every
+ * backward op, spans within one phase, each tensor's uses as many as its
+ * refs (a tensor with none is freed by the last backward op), last_op from
+ * the uses, and the layer's forward, backward, workspace and grad_bytes
+ * from the ops.  Programming errors assert: generators build ops. */
+void sim_layer_finish_ops(SimLayer *layer);
+
+/* Makes `layer` use `from`'s ops, spans and uses (shared, by reference)
+ * and its derived times; the tensors must be the same list. */
+void sim_layer_share_ops(SimLayer *layer, const SimLayer *from);
+
+/* Seconds of the selective region's forward ops (with ops), else of the
+ * layer's selective tensors' recompute. */
 double sim_layer_selective_recompute(const SimLayer *layer);
 
 /* Distinct device tensors saved in the step, embedding and head included. */

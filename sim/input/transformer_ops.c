@@ -1,0 +1,957 @@
+#include "transformer_ops.h"
+
+#include "error.h"
+#include "kernel.h"
+
+#include <string.h>
+
+/* Sizes here are products of the config's counts that sim_transformer_build
+ * already formed and checked against 4 EiB (every one is the size of a
+ * tensor it listed, or smaller), so plain 64-bit products cannot wrap. */
+
+/* ---- the builder ------------------------------------------------------- */
+
+typedef struct {
+  SimLayer *l;
+  const SimDevice *dev;
+  SimDtype dt;
+  GError **error;
+  gboolean failed;
+  /* The op being assembled: its kernels' seconds per class and count. */
+  double pending[SIM_KERNEL_CLASSES];
+  guint kernels;
+  gboolean *saved; /* per tensor: an op saves it */
+} Ops;
+
+static void
+kernel(Ops *o, const SimKernel *k)
+{
+  double seconds = 0;
+  if (o->failed)
+    return;
+  if (!sim_kernel_time(o->dev, k, &seconds, o->error)) {
+    o->failed = TRUE;
+    return;
+  }
+  o->pending[k->kclass] += seconds;
+  o->kernels++;
+}
+
+/* C[m x n] = A[m x k] B[k x n], `batch` times. */
+static void
+gemm(Ops *o, guint64 m, guint64 n, guint64 k, guint64 batch)
+{
+  SimKernel kr = { .kclass = SIM_KERNEL_GEMM, .dtype = o->dt, .m = m, .n = n, .k = k, .batch = batch };
+  kernel(o, &kr);
+}
+
+/* A linear layer's backward: the input gradient (dgrad, tokens x in) and
+ * the weight gradient (wgrad, out x in over the tokens). */
+static void
+gemm_backward(Ops *o, guint64 tokens, guint64 in, guint64 out)
+{
+  gemm(o, tokens, in, out, 1);
+  gemm(o, out, in, tokens, 1);
+}
+
+/* `n` memory-bound kernels moving `read` and `written` bytes in all. */
+static void
+memory(Ops *o, guint n, guint64 read, guint64 written)
+{
+  for (guint i = 0; i < n; i++) {
+    SimKernel kr = { .kclass = SIM_KERNEL_MEMORY, .dtype = o->dt, .read = read / n, .written = written / n };
+    kernel(o, &kr);
+  }
+}
+
+static void
+attention(Ops *o, guint64 b, guint64 a, guint64 kv, guint64 s, guint64 d, gboolean backward)
+{
+  SimKernel kr = { .kclass = SIM_KERNEL_ATTENTION, .dtype = o->dt, .a_batch = b, .heads = a, .kv_heads = kv,
+                   .q_len = s, .kv_len = s, .head_dim = d, .causal = TRUE, .backward = backward };
+  kernel(o, &kr);
+}
+
+/* Ends the op being assembled: its class is the one most of its time is. */
+static guint
+op(Ops *o, const char *name, gboolean backward)
+{
+  guint kclass = SIM_KERNEL_MEMORY;
+  double seconds = 0;
+  for (guint c = 0; c < SIM_KERNEL_CLASSES; c++) {
+    seconds += o->pending[c];
+    if (o->pending[c] > o->pending[kclass])
+      kclass = c;
+  }
+  guint i = sim_layer_add_op(o->l, name, backward, kclass, seconds, o->kernels);
+  memset(o->pending, 0, sizeof o->pending);
+  o->kernels = 0;
+  return i;
+}
+
+static gint
+find(const Ops *o, const char *name)
+{
+  const char *interned = g_intern_string(name);
+  for (guint k = 0; k < o->l->tensors->len; k++)
+    if (g_array_index(o->l->tensors, SimTensor, k).name == interned)
+      return (gint)k;
+  return -1;
+}
+
+/* Forward op `f` saves the tensors named (those the layer lists: what a
+ * config does not have is simply absent). */
+static void
+saves(Ops *o, guint f, const char *const *names)
+{
+  for (; *names; names++) {
+    gint k = find(o, *names);
+    if (k < 0)
+      continue;
+    g_array_index(o->l->tensors, SimTensor, k).save_op = f;
+    o->saved[k] = TRUE;
+  }
+}
+
+/* Backward op `b` unpacks one reference to each tensor named (a name twice:
+ * two references). */
+static void
+uses(Ops *o, guint b, const char *const *names)
+{
+  for (; *names; names++) {
+    gint k = find(o, *names);
+    if (k >= 0)
+      sim_layer_add_use(o->l, (guint)k, b);
+  }
+}
+
+#define SAVES(o, f, ...) saves(o, f, (const char *const[]){ __VA_ARGS__, NULL })
+#define USES(o, b, ...) uses(o, b, (const char *const[]){ __VA_ARGS__, NULL })
+
+static void
+grads(Ops *o, guint b, guint64 bytes)
+{
+  g_array_index(o->l->ops, SimLayerOp, b).grad_bytes += bytes;
+}
+
+static void
+selective(Ops *o, guint f)
+{
+  g_array_index(o->l->ops, SimLayerOp, f).selective = TRUE;
+}
+
+static void
+span(Ops *o, guint64 bytes, guint from, guint to)
+{
+  sim_layer_add_span(o->l, bytes, from, to);
+}
+
+/* ---- shapes ------------------------------------------------------------ */
+
+typedef struct {
+  guint64 n, e, h, f, b, s, a, kv, d, v; /* tokens, dtype bytes, ..., vocab */
+  guint64 t, sr;    /* tensor-parallel divisor; of the sequence-parallel region */
+  guint64 S;        /* score elements, b.a.s^2 / t */
+  gboolean drop, gpt2, hf, eager, sdpa, flash, padded;
+  gboolean repeat;  /* repeat_kv copies k and v to the query head count (HF eager, sdpa) */
+  gboolean softmax32; /* eager softmax in fp32 then cast back (HF's llama-likes) */
+} Shape;
+
+static Shape
+shape_of(const SimTransformer *c)
+{
+  Shape m = { .n = (guint64)c->batch * c->seq, .e = sim_dtype_bytes(c->dtype), .h = c->hidden, .f = c->ffn,
+              .b = c->batch, .s = c->seq, .a = c->heads, .kv = c->kv_heads, .d = c->head_dim, .v = c->vocab,
+              .t = c->tp, .sr = c->sp ? c->tp : 1, .drop = c->dropout > 0, .gpt2 = c->hf_ops && c->layernorm,
+              .hf = c->hf_ops };
+  m.S = (guint64)c->batch * c->heads * c->seq * c->seq / c->tp;
+  m.eager = c->attention == SIM_ATTENTION_EAGER;
+  m.sdpa = c->attention == SIM_ATTENTION_SDPA;
+  m.flash = c->attention == SIM_ATTENTION_FLASH;
+  m.padded = m.hf && !m.eager && m.d % 8 != 0 && m.e != 4;
+  m.repeat = m.hf && !m.flash && m.kv < m.a;
+  m.softmax32 = m.hf && !m.gpt2;
+  return m;
+}
+
+/* ---- ops = hf: llama, qwen2, mistral ------------------------------------ */
+
+/* LlamaRMSNorm: to fp32, pow, mean, add, rsqrt, mul, cast back, weight *.
+ * One fp32 row block at a time besides what it saves. */
+static guint
+rmsnorm_forward(Ops *o, const Shape *m, const char *prefix, const char *out)
+{
+  guint64 x = m->n * m->h;
+  memory(o, 8, x * (m->e + 4 + 4 + 4 + 4 + m->e), x * (4 + 4 + 4 + m->e + m->e));
+  guint f = op(o, prefix, FALSE);
+  g_autofree char *in = g_strconcat(prefix, ".in_fp32", NULL), *r = g_strconcat(prefix, ".rsqrt", NULL),
+                  *w = g_strconcat(prefix, ".weight", NULL), *nd = g_strconcat(prefix, ".normed", NULL);
+  saves(o, f, (const char *const[]){ in, r, w, nd, out, NULL });
+  span(o, x * 4, f, f);
+  return f;
+}
+
+/* Its backward, node by node folded into one op: the weight product, the
+ * cast, x * rsqrt, rsqrt, mean, pow and the fp32 upcast, with two fp32
+ * blocks live at once. */
+static guint
+rmsnorm_backward(Ops *o, const Shape *m, const char *prefix)
+{
+  guint64 x = m->n * m->h;
+  memory(o, 14, x * (4 * m->e + 6 * 4), x * (2 * m->e + 5 * 4));
+  guint b = op(o, prefix, TRUE);
+  g_autofree char *in = g_strconcat(prefix, ".in_fp32", NULL), *r = g_strconcat(prefix, ".rsqrt", NULL),
+                  *w = g_strconcat(prefix, ".weight", NULL), *nd = g_strconcat(prefix, ".normed", NULL);
+  uses(o, b, (const char *const[]){ w, nd, in, r, r, in, NULL });
+  span(o, 2 * x * 4, b, b);
+  grads(o, b, m->h * m->e);
+  return b;
+}
+
+/* nn.LayerNorm (CUDA's native_layer_norm): one kernel each way. */
+static guint
+layernorm_forward(Ops *o, const Shape *m, const char *prefix, const char *out)
+{
+  guint64 x = m->n * m->h;
+  memory(o, 1, x * m->e, x * m->e + 8 * m->n);
+  guint f = op(o, prefix, FALSE);
+  g_autofree char *in = g_strconcat(prefix, ".in", NULL), *w = g_strconcat(prefix, ".weight", NULL),
+                  *bi = g_strconcat(prefix, ".bias", NULL), *mu = g_strconcat(prefix, ".mean", NULL),
+                  *rs = g_strconcat(prefix, ".rstd", NULL);
+  saves(o, f, (const char *const[]){ in, w, bi, mu, rs, out, NULL });
+  return f;
+}
+
+static guint
+layernorm_backward(Ops *o, const Shape *m, const char *prefix)
+{
+  guint64 x = m->n * m->h;
+  memory(o, 2, 2 * x * m->e + 8 * m->n, x * m->e);
+  guint b = op(o, prefix, TRUE);
+  g_autofree char *in = g_strconcat(prefix, ".in", NULL), *w = g_strconcat(prefix, ".weight", NULL),
+                  *bi = g_strconcat(prefix, ".bias", NULL), *mu = g_strconcat(prefix, ".mean", NULL),
+                  *rs = g_strconcat(prefix, ".rstd", NULL);
+  uses(o, b, (const char *const[]){ in, mu, rs, w, bi, NULL });
+  grads(o, b, 2 * m->h * m->e);
+  return b;
+}
+
+static guint
+norm_forward(Ops *o, const Shape *m, const char *prefix, const char *out)
+{
+  return m->gpt2 ? layernorm_forward(o, m, prefix, out) : rmsnorm_forward(o, m, prefix, out);
+}
+
+static guint
+norm_backward(Ops *o, const Shape *m, const char *prefix)
+{
+  return m->gpt2 ? layernorm_backward(o, m, prefix) : rmsnorm_backward(o, m, prefix);
+}
+
+/* A linear layer's forward op: out = in W^T (+ bias, in the same kernel). */
+static guint
+linear(Ops *o, const Shape *m, const char *name, guint64 in, guint64 out)
+{
+  gemm(o, m->n, out, in, 1);
+  return op(o, name, FALSE);
+}
+
+static guint
+linear_backward(Ops *o, const Shape *m, const char *name, const char *input, const char *weight, guint64 in,
+                guint64 out, gboolean bias)
+{
+  gemm_backward(o, m->n, in, out);
+  if (bias)
+    memory(o, 1, m->n * out * m->e, out * m->e);
+  guint b = op(o, name, TRUE);
+  uses(o, b, (const char *const[]){ input, weight, NULL });
+  grads(o, b, (in * out + (bias ? out : 0)) * m->e);
+  return b;
+}
+
+/* Indices of the attention's ops the MLP and the backward refer to. */
+typedef struct {
+  guint q, k, v;    /* q/k/v projections, or gpt2's c_attn in q */
+  guint rope, repeat, core_first, core_last, merge, o_proj;
+} AttnF;
+
+/* Eager attention's forward: QK^T, scale, mask, softmax (fp32 for llama),
+ * the cast back, dropout, PV and the head merge; every op of it but the
+ * merge is the selective region. */
+static guint
+eager_forward(Ops *o, const Shape *m, guint *merge_out)
+{
+  guint64 S = m->S, e = m->e, qd = m->n * m->a * m->d;
+  gemm(o, m->s, m->s, m->d, m->b * m->a);
+  guint qk = op(o, "qk_matmul", FALSE);
+  span(o, S * e, qk, qk + 1);
+  if (m->hf) {
+    /* HF scales and masks in kernels of their own; the fused softmax does both. */
+    memory(o, 1, S * e, S * e);
+    guint scale = op(o, "attn_scale", FALSE);
+    span(o, S * e, scale, scale + 1);
+    memory(o, 1, S * e + (m->gpt2 ? S : S * e / m->b), S * e);
+    guint mask = op(o, "attn_mask", FALSE);
+    span(o, S * e, mask, mask + 1);
+  }
+  guint64 sm = m->softmax32 ? 4 : e;
+  if (m->softmax32)
+    memory(o, 1, S * e, S * 4); /* softmax(dtype=float32) converts its input first */
+  memory(o, 1, S * sm, S * sm);
+  guint softmax = op(o, "softmax", FALSE);
+  if (m->softmax32)
+    span(o, S * 4, softmax, softmax);
+  SAVES(o, softmax, "scores_softmax");
+  guint last = softmax;
+  if (sm != e) {
+    memory(o, 1, S * 4, S * e);
+    last = op(o, "softmax_cast", FALSE);
+    SAVES(o, last, "attn_probs");
+  }
+  if (m->drop) {
+    memory(o, 1, S * e, S * e + S);
+    last = op(o, "attn_dropout", FALSE);
+    SAVES(o, last, "attn_dropout_mask", "attn_probs_dropped");
+  }
+  gemm(o, m->s, m->d, m->s, m->b * m->a);
+  guint pv = op(o, "pv_matmul", FALSE);
+  span(o, qd * e, pv, pv + 1);
+  for (guint f = qk; f <= pv; f++)
+    selective(o, f);
+  memory(o, 1, qd * e, qd * e);
+  *merge_out = op(o, "attn_merge", FALSE);
+  SAVES(o, *merge_out, "attn_out");
+  return qk;
+}
+
+/* Eager attention's backward from the merge down to QK^T; d_q and d_k go
+ * to *dq_op (and d_v leaves PV). */
+static void
+eager_backward(Ops *o, const Shape *m, guint *pv_out, guint *qk_out)
+{
+  guint64 S = m->S, e = m->e, qd = m->n * m->a * m->d;
+  gboolean cast = m->softmax32 && e != 4;
+  memory(o, 1, qd * e, qd * e);
+  guint merge = op(o, "attn_merge", TRUE);
+  span(o, qd * e, merge, merge + 1);
+  gemm(o, m->s, m->s, m->d, m->b * m->a);
+  gemm(o, m->s, m->d, m->s, m->b * m->a);
+  guint pv = op(o, "pv_matmul", TRUE);
+  *pv_out = pv;
+  if (m->drop)
+    USES(o, pv, "attn_probs_dropped", "v");
+  else if (find(o, "attn_probs") >= 0)
+    USES(o, pv, "attn_probs", "v");
+  else
+    USES(o, pv, "scores_softmax", "v");
+  span(o, S * e, pv, pv + 1);
+  guint prev = pv;
+  if (m->drop) {
+    memory(o, 1, S * e + S, S * e);
+    prev = op(o, "attn_dropout", TRUE);
+    USES(o, prev, "attn_dropout_mask");
+    span(o, S * e, prev, prev + 1);
+  }
+  if (cast) {
+    memory(o, 1, S * e, S * 4);
+    prev = op(o, "softmax_cast", TRUE);
+    span(o, S * 4, prev, prev + 1);
+  }
+  guint64 sm = cast ? 4 : e;
+  memory(o, 1, 2 * S * sm, S * sm);
+  guint softmax = op(o, "softmax", TRUE);
+  USES(o, softmax, "scores_softmax");
+  span(o, S * sm, softmax, softmax + 1);
+  prev = softmax;
+  if (cast) {
+    memory(o, 1, S * 4, S * e);
+    prev = op(o, "softmax_upcast", TRUE);
+    span(o, S * e, prev, prev + 1);
+  }
+  if (m->gpt2) {
+    memory(o, 1, S * e + S, S * e);
+    prev = op(o, "attn_mask", TRUE);
+    span(o, S * e, prev, prev + 1);
+  }
+  if (m->hf) {
+    memory(o, 1, S * e, S * e);
+    prev = op(o, "attn_scale", TRUE);
+    span(o, S * e, prev, prev + 1);
+  }
+  gemm(o, m->s, m->d, m->s, m->b * m->a);
+  gemm(o, m->s, m->d, m->s, m->b * m->a);
+  *qk_out = op(o, "qk_matmul", TRUE);
+  USES(o, *qk_out, "q", "k");
+}
+
+/* Attention as one fused kernel (SDPA's flash or memory-efficient kernel,
+ * flash_attention_2): q, k and v in, its output and the fp32 logsumexp
+ * out; the backward keeps an fp32 dq accumulator besides dq, dk, dv. */
+static guint
+fused_attention_forward(Ops *o, const Shape *m)
+{
+  guint64 kvh = m->repeat ? m->a : m->kv;
+  attention(o, m->b, m->a / m->t, kvh / m->t, m->s, m->d, FALSE);
+  guint f = op(o, "attention", FALSE);
+  SAVES(o, f, "attn_out_padded", "attn_out", "softmax_lse", "philox_seed", "philox_offset", "rng_state");
+  if (m->padded)
+    SAVES(o, f, "q", "k", "v");
+  return f;
+}
+
+static guint
+fused_attention_backward(Ops *o, const Shape *m)
+{
+  guint64 kvh = m->repeat ? m->a : m->kv;
+  attention(o, m->b, m->a / m->t, kvh / m->t, m->s, m->d, TRUE);
+  guint b = op(o, "attention", TRUE);
+  if (find(o, "qkv") >= 0)
+    USES(o, b, "qkv", "qkv", "qkv");
+  else
+    USES(o, b, "q", "k", "v");
+  USES(o, b, m->padded ? "attn_out_padded" : "attn_out", "softmax_lse", "philox_seed", "philox_offset",
+       "rng_state");
+  span(o, m->n * m->a * m->d * 4 / m->t, b, b); /* dq accumulated in fp32 */
+  return b;
+}
+
+/* An HF decoder layer.  The residual stream enters as the layer's input
+ * (a span until the attention's residual add, unless the first norm saves
+ * it) and leaves as the output of the MLP's add (held by that op: the
+ * next layer's input). */
+static void
+hf_layer_ops(Ops *o, const Shape *m, const SimTransformer *c)
+{
+  guint64 e = m->e, n = m->n, h = m->h, f = m->f, qd = m->a * m->d, kvd = m->kv * m->d, row_h = n * h * e;
+  gboolean bias = c->qkv_bias || c->linear_bias;
+  /* Forward. */
+  guint norm1 = norm_forward(o, m, "attn_norm", "qkv_in");
+  guint qf, kf = 0, vf = 0;
+  if (m->gpt2) {
+    qf = linear(o, m, "c_attn", h, 3 * h);
+    SAVES(o, qf, "attn.c_attn.weight", "qkv");
+    if (m->eager)
+      SAVES(o, qf, "q", "k", "v");
+    else if (!m->padded)
+      ; /* the view of c_attn's output the kernel reads is "qkv" */
+    else
+      span(o, n * 3 * h * e, qf, qf + 1);
+  } else {
+    qf = linear(o, m, "q_proj", h, qd);
+    SAVES(o, qf, "q_proj.weight");
+    span(o, n * qd * e, qf, qf + 3); /* to RoPE */
+    kf = linear(o, m, "k_proj", h, kvd);
+    SAVES(o, kf, "k_proj.weight");
+    span(o, n * kvd * e, kf, kf + 2);
+    vf = linear(o, m, "v_proj", h, kvd);
+    SAVES(o, vf, "v_proj.weight");
+    if (!m->repeat && !m->padded)
+      SAVES(o, vf, "v");
+    /* RoPE on q and k: q * cos + rotate_half(q) * sin, two of each live. */
+    memory(o, 10, 3 * (qd + kvd) * n * e, 4 * (qd + kvd) * n * e);
+    guint rope = op(o, "rope", FALSE);
+    SAVES(o, rope, "rope_cos", "rope_sin");
+    span(o, 2 * n * qd * e, rope, rope);
+    if (!m->padded)
+      SAVES(o, rope, "q");
+    if (!m->repeat && !m->padded)
+      SAVES(o, rope, "k");
+    if (m->padded)
+      span(o, n * (qd + 2 * kvd) * e, rope, rope + 1);
+    if (m->repeat) {
+      span(o, n * kvd * e, vf, rope + 1);
+      span(o, n * kvd * e, rope, rope + 1);
+      memory(o, 2, 2 * n * kvd * e, 2 * n * qd * e);
+      guint rep = op(o, "repeat_kv", FALSE);
+      SAVES(o, rep, "k", "v");
+    }
+  }
+  guint core = 0, merge = 0;
+  if (m->eager)
+    core = eager_forward(o, m, &merge);
+  else
+    merge = core = fused_attention_forward(o, m);
+  guint of = linear(o, m, m->gpt2 ? "attn.c_proj" : "o_proj", qd, h);
+  SAVES(o, of, m->gpt2 ? "attn.c_proj.weight" : "o_proj.weight");
+  (void)core;
+  (void)merge;
+  span(o, row_h, of, of + 1 + (m->drop && m->gpt2));
+  if (m->gpt2 && m->drop) {
+    memory(o, 1, row_h, row_h + n * h);
+    guint d = op(o, "attn_resid_dropout", FALSE);
+    SAVES(o, d, "attn_resid_mask");
+    span(o, row_h, d, d + 1);
+  }
+  memory(o, 1, 2 * row_h, row_h);
+  guint add1 = op(o, "attn_residual", FALSE);
+  if (!m->gpt2)
+    span(o, row_h, 0, add1); /* the layer's input, read again by the add */
+  guint norm2 = norm_forward(o, m, "mlp_norm", "mlp_in");
+  guint mlp_first = norm2;
+  guint fc1, act, fc2;
+  if (m->gpt2) {
+    fc1 = linear(o, m, "mlp.c_fc", h, f);
+    SAVES(o, fc1, "mlp.c_fc.weight", "fc1_out");
+    if (c->hidden_act == SIM_ACT_GELU_NEW) {
+      memory(o, 8, 8 * n * f * e, 8 * n * f * e);
+      act = op(o, "act", FALSE);
+      span(o, 2 * n * f * e, act, act);
+    } else {
+      memory(o, 1, n * f * e, n * f * e);
+      act = op(o, "act", FALSE);
+    }
+    SAVES(o, act, "act.tanh", "act.half_x", "act.one_plus_tanh", "fc2_in");
+    fc2 = linear(o, m, "mlp.c_proj", f, h);
+    SAVES(o, fc2, "mlp.c_proj.weight");
+  } else {
+    fc1 = linear(o, m, "gate_proj", h, f);
+    SAVES(o, fc1, "gate_proj.weight", "gate");
+    memory(o, 1, n * f * e, n * f * e);
+    act = op(o, "act", FALSE);
+    SAVES(o, act, "act_out");
+    guint up = linear(o, m, "up_proj", h, f);
+    SAVES(o, up, "up_proj.weight", "up");
+    memory(o, 1, 2 * n * f * e, n * f * e);
+    guint mul = op(o, "act_mul", FALSE);
+    SAVES(o, mul, "down_in");
+    fc2 = linear(o, m, "down_proj", f, h);
+    SAVES(o, fc2, "down_proj.weight");
+  }
+  span(o, row_h, fc2, fc2 + 1 + (m->drop && m->gpt2));
+  if (m->gpt2 && m->drop) {
+    memory(o, 1, row_h, row_h + n * h);
+    guint d = op(o, "mlp_resid_dropout", FALSE);
+    SAVES(o, d, "mlp_resid_mask");
+    span(o, row_h, d, d + 1);
+  }
+  memory(o, 1, 2 * row_h, row_h);
+  guint add2 = op(o, "mlp_residual", FALSE);
+  if (!m->gpt2)
+    span(o, row_h, add1, add2); /* the residual between the two adds */
+  span(o, row_h, add2, add2);   /* the output: the next layer's input */
+  (void)mlp_first;
+  (void)norm1;
+
+  /* Backward, in autograd's order.  The gradient of the residual stream
+   * enters with the first op and is replaced by the one the first norm's
+   * backward adds up. */
+  guint g0 = 0;
+  if (m->gpt2) {
+    if (m->drop) {
+      memory(o, 1, row_h + n * h, row_h);
+      g0 = op(o, "mlp_resid_dropout", TRUE);
+      USES(o, g0, "mlp_resid_mask");
+      span(o, row_h, g0, g0 + 1);
+    }
+    guint b2 = linear_backward(o, m, "mlp.c_proj", "fc2_in", "mlp.c_proj.weight", f, h, TRUE);
+    if (!m->drop)
+      g0 = b2;
+    span(o, n * f * e, b2, b2 + 1);
+    guint64 reads = c->hidden_act == SIM_ACT_GELU_NEW ? 10 : 2;
+    memory(o, c->hidden_act == SIM_ACT_GELU_NEW ? 9 : 1, reads * n * f * e, (reads / 2) * n * f * e);
+    guint ab = op(o, "act", TRUE);
+    USES(o, ab, "act.half_x", "act.one_plus_tanh", "act.tanh", "fc1_out");
+    if (c->hidden_act == SIM_ACT_GELU_NEW)
+      span(o, 2 * n * f * e, ab, ab);
+    span(o, n * f * e, ab, ab + 1);
+    guint b1 = linear_backward(o, m, "mlp.c_fc", "mlp_in", "mlp.c_fc.weight", h, f, TRUE);
+    span(o, row_h, b1, b1 + 1);
+  } else {
+    guint b2 = linear_backward(o, m, "down_proj", "down_in", "down_proj.weight", f, h, FALSE);
+    g0 = b2;
+    span(o, n * f * e, b2, b2 + 1);
+    memory(o, 2, 3 * n * f * e, 2 * n * f * e);
+    guint mb = op(o, "act_mul", TRUE);
+    USES(o, mb, "act_out", "up");
+    guint ub = linear_backward(o, m, "up_proj", "mlp_in", "up_proj.weight", h, f, FALSE);
+    span(o, n * f * e, mb, ub);     /* d up */
+    span(o, n * f * e, mb, ub + 1); /* d act_out, to the activation */
+    memory(o, 1, 2 * n * f * e, n * f * e);
+    guint ab = op(o, "act", TRUE);
+    USES(o, ab, "gate");
+    span(o, row_h, ub, ab + 1); /* d mlp_in from up_proj, accumulated */
+    guint gb = linear_backward(o, m, "gate_proj", "mlp_in", "gate_proj.weight", h, f, FALSE);
+    span(o, n * f * e, ab, gb);
+    span(o, row_h, gb, gb + 1);
+  }
+  guint nb2 = norm_backward(o, m, "mlp_norm");
+  span(o, row_h, g0, nb2); /* the incoming stream gradient */
+  if (m->gpt2 && m->drop) {
+    memory(o, 1, row_h + n * h, row_h);
+    guint d = op(o, "attn_resid_dropout", TRUE);
+    USES(o, d, "attn_resid_mask");
+    span(o, row_h, d, d + 1);
+  }
+  guint ob = linear_backward(o, m, m->gpt2 ? "attn.c_proj" : "o_proj", "attn_out",
+                             m->gpt2 ? "attn.c_proj.weight" : "o_proj.weight", qd, h, m->gpt2);
+  span(o, n * qd * e, ob, ob + 1);
+  guint dq, dv;
+  if (m->eager) {
+    guint pv, qk;
+    eager_backward(o, m, &pv, &qk);
+    dv = pv;
+    dq = qk;
+  } else {
+    dq = dv = fused_attention_backward(o, m);
+  }
+  guint last_attn = dq;
+  if (m->gpt2) {
+    /* q, k and v's gradients are concatenated back into c_attn's output. */
+    span(o, n * qd * e, dv, dq);
+    span(o, 2 * n * qd * e, dq, dq + 1);
+    memory(o, 1, 3 * n * qd * e, 3 * n * qd * e);
+    guint split = op(o, "qkv_split", TRUE);
+    span(o, 3 * n * h * e, split, split + 1);
+    guint cb = linear_backward(o, m, "c_attn", "qkv_in", "attn.c_attn.weight", h, 3 * h, TRUE);
+    span(o, row_h, cb, cb + 1);
+  } else {
+    guint64 dkv = m->repeat ? qd : kvd;
+    span(o, n * dkv * e, dv, dq + 1 + m->repeat); /* d v, to repeat_kv or v_proj */
+    span(o, n * qd * e, dq, dq + 1 + m->repeat);   /* d q */
+    span(o, n * dkv * e, dq, dq + 1);               /* d k */
+    guint prev = last_attn;
+    if (m->repeat) {
+      memory(o, 2, 2 * n * qd * e, 2 * n * kvd * e);
+      prev = op(o, "repeat_kv", TRUE);
+      span(o, 2 * n * kvd * e, prev, prev + 2);
+    }
+    memory(o, 12, 4 * n * (qd + kvd) * e, 4 * n * (qd + kvd) * e);
+    guint rb = op(o, "rope", TRUE);
+    USES(o, rb, "rope_cos", "rope_sin", "rope_cos", "rope_sin");
+    span(o, 2 * n * qd * e, rb, rb);
+    span(o, n * (qd + kvd) * e, rb, rb + 3);
+    guint vb = linear_backward(o, m, "v_proj", "qkv_in", "v_proj.weight", h, kvd, bias);
+    guint kb = linear_backward(o, m, "k_proj", "qkv_in", "k_proj.weight", h, kvd, bias);
+    guint qb = linear_backward(o, m, "q_proj", "qkv_in", "q_proj.weight", h, qd, bias);
+    span(o, row_h, vb, qb + 1); /* d qkv_in, accumulated */
+    (void)kb;
+  }
+  guint nb1 = norm_backward(o, m, "attn_norm");
+  span(o, row_h, nb2, nb1);   /* the stream gradient past the MLP */
+  span(o, row_h, nb1, nb1);   /* the new stream gradient: the next layer's */
+}
+
+/* ---- ops = fused: Megatron and TransformerEngine ------------------------ */
+
+/* One fused kernel per norm, activation and bias-dropout-add; the q, k and
+ * v projections one GEMM; tensor-parallel GEMMs and the attention over
+ * 1/t of the heads and of the MLP width. */
+static void
+fused_layer_ops(Ops *o, const Shape *m, const SimTransformer *c)
+{
+  guint64 e = m->e, n = m->n, h = m->h, t = m->t, qd = m->a * m->d, kvd = m->kv * m->d;
+  guint64 f = m->f / t, row_h = n * h * e / m->sr, row_f = n * f * e;
+  gboolean swiglu = !c->gelu;
+  /* Forward. */
+  memory(o, 1, row_h, row_h + 8 * n / m->sr);
+  guint norm1 = op(o, "attn_norm", FALSE);
+  SAVES(o, norm1, "attn_norm_in", "attn_norm_stats", "qkv_in");
+  gemm(o, n, (qd + 2 * kvd) / t, h, 1);
+  guint qkv = op(o, "qkv_proj", FALSE);
+  SAVES(o, qkv, "q", "k", "v");
+  guint core, merge;
+  if (m->eager) {
+    core = eager_forward(o, m, &merge);
+  } else {
+    attention(o, m->b, m->a / t, m->kv / t, m->s, m->d, FALSE);
+    core = merge = op(o, "attention", FALSE);
+    SAVES(o, core, "softmax_lse", "attn_out");
+  }
+  (void)core;
+  gemm(o, n, h, qd / t, 1);
+  guint proj = op(o, "attn_proj", FALSE);
+  span(o, n * h * e, proj, proj + 1);
+  memory(o, 1, 2 * row_h, row_h + (m->drop ? n * h / m->sr : 0));
+  guint add1 = op(o, "attn_residual", FALSE);
+  SAVES(o, add1, "attn_resid_mask");
+  span(o, row_h, norm1, add1); /* the layer's input (saved by the norm too: one storage) */
+  memory(o, 1, row_h, row_h + 8 * n / m->sr);
+  guint norm2 = op(o, "mlp_norm", FALSE);
+  SAVES(o, norm2, "mlp_norm_in", "mlp_norm_stats", "mlp_in");
+  gemm(o, n, swiglu ? 2 * f : f, h, 1);
+  guint fc1 = op(o, "fc1", FALSE);
+  SAVES(o, fc1, "fc1_out", "gate", "up");
+  memory(o, 1, (swiglu ? 2 : 1) * row_f, (swiglu ? 2 : 1) * row_f);
+  guint act = op(o, "act", FALSE);
+  SAVES(o, act, "fc2_in", "silu_out", "down_in");
+  gemm(o, n, h, f, 1);
+  guint fc2 = op(o, "fc2", FALSE);
+  span(o, n * h * e, fc2, fc2 + 1);
+  memory(o, 1, 2 * row_h, row_h + (m->drop ? n * h / m->sr : 0));
+  guint add2 = op(o, "mlp_residual", FALSE);
+  SAVES(o, add2, "mlp_resid_mask");
+  span(o, row_h, add2, add2);
+  (void)act;
+  (void)merge;
+
+  /* Backward. */
+  memory(o, 1, row_h + (m->drop ? n * h / m->sr : 0), row_h);
+  guint d2 = op(o, "mlp_residual", TRUE);
+  USES(o, d2, "mlp_resid_mask");
+  span(o, n * h * e, d2, d2 + 1);
+  gemm_backward(o, n, f, h);
+  guint b2 = op(o, "fc2", TRUE);
+  USES(o, b2, swiglu ? "down_in" : "fc2_in");
+  grads(o, b2, f * h * e);
+  span(o, row_f, b2, b2 + 1);
+  memory(o, swiglu ? 2 : 1, (swiglu ? 3 : 2) * row_f, (swiglu ? 2 : 1) * row_f);
+  guint ab = op(o, "act", TRUE);
+  if (swiglu)
+    USES(o, ab, "gate", "up", "silu_out");
+  else
+    USES(o, ab, "fc1_out");
+  span(o, (swiglu ? 2 : 1) * row_f, ab, ab + 1);
+  gemm_backward(o, n, h, swiglu ? 2 * f : f);
+  guint b1 = op(o, "fc1", TRUE);
+  if (swiglu)
+    USES(o, b1, "mlp_in", "mlp_in");
+  else
+    USES(o, b1, "mlp_in");
+  grads(o, b1, (swiglu ? 2 : 1) * f * h * e);
+  span(o, n * h * e, b1, b1 + 1);
+  memory(o, 1, 2 * row_h + 8 * n / m->sr, row_h);
+  guint nb2 = op(o, "mlp_norm", TRUE);
+  USES(o, nb2, "mlp_norm_in", "mlp_norm_stats");
+  grads(o, nb2, (c->layernorm ? 2 : 1) * h * e);
+  span(o, row_h, d2, nb2);
+  memory(o, 1, row_h + (m->drop ? n * h / m->sr : 0), row_h);
+  guint d1 = op(o, "attn_residual", TRUE);
+  USES(o, d1, "attn_resid_mask");
+  span(o, n * h * e, d1, d1 + 1);
+  gemm_backward(o, n, qd / t, h);
+  guint pb = op(o, "attn_proj", TRUE);
+  USES(o, pb, "attn_out");
+  grads(o, pb, qd / t * h * e);
+  span(o, n * qd / t * e, pb, pb + 1);
+  guint dq;
+  if (m->eager) {
+    guint pv;
+    eager_backward(o, m, &pv, &dq);
+    span(o, n * kvd / t * e, pv, dq + 1);
+  } else {
+    attention(o, m->b, m->a / t, m->kv / t, m->s, m->d, TRUE);
+    dq = op(o, "attention", TRUE);
+    USES(o, dq, "q", "k", "v", "attn_out", "softmax_lse");
+    span(o, n * qd / t * 4, dq, dq);
+    span(o, n * kvd / t * e, dq, dq + 1);
+  }
+  span(o, n * (qd + kvd) / t * e, dq, dq + 1);
+  gemm_backward(o, n, h, (qd + 2 * kvd) / t);
+  guint qb = op(o, "qkv_proj", TRUE);
+  USES(o, qb, "qkv_in", "qkv_in", "qkv_in");
+  grads(o, qb, (qd + 2 * kvd) / t * h * e);
+  span(o, n * h * e, qb, qb + 1);
+  memory(o, 1, 2 * row_h + 8 * n / m->sr, row_h);
+  guint nb1 = op(o, "attn_norm", TRUE);
+  USES(o, nb1, "attn_norm_in", "attn_norm_stats");
+  grads(o, nb1, (c->layernorm ? 2 : 1) * h * e);
+  span(o, row_h, nb2, nb1);
+  span(o, row_h, nb1, nb1);
+}
+
+/* ---- the embedding and the loss head ------------------------------------ */
+
+/* A gather (and gpt2's learned positions and dropout); its backward
+ * materialises the whole table's gradient, vocab x hidden, before it
+ * reaches the parameter (embedding_dense_backward). */
+static void
+embed_ops(Ops *o, const Shape *m, const SimTransformer *c)
+{
+  guint64 row_h = m->n * m->h * m->e / m->sr, table = m->v * m->h * m->e / m->t;
+  memory(o, m->gpt2 ? 2 + m->drop : 1, m->n * 8 + 2 * row_h, row_h + (m->drop ? m->n * m->h : 0));
+  guint f = op(o, "embedding", FALSE);
+  SAVES(o, f, "token_ids", "position_ids", "embed_dropout_mask");
+  span(o, row_h, f, f); /* its output: the first layer's input */
+  memory(o, 2, m->n * 8 + row_h, 2 * table);
+  guint b = op(o, "embedding", TRUE);
+  USES(o, b, "token_ids", "position_ids", "embed_dropout_mask");
+  if (m->hf)
+    span(o, table, b, b);
+  (void)c;
+}
+
+/* The final norm, the LM head, HF's ForCausalLMLoss (logits.float(),
+ * log_softmax, nll_loss) or the fused loss; backward from NLL down.  The
+ * logits live to the end of the forward (the outputs object), their fp32
+ * copy until the loss is computed. */
+static void
+head_ops(Ops *o, const Shape *m, const SimTransformer *c)
+{
+  guint64 e = m->e, n = m->n, row_h = n * m->h * e, logits = n * m->v / m->t, up = e == 4 ? 0 : logits * 4;
+  guint norm;
+  if (m->hf) {
+    norm = norm_forward(o, m, "final_norm", "lm_head_in");
+  } else {
+    memory(o, 1, row_h / m->sr, row_h / m->sr + 8 * n / m->sr);
+    norm = op(o, "final_norm", FALSE);
+    SAVES(o, norm, "final_norm_in", "final_norm_stats", "lm_head_in");
+  }
+  span(o, row_h / m->sr, norm, norm); /* the last layer's output */
+  gemm(o, n, m->v / m->t, m->h, 1);
+  guint lm = op(o, "lm_head", FALSE);
+  SAVES(o, lm, "lm_head.weight");
+  if (!m->hf) {
+    /* The fused loss (Megatron's vocab-parallel cross entropy): the fp32
+     * softmax it saves is also where its backward writes the gradient. */
+    memory(o, 3, logits * e + 2 * logits * 4, logits * 4 + n * 4);
+    guint loss = op(o, "loss", FALSE);
+    SAVES(o, loss, "log_softmax", "labels");
+    span(o, logits * e, lm, loss);
+    span(o, up, loss, loss);
+    memory(o, 2, 2 * logits * 4, logits * e);
+    guint lb0 = op(o, "loss", TRUE);
+    USES(o, lb0, "log_softmax", "log_softmax", "labels");
+    gemm_backward(o, n, m->h, m->v / m->t);
+    guint lb = op(o, "lm_head", TRUE);
+    USES(o, lb, "lm_head_in");
+    span(o, logits * e, lb0, lb);
+    span(o, row_h, lb, lb + 1);
+    memory(o, 1, 2 * row_h / m->sr, row_h / m->sr);
+    guint nb = op(o, "final_norm", TRUE);
+    USES(o, nb, "final_norm_in", "final_norm_stats");
+    span(o, row_h / m->sr, nb, nb);
+    return;
+  }
+  guint cast = lm;
+  if (up) {
+    memory(o, 1, logits * e, up);
+    cast = op(o, "logits_float", FALSE);
+  }
+  memory(o, 2, 2 * (up ? up : logits * e), logits * 4);
+  guint ls = op(o, "log_softmax", FALSE);
+  SAVES(o, ls, "log_softmax");
+  memory(o, 2, logits * 4 / m->v + n * 8, 8);
+  guint nll = op(o, "nll_loss", FALSE);
+  SAVES(o, nll, "labels", "loss_total_weight");
+  span(o, logits * e, lm, nll);
+  if (up)
+    span(o, up, cast, nll);
+
+  memory(o, 2, n * 8, logits * 4);
+  guint nb = op(o, "nll_loss", TRUE);
+  USES(o, nb, "log_softmax", "labels", "loss_total_weight");
+  memory(o, 1, 2 * logits * 4, logits * 4);
+  guint lsb = op(o, "log_softmax", TRUE);
+  USES(o, lsb, "log_softmax");
+  span(o, logits * 4, nb, lsb);
+  guint prev = lsb;
+  if (up) {
+    memory(o, 1, logits * 4, logits * e);
+    prev = op(o, "logits_float", TRUE);
+    span(o, logits * 4, lsb, prev);
+  }
+  gemm_backward(o, n, m->h, m->v / m->t);
+  guint lb = op(o, "lm_head", TRUE);
+  USES(o, lb, "lm_head_in", "lm_head.weight");
+  span(o, logits * e, prev, lb);
+  if (!up)
+    span(o, logits * 4, lsb, lb);
+  span(o, row_h, lb, lb + 1);
+  guint nb2 = norm_backward(o, m, "final_norm");
+  span(o, row_h, nb2, nb2); /* the stream gradient, to the last layer */
+  (void)c;
+}
+
+/* ---- attaching ---------------------------------------------------------- */
+
+/* Orders `layer`'s tensors by the op that saves them (stable: within one
+ * op, as listed), so that a forward walks them once; returns the order. */
+static guint *
+save_order(const SimLayer *layer)
+{
+  guint len = layer->tensors->len;
+  guint *order = g_new(guint, MAX(len, 1u));
+  guint k = 0;
+  for (guint f = 0; f < layer->n_forward; f++)
+    for (guint i = 0; i < len; i++)
+      if (g_array_index(layer->tensors, SimTensor, i).save_op == f)
+        order[k++] = i;
+  g_assert(k == len);
+  return order;
+}
+
+static void
+permute(SimLayer *layer, const guint *order)
+{
+  guint len = layer->tensors->len;
+  g_autoptr(GArray) old = g_array_copy(layer->tensors);
+  g_array_set_clear_func(old, NULL); /* the names are interned: nothing to clear */
+  for (guint k = 0; k < len; k++)
+    g_array_index(layer->tensors, SimTensor, k) = g_array_index(old, SimTensor, order[k]);
+}
+
+typedef void (*Builder)(Ops *o, const Shape *m, const SimTransformer *c);
+
+/* Builds `layer`'s ops with `build`, its tensors in save order. */
+static gboolean
+attach(SimLayer *layer, Builder build, const Shape *m, const SimTransformer *c, const SimDevice *dev,
+       GError **error)
+{
+  g_autofree gboolean *saved = g_new0(gboolean, MAX(layer->tensors->len, 1u));
+  Ops o = { .l = layer, .dev = dev, .dt = c->dtype, .error = error, .saved = saved };
+  guint64 want = layer->grad_bytes; /* what sim_transformer_build counted from the parameters */
+  sim_layer_begin_ops(layer);
+  build(&o, m, c);
+  if (o.failed)
+    return FALSE;
+  /* Gradients: none per op when they are static (grads = kept); else each
+   * op's weights, and what the op lists do not name (biases of ops =
+   * fused, gpt2's position table) with the last backward op. */
+  guint64 got = 0;
+  for (guint i = 0; i < layer->ops->len; i++) {
+    SimLayerOp *op = &g_array_index(layer->ops, SimLayerOp, i);
+    if (c->grads_kept)
+      op->grad_bytes = 0;
+    got += op->grad_bytes;
+  }
+  g_assert(got <= want);
+  g_array_index(layer->ops, SimLayerOp, layer->ops->len - 1).grad_bytes += want - got;
+  for (guint k = 0; k < layer->tensors->len; k++)
+    g_assert(saved[k]); /* every tensor the layer lists is saved by one of its ops */
+  g_autofree guint *order = save_order(layer);
+  g_autofree guint *where = g_new(guint, MAX(layer->tensors->len, 1u));
+  for (guint k = 0; k < layer->tensors->len; k++)
+    where[order[k]] = k;
+  permute(layer, order);
+  for (guint u = 0; u < layer->uses->len; u++) {
+    SimUse *use = &g_array_index(layer->uses, SimUse, u);
+    use->tensor = (guint16)where[use->tensor];
+  }
+  sim_layer_finish_ops(layer);
+  return TRUE;
+}
+
+gboolean
+sim_transformer_ops_attach(SimWorkload *w, const SimTransformer *c, const SimDevice *dev, GError **error)
+{
+  Shape m = shape_of(c);
+  Builder layer = c->hf_ops ? hf_layer_ops : fused_layer_ops;
+  guint n = sim_workload_n_layers(w);
+  if (n > 0) {
+    SimLayer *first = sim_workload_layer(w, 0);
+    if (!attach(first, layer, &m, c, dev, error))
+      return FALSE;
+    /* Every layer lists the same tensors in the same order (layer 0's RoPE
+     * tables are its own, later ones' shared): one op list for all. */
+    g_autoptr(GArray) names = g_array_new(FALSE, FALSE, sizeof(const char *));
+    for (guint i = 1; i < n; i++) {
+      SimLayer *l = sim_workload_layer(w, i);
+      if (i == 1) {
+        /* The order attach gave layer 0, by name. */
+        for (guint k = 0; k < first->tensors->len; k++)
+          g_array_append_val(names, g_array_index(first->tensors, SimTensor, k).name);
+      }
+      g_autofree guint *order = g_new(guint, MAX(l->tensors->len, 1u));
+      for (guint k = 0; k < l->tensors->len; k++) {
+        const char *name = g_array_index(names, const char *, k);
+        guint j = 0;
+        while (g_array_index(l->tensors, SimTensor, j).name != name)
+          j++;
+        order[k] = j;
+      }
+      permute(l, order);
+      sim_layer_share_ops(l, first);
+    }
+  }
+  return attach(w->embed, embed_ops, &m, c, dev, error) && attach(w->head, head_ops, &m, c, dev, error);
+}

@@ -6,20 +6,10 @@
 
 #include <math.h>
 
-const char *const sim_dtype_names[] = { "fp32", "bf16", "fp16", NULL };
-G_STATIC_ASSERT(G_N_ELEMENTS(sim_dtype_names) == SIM_DTYPE_COUNT + 1);
 const char *const sim_attention_names[] = { "eager", "sdpa", "flash", NULL };
 G_STATIC_ASSERT(G_N_ELEMENTS(sim_attention_names) == SIM_ATTENTION_COUNT + 1);
 const char *const sim_activation_names[] = { "silu", "gelu_new", "gelu_pytorch_tanh", "gelu", NULL };
 G_STATIC_ASSERT(G_N_ELEMENTS(sim_activation_names) == SIM_ACT_COUNT + 1);
-
-guint
-sim_dtype_bytes(SimDtype dtype)
-{
-  static const guint bytes[SIM_DTYPE_COUNT] = { 4, 2, 2 };
-  g_assert(dtype < SIM_DTYPE_COUNT);
-  return bytes[dtype];
-}
 
 void
 sim_transformer_defaults(SimTransformer *c)

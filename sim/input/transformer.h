@@ -94,23 +94,11 @@
  */
 #pragma once
 
+#include "kernel.h"
 #include "machine.h"
 #include "workload.h"
 
 G_BEGIN_DECLS
-
-/* Activation and weight types. */
-typedef enum {
-  SIM_DTYPE_FP32,
-  SIM_DTYPE_BF16,
-  SIM_DTYPE_FP16,
-  SIM_DTYPE_COUNT,
-} SimDtype;
-
-/* "fp32", "bf16", "fp16", indexed by SimDtype, NULL-terminated. */
-extern const char *const sim_dtype_names[];
-/* Bytes per element. */
-guint sim_dtype_bytes(SimDtype dtype);
 
 /* How attention runs.  fused: eager (the score matrices) or flash;
  * ops = hf: HF's eager_attention_forward, its SDPA path (repeat_kv, then

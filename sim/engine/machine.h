@@ -18,11 +18,35 @@
 
 G_BEGIN_DECLS
 
+/* The most points a measured GEMM table ([device] gemm_table) holds. */
+#define SIM_DEVICE_MAX_GEMM_POINTS 128
+
+/* One measured GEMM: C[m x n] = A[m x k] B[k x n] in `dtype` ran at `flops`
+ * (2 m n k / measured seconds).  offsim-calib writes them. */
+typedef struct {
+  guint dtype; /* a SimDtype (kernel.h, which includes this header) */
+  guint64 m, n, k;
+  double flops;
+} SimGemmPoint;
+
+/* The flat time model reads matmul_flops, efficiency and hbm_bandwidth; the
+ * kernel model (kernel.h) the rest, and hbm_bandwidth as the achievable
+ * bandwidth.  0 is "not given" for every figure after `efficiency`. */
 typedef struct {
   guint64 memory;       /* device capacity: `fits` is peak <= memory */
   double matmul_flops;  /* FLOP/s for generated workloads (0 = not given) */
   double efficiency;    /* fraction of matmul_flops that matmuls reach, (0, 1] */
   double hbm_bandwidth; /* B/s for memory-bound ops of generated workloads (0 = not given) */
+  /* Maximum achievable dense matmul FLOP/s by SimDtype: fp32 (no TF32),
+   * bf16, fp16. */
+  double dtype_flops[3];
+  guint sm_count;
+  guint gemm_tile_m, gemm_tile_n; /* the output tile of cuBLAS's kernel at large shapes */
+  double attention_flops;          /* 16-bit fused attention, forward, FLOP/s */
+  double attention_backward_flops; /* and backward */
+  double launch_overhead;          /* host seconds to issue one kernel */
+  SimGemmPoint gemm_table[SIM_DEVICE_MAX_GEMM_POINTS];
+  guint gemm_points;
 } SimDevice;
 
 /* A measured size -> bandwidth point (offsim-calib writes them). */

@@ -255,6 +255,81 @@ get_table(const SimConfigGroup *g, SimKeyId id, SimBandwidthPoint *points, guint
   return TRUE;
 }
 
+/* "128x256": the GEMM kernel's output tile, M rows by N columns. */
+static gboolean
+get_gemm_tile(const SimConfigGroup *g, SimDevice *d, GError **error)
+{
+  const SimConfigEntry *e = entry_of(g, SIM_KEY_DEVICE_GEMM_TILE);
+  if (e == NULL)
+    return TRUE;
+  g_auto(GStrv) parts = g_strsplit(e->value, "x", -1);
+  guint64 tm, tn;
+  if (g_strv_length(parts) != 2 || !parse_uint(parts[0], 1, 4096, &tm) || !parse_uint(parts[1], 1, 4096, &tn))
+    return fail_got(error, g, e, e->value, "expected %s, each from 1 to 4096",
+                    sim_schema_key(SIM_KEY_DEVICE_GEMM_TILE)->expect);
+  d->gemm_tile_m = (guint)tm;
+  d->gemm_tile_n = (guint)tn;
+  return TRUE;
+}
+
+/* "650TFLOPS" (a plain decimal, then the unit) -> FLOP/s. */
+static gboolean
+parse_tflops(const char *text, double *flops)
+{
+  g_autofree char *s = g_strstrip(g_strdup(text));
+  if (!g_str_has_suffix(s, "TFLOPS"))
+    return FALSE;
+  s[strlen(s) - strlen("TFLOPS")] = '\0';
+  char *end = NULL;
+  gboolean plain = *s != '\0' && strspn(s, "0123456789.") == strlen(s);
+  double v = plain ? g_ascii_strtod(s, &end) : NAN;
+  if (!plain || *end != '\0' || !(v > 0) || v > 1e9)
+    return FALSE;
+  *flops = v * 1e12;
+  return TRUE;
+}
+
+/* One gemm_table item, "bf16:4096x4096x4096:650TFLOPS", into `p`. */
+static gboolean
+parse_gemm_point(const char *item, SimGemmPoint *p)
+{
+  g_auto(GStrv) parts = g_strsplit(item, ":", -1);
+  if (g_strv_length(parts) != 3)
+    return FALSE;
+  g_autofree char *dtype = g_strstrip(g_strdup(parts[0]));
+  guint d;
+  for (d = 0; sim_dtype_names[d] && strcmp(sim_dtype_names[d], dtype) != 0; d++)
+    ;
+  g_auto(GStrv) dims = g_strsplit(parts[1], "x", -1);
+  if (sim_dtype_names[d] == NULL || g_strv_length(dims) != 3)
+    return FALSE;
+  p->dtype = d;
+  return parse_uint(dims[0], 1, G_MAXINT32, &p->m) && parse_uint(dims[1], 1, G_MAXINT32, &p->n) &&
+         parse_uint(dims[2], 1, G_MAXINT32, &p->k) && parse_tflops(parts[2], &p->flops);
+}
+
+/* "bf16:4096x4096x4096:650TFLOPS, ...": measured GEMM throughputs. */
+static gboolean
+get_gemm_table(const SimConfigGroup *g, SimDevice *d, GError **error)
+{
+  const SimConfigEntry *e = entry_of(g, SIM_KEY_DEVICE_GEMM_TABLE);
+  if (e == NULL)
+    return TRUE;
+  g_auto(GStrv) items = g_strsplit(e->value, ",", -1);
+  guint n = 0;
+  for (char **item = items; *item; item++) {
+    g_strstrip(*item);
+    if (n == SIM_DEVICE_MAX_GEMM_POINTS)
+      return fail(error, g, e, "at most %d points", SIM_DEVICE_MAX_GEMM_POINTS);
+    if (!parse_gemm_point(*item, &d->gemm_table[n]))
+      return fail_got(error, g, e, *item, "point %u: expected DTYPE:MxNxK:RATE with DTYPE fp32, bf16 or fp16, "
+                      "dimensions from 1 to %d and RATE such as 650TFLOPS", n + 1, G_MAXINT32);
+    n++;
+  }
+  d->gemm_points = n;
+  return TRUE;
+}
+
 /* What an index set selects from, for its messages: "layer" and "the
  * model has 24 layers", "stage" and "pp = 4". */
 typedef struct {
@@ -493,7 +568,8 @@ load_machine(const SimConfig *c, const SimParallel *par, SimMachine *m, GError *
 
   sim_scenario_machine_defaults(m);
   if (!require(c->top, "device", dev, SIM_KEY_DEVICE_MEMORY, error) ||
-      !read_fields(dev, SIM_GROUP_DEVICE, 0, m, error))
+      !read_fields(dev, SIM_GROUP_DEVICE, 0, m, error) || !get_gemm_tile(dev, &m->device, error) ||
+      !get_gemm_table(dev, &m->device, error))
     return FALSE;
   SimLink *l = &m->link;
   if (!require(c->top, "link", link, SIM_KEY_LINK_H2D_BANDWIDTH, error) ||

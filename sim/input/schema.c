@@ -64,6 +64,8 @@ static const char *const optimizer_names[] = { "none", "adamw", NULL };
 static const char layer_set_expect[] = "all, none, first:N, last:N or indices such as 0-21 or 0,2,5";
 static const char stage_set_expect[] = "all, none, first:N, last:N or stage indices such as 0-1 or 0,2";
 static const char tensors_expect[] = "a list such as attn:24MiB, mlp:32MiB, mask:1MiB:keep";
+static const char gemm_table_expect[] =
+  "measured DTYPE:MxNxK:RATE points, such as bf16:4096x4096x4096:650TFLOPS, bf16:1024x4096x4096:590TFLOPS";
 static const char table_expect[] = "measured SIZE:RATE points in increasing size, such as 4KiB:1.9GB/s, 1MiB:40GB/s";
 
 static const SimSchemaKey keys[SIM_KEY_COUNT] = {
@@ -87,6 +89,37 @@ static const SimSchemaKey keys[SIM_KEY_COUNT] = {
                                      "for `[transformer]` and a `[trace]` timed by its op counts",
                                      M(device.hbm_bandwidth),
                                      .expect = "a rate such as 3.35TB/s" },
+  /* The kernel time model (sim/engine/kernel.h): achievable figures, not
+   * datasheet peaks; docs/reference.md, "The kernel cost model". */
+  [SIM_KEY_DEVICE_MATMUL_TFLOPS_BF16] = { SIM_GROUP_DEVICE, "matmul_tflops_bf16", SIM_VALUE_NUMBER,
+                                          .offset = M(device.dtype_flops[SIM_DTYPE_BF16]), .lo = 0, .hi = 1e9,
+                                          .scale = 1e12, .open = SIM_OPEN_LO, .doc_default = "none",
+                                          .expect = "a positive number of TFLOP/s such as 794.5" },
+  [SIM_KEY_DEVICE_MATMUL_TFLOPS_FP16] = { SIM_GROUP_DEVICE, "matmul_tflops_fp16", SIM_VALUE_NUMBER,
+                                          .offset = M(device.dtype_flops[SIM_DTYPE_FP16]), .lo = 0, .hi = 1e9,
+                                          .scale = 1e12, .open = SIM_OPEN_LO, .doc_default = "none",
+                                          .expect = "a positive number of TFLOP/s such as 794.5" },
+  [SIM_KEY_DEVICE_MATMUL_TFLOPS_FP32] = { SIM_GROUP_DEVICE, "matmul_tflops_fp32", SIM_VALUE_NUMBER,
+                                          .offset = M(device.dtype_flops[SIM_DTYPE_FP32]), .lo = 0, .hi = 1e9,
+                                          .scale = 1e12, .open = SIM_OPEN_LO, .doc_default = "none",
+                                          .expect = "a positive number of TFLOP/s such as 67" },
+  [SIM_KEY_DEVICE_SM_COUNT] = { SIM_GROUP_DEVICE, "sm_count", SIM_VALUE_COUNT, .offset = M(device.sm_count), .min = 1,
+                                .max = 100000, .doc_default = "none", .expect = "a whole number of SMs such as 132" },
+  [SIM_KEY_DEVICE_GEMM_TILE] = { SIM_GROUP_DEVICE, "gemm_tile", SIM_VALUE_TEXT, .offset = HAND, .doc_default = "none",
+                                 .expect = "an output tile MxN such as 128x256" },
+  [SIM_KEY_DEVICE_ATTENTION_TFLOPS] = { SIM_GROUP_DEVICE, "attention_tflops", SIM_VALUE_NUMBER,
+                                        .offset = M(device.attention_flops), .lo = 0, .hi = 1e9, .scale = 1e12,
+                                        .open = SIM_OPEN_LO, .doc_default = "none",
+                                        .expect = "a positive number of TFLOP/s such as 648" },
+  [SIM_KEY_DEVICE_ATTENTION_BACKWARD_TFLOPS] = { SIM_GROUP_DEVICE, "attention_backward_tflops", SIM_VALUE_NUMBER,
+                                                 .offset = M(device.attention_backward_flops), .lo = 0, .hi = 1e9,
+                                                 .scale = 1e12, .open = SIM_OPEN_LO, .doc_default = "none",
+                                                 .expect = "a positive number of TFLOP/s such as 561" },
+  [SIM_KEY_DEVICE_LAUNCH_OVERHEAD] = { SIM_GROUP_DEVICE, "launch_overhead", SIM_VALUE_TIME,
+                                       .offset = M(device.launch_overhead), .doc_default = "none",
+                                       .expect = "a time such as 5us" },
+  [SIM_KEY_DEVICE_GEMM_TABLE] = { SIM_GROUP_DEVICE, "gemm_table", SIM_VALUE_LIST, .offset = HAND,
+                                  .doc_default = "none", .expect = gemm_table_expect },
 
   [SIM_KEY_LINK_H2D_BANDWIDTH] = { SIM_GROUP_LINK, "h2d_bandwidth", SIM_VALUE_RATE, SIM_NEED_REQUIRED,
                                    .offset = M(link.h2d_bandwidth), .expect = "a rate such as 55GB/s" },

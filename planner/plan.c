@@ -672,7 +672,13 @@ planner_plan_framework(const SimScenario *s, guint64 budget, SimFramework framew
   p->resident = p->result ? sim_evaluate(evaluator, s, resident, &eval, error) : NULL;
   if (p->result == NULL || p->resident == NULL)
     return NULL;
-  p->proven = !isnan(bound);
+  /* The exact search models a layer as one op each way: on a workload run
+   * op by op (a generated transformer) its least step is a search, not a
+   * bound on the engine's (sim_workload_has_ops). */
+  gboolean per_op = sim_workload_has_ops(s->workload);
+  p->proven = !isnan(bound) && !per_op;
+  if (per_op)
+    p->infeasible_proven = FALSE;
   p->lagrangian = !p->proven && !isnan(relaxed);
   p->lower_bound_ms = MAX(lower_bound(&c), p->proven ? bound : p->lagrangian ? relaxed : 0) * 1e3;
   if (p->proven && p->feasible)

@@ -31,6 +31,7 @@
 #include "config.h"
 
 #include <json-glib/json-glib.h>
+#include <math.h>
 #include <string.h>
 
 #define HF_DATA OFFSIM_TEST_DATA "/hf"
@@ -45,21 +46,22 @@ typedef struct {
 } Recording;
 
 static const Recording recordings[] = {
-  { "qwen2-eager-bf16", "qwen2", "bf16", "eager", FALSE, 0 }, { "qwen2-sdpa-bf16", "qwen2", "bf16", "sdpa", FALSE, 0 },
-  { "qwen2-flash-bf16", "qwen2", "bf16", "flash", FALSE, 0 }, { "qwen2-eager-fp32", "qwen2", "fp32", "eager", FALSE, 0 },
-  { "llama-eager-bf16", "llama", "bf16", "eager", FALSE, 0 }, { "llama-sdpa-bf16", "llama", "bf16", "sdpa", FALSE, 0 },
-  { "llama-flash-bf16", "llama", "bf16", "flash", FALSE, 0 }, { "llama-eager-fp32", "llama", "fp32", "eager", FALSE, 0 },
-  { "gpt2-eager-bf16", "gpt2", "bf16", "eager", FALSE, 0 },   { "gpt2-sdpa-bf16", "gpt2", "bf16", "sdpa", FALSE, 0 },
-  { "gpt2-flash-bf16", "gpt2", "bf16", "flash", FALSE, 0 },   { "gpt2-eager-fp32", "gpt2", "fp32", "eager", FALSE, 0 },
-  { "qwen2-sdpa-bf16-held", "qwen2", "bf16", "sdpa", TRUE, 0 },
+  { "qwen2-eager-bf16", "qwen2-tiny", "bf16", "eager", FALSE, 0 }, { "qwen2-sdpa-bf16", "qwen2-tiny", "bf16", "sdpa", FALSE, 0 },
+  { "qwen2-flash-bf16", "qwen2-tiny", "bf16", "flash", FALSE, 0 }, { "qwen2-eager-fp32", "qwen2-tiny", "fp32", "eager", FALSE, 0 },
+  { "llama-eager-bf16", "llama-tiny", "bf16", "eager", FALSE, 0 }, { "llama-sdpa-bf16", "llama-tiny", "bf16", "sdpa", FALSE, 0 },
+  { "llama-flash-bf16", "llama-tiny", "bf16", "flash", FALSE, 0 }, { "llama-eager-fp32", "llama-tiny", "fp32", "eager", FALSE, 0 },
+  { "gpt2-eager-bf16", "gpt2-tiny", "bf16", "eager", FALSE, 0 },   { "gpt2-sdpa-bf16", "gpt2-tiny", "bf16", "sdpa", FALSE, 0 },
+  { "gpt2-flash-bf16", "gpt2-tiny", "bf16", "flash", FALSE, 0 },   { "gpt2-eager-fp32", "gpt2-tiny", "fp32", "eager", FALSE, 0 },
+  { "qwen2-sdpa-bf16-held", "qwen2-tiny", "bf16", "sdpa", TRUE, 0 },
   /* At batch 1 HF's shifted labels keep the padded storage (seq + 1 ids). */
-  { "qwen2-sdpa-bf16-b1", "qwen2", "bf16", "sdpa", FALSE, 1 },
+  { "qwen2-sdpa-bf16-b1", "qwen2-tiny", "bf16", "sdpa", FALSE, 1 },
+  /* Vocabulary 32: the peak is inside a layer's backward. */
+  { "llama-smallvocab-eager-bf16", "llama-smallvocab", "bf16", "eager", FALSE, 0 },
+  { "llama-smallvocab-eager-fp32", "llama-smallvocab", "fp32", "eager", FALSE, 0 },
+  { "gpt2-smallvocab-eager-bf16", "gpt2-smallvocab", "bf16", "eager", FALSE, 0 },
+  { "gpt2-smallvocab-eager-fp32", "gpt2-smallvocab", "fp32", "eager", FALSE, 0 },
 };
 
-/* offsim's peak may be this much below a peak PyTorch has inside a layer's
- * backward (measured: gpt2 bf16 0.7-0.8 %, llama fp32 4.9 %, gpt2 fp32
- * 7.8 %), never above it. */
-#define LAYER_PEAK_BELOW 0.08
 
 /* ---- the recording ------------------------------------------------------ */
 
@@ -69,6 +71,7 @@ typedef struct {
   gint64 peak;
   char peak_phase[16], peak_layer[16], peak_node[64], peak_module[128];
   gint64 cpu_embedding_temp; /* CPU embedding_dense_backward's second table, alive at the peak */
+  gint64 cpu_gemm_temp;      /* a CPU GEMM's own temporary, when the peak is one (bf16 mm on the CPU) */
 } Curve;
 
 static const char *
@@ -112,6 +115,20 @@ read_curve(const char *path, Curve *c)
       c->head_backward = MAX(c->head_backward, json_array_get_int_element(point, 0));
   }
   ck_assert_msg(c->head_backward > 0, "%s: no LogSoftmaxBackward0 in the head's backward", path);
+  /* The CPU's bf16 matmuls allocate a temporary and free it within the same
+   * aten call (the next point, same context); cuBLAS does not. */
+  c->cpu_gemm_temp = 0;
+  guint n = json_array_get_length(curve);
+  if (peak_event >= 0 && (guint)peak_event + 1 < n) {
+    JsonArray *at = json_array_get_array_element(curve, (guint)peak_event);
+    JsonArray *next = json_array_get_array_element(curve, (guint)peak_event + 1);
+    guint ctx = (guint)json_array_get_int_element(at, 2);
+    const char *aten = context_field(contexts, ctx, 5);
+    gint64 delta = json_array_get_int_element(at, 1);
+    if (delta > 0 && json_array_get_int_element(next, 1) == -delta && json_array_get_int_element(next, 2) == (gint64)ctx &&
+        (strcmp(aten, "aten::mm") == 0 || strcmp(aten, "aten::bmm") == 0 || strcmp(aten, "aten::addmm") == 0))
+      c->cpu_gemm_temp = delta;
+  }
 }
 
 /* The stated differences at a point of backward (a node, in a layer, in a
@@ -210,7 +227,7 @@ static SimScenario *
 generated(const Recording *r)
 {
   /* The recorder's step: no optimizer state, weights in the dtype only. */
-  g_autofree char *text = g_strdup_printf("%s[transformer]\nhf_config = %s/configs/%s-tiny.json\nbatch = %u\nseq = 16\n"
+  g_autofree char *text = g_strdup_printf("%s[transformer]\nhf_config = %s/configs/%s.json\nbatch = %u\nseq = 16\n"
                                           "dtype = %s\nattention = %s\nops = hf\noptimizer = none\n"
                                           "master_weights = false\noutputs = %s\n[policy.resident]\nkind = resident\n",
                                           machine, HF_DATA, r->config, r->batch ? r->batch : 2, r->dtype, r->attention,
@@ -227,7 +244,7 @@ head_backward_level(const SimResult *res)
   for (guint op = 0; op < p->n_ops; op++) {
     const SimOp *o = &p->ops[op];
     if (o->kind == SIM_OP_COMPUTE && o->phase == SIM_PHASE_BACKWARD &&
-        strcmp(sim_program_label(p, o->label), "head") == 0) {
+        strcmp(sim_program_label(p, o->label), "head log_softmax") == 0) {
       start = g_array_index(res->run->op_start, double, op);
       end = g_array_index(res->run->op_end, double, op);
     }
@@ -284,7 +301,7 @@ START_TEST(the_first_backward_node_to_the_byte)
     const Curve c = k.c;
     const Differences d = k.d;
     gint64 offsim = head_backward_level(k.res) - (gint64)k.s->workload->static_bytes;
-    gint64 expect = c.head_backward - d.older_torch - d.host + d.input + d.released - 8;
+    gint64 expect = c.head_backward - d.older_torch - d.host + d.input - 8;
     if (g_getenv("HF_MEMORY_PRINT"))
       g_print("%s: offsim %" G_GINT64_FORMAT ", recorded %" G_GINT64_FORMAT " - %" G_GINT64_FORMAT " - %" G_GINT64_FORMAT
               " + %" G_GINT64_FORMAT " + %" G_GINT64_FORMAT " - 8\n", r->file, offsim, c.head_backward, d.older_torch,
@@ -292,8 +309,8 @@ START_TEST(the_first_backward_node_to_the_byte)
     ck_assert_msg(offsim == expect,
                   "%s: offsim %" G_GINT64_FORMAT " at the head's backward, the recording %" G_GINT64_FORMAT
                   " - %" G_GINT64_FORMAT " (torch 1.13) - %" G_GINT64_FORMAT " (host) + %" G_GINT64_FORMAT
-                  " (input) + %" G_GINT64_FORMAT " (released) - 8 = %" G_GINT64_FORMAT,
-                  r->file, offsim, c.head_backward, d.older_torch, d.host, d.input, d.released, expect);
+                  " (input) - 8 = %" G_GINT64_FORMAT,
+                  r->file, offsim, c.head_backward, d.older_torch, d.host, d.input, expect);
   }
 }
 END_TEST
@@ -310,7 +327,7 @@ START_TEST(the_peak_where_pytorch_has_it)
     gint64 offsim = res->peak_device.bytes - (gint64)k.s->workload->static_bytes;
     /* The recording's peak as offsim would have it, the loss and its
      * gradient (8 B) included, and CPU kernels' temporaries out. */
-    gint64 real = c.peak - d.older_torch - d.host + d.input - c.cpu_embedding_temp; /* on CUDA, current PyTorch */
+    gint64 real = c.peak - d.older_torch - d.host + d.input - c.cpu_embedding_temp - c.cpu_gemm_temp; /* on CUDA */
     gint64 recorded = real + d.released; /* and what offsim frees only when the group's backward ends */
     gboolean stage = strcmp(c.peak_layer, "head") == 0 || strcmp(c.peak_layer, "embed") == 0;
     if (g_getenv("HF_MEMORY_PRINT"))
@@ -319,20 +336,33 @@ START_TEST(the_peak_where_pytorch_has_it)
               res->peak_device.phase, res->peak_device.where, c.peak, recorded, real,
               100.0 * (double)(offsim - real) / (double)real, c.peak_phase, c.peak_layer, c.peak_node);
     ck_assert_str_eq(c.peak_phase, "backward");
-    if (stage) {
+    if (stage && c.cpu_embedding_temp > 0 && res->peak_device.layer != SIM_NO_LAYER) {
+      /* The CPU's embedding backward holds a second table CUDA's does not:
+       * without it the recording's peak moves into a layer's backward
+       * (measured from the curve: qwen2 fp32, 531,984 B in layer 0's against
+       * 502,280 B here), where offsim has it, above this level. */
+      ck_assert_msg(strcmp(res->peak_device.phase, "backward") == 0 && offsim >= real - 8,
+                    "%s: offsim %" G_GINT64_FORMAT " in %s %s, below CUDA's level %" G_GINT64_FORMAT
+                    " at the recorded peak", r->file, offsim, res->peak_device.phase, res->peak_device.where, real);
+    } else if (stage) {
       /* In the head's or the embedding's backward: there in offsim too, to
        * the byte but for the two fp32 scalars. */
-      ck_assert_msg(strcmp(res->peak_device.phase, "backward") == 0 && strcmp(res->peak_device.where, c.peak_layer) == 0,
+      ck_assert_msg(strcmp(res->peak_device.phase, "backward") == 0 &&
+                      g_str_has_prefix(res->peak_device.where, c.peak_layer),
                     "%s: PyTorch peaks in the %s's backward, offsim in %s %s", r->file, c.peak_layer,
                     res->peak_device.phase, res->peak_device.where);
-      ck_assert_int_eq(offsim, recorded - 8);
+      ck_assert_int_eq(offsim, real - 8);
     } else {
-      /* Inside a layer's backward: offsim's one-op layer is below the real
-       * peak, within the bound. */
-      ck_assert_msg(offsim <= real && (double)offsim >= (double)real * (1 - LAYER_PEAK_BELOW),
-                    "%s: offsim %" G_GINT64_FORMAT ", PyTorch %" G_GINT64_FORMAT " (in %s %s)", r->file, offsim, real,
-                    c.peak_phase, c.peak_layer);
+      /* Inside a layer's backward: in a layer's backward in offsim too, not
+       * below CUDA's level at the recorded point.  How far offsim's in-layer
+       * peaks are from the recording's, layer by layer with every CPU
+       * temporary taken out, is tests/hf_ops_test.py's check. */
+      ck_assert_msg(strcmp(res->peak_device.phase, "backward") == 0 && res->peak_device.layer != SIM_NO_LAYER &&
+                      offsim >= real - 8,
+                    "%s: offsim %" G_GINT64_FORMAT " in %s %s, PyTorch %" G_GINT64_FORMAT " (in %s %s)", r->file,
+                    offsim, res->peak_device.phase, res->peak_device.where, real, c.peak_phase, c.peak_layer);
     }
+    (void)recorded;
   }
 }
 END_TEST

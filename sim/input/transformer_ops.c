@@ -843,9 +843,7 @@ head_ops(Ops *o, const Shape *m, const SimTransformer *c)
   gemm_backward(o, n, m->h, m->v / m->t);
   guint lb = op(o, "lm_head", TRUE);
   USES(o, lb, "lm_head_in", "lm_head.weight");
-  span(o, logits * e, prev, lb);
-  if (!up)
-    span(o, logits * 4, lsb, lb);
+  span(o, logits * e, prev, lb); /* d logits: log_softmax's own output in fp32 */
   span(o, row_h, lb, lb + 1);
   guint nb2 = norm_backward(o, m, "final_norm");
   span(o, row_h, nb2, nb2); /* the stream gradient, to the last layer */

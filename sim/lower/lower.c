@@ -645,6 +645,32 @@ emit_forward_by_tensor(Lower *l, guint i)
  * unpack to its last.  Prefetching schedules reload the group as before and
  * free each storage after its last unpack. */
 
+/* start = tensor: each tensor leaves as soon as it is saved (plain
+ * offloads only: nothing of such a group is dropped). */
+static inline gboolean
+copies_by_tensor(const Lower *l, guint g)
+{
+  return l->policy->start_tensor && action_at(l, g) == SIM_ACTION_OFFLOAD;
+}
+
+/* Op `o` of group g's op list: its interned name. */
+static inline guint32
+op_label(Lower *l, guint g, const SimLayerOp *o)
+{
+  const GArray *ops = group_layer(l, g)->ops;
+  if (ops != l->label_ops) {
+    l->op_labels = g_renew(guint32, l->op_labels, ops->len);
+    /* A stage's ops carry its name: "head log_softmax", "embed embedding". */
+    const char *stage = g == group_embed(l) ? "embed " : g == group_head(l) ? "head " : "";
+    for (guint i = 0; i < ops->len; i++) {
+      g_autofree char *name = g_strconcat(stage, g_array_index(ops, SimLayerOp, i).name, NULL);
+      l->op_labels[i] = sim_program_intern(l->p, name);
+    }
+    l->label_ops = ops;
+  }
+  return l->op_labels[o - &g_array_index(ops, SimLayerOp, 0)];
+}
+
 /* Which forward ops run, and which tensors they allocate. */
 typedef enum {
   REPLAY_FORWARD,   /* the forward: every op; kept, offloaded and dropped tensors */
@@ -689,13 +715,13 @@ last_replayed(const SimLayer *layer, Replay r)
  * last.  Under start = tensor each travelling tensor leaves as soon as the
  * op that saves it is done. */
 static guint32
-emit_forward_ops(Lower *l, guint g, Replay r, guint32 label_override)
+emit_forward_ops(Lower *l, guint g, Replay r)
 {
   const SimLayer *layer = group_layer(l, g);
   SimProgram *p = l->p;
   gint32 index = group_index(l, g);
   SimPhase phase = r == REPLAY_FORWARD ? SIM_PHASE_FORWARD : SIM_PHASE_RECOMPUTE;
-  gboolean by_tensor = r == REPLAY_FORWARD && l->policy->start_tensor && offloads(action_at(l, g));
+  gboolean by_tensor = r == REPLAY_FORWARD && copies_by_tensor(l, g);
   guint last = last_replayed(layer, r), next = 0; /* next: the first tensor not yet saved */
   guint32 op = SIM_NO_OP;
   for (guint f = 0; f < layer->n_forward; f++) {
@@ -706,7 +732,7 @@ emit_forward_ops(Lower *l, guint g, Replay r, guint32 label_override)
     if (!replays(o, r))
       continue;
     op = sim_program_compute_inline(p, l->s_compute, o->seconds, phase, index,
-                                    label_override != G_MAXUINT32 ? label_override : sim_program_intern(p, o->name));
+                                    op_label(l, g, o));
     if (f == 0 && r == REPLAY_FORWARD && recomputes(action_at(l, g)))
       sim_program_mem_inline(p, op, SIM_AT_START, SIM_POOL_DEVICE, (gint64)layer->input_bytes, l->label_input, index);
     for (guint k = first; k < next; k++)
@@ -813,7 +839,7 @@ free_after_use(Lower *l, guint g, guint b, guint32 op)
 /* The backward ops of group g, each after the reloads of what it unpacks;
  * returns the last. */
 static guint32
-emit_backward_ops(Lower *l, guint g, guint32 label_override)
+emit_backward_ops(Lower *l, guint g)
 {
   const SimLayer *layer = group_layer(l, g);
   SimProgram *p = l->p;
@@ -825,7 +851,7 @@ emit_backward_ops(Lower *l, guint g, guint32 label_override)
     if (per_use)
       emit_use_reloads(l, g, b);
     op = sim_program_compute_inline(p, l->s_compute, o->seconds, SIM_PHASE_BACKWARD, index,
-                                    label_override != G_MAXUINT32 ? label_override : sim_program_intern(p, o->name));
+                                    op_label(l, g, o));
     for (guint s = 0; s < layer->spans->len; s++) {
       const SimSpan *span = &g_array_index(layer->spans, SimSpan, s);
       if (span->from == b)
@@ -849,12 +875,13 @@ static guint32
 emit_stage_ops(Lower *l, guint g, SimPhase phase)
 {
   if (phase != SIM_PHASE_FORWARD)
-    return emit_backward_ops(l, g, G_MAXUINT32);
-  guint32 op = emit_forward_ops(l, g, REPLAY_FORWARD, G_MAXUINT32);
+    return emit_backward_ops(l, g);
+  guint32 op = emit_forward_ops(l, g, REPLAY_FORWARD);
   if (g == group_head(l) && l->w->held_bytes)
     sim_program_mem_inline(l->p, op, SIM_AT_END, SIM_POOL_DEVICE, (gint64)l->w->held_bytes, l->p->outputs_tag,
                            SIM_NO_LAYER);
-  emit_offload(l, g);
+  if (!copies_by_tensor(l, g))
+    emit_offload(l, g);
   emit_commit_before(l, g);
   return op;
 }
@@ -907,8 +934,8 @@ emit_forward(Lower *l, guint i)
   SimProgram *p = l->p;
   emit_inflight_wait(l, i);
   if (sim_layer_has_ops(layer)) {
-    emit_forward_ops(l, i, REPLAY_FORWARD, G_MAXUINT32);
-    if (!l->policy->start_tensor || action_at(l, i) != SIM_ACTION_OFFLOAD)
+    emit_forward_ops(l, i, REPLAY_FORWARD);
+    if (!copies_by_tensor(l, i))
       emit_offload(l, i);
     emit_commit_before(l, i);
     return;
@@ -936,10 +963,10 @@ emit_backward_with_ops(Lower *l, guint i)
   const SimLayer *layer = group_layer(l, i);
   SimAction a = action_at(l, i);
   if (recomputes(a))
-    emit_forward_ops(l, i, REPLAY_FULL, G_MAXUINT32);
+    emit_forward_ops(l, i, REPLAY_FULL);
   else if (a == SIM_ACTION_SELECTIVE || a == SIM_ACTION_SELECTIVE_OFFLOAD)
-    emit_forward_ops(l, i, REPLAY_SELECTIVE, G_MAXUINT32);
-  guint32 op = emit_backward_ops(l, i, G_MAXUINT32);
+    emit_forward_ops(l, i, REPLAY_SELECTIVE);
+  guint32 op = emit_backward_ops(l, i);
   if (recomputes(a))
     sim_program_mem_inline(l->p, op, SIM_AT_END, SIM_POOL_DEVICE, -(gint64)layer->input_bytes, l->label_input,
                            group_index(l, i));
@@ -1140,6 +1167,8 @@ lower_slice_end(Lower *l)
   g_free(l->labels);
   g_free(l->fates);
   g_free(l->first);
+  g_clear_pointer(&l->op_labels, g_free);
+  l->label_ops = NULL;
 }
 
 void

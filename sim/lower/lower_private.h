@@ -47,6 +47,10 @@ typedef struct {
   GArray *saved;   /* guint32 per copied tensor, in save order: its D2H is done (start = tensor) */
   gboolean *committed; /* per group: its offloaded sources are freed (free = next-commit) */
   guint32 label_saved, label_commit;
+  /* The interned names of the last op list lowered (layers share one:
+   * interning once per list, not per op, is a fifth of a lowering). */
+  const GArray *label_ops;
+  guint32 *op_labels;
 } Lower;
 
 /* Interns the labels every slice uses (once per program). */

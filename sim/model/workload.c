@@ -339,3 +339,14 @@ sim_workload_elements_known(const SimWorkload *w)
       return FALSE;
   return TRUE;
 }
+
+gboolean
+sim_workload_has_ops(const SimWorkload *w)
+{
+  if ((w->embed && w->embed->ops) || (w->head && w->head->ops))
+    return TRUE;
+  for (guint i = 0; i < sim_workload_n_layers(w); i++)
+    if (sim_workload_layer(w, i)->ops)
+      return TRUE;
+  return FALSE;
+}

@@ -240,6 +240,9 @@ void sim_layer_finish_ops(SimLayer *layer);
  * and its derived times; the tensors must be the same list. */
 void sim_layer_share_ops(SimLayer *layer, const SimLayer *from);
 
+/* Whether any layer, the embedding or the head is described op by op. */
+gboolean sim_workload_has_ops(const SimWorkload *workload);
+
 /* Seconds of the selective region's forward ops (with ops), else of the
  * layer's selective tensors' recompute. */
 double sim_layer_selective_recompute(const SimLayer *layer);

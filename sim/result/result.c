@@ -126,9 +126,13 @@ fill_peak(SimResultPeak *out, const SimRun *run, const SimProgram *program, SimP
   out->time_ms = peak->time * 1e3;
   out->phase = peak->op == SIM_NO_OP ? "static" : sim_phase_name(peak->phase);
   out->layer = peak->layer;
-  g_autofree char *what = peak->layer != SIM_NO_LAYER ? g_strdup_printf("L%d", peak->layer)
-                           : peak->op != SIM_NO_OP ? g_strdup(sim_program_label(program, sim_program_op(program, peak->op)->label))
-                                                   : g_strdup("");
+  /* The op: "L3" for a layer that is one op each way, "L3 softmax" for a
+   * layer run op by op, "head" or "head log_softmax" for a stage. */
+  const char *label = peak->op != SIM_NO_OP ? sim_program_label(program, sim_program_op(program, peak->op)->label) : "";
+  gboolean generic = strcmp(label, "forward") == 0 || strcmp(label, "backward") == 0 || strcmp(label, "recompute") == 0;
+  g_autofree char *what = peak->layer == SIM_NO_LAYER ? g_strdup(label)
+                          : generic ? g_strdup_printf("L%d", peak->layer)
+                                    : g_strdup_printf("L%d %s", peak->layer, label);
   /* Several GPUs: on which one, by the stream's name ("stage 0 compute"). */
   if (program->n_gpus > 1) {
     const SimStream *stream = peak->op != SIM_NO_OP ? g_ptr_array_index(program->streams, sim_program_op(program, peak->op)->stream) : NULL;

@@ -350,13 +350,14 @@ START_TEST(an_event_recorded_twice_is_rejected)
 }
 END_TEST
 
-/* A program with every kind of op and tie, for determinism. */
+/* A program with every kind of op and tie, for determinism: on GPU `gpu`,
+ * every other reload pageable when `pageable`. */
 static SimProgram *
-busy_program(void)
+busy_program_on(guint gpu, gboolean pageable)
 {
   SimProgram *p = sim_program_new();
-  guint32 c = sim_program_add_stream(p, "compute"), d = sim_program_add_stream(p, "d2h"),
-          h = sim_program_add_stream(p, "h2d");
+  guint32 c = sim_program_add_stream_on(p, "compute", gpu), d = sim_program_add_stream_on(p, "d2h", gpu),
+          h = sim_program_add_stream_on(p, "h2d", gpu);
   guint32 t = sim_program_intern(p, "t");
   for (guint i = 0; i < 50; i++) {
     guint32 ev = sim_program_add_event(p, t, (gint32)i);
@@ -370,12 +371,18 @@ busy_program(void)
     guint32 on_host = sim_program_add_event(p, t, (gint32)i);
     sim_program_record(p, d, on_host);
     sim_program_wait(p, h, on_host);
-    guint32 in = sim_program_copy(p, h, SIM_DIR_H2D, 1000000 * (1 + i % 4), i % 2, (gint32)i, t);
+    guint32 in = sim_program_copy(p, h, SIM_DIR_H2D, 1000000 * (1 + i % 4), pageable && i % 2, (gint32)i, t);
     sim_program_mem(p, in, SIM_AT_START, SIM_POOL_DEVICE, 7, t, (gint32)i);
     sim_program_mem(p, in, SIM_AT_END, SIM_POOL_DEVICE, -7, t, (gint32)i);
     sim_program_mem(p, in, SIM_AT_END, SIM_POOL_HOST, -(gint64)(1000 + i), t, (gint32)i);
   }
   return p;
+}
+
+static SimProgram *
+busy_program(void)
+{
+  return busy_program_on(0, TRUE);
 }
 
 START_TEST(two_runs_give_identical_bytes)
@@ -529,6 +536,307 @@ START_TEST(invariants_accept_copies_in_ready_order)
 }
 END_TEST
 
+/* The host model (docs/engine.md, "The host").  A run with op times and
+ * the curve, and the engine's invariants checked in every build type (the
+ * issue times recomputed from the program). */
+static SimRun *
+run_host(const SimProgram *p, const SimLink *link)
+{
+  SimRun *run = run_ok(p, link);
+  g_autoptr(GError) error = NULL;
+  ck_assert_msg(sim_invariants_check_engine(run, p, &error), "%s", error ? error->message : "");
+  return run;
+}
+
+static double
+host_busy(const SimRun *run, guint gpu)
+{
+  ck_assert_ptr_nonnull(run->host_busy);
+  return g_array_index(run->host_busy, double, gpu);
+}
+
+static double
+host_wait(const SimRun *run, guint gpu)
+{
+  ck_assert_ptr_nonnull(run->host_wait);
+  return g_array_index(run->host_wait, double, gpu);
+}
+
+/* n compute ops of `work` seconds on `stream`, each launched in `launch`;
+ * returns the last. */
+static guint32
+launched_computes(SimProgram *p, guint32 stream, guint n, double work, double launch)
+{
+  guint32 op = SIM_NO_OP;
+  for (guint i = 0; i < n; i++) {
+    op = sim_program_compute(p, stream, work, SIM_PHASE_FORWARD, (gint32)i, sim_program_intern(p, "k"));
+    sim_program_set_launch(p, op, launch);
+  }
+  return op;
+}
+
+/* 100 ops of 1 us, 5 us to launch each: op i is issued at 5 (i + 1) us
+ * and its stream is free by then, so the GPU runs each op as it comes and
+ * waits 5 us for the first and 4 us between the others. */
+START_TEST(host_launch_bound_step_is_the_launches)
+{
+  g_autoptr(SimProgram) p = sim_program_new();
+  guint32 c = sim_program_add_stream(p, "compute");
+  guint32 last = launched_computes(p, c, 100, 1e-6, 5e-6);
+  SimLink link = link_of(1e9, 1e9, 2e9, 0);
+  g_autoptr(SimRun) run = run_host(p, &link);
+  ck_assert_close(run->step, 100 * 5e-6 + 1e-6, TOL);
+  ck_assert_close(start_of(run, 0), 5e-6, TOL);
+  ck_assert_close(start_of(run, 50), 51 * 5e-6, TOL);
+  ck_assert_close(start_of(run, last), 500e-6, TOL);
+  ck_assert_close(host_busy(run, 0), 500e-6, TOL);
+  ck_assert_close(host_wait(run, 0), 5e-6 + 99 * 4e-6, TOL);
+  ck_assert_ptr_null(run->busy); /* one GPU: as before */
+}
+END_TEST
+
+/* 10 ops of 1 ms, 5 us to launch each: the host runs ahead after the first,
+ * so only the first launch shows. */
+START_TEST(host_compute_bound_step_hides_the_launches)
+{
+  g_autoptr(SimProgram) p = sim_program_new();
+  guint32 c = sim_program_add_stream(p, "compute");
+  launched_computes(p, c, 10, 1e-3, 5e-6);
+  SimLink link = link_of(1e9, 1e9, 2e9, 0);
+  g_autoptr(SimRun) run = run_host(p, &link);
+  ck_assert_close(run->step, 5e-6 + 10e-3, TOL);
+  for (guint32 i = 1; i < 10; i++)
+    ck_assert_close(start_of(run, i), 5e-6 + i * 1e-3, TOL);
+  ck_assert_close(host_busy(run, 0), 50e-6, TOL);
+  ck_assert_close(host_wait(run, 0), 5e-6, TOL);
+}
+END_TEST
+
+/* C0 (compute, 1 ms), A (host_alloc 2 ms on its own stream), C1, C2 (1 ms
+ * each), every launch 10 us:
+ *   C0 issued 10 us, runs 10 us - 1.010 ms;
+ *   A  issued 20 us, runs 20 us - 2.020 ms, and the host waits for it;
+ *   C1 issued 2.020 + 0.010 = 2.030 ms, runs 2.030 - 3.030 ms;
+ *   C2 issued 2.040 ms, runs 3.030 - 4.030 ms: the step.
+ * (Without launches A holds only its stream: 3 ms.)  The GPU waits on its
+ * host for 10 us, then from 1.010 to 2.030 ms.  Memory: C0 +100 -100, C1
+ * +50 (held), C2 +70 then -120 at its end: peak 120 at 3.030 ms, by C2,
+ * with C1's 50 and C2's 70 live. */
+START_TEST(host_alloc_blocks_the_host)
+{
+  g_autoptr(SimProgram) p = sim_program_new();
+  guint32 c = sim_program_add_stream(p, "compute"), h = sim_program_add_stream(p, "host");
+  guint32 ta = sim_program_intern(p, "a"), tb = sim_program_intern(p, "b");
+  guint32 c0 = sim_program_compute(p, c, 1e-3, SIM_PHASE_FORWARD, 0, ta);
+  sim_program_set_launch(p, c0, 10e-6);
+  sim_program_mem(p, c0, SIM_AT_START, SIM_POOL_DEVICE, 100, ta, 0);
+  sim_program_mem(p, c0, SIM_AT_END, SIM_POOL_DEVICE, -100, ta, 0);
+  guint32 a = sim_program_host_alloc(p, h, 2e-3, 0, sim_program_intern(p, "cudaHostAlloc"));
+  sim_program_set_launch(p, a, 10e-6);
+  guint32 c1 = sim_program_compute(p, c, 1e-3, SIM_PHASE_FORWARD, 1, ta);
+  sim_program_set_launch(p, c1, 10e-6);
+  sim_program_mem(p, c1, SIM_AT_START, SIM_POOL_DEVICE, 50, ta, 1);
+  guint32 c2 = sim_program_compute(p, c, 1e-3, SIM_PHASE_FORWARD, 2, tb);
+  sim_program_set_launch(p, c2, 10e-6);
+  sim_program_mem(p, c2, SIM_AT_START, SIM_POOL_DEVICE, 70, tb, 2);
+  sim_program_mem(p, c2, SIM_AT_END, SIM_POOL_DEVICE, -50, ta, 1);
+  sim_program_mem(p, c2, SIM_AT_END, SIM_POOL_DEVICE, -70, tb, 2);
+  SimLink link = link_of(1e9, 1e9, 2e9, 0);
+  g_autoptr(SimRun) run = run_host(p, &link);
+  ck_assert_close(start_of(run, c0), 10e-6, TOL);
+  ck_assert_close(end_of(run, c0), 1.010e-3, TOL);
+  ck_assert_close(start_of(run, a), 20e-6, TOL);
+  ck_assert_close(end_of(run, a), 2.020e-3, TOL);
+  ck_assert_close(start_of(run, c1), 2.030e-3, TOL);
+  ck_assert_close(start_of(run, c2), 3.030e-3, TOL);
+  ck_assert_close(run->step, 4.030e-3, TOL);
+  ck_assert_close(host_busy(run, 0), 40e-6, TOL);
+  ck_assert_close(host_wait(run, 0), 10e-6 + (2.030e-3 - 1.010e-3), TOL);
+  const SimPeak *peak = &run->peak[SIM_POOL_DEVICE];
+  ck_assert_int_eq(peak->bytes, 120);
+  ck_assert_uint_eq(peak->op, c2);
+  ck_assert_close(peak->time, 3.030e-3, TOL);
+  g_autoptr(GArray) live = sim_run_live_at_peak(run, p, SIM_POOL_DEVICE);
+  ck_assert_uint_eq(live->len, 2);
+  const SimLive *first = &g_array_index(live, SimLive, 0), *second = &g_array_index(live, SimLive, 1);
+  ck_assert(first->tag == tb && first->layer == 2 && first->bytes == 70);
+  ck_assert(second->tag == ta && second->layer == 1 && second->bytes == 50);
+
+  /* The same program without launches: A holds only its stream. */
+  g_autoptr(SimProgram) q = sim_program_new();
+  c = sim_program_add_stream(q, "compute");
+  h = sim_program_add_stream(q, "host");
+  sim_program_compute(q, c, 1e-3, SIM_PHASE_FORWARD, 0, ta);
+  sim_program_host_alloc(q, h, 2e-3, 0, ta);
+  sim_program_compute(q, c, 1e-3, SIM_PHASE_FORWARD, 1, ta);
+  sim_program_compute(q, c, 1e-3, SIM_PHASE_FORWARD, 2, ta);
+  g_autoptr(SimRun) plain = run_ok(q, &link);
+  ck_assert_close(plain->step, 3e-3, TOL);
+  ck_assert_ptr_null(plain->host_busy);
+  ck_assert_ptr_null(plain->host_wait);
+}
+END_TEST
+
+/* A pageable copy of 1 MB at 1 GB/s x 0.5 (2 ms) blocks the host; a pinned
+ * one (1 ms) does not.  Launches 10 us:
+ *   pageable: copy issued 10 us, ends 2.010 ms; the compute after it is
+ *             issued 2.020 ms and ends 3.020 ms;
+ *   pinned:   copy issued 10 us, ends 1.010 ms; the compute is issued
+ *             20 us and ends 1.020 ms. */
+START_TEST(host_pageable_copy_blocks_the_host)
+{
+  SimLink link = link_of(1e9, 1e9, 2e9, 0);
+  for (int pageable = 0; pageable < 2; pageable++) {
+    g_autoptr(SimProgram) p = sim_program_new();
+    guint32 c = sim_program_add_stream(p, "compute"), h = sim_program_add_stream(p, "h2d");
+    guint32 t = sim_program_intern(p, "t");
+    guint32 copy = sim_program_copy(p, h, SIM_DIR_H2D, 1000000, pageable, 0, t);
+    sim_program_set_launch(p, copy, 10e-6);
+    guint32 op = sim_program_compute(p, c, 1e-3, SIM_PHASE_FORWARD, 0, t);
+    sim_program_set_launch(p, op, 10e-6);
+    g_autoptr(SimRun) run = run_host(p, &link);
+    ck_assert_close(start_of(run, copy), 10e-6, TOL);
+    ck_assert_close(end_of(run, copy), pageable ? 2.010e-3 : 1.010e-3, TOL);
+    ck_assert_close(start_of(run, op), pageable ? 2.020e-3 : 20e-6, TOL);
+    ck_assert_close(run->step, pageable ? 3.020e-3 : 1.020e-3, TOL);
+    ck_assert_close(host_wait(run, 0), pageable ? 2.020e-3 : 20e-6, TOL);
+  }
+}
+END_TEST
+
+/* Two GPUs, their ops interleaved in issue order, each with its own host:
+ * GPU 0 first allocates 1 ms of pinned memory (launch 5 us), which blocks
+ * only its own host, then 100 ops of 1 us launched in 5 us each: the last
+ * is issued 1.005 + 0.500 ms and ends 1.506 ms.  GPU 1's 100 ops of 2 us,
+ * 3 us each to launch, are issued as if alone: the last at 300 us, ending
+ * 302 us.  One host for both would have issued every op after the
+ * allocation. */
+START_TEST(host_each_gpu_has_its_own_host)
+{
+  g_autoptr(SimProgram) p = sim_program_new();
+  guint32 h0 = sim_program_add_stream_on(p, "host", 0), c0 = sim_program_add_stream_on(p, "compute", 0),
+          c1 = sim_program_add_stream_on(p, "compute", 1);
+  guint32 t = sim_program_intern(p, "t");
+  guint32 alloc = sim_program_host_alloc(p, h0, 1e-3, 0, t);
+  sim_program_set_launch(p, alloc, 5e-6);
+  guint32 last0 = SIM_NO_OP, last1 = SIM_NO_OP;
+  for (guint i = 0; i < 100; i++) {
+    last0 = launched_computes(p, c0, 1, 1e-6, 5e-6);
+    last1 = launched_computes(p, c1, 1, 2e-6, 3e-6);
+  }
+  SimLink link = link_of(1e9, 1e9, 2e9, 0);
+  g_autoptr(SimRun) run = run_host(p, &link);
+  ck_assert_close(end_of(run, alloc), 1.005e-3, TOL);
+  ck_assert_close(start_of(run, last0), 1.505e-3, TOL);
+  ck_assert_close(end_of(run, last1), 302e-6, TOL);
+  ck_assert_close(start_of(run, 2), 3e-6, TOL); /* GPU 1's first op */
+  ck_assert_close(run->step, 1.506e-3, TOL);
+  ck_assert_close(host_busy(run, 0), 505e-6, TOL);
+  ck_assert_close(host_busy(run, 1), 300e-6, TOL);
+  ck_assert_close(host_wait(run, 1), 3e-6 + 99 * 1e-6, TOL);
+}
+END_TEST
+
+/* Two runs are the same bytes: step, events, op times, curve, peaks and the
+ * log of applied memory actions. */
+static void
+assert_same_run(const SimRun *a, const SimRun *b)
+{
+  ck_assert(a->step == b->step);
+  ck_assert_uint_eq(a->events, b->events);
+  ck_assert(memcmp(a->peak, b->peak, sizeof a->peak) == 0);
+  GArray *arrays[][2] = { { a->op_start, b->op_start }, { a->op_end, b->op_end }, { a->curve, b->curve },
+                          { a->applied, b->applied }, { a->pools, b->pools }, { a->busy, b->busy } };
+  for (guint k = 0; k < G_N_ELEMENTS(arrays); k++) {
+    if (arrays[k][0] == NULL) {
+      ck_assert_ptr_null(arrays[k][1]);
+      continue;
+    }
+    ck_assert_uint_eq(arrays[k][0]->len, arrays[k][1]->len);
+    ck_assert(memcmp(arrays[k][0]->data, arrays[k][1]->data,
+                     arrays[k][0]->len * g_array_get_element_size(arrays[k][0])) == 0);
+  }
+}
+
+/* With every launch 0 the host issues each op at time 0 and never holds
+ * one: the host model's loop gives the very run of the loop without it.
+ * And a launch set back to 0 turns the model off again. */
+START_TEST(host_launch_zero_runs_as_before)
+{
+  SimLink link = link_of(1e9, 2e9, 2.5e9, 3e-6);
+  link.compute_slowdown = 0.1;
+  /* No pageable copy: under the host model it would block the host. */
+  SimProgram *programs[] = { busy_program_on(0, FALSE), busy_program_on(1, FALSE), NULL };
+  /* Two GPUs: GPU 0's program and GPU 1's, one after the other. */
+  g_autoptr(SimProgram) two = busy_program_on(1, FALSE);
+  guint32 c = sim_program_add_stream_on(two, "compute", 0);
+  guint32 t = sim_program_intern(two, "t");
+  for (guint i = 0; i < 20; i++) {
+    guint32 op = sim_program_compute(two, c, 1e-4 * (1 + i % 3), SIM_PHASE_FORWARD, (gint32)i, t);
+    sim_program_set_launch(two, op, i % 2 ? 0.0 : 1e-6);
+    sim_program_set_launch(two, op, 0.0);
+  }
+  ck_assert(!sim_program_has_host(two));
+  programs[2] = two;
+  for (guint k = 0; k < G_N_ELEMENTS(programs); k++) {
+    g_autoptr(SimRun) plain = run_ok(programs[k], &link);
+    sim_engine_set_host_model(TRUE);
+    g_autoptr(SimRun) hosted = run_ok(programs[k], &link);
+    sim_engine_set_host_model(FALSE);
+    ck_assert_ptr_null(plain->host_busy);
+    ck_assert_ptr_nonnull(hosted->host_busy);
+    assert_same_run(plain, hosted);
+    for (guint g = 0; g < programs[k]->n_gpus; g++) {
+      ck_assert(host_busy(hosted, g) == 0);
+      ck_assert(host_wait(hosted, g) == 0);
+    }
+  }
+  sim_program_free(programs[0]);
+  sim_program_free(programs[1]);
+}
+END_TEST
+
+/* An op the host cannot issue, because it waits on a host-blocking op that
+ * can never run, makes a stuck schedule that says so. */
+START_TEST(host_stuck_behind_a_blocking_op_is_reported)
+{
+  g_autoptr(SimProgram) p = sim_program_new();
+  guint32 c = sim_program_add_stream(p, "compute"), h = sim_program_add_stream(p, "host");
+  guint32 t = sim_program_intern(p, "t");
+  guint32 ev = sim_program_add_event(p, t, SIM_NO_LAYER);
+  sim_program_wait(p, h, ev);
+  sim_program_host_alloc(p, h, 1e-3, 0, sim_program_intern(p, "cudaHostAlloc"));
+  launched_computes(p, c, 1, 1e-3, 5e-6);
+  sim_program_record(p, c, ev);
+  SimLink link = link_of(1e9, 1e9, 2e9, 0);
+  g_autoptr(GError) error = run_error(p, &link);
+  ck_assert_ptr_nonnull(strstr(error->message, "stuck schedule"));
+  ck_assert_ptr_nonnull(strstr(error->message, "not issued: its host waits for"));
+  ck_assert_ptr_nonnull(strstr(error->message, "cudaHostAlloc"));
+}
+END_TEST
+
+/* The invariants catch an op that started before its issue and a step
+ * shorter than a host's launches. */
+START_TEST(host_invariants_catch_early_starts)
+{
+  g_autoptr(SimProgram) p = sim_program_new();
+  guint32 c = sim_program_add_stream(p, "compute");
+  launched_computes(p, c, 10, 1e-6, 5e-6);
+  SimLink link = link_of(1e9, 1e9, 2e9, 0);
+  g_autoptr(SimRun) run = run_host(p, &link);
+  g_autoptr(GError) early = NULL;
+  g_array_index(run->op_start, double, 3) = 10e-6; /* issued at 20 us */
+  ck_assert(!sim_invariants_check_engine(run, p, &early));
+  ck_assert_ptr_nonnull(strstr(early->message, "before its host issued it"));
+  g_autoptr(GError) floor = NULL;
+  g_array_index(run->op_start, double, 3) = 20e-6;
+  run->step = 40e-6;
+  ck_assert(!sim_invariants_check_engine(run, p, &floor));
+  ck_assert_ptr_nonnull(strstr(floor->message, "launches of GPU 0"));
+}
+END_TEST
+
 /* The engine's work counters grow linearly with the program: a regression
  * to anything quadratic shows here, whatever the machine's speed. */
 START_TEST(work_grows_linearly_with_the_program)
@@ -591,6 +899,14 @@ engine_suite(void)
   tcase_add_test(tc, work_grows_linearly_with_the_program);
   tcase_add_test(tc, near_ties_finish_in_issue_order);
   tcase_add_test(tc, invariants_accept_copies_in_ready_order);
+  tcase_add_test(tc, host_launch_bound_step_is_the_launches);
+  tcase_add_test(tc, host_compute_bound_step_hides_the_launches);
+  tcase_add_test(tc, host_alloc_blocks_the_host);
+  tcase_add_test(tc, host_pageable_copy_blocks_the_host);
+  tcase_add_test(tc, host_each_gpu_has_its_own_host);
+  tcase_add_test(tc, host_launch_zero_runs_as_before);
+  tcase_add_test(tc, host_stuck_behind_a_blocking_op_is_reported);
+  tcase_add_test(tc, host_invariants_catch_early_starts);
   suite_add_tcase(s, tc);
   return s;
 }

@@ -21,6 +21,10 @@
  *    for compute slowdown, from its latency phase on, not while queued.
  *  - host_alloc and send ops hold their stream for their time and use no
  *    resource.
+ *  - The host (only when some op has a launch, program.h): one host thread
+ *    per GPU issues that GPU's ops in issue order, each `launch` after the
+ *    one before, and stops after a host_alloc or a pageable copy until it
+ *    ends; an op starts only once it is issued.
  *  - Several GPUs: every stream is on a GPU, and each GPU has its own
  *    compute resource, copy engines and memory pools (program.h).  With
  *    [node] limits (SimLink.node) the copies of every GPU share their
@@ -102,6 +106,14 @@ typedef struct {
   SimPeak peak[2];       /* per SimPool: the worst GPU's (the first to reach the most, then the lowest) */
   GArray *pools;         /* SimPeak per SIM_POOL_INDEX when the program runs on several GPUs, else NULL */
   GArray *busy;          /* double seconds per GPU while a compute op of it ran (several GPUs), else NULL */
+  /* The host model (some op has a launch, program.h), else NULL; double
+   * seconds per GPU.  host_busy: the launches its host issued (the
+   * launch-bound floor of the step).  host_wait: how long its compute was
+   * idle while one of its streams had an op that could start but for its
+   * issue: the GPU waiting on its host (for launches, or behind a
+   * host-blocking op). */
+  GArray *host_busy;
+  GArray *host_wait;
   GArray *op_start;      /* double seconds per op, or NULL */
   GArray *op_end;
   GArray *curve;         /* SimMemPoint, or NULL */

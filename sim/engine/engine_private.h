@@ -22,4 +22,9 @@ GArray *sim_run_live_at_peak(const SimRun *run, const SimProgram *program, SimPo
  * makes every replay take the column-by-column path that large models take. */
 void sim_engine_set_live_dense_cells(gsize cells);
 
+/* Test-only.  TRUE runs the host model (docs/engine.md, "The host") even
+ * for programs without a launch, so that tests can compare it with the
+ * loop without a host; FALSE (the default) goes back. */
+void sim_engine_set_host_model(gboolean force);
+
 G_END_DECLS

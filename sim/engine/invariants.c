@@ -166,12 +166,49 @@ busiest_gpu_work(const SimRun *run, const SimProgram *p)
   return most;
 }
 
+/* The host model (program.h): the step holds every GPU's launches (the
+ * launch-bound floor), and with op times recorded no op started before its
+ * issue, recomputed here from the program and the recorded ends,
+ * issue_i = max(issue_{i-1}, end of the latest host-blocking op before i)
+ * + launch_i per GPU, rather than taken from the engine.  Slack: a near
+ * tie (WORK_SLACK), since the engine starts an op whose issue falls within
+ * one of an instant at that instant.  O(ops + GPUs). */
+static gboolean
+check_host(const SimRun *run, const SimProgram *p, GError **error)
+{
+  const double eps = WORK_SLACK * MAX(1.0, run->step);
+  g_autofree double *launches = g_new0(double, p->n_gpus);
+  g_autofree double *clock = g_new0(double, p->n_gpus);
+  g_autofree double *unblock = g_new0(double, p->n_gpus);
+  for (guint32 i = 0; i < sim_program_n_ops(p); i++) {
+    const SimOp *op = sim_program_op(p, i);
+    launches[op->gpu] += sim_program_launch(p, i);
+    if (run->op_start == NULL)
+      continue;
+    clock[op->gpu] = MAX(clock[op->gpu], unblock[op->gpu]) + sim_program_launch(p, i);
+    if (g_array_index(run->op_start, double, i) < clock[op->gpu] - eps) {
+      g_autofree char *what = sim_program_describe_op(p, i);
+      return violation(error, "%s started at %.17g s, before its host issued it (%.17g s)", what,
+                       g_array_index(run->op_start, double, i), clock[op->gpu]);
+    }
+    if (sim_program_host_blocks(op))
+      unblock[op->gpu] = g_array_index(run->op_end, double, i);
+  }
+  for (guint g = 0; g < p->n_gpus; g++)
+    if (run->step + eps < launches[g])
+      return violation(error, "step %.17g s is shorter than the launches of GPU %u's host (%.17g s)", run->step,
+                       g, launches[g]);
+  return TRUE;
+}
+
 gboolean
 sim_invariants_check_engine(const SimRun *run, const SimProgram *p, GError **error)
 {
   double work = busiest_gpu_work(run, p);
   if (run->step + WORK_SLACK * MAX(1.0, run->step) < work)
     return violation(error, "step %.17g s is shorter than the compute a GPU holds (%.17g s)", run->step, work);
+  if (sim_program_has_host(p) && !check_host(run, p, error))
+    return FALSE;
   if (run->op_start && !check_ops(run, p, error))
     return FALSE;
   if (run->curve && !check_memory(run, p, error))

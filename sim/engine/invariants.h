@@ -4,6 +4,10 @@
  * (docs/engine.md, "Invariants").  On a finished run:
  *
  *   - the step is at least the compute and recompute work;
+ *   - under the host model (some op has a launch, program.h): the step is
+ *     at least each GPU's launches, and with op times recorded no op
+ *     started before its host issued it (recomputed from the program and
+ *     the recorded ends of host-blocking ops);
  *   - with op times recorded: every op has end >= start and a finite end
  *     within the step; each stream ran its ops in order, one after another;
  *     copies of one direction never overlapped (one copy engine each);

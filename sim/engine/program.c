@@ -61,6 +61,7 @@ sim_program_free(SimProgram *p)
     return;
   g_free(p->ops);
   g_free(p->mem);
+  g_free(p->launch);
   g_array_unref(p->events);
   g_ptr_array_unref(p->streams);
   g_hash_table_unref(p->label_ids);
@@ -76,6 +77,8 @@ sim_program_reset(SimProgram *p)
 {
   p->n_ops = 0;
   p->n_mem = 0;
+  p->n_launch = 0;
+  p->n_launched = 0;
   g_ptr_array_set_size(p->streams, 0);
   g_array_set_size(p->events, 0);
   p->second_record = SIM_NO_OP;
@@ -236,6 +239,24 @@ guint32
 sim_program_send(SimProgram *p, guint32 stream, double seconds, gint32 layer, guint32 label)
 {
   return add_timed(p, SIM_OP_SEND, SIM_PHASE_SEND, stream, seconds, layer, label);
+}
+
+void
+sim_program_set_launch(SimProgram *p, guint32 op, double seconds)
+{
+  sim_program_set_launch_inline(p, op, seconds);
+}
+
+void
+sim_program_grow_launch(SimProgram *p)
+{
+  if (p->launch_cap < p->n_ops) {
+    p->launch_cap = MAX(p->n_ops, 2 * p->launch_cap);
+    p->launch = g_renew(double, p->launch, p->launch_cap);
+  }
+  for (guint i = p->n_launch; i < p->n_ops; i++)
+    p->launch[i] = 0.0;
+  p->n_launch = p->n_ops;
 }
 
 void

@@ -19,6 +19,19 @@
  *               bytes / p2p_bandwidth): like host_alloc it holds its stream
  *               and uses no resource the engine shares.
  *
+ * The host: every op may carry a host issue cost, its `launch` (seconds the
+ * host thread of its GPU spends dispatching and launching it;
+ * sim_program_set_launch, 0 unless set).  Once any op of a program has a
+ * launch above 0, the engine runs one host per GPU that issues that GPU's
+ * ops in issue order (across all its streams): op i is issued at
+ *   issue_i = max(issue_{i-1}, unblock_i) + launch_i
+ * where unblock_i is the end of the latest host-blocking op (a host_alloc or
+ * a pageable copy: sim_program_host_blocks) issued before it, and an op
+ * starts only when its stream reaches it and it is issued.  A program whose
+ * launches are all 0 runs without a host, exactly as before the host
+ * existed: a host_alloc or a pageable copy then blocks nothing but its
+ * stream.  docs/engine.md, "The host".
+ *
  * GPUs: every stream belongs to one GPU (sim_program_add_stream_on; plain
  * sim_program_add_stream is GPU 0), and so do its ops and their memory
  * actions.  Each GPU has its own compute resource, copy engines and memory
@@ -210,9 +223,18 @@ struct SimProgram {
   /* Copies and their bytes per SimDir, summed as they are added. */
   guint64 copy_bytes[SIM_DIR_COUNT];
   guint copies[SIM_DIR_COUNT];
+  /* Host issue cost per op in seconds, kept apart from SimOp so that an op
+   * stays 40 bytes and a program without launches pays nothing: launch[i]
+   * for i < n_launch, 0 past it (read through sim_program_launch). */
+  double *launch;
+  guint n_launch;
+  /* Ops whose launch is above 0: the engine runs the host model only when
+   * there is one (sim_program_has_host). */
+  guint n_launched;
 
   /* private: see program_private.h */
   guint ops_cap, mem_cap;   /* capacities of ops and mem */
+  guint launch_cap;         /* of launch */
   GHashTable *label_ids;    /* char* (content) -> id */
   GHashTable *label_cache;  /* const char* (by address) -> id + 1: see sim_program_intern */
   const char **slot_names;  /* see sim_program_intern_slot */
@@ -265,6 +287,13 @@ guint32 sim_program_send(SimProgram *program, guint32 stream, double seconds, gi
 void sim_program_mem(SimProgram *program, guint32 op, SimWhen when, SimPool pool, gint64 delta, guint32 tag,
                      gint32 layer);
 
+/* Sets the host issue cost of `op`, which must be the newest op, to
+ * `seconds` (>= 0; setting it again replaces it).  Any launch above 0 turns
+ * the host model on for the whole program (see "The host" above).  Records
+ * and waits are issued too and may carry one, though eager frameworks
+ * issue them for next to nothing. */
+void sim_program_set_launch(SimProgram *program, guint32 op, double seconds);
+
 static inline const SimOp *
 sim_program_op(const SimProgram *program, guint32 index)
 {
@@ -293,6 +322,28 @@ static inline guint
 sim_program_n_ops(const SimProgram *program)
 {
   return program->n_ops;
+}
+
+/* The host issue cost of op `index`, seconds (0 unless set). */
+static inline double
+sim_program_launch(const SimProgram *program, guint32 index)
+{
+  return index < program->n_launch ? program->launch[index] : 0.0;
+}
+
+/* Whether the engine runs the host model: some op has a launch above 0. */
+static inline gboolean
+sim_program_has_host(const SimProgram *program)
+{
+  return program->n_launched > 0;
+}
+
+/* Whether `op` blocks its host until it ends (under the host model): a
+ * cudaHostAlloc, or a copy from pageable memory (effectively synchronous). */
+static inline gboolean
+sim_program_host_blocks(const SimOp *op)
+{
+  return op->kind == SIM_OP_HOST_ALLOC || (op->kind == SIM_OP_COPY && op->pageable);
 }
 
 /* Checks the build contract: every event recorded at most once (indices of

@@ -32,6 +32,8 @@ G_BEGIN_DECLS
 void sim_program_grow_ops(SimProgram *program, guint32 stream);
 /* Room for one more memory action. */
 void sim_program_grow_mem(SimProgram *program);
+/* launch[] filled with zeros up to every op added (sim_program_set_launch). */
+void sim_program_grow_launch(SimProgram *program);
 /* Room for interning slot `slot` (sim_program_intern_slot). */
 void sim_program_grow_slots(SimProgram *program, guint slot);
 
@@ -141,6 +143,26 @@ sim_program_mem_inline(SimProgram *p, guint32 op, SimWhen when, SimPool pool, gi
   a->pool = pool;
   a->layer = layer;
   a->gpu = o->gpu;
+}
+
+/* sim_program_set_launch, inline: an eager framework gives every op a
+ * launch, so the common case (each op set right after it is added) is one
+ * store past the zero fill, without a call. */
+static inline void
+sim_program_set_launch_inline(SimProgram *p, guint32 op, double seconds)
+{
+  g_return_if_fail((guint64)op + 1 == p->n_ops); /* 64 bits: SIM_NO_OP + 1 is not 0 */
+  g_return_if_fail(seconds >= 0);
+  if (G_UNLIKELY(p->n_launch < p->n_ops)) {
+    if (p->n_launch + 1 == p->n_ops && p->n_launch < p->launch_cap)
+      p->launch[p->n_launch++] = 0.0;
+    else
+      sim_program_grow_launch(p);
+  }
+  /* A count, not a sum, so that setting an op back to 0 turns the host
+   * model off again exactly. */
+  p->n_launched += (seconds > 0) - (p->launch[op] > 0);
+  p->launch[op] = seconds;
 }
 
 /* Test-only: the number of memory actions (tests compare two lowerings). */

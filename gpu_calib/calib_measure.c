@@ -240,8 +240,8 @@ calib_measure_launches(Calib *c, int n, CalibLaunches *out)
   if (!(out->per_launch > 0))
     calib_report_die(1, "launch overhead: the time does not grow with the launches (%g s per launch)",
                      out->per_launch);
-  g_autofree char *per = calib_report_time(out->per_launch), *fixed = calib_report_time(out->fixed);
-  calib_report_progress("  fit: %s per launch, %s fixed", per, fixed);
+  g_autofree char *per = calib_report_time(out->per_launch);
+  calib_report_progress("  fit: %s per launch, %+.3g us fixed", per, out->fixed * 1e6);
 }
 
 /* ---- overlap: each victim alone and with traffic both ways ----------------- */

@@ -826,6 +826,10 @@ START_TEST(calib_rejects_bad_options)
   g_auto(TestRun) extra = run_calib(OFFSIM_CALIB_BINARY, NULL, "profile.ini", NULL);
   ck_assert_int_eq(extra.status, 2);
   assert_has(extra.err, "unexpected argument 'profile.ini'");
+  /* The GEMM list is checked before any device is looked for. */
+  g_auto(TestRun) shapes = run_calib(OFFSIM_CALIB_BINARY, NULL, "--gemm-shapes", "8x8", NULL);
+  ck_assert_int_eq(shapes.status, 2);
+  assert_has(shapes.err, "offsim-calib: --gemm-shapes: item 1: expected MxNxK");
 }
 END_TEST
 #endif

@@ -106,3 +106,32 @@ calib_fit_alpha_beta(const guint64 *bytes, const double *seconds, guint n, Calib
   fit->rms_rel_error = sqrt(sum_sq / n);
   return TRUE;
 }
+
+gboolean
+calib_fit_line(const double *x, const double *y, guint n, double *intercept, double *slope, GError **error)
+{
+  g_return_val_if_fail(intercept != NULL && slope != NULL && (n == 0 || (x != NULL && y != NULL)), FALSE);
+  double mean_x = 0, mean_y = 0;
+  for (guint i = 0; i < n; i++) {
+    if (!isfinite(x[i]) || !isfinite(y[i])) {
+      g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "line fit: point %u (%g, %g) is not finite", i + 1, x[i], y[i]);
+      return FALSE;
+    }
+    mean_x += x[i] / n;
+    mean_y += y[i] / n;
+  }
+  /* Centred sums: no cancellation between large x and small y. */
+  double sxx = 0, sxy = 0;
+  for (guint i = 0; i < n; i++) {
+    sxx += (x[i] - mean_x) * (x[i] - mean_x);
+    sxy += (x[i] - mean_x) * (y[i] - mean_y);
+  }
+  if (n < 2 || !(sxx > 0)) {
+    g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "line fit: needs at least two distinct x, got %u point%s", n,
+                n == 1 ? "" : "s");
+    return FALSE;
+  }
+  *slope = sxy / sxx;
+  *intercept = mean_y - *slope * mean_x;
+  return TRUE;
+}

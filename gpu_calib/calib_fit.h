@@ -11,6 +11,11 @@
  * the free fit gives α < 0 (noise on small copies), α is set to 0 and γ
  * refitted alone, which is the constrained optimum of this convex problem.
  *
+ * The launch overhead is fitted the same way, more simply: the wall clock
+ * of N back-to-back launches and the synchronize after them is t(N) = a +
+ * b N (a: the synchronize and the first launch's extra; b: one launch), an
+ * ordinary least-squares line over a few N (calib_fit_line).
+ *
  * Plain C, no CUDA: the simulator's tests exercise it on CPU.  Errors are
  * SIM_ERROR_INPUT (too few distinct sizes, a non-positive or non-finite time
  * or size, data that give no positive bandwidth).
@@ -33,6 +38,11 @@ typedef struct {
 /* Fits t = alpha + bytes / beta to `n` measured (bytes[i], seconds[i]).
  * Needs at least two distinct sizes. */
 gboolean calib_fit_alpha_beta(const guint64 *bytes, const double *seconds, guint n, CalibFit *fit, GError **error);
+
+/* The least-squares line y = intercept + slope x through `n` points (x[i],
+ * y[i]); needs at least two distinct x, every value finite.  The slope may
+ * come out zero or negative: the caller decides what that means. */
+gboolean calib_fit_line(const double *x, const double *y, guint n, double *intercept, double *slope, GError **error);
 
 /* The median of `n` > 0 values (the mean of the middle two for even n); the
  * input is not modified.  Repeated timings are summarised by it: one

@@ -122,13 +122,18 @@ calib_measure_triad(Calib *c)
   return 3.0 * (double)c->tri_n * sizeof(float) / calib_timing_measure_one(c, triad_work());
 }
 
+double
+calib_measure_copy_kernel(Calib *c, guint64 *bytes)
+{
+  *bytes = c->quick ? 256 * MIB : GIB;
+  CalibWork w = { .kind = CALIB_WORK_COPY_KERNEL, .count = c->quick ? 4 : 8, .dst = c->dev_b, .src = c->dev_a,
+                  .bytes = *bytes };
+  return 2.0 * (double)*bytes / calib_timing_measure_one(c, w);
+}
+
 /* ---- GEMM throughput ------------------------------------------------------ */
 
-static double
-gemm_flops(const CalibGemmShape *g)
-{
-  return 2.0 * g->m * (double)g->n * g->k;
-}
+const guint calib_measure_list_types[CALIB_LIST_TYPES] = { 0, 3 };
 
 static double
 time_gemm(Calib *c, const CalibGemmShape *g, const CalibGemmType *t)
@@ -142,22 +147,29 @@ time_gemm(Calib *c, const CalibGemmShape *g, const CalibGemmType *t)
   return calib_timing_measure_one(c, w);
 }
 
+/* The operands of every shape, filled with values of type `t`. */
+static void
+fill_operands(Calib *c, const CalibGemmType *t)
+{
+  size_t a = 0, w = 0, unused = 0;
+  calib_timing_gemm_elements(c, &a, &w, &unused);
+  CUDA_CHECK(calib_launch_fill(c->gemm_a, a, t->fill, c->lane[0]));
+  CUDA_CHECK(calib_launch_fill(c->gemm_w, w, t->fill, c->lane[0]));
+  CUDA_CHECK(cudaStreamSynchronize(c->lane[0]));
+}
+
 void
 calib_measure_gemms(Calib *c, CalibGemms *out)
 {
   memset(out, 0, sizeof *out);
   for (guint ti = 0; ti < CALIB_GEMM_TYPES; ti++) {
     const CalibGemmType *t = &calib_timing_gemm_types[ti];
-    size_t a = 0, w = 0, unused = 0;
-    calib_timing_gemm_elements(&a, &w, &unused);
-    CUDA_CHECK(calib_launch_fill(c->gemm_a, a, t->fill, c->lane[0]));
-    CUDA_CHECK(calib_launch_fill(c->gemm_w, w, t->fill, c->lane[0]));
-    CUDA_CHECK(cudaStreamSynchronize(c->lane[0]));
+    fill_operands(c, t);
     guint n = c->quick ? G_N_ELEMENTS(quick_shapes) : CALIB_GEMM_SHAPES;
     for (guint k = 0; k < n; k++) {
       const CalibGemmShape *g = &calib_timing_gemm_shapes[c->quick ? (guint)quick_shapes[k] : k];
       double s = time_gemm(c, g, t);
-      double tflops = gemm_flops(g) / s * 1e-12;
+      double tflops = calib_gemm_tflops(g->m, g->n, g->k, s);
       out->tflops[ti][g - calib_timing_gemm_shapes] = tflops;
       if (ti == 0 && tflops > out->best_bf16) {
         out->best_bf16 = tflops;
@@ -166,6 +178,70 @@ calib_measure_gemms(Calib *c, CalibGemms *out)
       calib_report_progress("  gemm %-4s %-9s %5dx%5dx%5d: %8.1f TFLOPS", t->name, g->name, g->m, g->n, g->k, tflops);
     }
   }
+}
+
+void
+calib_measure_gemm_list(Calib *c, CalibGemmList *out)
+{
+  out->shapes = c->list;
+  out->n = c->list_n;
+  for (guint li = 0; li < CALIB_LIST_TYPES; li++) {
+    const CalibGemmType *t = &calib_timing_gemm_types[calib_measure_list_types[li]];
+    out->tflops[li] = g_new0(double, MAX(out->n, 1));
+    fill_operands(c, t);
+    for (guint i = 0; i < out->n; i++) {
+      const CalibGemmShape *g = &out->shapes[i];
+      out->tflops[li][i] = calib_gemm_tflops(g->m, g->n, g->k, time_gemm(c, g, t));
+      calib_report_progress("  gemm %-4s %-28s %6dx%6dx%6d %-5s x%-2d: %8.1f TFLOPS", t->name, g->name, g->m, g->n,
+                            g->k, calib_gemm_pass_names[g->pass], g->uses, out->tflops[li][i]);
+    }
+  }
+}
+
+void
+calib_measure_gemm_list_clear(CalibGemmList *list)
+{
+  for (guint li = 0; li < CALIB_LIST_TYPES; li++)
+    g_clear_pointer(&list->tflops[li], g_free);
+}
+
+/* ---- the host's cost of a kernel launch ------------------------------------ */
+
+/* Seconds from the first of `count` launches to the synchronize's return,
+ * on an idle GPU. */
+static double
+time_launches(Calib *c, int count)
+{
+  CUDA_CHECK(cudaDeviceSynchronize());
+  gint64 t0 = g_get_monotonic_time();
+  for (int i = 0; i < count; i++)
+    CUDA_CHECK(calib_launch_empty(c->lane[0]));
+  CUDA_CHECK(cudaStreamSynchronize(c->lane[0]));
+  return (double)(g_get_monotonic_time() - t0) * 1e-6;
+}
+
+void
+calib_measure_launches(Calib *c, int n, CalibLaunches *out)
+{
+  double x[CALIB_LAUNCH_COUNTS], samples[CALIB_MAX_REPEATS];
+  time_launches(c, n);
+  for (int i = 0; i < CALIB_LAUNCH_COUNTS; i++) {
+    out->counts[i] = n >> (CALIB_LAUNCH_COUNTS - 1 - i);
+    for (int r = 0; r < c->repeats; r++)
+      samples[r] = time_launches(c, out->counts[i]);
+    out->seconds[i] = calib_median(samples, (guint)c->repeats);
+    x[i] = out->counts[i];
+    calib_report_progress("  %6d launches: %10.3f ms (median of %d)", out->counts[i], out->seconds[i] * 1e3,
+                          c->repeats);
+  }
+  g_autoptr(GError) error = NULL;
+  if (!calib_fit_line(x, out->seconds, CALIB_LAUNCH_COUNTS, &out->fixed, &out->per_launch, &error))
+    calib_report_die(1, "launch overhead: %s", error->message);
+  if (!(out->per_launch > 0))
+    calib_report_die(1, "launch overhead: the time does not grow with the launches (%g s per launch)",
+                     out->per_launch);
+  g_autofree char *per = calib_report_time(out->per_launch);
+  calib_report_progress("  fit: %s per launch, %+.3g us fixed", per, out->fixed * 1e6);
 }
 
 /* ---- overlap: each victim alone and with traffic both ways ----------------- */

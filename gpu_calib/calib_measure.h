@@ -1,12 +1,14 @@
 /* gpu_calib/calib_measure.h — the measurements: copy size sweeps and their
- * fit, both directions at once, device memory, GEMM throughput, the FMA
- * kernel's rate, copy/compute overlap and pinned allocation.
+ * fit, both directions at once, device memory, GEMM throughput (fixed
+ * shapes and the GEMM list), the FMA kernel's rate, copy/compute overlap,
+ * pinned allocation and the host's cost of a kernel launch.
  *
  * Each measurement runs on a Calib that calib_timing_setup prepared, times
  * through the harness (calib_timing.h), prints its progress lines as it
  * goes, and fills a plain value that the caller owns; only
  * CalibBidir.pcie_during is allocated (calib_probe_pcie_link), and the
- * caller frees it with g_free.  A measurement may change the Calib's kernel
+ * caller frees it with g_free, and CalibGemmList's tflops, freed with
+ * calib_measure_gemm_list_clear.  A measurement may change the Calib's kernel
  * sizing (calib_measure_fma sets fma_iterations) and the contents of its
  * buffers, never its allocations.  Figures are medians of c->repeats
  * samples in seconds per operation, bandwidths are bytes per second, and
@@ -68,6 +70,11 @@ double calib_measure_device_to_device(Calib *c, guint64 *bytes);
 /* The triad kernel's bandwidth, bytes read and written per second. */
 double calib_measure_triad(Calib *c);
 
+/* The copy kernel's bandwidth over c->dev_a into c->dev_b, bytes read and
+ * written per second; the bytes copied into `bytes` (1 GiB, --quick 256
+ * MiB). */
+double calib_measure_copy_kernel(Calib *c, guint64 *bytes);
+
 /* ---- GEMM throughput ------------------------------------------------------ */
 
 typedef struct {
@@ -78,6 +85,39 @@ typedef struct {
 
 /* Every dtype at every shape (--quick: three shapes). */
 void calib_measure_gemms(Calib *c, CalibGemms *out);
+
+/* The GEMM list's dtypes, as calib_timing_gemm_types indexes them: bf16
+ * and fp32 (true fp32: no TF32). */
+#define CALIB_LIST_TYPES 2
+extern const guint calib_measure_list_types[CALIB_LIST_TYPES];
+
+typedef struct {
+  const CalibGemmShape *shapes; /* c->list, borrowed */
+  guint n;
+  double *tflops[CALIB_LIST_TYPES]; /* n each, by list type; owned */
+} CalibGemmList;
+
+/* Every shape of c->list in each list type, timed as the fixed shapes
+ * are. */
+void calib_measure_gemm_list(Calib *c, CalibGemmList *out);
+void calib_measure_gemm_list_clear(CalibGemmList *list);
+
+/* ---- the host's cost of a kernel launch ------------------------------------ */
+
+#define CALIB_LAUNCH_COUNTS 4
+
+typedef struct {
+  int counts[CALIB_LAUNCH_COUNTS];     /* N/8, N/4, N/2, N */
+  double seconds[CALIB_LAUNCH_COUNTS]; /* median wall clock of that many launches and the synchronize */
+  double per_launch, fixed;            /* t(count) = fixed + per_launch x count, least squares */
+} CalibLaunches;
+
+/* Back-to-back empty kernels on one stream of an idle GPU, host clock
+ * from before the first launch to the return of the synchronize after the
+ * last; c->repeats samples of each count after one warm-up of `n`; the
+ * line fitted over the counts' medians.  Exits 1 when the slope is not
+ * positive. */
+void calib_measure_launches(Calib *c, int n, CalibLaunches *out);
 
 /* ---- overlap: each victim alone and with traffic both ways ----------------- */
 

@@ -17,9 +17,17 @@
  * The model, which a test expects back from the profile: copies take
  * α + bytes/β with α = 7 µs H2D, 9 µs D2H and β = 53 GB/s H2D, 51 GB/s D2H
  * from pinned memory, 0.4 β from pageable memory; device-to-device copies
- * move 2 × bytes at 4 TB/s; bf16 GEMMs reach at most 700 TFLOP/s.
+ * move 2 × bytes at 4 TB/s, the copy kernel at 0.95 of that, the triad
+ * at 0.9; bf16 GEMMs reach at most 700 TFLOP/s, fp32 55 TFLOP/s; the
+ * device has 132 SMs.  A kernel launch is the one cost on the host's
+ * clock, the real one: calib_launch_empty busy-waits
+ * MOCK_LAUNCH_HOST (2 µs) before it returns, so that the launch overhead measured on the host
+ * comes back at about that.  calib_kernels_stand_in says 1: a profile
+ * written over this runtime is labelled MOCK OUTPUT.
  * OFFSIM_CALIB_MOCK_DEVICES=0 makes it a machine without a device.
  */
+#define _POSIX_C_SOURCE 200809L /* clock_gettime */
+
 #include "calib_kernels.h"
 
 #include <cublas_v2.h>
@@ -28,6 +36,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #define MOCK_ALPHA_H2D 7e-6
 #define MOCK_ALPHA_D2H 9e-6
@@ -35,6 +44,8 @@
 #define MOCK_BETA_D2H 51e9
 #define MOCK_PAGEABLE 0.4
 #define MOCK_HBM 4e12
+#define MOCK_COPY_KERNEL 0.95
+#define MOCK_LAUNCH_HOST 2e-6
 
 struct CUstream_st {
   double clock;
@@ -347,6 +358,31 @@ calib_launch_triad(float *a, const float *b, const float *c, size_t n, int block
 }
 
 cudaError_t
+calib_launch_copy(void *dst, const void *src, size_t bytes, int blocks, cudaStream_t stream)
+{
+  advance(stream, 2.0 * (double)bytes / (MOCK_COPY_KERNEL * MOCK_HBM));
+  return cudaSuccess;
+}
+
+static double
+host_seconds(void)
+{
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+cudaError_t
+calib_launch_empty(cudaStream_t stream)
+{
+  double until = host_seconds() + MOCK_LAUNCH_HOST;
+  while (host_seconds() < until)
+    ;
+  advance(stream, 1e-6);
+  return cudaSuccess;
+}
+
+cudaError_t
 calib_launch_fill(void *buffer, size_t elements, CalibFillType type, cudaStream_t stream)
 {
   return cudaSuccess;
@@ -356,4 +392,10 @@ double
 calib_fma_flops(int blocks, int threads, int iterations)
 {
   return 8.0 * (double)blocks * (double)threads * (double)iterations;
+}
+
+int
+calib_kernels_stand_in(void)
+{
+  return 1;
 }

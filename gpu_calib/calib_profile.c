@@ -2,11 +2,14 @@
 
 #include "error.h"
 #include "scenario.h"
+#include "schema.h"
 
 #include <glib/gstdio.h>
 
 #include <math.h>
 #include <string.h>
+
+const char *const calib_dtype_names[CALIB_DTYPES] = { "bf16", "fp16", "fp32" };
 
 CalibProfile *
 calib_profile_new(void)
@@ -17,6 +20,7 @@ calib_profile_new(void)
   p->link = m.link;
   p->notes = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
   p->meta = g_ptr_array_new_with_free_func(g_free);
+  p->gemm_table = g_array_new(FALSE, FALSE, sizeof(CalibGemmPoint));
   return p;
 }
 
@@ -28,6 +32,7 @@ calib_profile_free(CalibProfile *p)
   g_free(p->title);
   g_hash_table_unref(p->notes);
   g_ptr_array_unref(p->meta);
+  g_array_unref(p->gemm_table);
   g_free(p);
 }
 
@@ -75,6 +80,14 @@ calib_profile_add_point(CalibProfile *p, int dir, guint64 bytes, double bandwidt
   g_return_if_fail(p != NULL && (dir == 0 || dir == 1));
   g_return_if_fail(p->link.table_points[dir] < SIM_LINK_MAX_POINTS);
   p->link.table[dir][p->link.table_points[dir]++] = (SimBandwidthPoint){ bytes, bandwidth };
+}
+
+void
+calib_profile_add_gemm(CalibProfile *p, CalibDtype dtype, int m, int n, int k, double tflops)
+{
+  g_return_if_fail(p != NULL && dtype < CALIB_DTYPES);
+  CalibGemmPoint point = { dtype, m, n, k, tflops };
+  g_array_append_val(p->gemm_table, point);
 }
 
 /* ---- numbers as the scenario loader reads them ------------------------- */
@@ -133,6 +146,13 @@ calib_format_time(double seconds)
   return format_scaled(seconds, units, G_N_ELEMENTS(units));
 }
 
+char *
+calib_format_gemm_point(const CalibGemmPoint *point)
+{
+  g_autofree char *rate = calib_format_number(point->tflops);
+  return g_strdup_printf("%s:%dx%dx%d:%sTFLOPS", calib_dtype_names[point->dtype], point->m, point->n, point->k, rate);
+}
+
 /* ---- validation: what the loader would reject, caught before writing ---- */
 
 G_GNUC_PRINTF(4, 5)
@@ -167,6 +187,35 @@ check_table(const SimLink *l, int dir, GError **error)
   return TRUE;
 }
 
+/* The kernel cost model's keys: zero is "not measured", a table item must
+ * be positive and name its dtype and shape once. */
+static gboolean
+check_kernel_keys(const CalibProfile *p, GError **error)
+{
+  for (int d = 0; d < CALIB_DTYPES; d++) {
+    double v = p->matmul_tflops_dtype[d];
+    if (!(v >= 0) || !isfinite(v)) {
+      g_autofree char *key = g_strconcat("matmul_tflops_", calib_dtype_names[d], NULL);
+      return invalid(error, "device", key, "expected a positive, finite value (or 0: not written), got %g", v);
+    }
+  }
+  if (!(p->launch_overhead >= 0 && p->launch_overhead <= 1))
+    return invalid(error, "device", "launch_overhead", "expected a time in [0, 1s], got %g s", p->launch_overhead);
+  for (guint i = 0; i < p->gemm_table->len; i++) {
+    const CalibGemmPoint *g = &g_array_index(p->gemm_table, CalibGemmPoint, i);
+    if (g->m <= 0 || g->n <= 0 || g->k <= 0 || !(g->tflops > 0) || !isfinite(g->tflops))
+      return invalid(error, "device", "gemm_table", "item %u: expected positive sizes and a positive, finite rate, "
+                     "got %dx%dx%d at %g TFLOPS", i + 1, g->m, g->n, g->k, g->tflops);
+    for (guint j = 0; j < i; j++) {
+      const CalibGemmPoint *e = &g_array_index(p->gemm_table, CalibGemmPoint, j);
+      if (e->dtype == g->dtype && e->m == g->m && e->n == g->n && e->k == g->k)
+        return invalid(error, "device", "gemm_table", "item %u: %s %dx%dx%d is item %u already", i + 1,
+                       calib_dtype_names[g->dtype], g->m, g->n, g->k, j + 1);
+    }
+  }
+  return TRUE;
+}
+
 static gboolean
 check_profile(const CalibProfile *p, GError **error)
 {
@@ -186,7 +235,7 @@ check_profile(const CalibProfile *p, GError **error)
           invalid(error, "link", "compute_slowdown", "expected a number in [0, 1), got %g", l->compute_slowdown)) &&
          ((l->host_alloc >= 0 && l->host_alloc <= 3600) ||
           invalid(error, "link", "host_alloc", "expected a time in [0, 1h], got %g s", l->host_alloc)) &&
-         check_table(l, 1, error) && check_table(l, 0, error);
+         check_table(l, 1, error) && check_table(l, 0, error) && check_kernel_keys(p, error);
 }
 
 /* ---- the text ---------------------------------------------------------- */
@@ -209,6 +258,67 @@ append_key(GString *out, const CalibProfile *p, const char *group, const char *k
   if (note)
     append_comment(out, note);
   g_string_append_printf(out, "%s = %s\n", key, owned);
+}
+
+/* Whether key `key` of [device] goes in as a key (or as a comment). */
+static gboolean
+kernel_key_active(const CalibProfile *p, const char *key)
+{
+  if (p->kernel_keys == CALIB_KEYS_AUTO)
+    return sim_schema_find(SIM_GROUP_DEVICE, key, SIM_SCHEMA_ANY_KIND) != SIM_KEY_COUNT;
+  return p->kernel_keys == CALIB_KEYS_ACTIVE;
+}
+
+/* The kernel cost model's keys that have a value, after hbm_bandwidth. */
+static void
+append_kernel_keys(GString *out, const CalibProfile *p)
+{
+  struct {
+    char key[32];
+    char *value;
+  } keys[CALIB_DTYPES + 3];
+  guint n = 0;
+  for (int d = 0; d < CALIB_DTYPES; d++)
+    if (p->matmul_tflops_dtype[d] > 0) {
+      g_snprintf(keys[n].key, sizeof keys[n].key, "matmul_tflops_%s", calib_dtype_names[d]);
+      keys[n++].value = calib_format_number(p->matmul_tflops_dtype[d]);
+    }
+  if (p->sm_count) {
+    g_strlcpy(keys[n].key, "sm_count", sizeof keys[n].key);
+    keys[n++].value = g_strdup_printf("%u", p->sm_count);
+  }
+  if (p->launch_overhead > 0) {
+    g_strlcpy(keys[n].key, "launch_overhead", sizeof keys[n].key);
+    keys[n++].value = calib_format_time(p->launch_overhead);
+  }
+  if (p->gemm_table->len) {
+    GString *items = g_string_new(NULL);
+    for (guint i = 0; i < p->gemm_table->len; i++) {
+      g_autofree char *item = calib_format_gemm_point(&g_array_index(p->gemm_table, CalibGemmPoint, i));
+      g_string_append_printf(items, "%s%s", i ? ", " : "", item);
+    }
+    g_strlcpy(keys[n].key, "gemm_table", sizeof keys[n].key);
+    keys[n++].value = g_string_free(items, FALSE);
+  }
+  gboolean said = FALSE;
+  for (guint i = 0; i < n; i++) {
+    if (kernel_key_active(p, keys[i].key)) {
+      append_key(out, p, "device", keys[i].key, keys[i].value);
+      continue;
+    }
+    if (!said)
+      append_comment(out, "The kernel cost model's keys (sim/engine/kernel.h) that this offsim's scenario loader does\n"
+                          "not read yet follow as comments, `# key = value`: uncomment them for an offsim that reads\n"
+                          "them (offsim-calib built with one writes them as keys).");
+    said = TRUE;
+    g_autofree char *line = g_strdup_printf("%s = %s", keys[i].key, keys[i].value);
+    g_autofree char *id = g_strconcat("device.", keys[i].key, NULL);
+    const char *note = g_hash_table_lookup(p->notes, id);
+    if (note)
+      append_comment(out, note);
+    append_comment(out, line);
+    g_free(keys[i].value);
+  }
 }
 
 static char *
@@ -240,6 +350,7 @@ calib_profile_format(const CalibProfile *p, GError **error)
                       "and its kernels; scenarios set it (default 0.5).");
   append_key(out, p, "device", "matmul_tflops", calib_format_number(p->matmul_tflops));
   append_key(out, p, "device", "hbm_bandwidth", calib_format_rate(p->hbm_bandwidth));
+  append_kernel_keys(out, p);
 
   g_string_append(out, "\n[link]\n");
   append_key(out, p, "link", "h2d_bandwidth", calib_format_rate(l->h2d_bandwidth));

@@ -23,7 +23,19 @@
  * nothing is written.  Saving is atomic (g_file_set_contents): a reader never
  * sees half a profile.
  *
- * Ownership: the profile owns its notes and metadata; the link is a value.
+ * The kernel cost model's [device] keys (sim/engine/kernel.h):
+ * matmul_tflops_bf16, _fp16 and _fp32, sm_count, launch_overhead and
+ * gemm_table (`DTYPE:MxNxK:RATE` items, RATE a number and TFLOPS:
+ * "bf16:4096x4096x4096:650.5TFLOPS"), after hbm_bandwidth, which both time
+ * models read.  A zero or an empty table is not written.  An offsim whose
+ * scenario loader does not read one of them yet would refuse the whole
+ * profile, so by default (CALIB_KEYS_AUTO) each is written as a key where
+ * this build's loader reads it (sim_schema_find) and as a comment, `#
+ * key = value`, under one line saying so, where it does not; the other two
+ * forms are for tests.
+ *
+ * Ownership: the profile owns its notes, metadata and GEMM table; the link
+ * is a value.
  */
 #pragma once
 
@@ -33,12 +45,38 @@
 
 G_BEGIN_DECLS
 
+/* The kernel cost model's dtypes, as it names them. */
+typedef enum { CALIB_DTYPE_BF16, CALIB_DTYPE_FP16, CALIB_DTYPE_FP32, CALIB_DTYPES } CalibDtype;
+
+/* "bf16", "fp16", "fp32", indexed by CalibDtype. */
+extern const char *const calib_dtype_names[CALIB_DTYPES];
+
+/* One gemm_table item: a measured shape's throughput. */
+typedef struct {
+  CalibDtype dtype;
+  int m, n, k;
+  double tflops;
+} CalibGemmPoint;
+
+/* How the kernel cost model's keys are written (above). */
+typedef enum {
+  CALIB_KEYS_AUTO,      /* a key where this build's loader reads it, a comment where it does not */
+  CALIB_KEYS_ACTIVE,    /* every one as a key */
+  CALIB_KEYS_COMMENTED, /* every one as a comment */
+} CalibKeyForm;
+
 typedef struct {
   char *title;          /* the first comment line; NULL: none */
   /* [device] */
   guint64 memory;       /* bytes */
   double matmul_tflops; /* TFLOP/s */
   double hbm_bandwidth; /* bytes per second */
+  /* [device], the kernel cost model's keys; 0 or empty: not written */
+  double matmul_tflops_dtype[CALIB_DTYPES]; /* TFLOP/s, by CalibDtype */
+  guint sm_count;
+  double launch_overhead; /* seconds per kernel, on the host */
+  GArray *gemm_table;     /* CalibGemmPoint, written in insertion order */
+  CalibKeyForm kernel_keys;
   /* [link], tables included */
   SimLink link;
   GHashTable *notes;    /* "group.key" -> comment text (lines split on '\n') */
@@ -61,6 +99,12 @@ void calib_profile_meta(CalibProfile *profile, const char *key, const char *form
 /* Appends one table point for direction `dir` (0 = D2H, 1 = H2D); the
  * order is checked when the profile is formatted. */
 void calib_profile_add_point(CalibProfile *profile, int dir, guint64 bytes, double bandwidth);
+
+/* Appends one gemm_table item; checked when the profile is formatted. */
+void calib_profile_add_gemm(CalibProfile *profile, CalibDtype dtype, int m, int n, int k, double tflops);
+
+/* "bf16:4096x4096x4096:650.5TFLOPS": one gemm_table item as written. */
+char *calib_format_gemm_point(const CalibGemmPoint *point);
 
 /* The INI text, or NULL and SIM_ERROR_INPUT when a value is out of range. */
 char *calib_profile_format(const CalibProfile *profile, GError **error);

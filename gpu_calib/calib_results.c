@@ -53,6 +53,57 @@ alloc_samples(const Calib *c, const CalibResults *r)
   return g_string_free(alloc, FALSE);
 }
 
+/* "list bf16: llama3.1-8b q.fwd 4096x4096x4096 fwd x6: 650.1 TFLOPS, ...". */
+static char *
+list_summary(const CalibGemmList *list, guint li)
+{
+  GString *out = g_string_new(NULL);
+  for (guint i = 0; i < list->n; i++) {
+    const CalibGemmShape *g = &list->shapes[i];
+    g_string_append_printf(out, "%s%s %dx%dx%d %s x%d: %.1f TFLOPS", i ? ", " : "", g->name, g->m, g->n, g->k,
+                           calib_gemm_pass_names[g->pass], g->uses, list->tflops[li][i]);
+  }
+  return g_string_free(out, FALSE);
+}
+
+/* "125:0.51, 250:1.02, ...": each count's median, milliseconds. */
+static char *
+launch_medians(const CalibLaunches *l)
+{
+  GString *out = g_string_new(NULL);
+  for (int i = 0; i < CALIB_LAUNCH_COUNTS; i++)
+    g_string_append_printf(out, "%s%d:%.6g", i ? ", " : "", l->counts[i], l->seconds[i] * 1e3);
+  return g_string_free(out, FALSE);
+}
+
+/* ---- the best measured shape of a dtype ----------------------------------- */
+
+typedef struct {
+  double tflops;
+  const CalibGemmShape *shape;
+} Best;
+
+/* The fastest shape of calib_timing_gemm_types[ti], fixed shapes and the
+ * GEMM list together ({0, NULL} when none ran). */
+static Best
+best_shape(const CalibResults *r, guint ti)
+{
+  Best b = { 0, NULL };
+  for (guint i = 0; i < CALIB_GEMM_SHAPES; i++)
+    if (r->gemm.tflops[ti][i] > b.tflops)
+      b = (Best){ r->gemm.tflops[ti][i], &calib_timing_gemm_shapes[i] };
+  for (guint li = 0; li < CALIB_LIST_TYPES; li++)
+    if (calib_measure_list_types[li] == ti)
+      for (guint i = 0; i < r->list.n; i++)
+        if (r->list.tflops[li][i] > b.tflops)
+          b = (Best){ r->list.tflops[li][i], &r->list.shapes[i] };
+  return b;
+}
+
+/* calib_timing_gemm_types' index of each CalibDtype. */
+static const guint dtype_type[CALIB_DTYPES] = { [CALIB_DTYPE_BF16] = 0, [CALIB_DTYPE_FP16] = 1,
+                                                [CALIB_DTYPE_FP32] = 3 };
+
 /* ---- [device] and [link], each value with its note ----------------------- */
 
 static void
@@ -60,18 +111,57 @@ note_device(CalibProfile *p, const CalibResults *r)
 {
   p->memory = r->probe.prop.totalGlobalMem;
   calib_profile_note(p, "device.memory", "total device memory (cudaDeviceProp.totalGlobalMem)");
-  p->matmul_tflops = r->gemm.best_bf16;
+  Best bf16 = best_shape(r, 0);
+  p->matmul_tflops = bf16.tflops;
   calib_profile_note(p, "device.matmul_tflops",
-                     "best bf16 GEMM through cuBLAS (cublasGemmEx, fp32 accumulate) at transformer shapes: %s "
-                     "%dx%dx%d;\nevery shape and dtype is in [calibration] gemm_*",
-                     r->gemm.best_shape->name, r->gemm.best_shape->m, r->gemm.best_shape->n, r->gemm.best_shape->k);
-  p->hbm_bandwidth = 2.0 * (double)r->d2d_bytes / r->d2d_seconds;
+                     "best bf16 GEMM through cuBLAS (cublasGemmEx, fp32 accumulate) over the transformer shapes\n"
+                     "and the GEMM list: %s %dx%dx%d; every shape and dtype is in [calibration] gemm_*",
+                     bf16.shape->name, bf16.shape->m, bf16.shape->n, bf16.shape->k);
+  p->hbm_bandwidth = r->copy_kernel_bandwidth;
+  g_autofree char *copy_size = calib_report_size(r->copy_kernel_bytes);
   g_autofree char *triad = calib_report_rate(r->triad_bandwidth);
-  g_autofree char *d2d_size = calib_report_size(r->d2d_bytes);
+  g_autofree char *d2d = calib_report_rate(2.0 * (double)r->d2d_bytes / r->d2d_seconds);
   calib_profile_note(p, "device.hbm_bandwidth",
-                     "device-to-device cudaMemcpyAsync of %s: 2 x bytes / time (every byte is read and written);\n"
-                     "the memory-bound triad kernel reached %s",
-                     d2d_size, triad);
+                     "achievable by an elementwise kernel: a copy kernel (16-byte loads and stores) over %s,\n"
+                     "bytes read + written / time; the triad kernel reached %s, a device-to-device\n"
+                     "cudaMemcpyAsync %s (2 x bytes / time)",
+                     copy_size, triad, d2d);
+}
+
+/* The kernel cost model's keys (sim/engine/kernel.h). */
+static void
+note_kernel_model(CalibProfile *p, const CalibResults *r)
+{
+  for (int d = 0; d < CALIB_DTYPES; d++) {
+    Best b = best_shape(r, dtype_type[d]);
+    p->matmul_tflops_dtype[d] = b.tflops;
+    if (b.shape == NULL)
+      continue;
+    g_autofree char *id = g_strconcat("device.matmul_tflops_", calib_dtype_names[d], NULL);
+    calib_profile_note(p, id, "%s: the best measured shape (as mamf-finder reports), %s %dx%dx%d%s",
+                       calib_dtype_names[d], b.shape->name, b.shape->m, b.shape->n, b.shape->k,
+                       d == CALIB_DTYPE_FP16 ? "; the GEMM list runs bf16 and fp32 only" : "");
+  }
+  p->sm_count = (guint)r->probe.prop.multiProcessorCount;
+  calib_profile_note(p, "device.sm_count", "streaming multiprocessors (cudaDeviceProp.multiProcessorCount)");
+  const CalibLaunches *l = &r->launches;
+  p->launch_overhead = l->per_launch;
+  calib_profile_note(p, "device.launch_overhead",
+                     "host time per kernel launch: %d to %d back-to-back empty kernels on an idle GPU, host wall\n"
+                     "clock to the synchronize, the slope of t(N) = a + b N over the medians; a CUDA-level\n"
+                     "lower bound: eager PyTorch adds its dispatcher's cost per op on top",
+                     l->counts[0], l->counts[CALIB_LAUNCH_COUNTS - 1]);
+  for (guint li = 0; li < CALIB_LIST_TYPES; li++) {
+    CalibDtype d = calib_measure_list_types[li] == 0 ? CALIB_DTYPE_BF16 : CALIB_DTYPE_FP32;
+    for (guint i = 0; i < r->list.n; i++) {
+      const CalibGemmShape *g = &r->list.shapes[i];
+      calib_profile_add_gemm(p, d, g->m, g->n, g->k, r->list.tflops[li][i]);
+    }
+  }
+  calib_profile_note(p, "device.gemm_table",
+                     "the GEMM list (--gemm-model, --gemm-shapes) through cublasGemmEx in bf16 and fp32:\n"
+                     "2 m n k / the median time; each m x n x k once, in the operand layout of its first use\n"
+                     "([calibration] gemm_list_*)");
 }
 
 static void
@@ -143,7 +233,8 @@ static void
 meta_run(CalibProfile *p, const Calib *c, const CalibResults *r, const char *date)
 {
   const CalibProbe *m = &r->probe;
-  calib_profile_meta(p, "tool", "offsim-calib%s", c->quick ? " --quick" : "");
+  calib_profile_meta(p, "tool", "offsim-calib%s%s", c->quick ? " --quick" : "",
+                     calib_kernels_stand_in() ? " (MOCK OUTPUT: calib_mock.c's stand-in runtime, not a measurement)" : "");
   calib_profile_meta(p, "date", "%s", date);
   calib_profile_meta(p, "device", "%s", m->prop.name);
   calib_profile_meta(p, "device_index", "%d", c->device);
@@ -200,6 +291,17 @@ meta_device(CalibProfile *p, const Calib *c, const CalibResults *r)
     g_autofree char *summary = gemm_summary(&r->gemm, ti);
     calib_profile_meta(p, key, "%s", summary);
   }
+  for (guint li = 0; li < CALIB_LIST_TYPES; li++) {
+    g_autofree char *key = g_strdup_printf("gemm_list_%s", calib_timing_gemm_types[calib_measure_list_types[li]].name);
+    g_autofree char *summary = list_summary(&r->list, li);
+    calib_profile_meta(p, key, "%s", summary);
+  }
+  g_autofree char *copy_size = calib_report_size(r->copy_kernel_bytes);
+  g_autofree char *copy = calib_report_rate(r->copy_kernel_bandwidth);
+  calib_profile_meta(p, "copy_kernel", "%s at %s (read + write)", copy_size, copy);
+  g_autofree char *medians = launch_medians(&r->launches);
+  calib_profile_meta(p, "launches_ms", "%s; fit %.6g us + %.6g us per launch", medians, r->launches.fixed * 1e6,
+                     r->launches.per_launch * 1e6);
   calib_profile_meta(p, "fma_tflops", "%.2f (fp32 FMA kernel, no tensor cores)", r->fma_tflops);
   for (int i = 0; i < CALIB_OVERLAPS; i++) {
     g_autofree char *key = g_strdup_printf("overlap_%s", r->overlap[i].name);
@@ -218,11 +320,17 @@ calib_results_build_profile(const Calib *c, const CalibResults *r)
   g_autoptr(CalibProfile) p = calib_profile_new();
   g_autoptr(GDateTime) now = g_date_time_new_now_utc();
   g_autofree char *date = g_date_time_format_iso8601(now);
-  p->title = g_strdup_printf("%s, measured by offsim-calib%s on %s (driver %s); PCIe %s.\n"
-                             "Include it from a scenario: [scenario] include = THIS_FILE.",
-                             r->probe.prop.name, c->quick ? " --quick" : "", date, r->probe.driver,
-                             r->bidir.pcie_during);
+  if (calib_kernels_stand_in())
+    p->title = g_strdup_printf("%s: MOCK OUTPUT of offsim-calib%s over calib_mock.c's stand-in CUDA runtime on %s,\n"
+                               "not a measurement of any GPU: for tests only.",
+                               r->probe.prop.name, c->quick ? " --quick" : "", date);
+  else
+    p->title = g_strdup_printf("%s, measured by offsim-calib%s on %s (driver %s); PCIe %s.\n"
+                               "Include it from a scenario: [scenario] include = THIS_FILE.",
+                               r->probe.prop.name, c->quick ? " --quick" : "", date, r->probe.driver,
+                               r->bidir.pcie_during);
   note_device(p, r);
+  note_kernel_model(p, r);
   note_link_bandwidths(p, r);
   note_link_costs(p, r);
   add_tables(p, r);
@@ -237,4 +345,5 @@ calib_results_clear(CalibResults *r)
 {
   calib_probe_clear(&r->probe);
   g_free(r->bidir.pcie_during);
+  calib_measure_gemm_list_clear(&r->list);
 }

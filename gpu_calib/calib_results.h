@@ -11,8 +11,12 @@
  * that the tests link without CUDA, while the results hold a
  * cudaDeviceProp and the measurements' types.
  *
- * Ownership: a CalibResults owns the probe's strings and
- * bidir.pcie_during; calib_results_clear frees them (not the struct).  The
+ * Over calib_mock.c's stand-ins (calib_kernels_stand_in) the title and
+ * [calibration] tool say MOCK OUTPUT, never "measured".
+ *
+ * Ownership: a CalibResults owns the probe's strings, bidir.pcie_during
+ * and the GEMM list's figures; calib_results_clear frees them (not the
+ * struct).  The
  * profile returned is new and the caller's (g_autoptr(CalibProfile)).
  */
 #pragma once
@@ -36,8 +40,10 @@ typedef struct {
   CalibGemms gemm;
   CalibOverlap overlap[CALIB_OVERLAPS]; /* bf16 GEMM, FMA kernel, triad */
   double fma_tflops;
-  double d2d_seconds, triad_bandwidth;
-  guint64 d2d_bytes;
+  double d2d_seconds, triad_bandwidth, copy_kernel_bandwidth;
+  guint64 d2d_bytes, copy_kernel_bytes;
+  CalibGemmList list;
+  CalibLaunches launches;
   double alloc[CALIB_ALLOC_SIZES], alloc_samples[CALIB_ALLOC_SIZES][CALIB_MAX_REPEATS];
 } CalibResults;
 

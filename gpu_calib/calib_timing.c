@@ -14,8 +14,9 @@
  * reference, and a small model's MLP (Qwen2.5-0.5B at batch 2 x 512), which
  * shows how far small shapes stay from the peak. */
 const CalibGemmShape calib_timing_gemm_shapes[] = {
-  { 8192, 6144, 4096, "qkv" },       { 8192, 4096, 4096, "o_proj" },   { 8192, 28672, 4096, "mlp_up" },
-  { 8192, 4096, 14336, "mlp_down" }, { 8192, 8192, 8192, "square" },  { 1024, 4864, 896, "small_mlp" },
+  { 8192, 6144, 4096, "qkv", CALIB_GEMM_FORWARD, 1 },       { 8192, 4096, 4096, "o_proj", CALIB_GEMM_FORWARD, 1 },
+  { 8192, 28672, 4096, "mlp_up", CALIB_GEMM_FORWARD, 1 },   { 8192, 4096, 14336, "mlp_down", CALIB_GEMM_FORWARD, 1 },
+  { 8192, 8192, 8192, "square", CALIB_GEMM_FORWARD, 1 },    { 1024, 4864, 896, "small_mlp", CALIB_GEMM_FORWARD, 1 },
 };
 
 const CalibGemmType calib_timing_gemm_types[] = {
@@ -28,11 +29,11 @@ const CalibGemmType calib_timing_gemm_types[] = {
 /* ---- set-up ------------------------------------------------------------- */
 
 void
-calib_timing_gemm_elements(size_t *a, size_t *w, size_t *out)
+calib_timing_gemm_elements(const Calib *c, size_t *a, size_t *w, size_t *out)
 {
   *a = *w = *out = 0;
-  for (guint i = 0; i < CALIB_GEMM_SHAPES; i++) {
-    const CalibGemmShape *g = &calib_timing_gemm_shapes[i];
+  for (guint i = 0; i < CALIB_GEMM_SHAPES + c->list_n; i++) {
+    const CalibGemmShape *g = i < CALIB_GEMM_SHAPES ? &calib_timing_gemm_shapes[i] : &c->list[i - CALIB_GEMM_SHAPES];
     *a = MAX(*a, (size_t)g->m * g->k);
     *w = MAX(*w, (size_t)g->n * g->k);
     *out = MAX(*out, (size_t)g->m * g->n);
@@ -91,7 +92,7 @@ setup_kernels(Calib *c)
   CUDA_CHECK(cudaMalloc((void **)&c->fma_out, (size_t)c->fma_blocks * c->fma_threads * sizeof(float)));
 
   size_t a = 0, w = 0, out = 0;
-  calib_timing_gemm_elements(&a, &w, &out);
+  calib_timing_gemm_elements(c, &a, &w, &out);
   CUDA_CHECK(cudaMalloc(&c->gemm_a, a * 4));
   CUDA_CHECK(cudaMalloc(&c->gemm_w, w * 4));
   CUDA_CHECK(cudaMalloc(&c->gemm_c, out * 4));
@@ -131,16 +132,29 @@ calib_timing_teardown(Calib *c)
 
 /* ---- timing ------------------------------------------------------------- */
 
+/* Row-major C (m x n) as PyTorch's linear and its backward call cuBLAS,
+ * which is column-major: C^T (n x m) = op(B)^T op(A)^T.  gemm_a holds the
+ * m x k operand, gemm_w the n x k one.
+ *   forward  C = X W^T, X m x k, W n x k:            TN, ld k and k
+ *   dgrad    C = G W,   G m x k, W k x n:            NN, ld n and k
+ *   wgrad    C = G^T X, G k x m, X k x n:            NT, ld n and m */
 static void
 enqueue_gemm(Calib *c, const CalibWork *w)
 {
   static const float one = 1.0f, zero = 0.0f;
   const CalibGemmShape *g = w->shape;
   const CalibGemmType *t = w->type;
-  /* Row-major Y = X W^T as PyTorch's linear calls it: column-major TN. */
-  CUBLAS_CHECK(cublasGemmEx(c->blas, CUBLAS_OP_T, CUBLAS_OP_N, g->n, g->m, g->k, &one, c->gemm_w, t->type, g->k,
-                            c->gemm_a, t->type, g->k, &zero, c->gemm_c, t->type, g->n, t->compute,
-                            CUBLAS_GEMM_DEFAULT));
+  cublasOperation_t op_w = CUBLAS_OP_N, op_a = CUBLAS_OP_N;
+  int ld_w = g->n, ld_a = g->k;
+  if (g->pass == CALIB_GEMM_FORWARD) {
+    op_w = CUBLAS_OP_T;
+    ld_w = g->k;
+  } else if (g->pass == CALIB_GEMM_WGRAD) {
+    op_a = CUBLAS_OP_T;
+    ld_a = g->m;
+  }
+  CUBLAS_CHECK(cublasGemmEx(c->blas, op_w, op_a, g->n, g->m, g->k, &one, c->gemm_w, t->type, ld_w, c->gemm_a,
+                            t->type, ld_a, &zero, c->gemm_c, t->type, g->n, t->compute, CUBLAS_GEMM_DEFAULT));
 }
 
 void
@@ -167,6 +181,9 @@ calib_timing_enqueue(Calib *c, int lane, const CalibWork *w, int count)
       break;
     case CALIB_WORK_GEMM:
       enqueue_gemm(c, w);
+      break;
+    case CALIB_WORK_COPY_KERNEL:
+      CUDA_CHECK(calib_launch_copy(w->dst, w->src, w->bytes, c->sms * 8, s));
       break;
     case CALIB_WORK_NONE:
       break;

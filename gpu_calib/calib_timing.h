@@ -7,7 +7,8 @@
  * host-mapped flag that releases spin kernels, the copy buffers (device,
  * pinned and pageable, each max_copy bytes), the FMA and triad kernels'
  * buffers, a cuBLAS handle with a preallocated workspace, and the GEMM
- * operands, sized for the largest of calib_timing_gemm_shapes.
+ * operands, sized for the largest of calib_timing_gemm_shapes and of the
+ * GEMM list (`list`, which the caller sets before the set-up).
  * calib_timing_setup allocates all of it, outside every timed region, and
  * calib_timing_teardown frees all of it; in between, nothing the harness
  * does allocates (cuBLAS is handed its workspace back after every
@@ -29,6 +30,7 @@
 #pragma once
 
 #include "calib_kernels.h"
+#include "calib_shapes.h"
 
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
@@ -43,11 +45,6 @@ G_BEGIN_DECLS
 /* ---- what is timed ------------------------------------------------------ */
 
 typedef struct {
-  int m, n, k;      /* C (m x n) = A (m x k) . W^T (k x n): m tokens */
-  const char *name;
-} CalibGemmShape;
-
-typedef struct {
   const char *name;
   cudaDataType_t type;
   cublasComputeType_t compute;
@@ -55,7 +52,7 @@ typedef struct {
   CalibFillType fill;
 } CalibGemmType;
 
-/* Transformer shapes (the square 8192^3 reference at CALIB_GEMM_SQUARE) and
+/* Transformer shapes, forward layout (the square 8192^3 reference at CALIB_GEMM_SQUARE) and
  * the dtypes, bf16 first. */
 #define CALIB_GEMM_SHAPES 6
 #define CALIB_GEMM_SQUARE 4
@@ -63,9 +60,18 @@ typedef struct {
 extern const CalibGemmShape calib_timing_gemm_shapes[CALIB_GEMM_SHAPES];
 extern const CalibGemmType calib_timing_gemm_types[CALIB_GEMM_TYPES];
 
-typedef enum { CALIB_WORK_NONE, CALIB_WORK_COPY, CALIB_WORK_FMA, CALIB_WORK_TRIAD, CALIB_WORK_GEMM } CalibWorkKind;
+typedef enum {
+  CALIB_WORK_NONE,
+  CALIB_WORK_COPY,
+  CALIB_WORK_FMA,
+  CALIB_WORK_TRIAD,
+  CALIB_WORK_GEMM,
+  CALIB_WORK_COPY_KERNEL,
+} CalibWorkKind;
 
-/* `count` operations of one kind, for one stream. */
+/* `count` operations of one kind, for one stream.  COPY and COPY_KERNEL
+ * use dst, src and bytes (COPY its dir too); GEMM its shape (whose pass
+ * gives the operands' layout) and type. */
 typedef struct {
   CalibWorkKind kind;
   int count;
@@ -93,6 +99,8 @@ typedef struct {
   float *fma_out, *tri_a, *tri_b, *tri_c;
   size_t tri_n;
   int fma_blocks, fma_threads, fma_iterations;
+  const CalibGemmShape *list; /* the GEMM list; borrowed */
+  guint list_n;
   cublasHandle_t blas;
   void *gemm_a, *gemm_w, *gemm_c, *blas_workspace;
   const char *pci_bus; /* lower-case sysfs name, or NULL; borrowed */
@@ -106,8 +114,9 @@ void calib_timing_setup(Calib *c, const struct cudaDeviceProp *prop);
 /* Waits for the device and frees what calib_timing_setup allocated. */
 void calib_timing_teardown(Calib *c);
 
-/* The largest A, W and C over calib_timing_gemm_shapes, in elements. */
-void calib_timing_gemm_elements(size_t *a, size_t *w, size_t *out);
+/* The largest A (m x k), W (n x k) and C (m x n) over
+ * calib_timing_gemm_shapes and c's list, in elements. */
+void calib_timing_gemm_elements(const Calib *c, size_t *a, size_t *w, size_t *out);
 
 /* ---- timing ------------------------------------------------------------- */
 

@@ -3,7 +3,11 @@
 # minutes on one H100/H200-class GPU:
 #   1. build offsim and offsim-calib (CMake, OFFSIM_CUDA=ON) into OUTDIR/build;
 #   2. offsim-calib --out OUTDIR/profile.ini (the full run, or --quick when the
-#      build took long enough to put the budget at risk);
+#      build took long enough to put the budget at risk), with the GEMM list
+#      of Llama-3.1-8B at batch 1 x 4096 and Qwen2.5-0.5B at 2 x 512 (one
+#      layer and the LM head, forward, dgrad and wgrad, bf16 and fp32); the
+#      profile is copied to scenarios/profiles/h200-measured.ini when the GPU
+#      is an H200 (--save-profile: elsewhere, whatever the GPU);
 #   3. ground_truth.py at two sizes (qwen0.5b: the seed chapter's workload,
 #      qwen1.5b: eight times its activations), each writing the scenario of
 #      what it ran, including the measured profile;
@@ -13,8 +17,11 @@
 #      step each of tests/data/hf/configs/qwen2-fw.json, with the offsim
 #      scenario of that workload (OUTDIR/frameworks.{json,ini,txt}) and
 #      offsim compare on it where the build's offsim reads `framework =`;
-#   6. the table, printed last: workload, policy, measured against predicted
-#      step time and peak memory, error in percent (OUTDIR/table.txt).
+#   6. the tables, printed last: the kernel model's figures as written to
+#      the profile (OUTDIR/kernel-model.txt: SMs, launch overhead, HBM
+#      bandwidth, best TFLOPS per dtype, TFLOPS per GEMM shape); workload,
+#      policy, measured against predicted step time and peak memory, error in
+#      percent (OUTDIR/table.txt).
 # Every log, JSON and scenario stays in OUTDIR.
 #
 # --dry-run needs no GPU: it builds (OFFSIM_CUDA=AUTO: offsim-calib too where
@@ -24,9 +31,11 @@
 # profile, and prints the same tables, labelled as a dry run: CPU timings are
 # no measurement.
 #
-# Usage: run-on-gpu.sh [--dry-run] [--quick-calib] [--build-dir DIR] OUTDIR
-#   --quick-calib    offsim-calib --quick (under a minute) instead of the full run
-#   --build-dir DIR  use an existing build of this tree instead of building
+# Usage: run-on-gpu.sh [--dry-run] [--quick-calib] [--build-dir DIR] [--save-profile FILE] OUTDIR
+#   --quick-calib        offsim-calib --quick (under a minute) instead of the full run
+#   --build-dir DIR      use an existing build of this tree instead of building
+#   --save-profile FILE  copy the measured profile to FILE (default on an H200:
+#                        scenarios/profiles/h200-measured.ini; on other GPUs: not copied)
 # Environment: PYTHON (default: the first of python3, /usr/bin/python3 that
 # imports torch), JOBS (default: nproc).
 set -euo pipefail
@@ -39,12 +48,14 @@ usage() {
 dry_run=0
 quick_calib=0
 build_dir=
+save_profile=
 out=
 while [ $# -gt 0 ]; do
   case $1 in
     --dry-run) dry_run=1 ;;
     --quick-calib) quick_calib=1 ;;
     --build-dir) [ $# -ge 2 ] || usage 2; build_dir=$2; shift ;;
+    --save-profile) [ $# -ge 2 ] || usage 2; save_profile=$2; shift ;;
     -h|--help) usage 0 ;;
     -*) echo "run-on-gpu.sh: unknown option $1" >&2; usage 2 ;;
     *) [ -z "$out" ] || usage 2; out=$1 ;;
@@ -109,6 +120,11 @@ calib=$build/gpu_calib/offsim-calib
 PYTHONPYCACHEPREFIX=$out/pycache "$PYTHON" -m py_compile "$src"/gpu_calib/*.py || fail "the Python does not compile"
 log "python: $PYTHON ($("$PYTHON" -c 'import torch; print("torch", torch.__version__)'))"
 
+# The GEMM list of the calibration: the two models the ground truths and the
+# kernel model are checked on, NAME=HIDDEN,FFN,HEADS,KV_HEADS,HEAD_DIM,VOCAB,TOKENS.
+gemm_models=(--gemm-model llama3.1-8b=4096,14336,32,8,128,128256,4096
+             --gemm-model qwen2.5-0.5b=896,4864,14,2,64,151936,1024)
+
 if [ $dry_run = 1 ]; then
   profile=$src/scenarios/profiles/h100-sxm-pcie-gen5.ini
   presets=(tiny)
@@ -116,6 +132,7 @@ if [ $dry_run = 1 ]; then
   # A failed check stops the dry run (CTest runs it).
   extra=(--warmup 1 --repeats 3 --check)
   if [ -x "$calib" ]; then log "offsim-calib built: $calib (not run: dry run)"; fi
+  echo "kernel model: not measured (dry run)" >"$out/kernel-model.txt"
 else
   [ -x "$calib" ] || fail "no offsim-calib in $build: is the CUDA toolkit installed?"
   profile=$out/profile.ini
@@ -124,8 +141,19 @@ else
   # five), the two ground truths for about three.  A slow build leaves less:
   # go quick.
   if [ $quick_calib = 1 ] || [ $((SECONDS - start)) -gt 150 ]; then mode=(--quick); fi
-  log "offsim-calib ${mode[*]:-(full)} --out $profile"
-  stage 330 "$out/calib.log" "$calib" ${mode[@]+"${mode[@]}"} --out "$profile"
+  log "offsim-calib ${mode[*]:-(full)} --out $profile ${gemm_models[*]}"
+  stage 330 "$out/calib.log" "$calib" ${mode[@]+"${mode[@]}"} --out "$profile" "${gemm_models[@]}"
+  # The kernel model's block closes the log.
+  sed -n '/^kernel model, as written to \[device\]:/,$p' "$out/calib.log" >"$out/kernel-model.txt"
+  if [ -z "$save_profile" ] && grep -q '^device = .*H200' "$profile"; then
+    save_profile=$src/scenarios/profiles/h200-measured.ini
+  fi
+  if [ -n "$save_profile" ]; then
+    cp "$profile" "$save_profile"
+    log "profile copied to $save_profile"
+  else
+    log "profile not copied into scenarios/profiles (not an H200; --save-profile FILE copies it)"
+  fi
   presets=(qwen0.5b qwen1.5b)
   device=cuda
   # No --check: GPU time is precious, so a way whose gradients differ still
@@ -166,6 +194,7 @@ fi
 
 # 6. The tables, last.
 log "done in $((SECONDS - start)) s; everything is in $out"
+cat "$out/kernel-model.txt"
 echo "frameworks.py ${fw_args[*]}$([ $dry_run = 1 ] && echo ' (dry run: CPU stand-in streams, counts only)'):"
 cat "$out/frameworks.txt"
 if [ -s "$out/frameworks-predicted.txt" ]; then cat "$out/frameworks-predicted.txt"; fi

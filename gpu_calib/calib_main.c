@@ -59,6 +59,17 @@ typedef struct {
   GArray *list; /* CalibGemmShape, owned */
 } Options;
 
+/* "offsim-calib: [WHAT: ]MESSAGE", then exit(status); the error freed
+ * first, since exit runs no cleanup (LeakSanitizer). */
+G_GNUC_NORETURN static void
+die_error(int status, const char *what, GError **error)
+{
+  char message[1024];
+  g_strlcpy(message, (*error)->message, sizeof message);
+  g_clear_error(error);
+  calib_report_die(status, "%s%s%s", what ? what : "", what ? ": " : "", message);
+}
+
 /* The GEMM list from the options' texts; exits 2 naming the option. */
 static void
 build_gemm_list(Options *o)
@@ -70,11 +81,11 @@ build_gemm_list(Options *o)
   for (char **m = models; m && *m; m++) {
     CalibModelDims dims;
     if (!calib_shapes_parse_model(*m, &dims, &error) || !calib_shapes_add_model(o->list, &dims, &error))
-      calib_report_die(2, "--gemm-model: %s", error->message);
+      die_error(2, "--gemm-model", &error);
   }
   for (char **s = o->gemm_shapes; s && *s; s++)
     if (!calib_shapes_parse_list(o->list, *s, &error))
-      calib_report_die(2, "--gemm-shapes: %s", error->message);
+      die_error(2, "--gemm-shapes", &error);
 }
 
 static void
@@ -100,8 +111,10 @@ parse_options(int argc, char **argv, Options *o)
     g_option_context_new("- measure a GPU's link, overlap, GEMMs, memory bandwidth and launch cost for offsim");
   g_option_context_add_main_entries(context, entries, NULL);
   g_autoptr(GError) error = NULL;
-  if (!g_option_context_parse(context, &argc, &argv, &error))
-    calib_report_die(2, "%s", error->message);
+  gboolean parsed = g_option_context_parse(context, &argc, &argv, &error);
+  g_clear_pointer(&context, g_option_context_free);
+  if (!parsed)
+    die_error(2, NULL, &error);
   if (argc > 1)
     calib_report_die(2, "unexpected argument '%s'", argv[1]);
   if (o->launches < LAUNCHES_MIN || o->launches > LAUNCHES_MAX)
@@ -204,14 +217,14 @@ write_profile(const CalibProfile *profile, const char *out)
   g_autoptr(GError) error = NULL;
   SimMachine m;
   if (!calib_profile_verify(profile, &m, &error))
-    calib_report_die(1, "the profile does not load back: %s", error->message);
+    die_error(1, "the profile does not load back", &error);
   if (out) {
     if (!calib_profile_save(profile, out, &error))
-      calib_report_die(1, "%s", error->message);
+      die_error(1, NULL, &error);
   } else {
     g_autofree char *text = calib_profile_format(profile, &error);
     if (text == NULL)
-      calib_report_die(1, "%s", error->message);
+      die_error(1, NULL, &error);
     fputs(text, stdout);
   }
 }

@@ -69,6 +69,11 @@ static const Field fields[] = {
   FIELD("peak_device_live", FIELD_STRING, peak_device.live),
   FIELD("peak_host_ms", FIELD_DOUBLE, peak_host.time_ms),
   FIELD("peak_host_live", FIELD_STRING, peak_host.live),
+  FIELD("time_model", FIELD_STRING, time_model),
+  FIELD("gemm_ms", FIELD_DOUBLE, gemm_ms),
+  FIELD("attention_ms", FIELD_DOUBLE, attention_ms),
+  FIELD("memory_ms", FIELD_DOUBLE, memory_ms),
+  FIELD("host_wait_ms", FIELD_DOUBLE, host_wait_ms),
 };
 
 #define FIELD_AT(r, f, type) (*(const type *)((const char *)(r) + (f)->offset))

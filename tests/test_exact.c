@@ -68,12 +68,21 @@ typedef struct {
   gint64 worst_peak; /* bytes */
 } Agreement;
 
+/* How far the exact model's peak may be from the engine's on a workload
+ * run op by op (measured 1.8 MB of 5.1 GB, 0.04 %, on Qwen2.5-0.5B's 5 layers, both ops, by
+ * EXACT_PRINT=1: see model_is_the_engine_on_transformers). */
+#define PER_OP_PEAK 0.001
+
 /* `plans` random plans under every schedule: the model against the engine.
  * Exact schedules agree (step to 1e-9, peak to the byte); the others are
  * never above the engine. */
 static void
 check_against_engine(const SimScenario *s, guint plans, guint32 seed, Agreement *agree)
 {
+  /* A workload run op by op: the model sees its layers one op each way
+   * (their sums and largest workspaces), so its step is the engine's but its
+   * peak only near it (the planner claims no proof there). */
+  gboolean per_op = sim_workload_has_ops(s->workload);
   guint n = sim_workload_n_layers(s->workload), n_options;
   guint na = actions_of(s);
   const PlannerOption *options = planner_plan_options(&n_options);
@@ -101,14 +110,16 @@ check_against_engine(const SimScenario *s, guint plans, guint32 seed, Agreement 
         g_string_append_printf(plan, "%s%s", i ? "," : "", sim_action_name(a[i]));
       if (planner_exact_is_exact(x, &options[o])) {
         double rel = fabs(step - run->step) / run->step;
-        ck_assert_msg(rel <= 1e-9 && peak == engine_peak,
+        ck_assert_msg(rel <= 1e-9 && (per_op ? fabs((double)(peak - engine_peak)) <= PER_OP_PEAK * (double)engine_peak
+                                             : peak == engine_peak),
                       "option %u plan %s: model %.12g s %" G_GINT64_FORMAT " B, engine %.12g s %" G_GINT64_FORMAT " B",
                       o, plan->str, step, peak, run->step, engine_peak);
         agree->worst_step = MAX(agree->worst_step, rel);
         agree->worst_peak = MAX(agree->worst_peak, ABS(peak - engine_peak));
         agree->plans++;
       } else {
-        ck_assert_msg(step <= run->step * (1 + 1e-9) && peak <= engine_peak,
+        ck_assert_msg(step <= run->step * (1 + 1e-9) &&
+                        (double)peak <= (double)engine_peak * (per_op ? 1 + PER_OP_PEAK : 1),
                       "option %u plan %s: relaxed model %.12g s %" G_GINT64_FORMAT " B above the engine's %.12g s %" G_GINT64_FORMAT " B",
                       o, plan->str, step, peak, run->step, engine_peak);
       }
@@ -145,6 +156,9 @@ START_TEST(model_is_the_engine_on_transformers)
     check_against_engine(s, 25, 17 + k, &agree);
   }
   ck_assert_uint_ge(agree.plans, 100);
+  if (g_getenv("EXACT_PRINT"))
+    printf("transformers, model near the engine: %u plans, worst step %.3g relative, worst peak %" G_GINT64_FORMAT
+           " B\n", agree.plans, agree.worst_step, agree.worst_peak);
 }
 END_TEST
 

@@ -156,6 +156,9 @@ START_TEST(rows_are_the_bytes_of_the_json_formatting)
                    .live = (char *)"\r" },
     .capacity_bytes = 80ULL << 30,
     .fits = TRUE,
+    .time_model = "kernel",
+    .gemm_ms = 1e300,
+    .host_wait_ms = 0.5,
   };
   cli_report_csv_row(direct, NULL, &odd);
   json_csv_row(reference, NULL, &odd);

@@ -85,6 +85,7 @@ sim_program_reset(SimProgram *p)
   memset(p->baseline, 0, sizeof p->baseline[0] * 2 * MAX(p->n_gpus, 1u));
   p->n_gpus = 1;
   memset(p->compute_work, 0, sizeof p->compute_work);
+  memset(p->kernel_work, 0, sizeof p->kernel_work);
   memset(p->copy_bytes, 0, sizeof p->copy_bytes);
   memset(p->copies, 0, sizeof p->copies);
   /* Labels stay interned: a planner reuses the same names on every lowering.

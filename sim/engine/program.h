@@ -71,6 +71,7 @@
  */
 #pragma once
 
+#include "kernel.h"
 #include "machine.h"
 
 #include <glib.h>
@@ -220,6 +221,10 @@ struct SimProgram {
   /* Nominal seconds of compute ops per SimWork, summed in issue order as
    * they are added. */
   double compute_work[SIM_WORK_COUNT];
+  /* Compute seconds by kernel class (SimKernelClass, kernel.h) of the ops
+   * a lowering knows the class of (layers run op by op): what the JSON
+   * result's time per kernel class sums.  Added by the lowering. */
+  double kernel_work[SIM_KERNEL_CLASSES];
   /* Copies and their bytes per SimDir, summed as they are added. */
   guint64 copy_bytes[SIM_DIR_COUNT];
   guint copies[SIM_DIR_COUNT];

@@ -720,6 +720,8 @@ sim_transformer_build(const SimTransformer *c, const SimDevice *dev, const char 
     set_grads(w, c, e);
   if (!k.overflow && !sim_transformer_ops_attach(w, c, dev, error))
     return NULL;
+  w->launch = dev->launch_overhead;
+  w->time_model = sim_time_model_names[sim_device_time_model(dev)];
   /* The logits of the output object, in the activation dtype. */
   w->held_bytes = c->outputs_held ? mul3(&k, g.rows, c->vocab, g.e) / g.t : 0;
   if (k.overflow || !sim_workload_bytes_fit(w)) {

@@ -506,9 +506,10 @@ hf_layer_ops(Ops *o, const Shape *m, const SimTransformer *c)
   } else {
     fc1 = linear(o, m, "gate_proj", h, f);
     SAVES(o, fc1, "gate_proj.weight", "gate");
-    memory(o, 1, n * f * e, n * f * e);
+    gboolean gelu_new = c->hidden_act == SIM_ACT_GELU_NEW;
+    memory(o, gelu_new ? 8 : 1, (gelu_new ? 8 : 1) * n * f * e, (gelu_new ? 8 : 1) * n * f * e);
     act = op(o, "act", FALSE);
-    SAVES(o, act, "act_out");
+    SAVES(o, act, "act_out", "act.tanh", "act.half_x", "act.one_plus_tanh");
     guint up = linear(o, m, "up_proj", h, f);
     SAVES(o, up, "up_proj.weight", "up");
     memory(o, 1, 2 * n * f * e, n * f * e);
@@ -568,7 +569,7 @@ hf_layer_ops(Ops *o, const Shape *m, const SimTransformer *c)
     span(o, n * f * e, mb, ub + 1); /* d act_out, to the activation */
     memory(o, 1, 2 * n * f * e, n * f * e);
     guint ab = op(o, "act", TRUE);
-    USES(o, ab, "gate");
+    USES(o, ab, "gate", "act.tanh", "act.half_x", "act.one_plus_tanh");
     span(o, row_h, ub, ab + 1); /* d mlp_in from up_proj, accumulated */
     guint gb = linear_backward(o, m, "gate_proj", "mlp_in", "gate_proj.weight", h, f, FALSE);
     span(o, n * f * e, ab, gb);

@@ -733,6 +733,9 @@ emit_forward_ops(Lower *l, guint g, Replay r)
       continue;
     op = sim_program_compute_inline(p, l->s_compute, o->seconds, phase, index,
                                     op_label(l, g, o));
+    if (l->w->launch > 0)
+      sim_program_set_launch_inline(p, op, o->kernels * l->w->launch);
+    p->kernel_work[o->kclass] += o->seconds;
     if (f == 0 && r == REPLAY_FORWARD && recomputes(action_at(l, g)))
       sim_program_mem_inline(p, op, SIM_AT_START, SIM_POOL_DEVICE, (gint64)layer->input_bytes, l->label_input, index);
     for (guint k = first; k < next; k++)
@@ -852,6 +855,9 @@ emit_backward_ops(Lower *l, guint g)
       emit_use_reloads(l, g, b);
     op = sim_program_compute_inline(p, l->s_compute, o->seconds, SIM_PHASE_BACKWARD, index,
                                     op_label(l, g, o));
+    if (l->w->launch > 0)
+      sim_program_set_launch_inline(p, op, o->kernels * l->w->launch);
+    p->kernel_work[o->kclass] += o->seconds;
     for (guint s = 0; s < layer->spans->len; s++) {
       const SimSpan *span = &g_array_index(layer->spans, SimSpan, s);
       if (span->from == b)

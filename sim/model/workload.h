@@ -165,6 +165,13 @@ typedef struct {
    * `outputs = held`): allocated by the head's forward, freed when the step
    * ends.  0 without a head. */
   guint64 held_bytes;
+  /* Host seconds to issue one kernel ([device] launch_overhead), for the
+   * ops of layers described op by op; 0: the host is not modelled. */
+  double launch;
+  /* How the layers' times were found, for the output: "given" ([model]
+   * and [layer.N] times, a recording's), or the device's time model that
+   * timed a generated transformer's kernels ("flat", "kernel"). */
+  const char *time_model;
 } SimWorkload;
 
 SimWorkload *sim_workload_new(const char *name, guint n_layers);

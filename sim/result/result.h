@@ -55,6 +55,14 @@ typedef struct {
   SimResultPeak peak_device, peak_host;
   guint64 capacity_bytes;
   gboolean fits;
+  /* How the compute was timed (SimWorkload.time_model: given, flat,
+   * kernel), a static string; nominal compute per kernel class of the ops
+   * run op by op (forward, backward and recompute; 0 for layers that are
+   * one op each way); the time the busiest compute stream sat ready but
+   * waiting for its host to issue its next kernel ([device]
+   * launch_overhead). */
+  const char *time_model;
+  double gemm_ms, attention_ms, memory_ms, host_wait_ms;
   GArray *stages;      /* SimResultStage per stage with [parallel], else NULL */
   SimProgram *program; /* owned, may be NULL */
   SimRun *run;         /* owned, may be NULL */

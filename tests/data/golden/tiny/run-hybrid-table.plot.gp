@@ -88,7 +88,7 @@ set ylabel 'host pinned (GiB)'
 set xlabel 'time since the step started (ms)'
 set yrange [0:0.1203125]
 set label 1 'device capacity 80.0 GiB, far above every peak: not drawn, to keep the curves apart' at screen 0.07, screen 0.09499358151 left
-set label 2 'hybrid: device peak 1.23 GiB at 9.53 ms (reload L2), host peak 112 MiB' at screen 0.07, screen 0.07188703466 left tc rgb '#4e79a7'
+set label 2 'hybrid: device peak 1.23 GiB at 9.53 ms (reload L2 mlp), host peak 112 MiB' at screen 0.07, screen 0.07188703466 left tc rgb '#4e79a7'
 set label 3 '    live at the device peak: static 1.00 GiB + saved 3 of L0-L3 168 MiB + workspace L3 64.0 MiB + input L3 8.00 MiB' at screen 0.07, screen 0.0487804878 left tc rgb '#4e79a7'
 plot $memory0 using 1:3 with steps lt 1 notitle 
 unset multiplot
@@ -120,7 +120,7 @@ set ylabel 'host pinned (GiB)'
 set xlabel 'time since the step started (ms)'
 set yrange [0:0.1203125]
 set label 1 'device capacity 80.0 GiB, far above every peak: not drawn, to keep the curves apart' at screen 0.07, screen 0.09499358151 left
-set label 2 'hybrid: device peak 1.23 GiB at 9.53 ms (reload L2), host peak 112 MiB' at screen 0.07, screen 0.07188703466 left tc rgb '#4e79a7'
+set label 2 'hybrid: device peak 1.23 GiB at 9.53 ms (reload L2 mlp), host peak 112 MiB' at screen 0.07, screen 0.07188703466 left tc rgb '#4e79a7'
 set label 3 '    live at the device peak: static 1.00 GiB + saved 3 of L0-L3 168 MiB + workspace L3 64.0 MiB + input L3 8.00 MiB' at screen 0.07, screen 0.0487804878 left tc rgb '#4e79a7'
 plot $memory0 using 1:3 with steps lt 1 notitle 
 unset multiplot

@@ -704,6 +704,28 @@ START_TEST(host_pageable_copy_blocks_the_host)
 }
 END_TEST
 
+/* A synchronisation (docs/engine.md): a host_alloc of 0 s after a wait on
+ * the event of C (1 ms, launch 5 us: it runs 5 us - 1.005 ms) holds the
+ * host until C ends, so D (launch 5 us) is issued at 1.010 ms, not at
+ * 10 us. */
+START_TEST(host_sync_by_a_zero_host_alloc)
+{
+  g_autoptr(SimProgram) p = sim_program_new();
+  guint32 c = sim_program_add_stream(p, "compute"), h = sim_program_add_stream(p, "sync");
+  guint32 t = sim_program_intern(p, "t");
+  guint32 ev = sim_program_add_event(p, t, SIM_NO_LAYER);
+  launched_computes(p, c, 1, 1e-3, 5e-6);
+  sim_program_record(p, c, ev);
+  sim_program_wait(p, h, ev);
+  sim_program_host_alloc(p, h, 0, SIM_NO_LAYER, t);
+  guint32 d = launched_computes(p, c, 1, 1e-3, 5e-6);
+  SimLink link = link_of(1e9, 1e9, 2e9, 0);
+  g_autoptr(SimRun) run = run_host(p, &link);
+  ck_assert_close(start_of(run, d), 1.010e-3, TOL);
+  ck_assert_close(run->step, 2.010e-3, TOL);
+}
+END_TEST
+
 /* Two GPUs, their ops interleaved in issue order, each with its own host:
  * GPU 0 first allocates 1 ms of pinned memory (launch 5 us), which blocks
  * only its own host, then 100 ops of 1 us launched in 5 us each: the last
@@ -903,6 +925,7 @@ engine_suite(void)
   tcase_add_test(tc, host_compute_bound_step_hides_the_launches);
   tcase_add_test(tc, host_alloc_blocks_the_host);
   tcase_add_test(tc, host_pageable_copy_blocks_the_host);
+  tcase_add_test(tc, host_sync_by_a_zero_host_alloc);
   tcase_add_test(tc, host_each_gpu_has_its_own_host);
   tcase_add_test(tc, host_launch_zero_runs_as_before);
   tcase_add_test(tc, host_stuck_behind_a_blocking_op_is_reported);

@@ -164,12 +164,18 @@ time_steps(guint layers, guint repeats, double *median_ms, guint *ops, guint64 *
   return time_text(text, repeats, median_ms, ops, bytes, &events, error);
 }
 
+static const char plan_scenario[];
+
 static gboolean
 bench_step(const BenchOptions *o, BenchFigures *f, GError **error)
 {
   /* A step is short: ten times the repeats, so the median is steady. */
-  guint64 bytes;
-  return time_steps(96, 10 * o->repeats, &f->step_96x32_ms, &f->step_96x32_ops, &bytes, error);
+  guint64 bytes, events;
+  if (!time_steps(96, 10 * o->repeats, &f->step_96x32_ms, &f->step_96x32_ops, &bytes, error))
+    return FALSE;
+  /* The planner's 96-layer transformer, op by op, under async offload. */
+  g_autofree char *text = g_strconcat(plan_scenario, "[policy.async]\nkind = offload\n", NULL);
+  return time_text(text, 10 * o->repeats, &f->step_96_ops_ms, &f->step_96_ops_ops, &bytes, &events, error);
 }
 
 /* GPT-3 175B shapes, 96 layers, TP 8 with SP, on an 80 GiB-class link. */

@@ -37,6 +37,8 @@ typedef struct {
   guint64 engine_heap_ops;
   double step_96x32_ms;
   guint step_96x32_ops;
+  double step_96_ops_ms;   /* a generated 96-layer transformer, op by op, lowered and run */
+  guint step_96_ops_ops;
   double plan_96_ms;
   guint64 plan_96_evaluations;
   double plan_96_gap;           /* the plan over its lower bound, minus 1 */

@@ -415,6 +415,41 @@ fused_attention_backward(Ops *o, const Shape *m)
   return b;
 }
 
+/* After projection `proj`: gpt2's residual dropout (its mask saved) and
+ * the residual add; the projection's output lives until the add.  Returns
+ * the add. */
+static guint
+residual_forward(Ops *o, const Shape *m, guint proj, const char *dropout, const char *mask, const char *add)
+{
+  guint64 row_h = m->n * m->h * m->e;
+  gboolean drop = m->gpt2 && m->drop;
+  span(o, row_h, proj, proj + 1 + drop);
+  if (drop) {
+    memory(o, 1, row_h, row_h + m->n * m->h);
+    guint d = op(o, dropout, FALSE);
+    saves(o, d, (const char *const[]){ mask, NULL });
+    span(o, row_h, d, d + 1);
+  }
+  memory(o, 1, 2 * row_h, row_h);
+  return op(o, add, FALSE);
+}
+
+/* The MLP's activation on the first projection's output: one kernel, or
+ * gelu_new written out in eight (its tanh, half_x and one_plus_tanh saved,
+ * two temporaries live).  Returns the op, which saves what follows it. */
+static guint
+activation_forward(Ops *o, const Shape *m, const SimTransformer *c)
+{
+  guint64 row_f = m->n * m->f * m->e;
+  gboolean gelu_new = c->hidden_act == SIM_ACT_GELU_NEW;
+  memory(o, gelu_new ? 8 : 1, (gelu_new ? 8 : 1) * row_f, (gelu_new ? 8 : 1) * row_f);
+  guint act = op(o, "act", FALSE);
+  if (gelu_new)
+    span(o, 2 * row_f, act, act);
+  SAVES(o, act, "act.tanh", "act.half_x", "act.one_plus_tanh");
+  return act;
+}
+
 /* An HF decoder layer.  The residual stream enters as the layer's input
  * (a span until the attention's residual add, unless the first norm saves
  * it) and leaves as the output of the MLP's add (held by that op: the
@@ -466,50 +501,29 @@ hf_layer_ops(Ops *o, const Shape *m, const SimTransformer *c)
       SAVES(o, rep, "k", "v");
     }
   }
-  guint core = 0, merge = 0;
-  if (m->eager)
-    core = eager_forward(o, m, &merge);
-  else
-    merge = core = fused_attention_forward(o, m);
+  if (m->eager) {
+    guint merge;
+    eager_forward(o, m, &merge);
+  } else {
+    fused_attention_forward(o, m);
+  }
   guint of = linear(o, m, m->gpt2 ? "attn.c_proj" : "o_proj", qd, h);
   SAVES(o, of, m->gpt2 ? "attn.c_proj.weight" : "o_proj.weight");
-  (void)core;
-  (void)merge;
-  span(o, row_h, of, of + 1 + (m->drop && m->gpt2));
-  if (m->gpt2 && m->drop) {
-    memory(o, 1, row_h, row_h + n * h);
-    guint d = op(o, "attn_resid_dropout", FALSE);
-    SAVES(o, d, "attn_resid_mask");
-    span(o, row_h, d, d + 1);
-  }
-  memory(o, 1, 2 * row_h, row_h);
-  guint add1 = op(o, "attn_residual", FALSE);
+  guint add1 = residual_forward(o, m, of, "attn_resid_dropout", "attn_resid_mask", "attn_residual");
   if (!m->gpt2)
-    span(o, row_h, 0, add1); /* the layer's input, read again by the add */
-  guint norm2 = norm_forward(o, m, "mlp_norm", "mlp_in");
-  guint mlp_first = norm2;
-  guint fc1, act, fc2;
+    span(o, row_h, norm1, add1); /* the layer's input, read again by the add */
+  norm_forward(o, m, "mlp_norm", "mlp_in");
+  guint fc2;
   if (m->gpt2) {
-    fc1 = linear(o, m, "mlp.c_fc", h, f);
+    guint fc1 = linear(o, m, "mlp.c_fc", h, f);
     SAVES(o, fc1, "mlp.c_fc.weight", "fc1_out");
-    if (c->hidden_act == SIM_ACT_GELU_NEW) {
-      memory(o, 8, 8 * n * f * e, 8 * n * f * e);
-      act = op(o, "act", FALSE);
-      span(o, 2 * n * f * e, act, act);
-    } else {
-      memory(o, 1, n * f * e, n * f * e);
-      act = op(o, "act", FALSE);
-    }
-    SAVES(o, act, "act.tanh", "act.half_x", "act.one_plus_tanh", "fc2_in");
+    SAVES(o, activation_forward(o, m, c), "fc2_in");
     fc2 = linear(o, m, "mlp.c_proj", f, h);
     SAVES(o, fc2, "mlp.c_proj.weight");
   } else {
-    fc1 = linear(o, m, "gate_proj", h, f);
+    guint fc1 = linear(o, m, "gate_proj", h, f);
     SAVES(o, fc1, "gate_proj.weight", "gate");
-    gboolean gelu_new = c->hidden_act == SIM_ACT_GELU_NEW;
-    memory(o, gelu_new ? 8 : 1, (gelu_new ? 8 : 1) * n * f * e, (gelu_new ? 8 : 1) * n * f * e);
-    act = op(o, "act", FALSE);
-    SAVES(o, act, "act_out", "act.tanh", "act.half_x", "act.one_plus_tanh");
+    SAVES(o, activation_forward(o, m, c), "act_out");
     guint up = linear(o, m, "up_proj", h, f);
     SAVES(o, up, "up_proj.weight", "up");
     memory(o, 1, 2 * n * f * e, n * f * e);
@@ -518,20 +532,10 @@ hf_layer_ops(Ops *o, const Shape *m, const SimTransformer *c)
     fc2 = linear(o, m, "down_proj", f, h);
     SAVES(o, fc2, "down_proj.weight");
   }
-  span(o, row_h, fc2, fc2 + 1 + (m->drop && m->gpt2));
-  if (m->gpt2 && m->drop) {
-    memory(o, 1, row_h, row_h + n * h);
-    guint d = op(o, "mlp_resid_dropout", FALSE);
-    SAVES(o, d, "mlp_resid_mask");
-    span(o, row_h, d, d + 1);
-  }
-  memory(o, 1, 2 * row_h, row_h);
-  guint add2 = op(o, "mlp_residual", FALSE);
+  guint add2 = residual_forward(o, m, fc2, "mlp_resid_dropout", "mlp_resid_mask", "mlp_residual");
   if (!m->gpt2)
     span(o, row_h, add1, add2); /* the residual between the two adds */
   span(o, row_h, add2, add2);   /* the output: the next layer's input */
-  (void)mlp_first;
-  (void)norm1;
 
   /* Backward, in autograd's order.  The gradient of the residual stream
    * enters with the first op and is replaced by the one the first norm's

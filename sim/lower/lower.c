@@ -671,6 +671,19 @@ op_label(Lower *l, guint g, const SimLayerOp *o)
   return l->op_labels[o - &g_array_index(ops, SimLayerOp, 0)];
 }
 
+/* Op `o` of group g as one compute op: its kernels' time, its launches on
+ * the host (when the workload models launches), its class's sum. */
+static guint32
+emit_op(Lower *l, guint g, const SimLayerOp *o, SimPhase phase)
+{
+  SimProgram *p = l->p;
+  guint32 op = sim_program_compute_inline(p, l->s_compute, o->seconds, phase, group_index(l, g), op_label(l, g, o));
+  if (l->w->launch > 0)
+    sim_program_set_launch_inline(p, op, o->kernels * l->w->launch);
+  p->kernel_work[o->kclass] += o->seconds;
+  return op;
+}
+
 /* Which forward ops run, and which tensors they allocate. */
 typedef enum {
   REPLAY_FORWARD,   /* the forward: every op; kept, offloaded and dropped tensors */
@@ -709,6 +722,35 @@ last_replayed(const SimLayer *layer, Replay r)
   return last;
 }
 
+/* The spans op f starts and ends (a forward op under `r`).  A replay of the
+ * selective region ends a span whose reader it does not replay with its
+ * last op, `last`: walked over every span (rare: a selective recompute);
+ * otherwise from the op index. */
+static void
+emit_op_spans(Lower *l, const SimLayer *layer, guint f, guint last, Replay r, guint32 op, gint32 index)
+{
+  const SimOpIndex *x = layer->index;
+  for (guint i = x->start_off[f]; i < x->start_off[f + 1]; i++) {
+    const SimSpan *span = &g_array_index(layer->spans, SimSpan, x->starts[i]);
+    sim_program_mem_inline(l->p, op, SIM_AT_START, SIM_POOL_DEVICE, (gint64)span->bytes, l->label_workspace, index);
+  }
+  if (r != REPLAY_SELECTIVE) {
+    for (guint i = x->end_off[f]; i < x->end_off[f + 1]; i++) {
+      const SimSpan *span = &g_array_index(layer->spans, SimSpan, x->ends[i]);
+      sim_program_mem_inline(l->p, op, SIM_AT_END, SIM_POOL_DEVICE, -(gint64)span->bytes, l->label_workspace, index);
+    }
+    return;
+  }
+  for (guint s = 0; s < layer->spans->len; s++) {
+    const SimSpan *span = &g_array_index(layer->spans, SimSpan, s);
+    if (span->to >= layer->n_forward || !replays(sim_layer_op(layer, span->from), r))
+      continue;
+    guint to = replays(sim_layer_op(layer, span->to), r) ? span->to : last;
+    if (to == f)
+      sim_program_mem_inline(l->p, op, SIM_AT_END, SIM_POOL_DEVICE, -(gint64)span->bytes, l->label_workspace, index);
+  }
+}
+
 /* The forward ops of group g under `r`, on the compute stream; returns the
  * last op emitted.  The layer's input (full recompute keeps it) is
  * allocated by the forward's first op; dropped tensors are freed by its
@@ -731,28 +773,14 @@ emit_forward_ops(Lower *l, guint g, Replay r)
       next++;
     if (!replays(o, r))
       continue;
-    op = sim_program_compute_inline(p, l->s_compute, o->seconds, phase, index,
-                                    op_label(l, g, o));
-    if (l->w->launch > 0)
-      sim_program_set_launch_inline(p, op, o->kernels * l->w->launch);
-    p->kernel_work[o->kclass] += o->seconds;
+    op = emit_op(l, g, o, phase);
     if (f == 0 && r == REPLAY_FORWARD && recomputes(action_at(l, g)))
       sim_program_mem_inline(p, op, SIM_AT_START, SIM_POOL_DEVICE, (gint64)layer->input_bytes, l->label_input, index);
     for (guint k = first; k < next; k++)
       if (allocated_by(tensor_fate(l, g, k), r))
         sim_program_mem_inline(p, op, SIM_AT_START, SIM_POOL_DEVICE,
                                (gint64)g_array_index(layer->tensors, SimTensor, k).bytes, tensor_label(l, g, k), index);
-    for (guint s = 0; s < layer->spans->len; s++) {
-      const SimSpan *span = &g_array_index(layer->spans, SimSpan, s);
-      if (span->to >= layer->n_forward || !replays(sim_layer_op(layer, span->from), r))
-        continue;
-      /* A span whose reader is not replayed ends with the replay. */
-      guint to = replays(sim_layer_op(layer, span->to), r) ? span->to : last;
-      if (span->from == f)
-        sim_program_mem_inline(p, op, SIM_AT_START, SIM_POOL_DEVICE, (gint64)span->bytes, l->label_workspace, index);
-      if (to == f)
-        sim_program_mem_inline(p, op, SIM_AT_END, SIM_POOL_DEVICE, -(gint64)span->bytes, l->label_workspace, index);
-    }
+    emit_op_spans(l, layer, f, last, r, op, index);
     if (f == last && r == REPLAY_FORWARD)
       for (guint k = 0; k < layer->tensors->len; k++)
         if (tensor_fate(l, g, k) == SIM_FATE_DROP)
@@ -779,19 +807,14 @@ emit_use_reloads(Lower *l, guint g, guint b)
   gint32 index = group_index(l, g);
   CopyMode m = copy_mode(l);
   guint32 stream = l->policy->async ? l->h2d_stream : l->s_compute;
+  const SimOpIndex *x = layer->index;
   gboolean any = FALSE;
-  for (guint u = 0; u < layer->uses->len; u++) {
+  for (guint u = x->use_off[b]; u < x->use_off[b + 1]; u++) {
     const SimUse *use = &g_array_index(layer->uses, SimUse, u);
-    if (use->op != b || !travels(tensor_fate(l, g, use->tensor)))
+    if (!travels(tensor_fate(l, g, use->tensor)))
       continue;
-    if (m.dedup) {
-      /* The storage's first unpack: no earlier use of it. */
-      gboolean earlier = FALSE;
-      for (guint v = 0; v < u && !earlier; v++)
-        earlier = g_array_index(layer->uses, SimUse, v).tensor == use->tensor;
-      if (earlier)
-        continue;
-    }
+    if (m.dedup && x->first_use[use->tensor] != u)
+      continue; /* the storage's first unpack copies it */
     if (!any && l->policy->async) {
       guint32 due = sim_program_add_event(p, l->label_due, index);
       sim_program_record(p, l->s_compute, due);
@@ -817,25 +840,27 @@ static void
 free_after_use(Lower *l, guint g, guint b, guint32 op)
 {
   const SimLayer *layer = group_layer(l, g);
+  const SimOpIndex *x = layer->index;
   gint32 index = group_index(l, g);
   gboolean per_use = reloads_on_unpack(l, g) && !l->policy->dedup;
-  for (guint k = 0; k < layer->tensors->len; k++) {
-    const SimTensor *t = &g_array_index(layer->tensors, SimTensor, k);
+  for (guint i = x->free_off[b]; i < x->free_off[b + 1]; i++) {
+    guint k = x->frees[i];
     SimFate fate = tensor_fate(l, g, k);
-    if (fate == SIM_FATE_ELSEWHERE)
+    if (fate == SIM_FATE_ELSEWHERE || (travels(fate) && per_use))
       continue;
-    guint n = 0;
-    if (travels(fate) && per_use) {
-      for (guint u = 0; u < layer->uses->len; u++) {
-        const SimUse *use = &g_array_index(layer->uses, SimUse, u);
-        n += use->tensor == k && use->op == b;
-      }
-    } else if (t->last_op == b) {
-      n = travels(fate) ? copies_of(l, t) : 1;
-    }
-    if (n)
-      sim_program_mem_inline(l->p, op, SIM_AT_END, SIM_POOL_DEVICE, -(gint64)(t->bytes * n), tensor_label(l, g, k),
-                             index);
+    const SimTensor *t = &g_array_index(layer->tensors, SimTensor, k);
+    guint n = travels(fate) ? copies_of(l, t) : 1;
+    sim_program_mem_inline(l->p, op, SIM_AT_END, SIM_POOL_DEVICE, -(gint64)(t->bytes * n), tensor_label(l, g, k),
+                           index);
+  }
+  if (!per_use)
+    return;
+  /* Each reference reloaded at its unpack is freed after it. */
+  for (guint u = x->use_off[b]; u < x->use_off[b + 1]; u++) {
+    guint k = g_array_index(layer->uses, SimUse, u).tensor;
+    if (travels(tensor_fate(l, g, k)))
+      sim_program_mem_inline(l->p, op, SIM_AT_END, SIM_POOL_DEVICE,
+                             -(gint64)g_array_index(layer->tensors, SimTensor, k).bytes, tensor_label(l, g, k), index);
   }
 }
 
@@ -853,18 +878,8 @@ emit_backward_ops(Lower *l, guint g)
     const SimLayerOp *o = sim_layer_op(layer, b);
     if (per_use)
       emit_use_reloads(l, g, b);
-    op = sim_program_compute_inline(p, l->s_compute, o->seconds, SIM_PHASE_BACKWARD, index,
-                                    op_label(l, g, o));
-    if (l->w->launch > 0)
-      sim_program_set_launch_inline(p, op, o->kernels * l->w->launch);
-    p->kernel_work[o->kclass] += o->seconds;
-    for (guint s = 0; s < layer->spans->len; s++) {
-      const SimSpan *span = &g_array_index(layer->spans, SimSpan, s);
-      if (span->from == b)
-        sim_program_mem_inline(p, op, SIM_AT_START, SIM_POOL_DEVICE, (gint64)span->bytes, l->label_workspace, index);
-      if (span->to == b)
-        sim_program_mem_inline(p, op, SIM_AT_END, SIM_POOL_DEVICE, -(gint64)span->bytes, l->label_workspace, index);
-    }
+    op = emit_op(l, g, o, SIM_PHASE_BACKWARD);
+    emit_op_spans(l, layer, b, b, REPLAY_FORWARD, op, index); /* one op's spans: either phase */
     free_after_use(l, g, b, op);
     if (o->grad_bytes && l->grads_here) {
       sim_program_mem_inline(p, op, SIM_AT_END, SIM_POOL_DEVICE, (gint64)o->grad_bytes, p->grads_tag, index);

@@ -2,11 +2,80 @@
 
 #include "units.h"
 
+#include <string.h>
+
 void
 sim_tensor_clear(gpointer data)
 {
   SimTensor *t = data;
   t->name = NULL; /* interned: not ours to free */
+}
+
+static void
+index_unref(SimOpIndex *x)
+{
+  if (x == NULL || !g_atomic_int_dec_and_test(&x->ref_count))
+    return;
+  g_free(x->free_off); /* one block: every list is in it */
+  g_free(x);
+}
+
+/* Lists `n` items into buckets by key[i] < n_keys: off[0 .. n_keys] and
+ * items in key order (stable), both into `mem` from *at on. */
+static void
+bucket(guint n, const guint16 *key, guint n_keys, guint16 *off, guint16 *items)
+{
+  memset(off, 0, sizeof *off * (n_keys + 1));
+  for (guint i = 0; i < n; i++)
+    off[key[i] + 1]++;
+  for (guint k = 0; k < n_keys; k++)
+    off[k + 1] += off[k];
+  g_autofree guint16 *fill = g_memdup2(off, sizeof *off * n_keys);
+  for (guint i = 0; i < n; i++)
+    items[fill[key[i]]++] = (guint16)i;
+}
+
+static SimOpIndex *
+index_new(const SimLayer *layer)
+{
+  guint n = layer->ops->len, t = layer->tensors->len, sp = layer->spans->len, u = layer->uses->len;
+  SimOpIndex *x = g_new0(SimOpIndex, 1);
+  x->ref_count = 1;
+  x->n_ops = n;
+  x->n_tensors = t;
+  x->n_spans = sp;
+  guint16 *mem = g_new0(guint16, 4 * (n + 1) + t + 2 * sp + t);
+  x->free_off = mem;
+  x->frees = x->free_off + n + 1;
+  x->start_off = x->frees + t;
+  x->starts = x->start_off + n + 1;
+  x->end_off = x->starts + sp;
+  x->ends = x->end_off + n + 1;
+  x->use_off = x->ends + sp;
+  x->first_use = x->use_off + n + 1;
+  g_autofree guint16 *key = g_new(guint16, MAX(MAX(t, sp), 1u));
+  for (guint k = 0; k < t; k++)
+    key[k] = (guint16)g_array_index(layer->tensors, SimTensor, k).last_op;
+  bucket(t, key, n, x->free_off, x->frees);
+  for (guint k = 0; k < sp; k++)
+    key[k] = g_array_index(layer->spans, SimSpan, k).from;
+  bucket(sp, key, n, x->start_off, x->starts);
+  for (guint k = 0; k < sp; k++)
+    key[k] = g_array_index(layer->spans, SimSpan, k).to;
+  bucket(sp, key, n, x->end_off, x->ends);
+  for (guint k = 0; k < t; k++)
+    x->first_use[k] = G_MAXUINT16;
+  memset(x->use_off, 0, sizeof *x->use_off * (n + 1));
+  for (guint i = 0; i < u; i++) {
+    const SimUse *use = &g_array_index(layer->uses, SimUse, i);
+    g_assert(i == 0 || use->op >= g_array_index(layer->uses, SimUse, i - 1).op); /* in op order */
+    x->use_off[use->op + 1]++;
+    if (x->first_use[use->tensor] == G_MAXUINT16)
+      x->first_use[use->tensor] = (guint16)i;
+  }
+  for (guint k = 0; k < n; k++)
+    x->use_off[k + 1] += x->use_off[k];
+  return x;
 }
 
 static void
@@ -17,6 +86,7 @@ layer_clear(gpointer data)
   g_clear_pointer(&layer->ops, g_array_unref);
   g_clear_pointer(&layer->spans, g_array_unref);
   g_clear_pointer(&layer->uses, g_array_unref);
+  g_clear_pointer(&layer->index, index_unref);
 }
 
 static GArray *tensor_array_new(void);
@@ -182,6 +252,8 @@ sim_layer_finish_ops(SimLayer *layer)
     for (guint i = span->from; i <= span->to; i++)
       held[i] += span->bytes;
   }
+  g_clear_pointer(&layer->index, index_unref);
+  layer->index = index_new(layer);
   layer->forward = layer->backward = 0;
   layer->workspace_bytes = layer->backward_workspace_bytes = layer->grad_bytes = 0;
   for (guint i = 0; i < n; i++) {
@@ -205,6 +277,8 @@ sim_layer_share_ops(SimLayer *layer, const SimLayer *from)
   layer->spans = g_array_ref(from->spans);
   layer->uses = g_array_ref(from->uses);
   layer->n_forward = from->n_forward;
+  g_atomic_int_inc(&from->index->ref_count);
+  layer->index = from->index;
   for (guint k = 0; k < layer->tensors->len; k++) {
     SimTensor *t = &g_array_index(layer->tensors, SimTensor, k);
     const SimTensor *f = &g_array_index(from->tensors, SimTensor, k);

@@ -85,6 +85,21 @@ sim_tensor_on_device(const SimTensor *t)
   return !t->parameter && !t->shared && !t->host;
 }
 
+/* Per op of a layer with ops, as ranges into lists: the tensors whose last
+ * reference it unpacks (free), the spans it starts and ends, the uses it
+ * unpacks (uses are in op order); per tensor its first use.  Immutable and
+ * shared like the op list (sim_layer_share_ops), freed with the last
+ * layer that holds it. */
+typedef struct {
+  gint ref_count;
+  guint n_ops, n_tensors, n_spans;
+  guint16 *free_off, *frees;   /* frees[free_off[op] .. free_off[op + 1]) */
+  guint16 *start_off, *starts; /* span indices, by `from` */
+  guint16 *end_off, *ends;     /* span indices, by `to` */
+  guint16 *use_off;            /* uses[use_off[op] .. use_off[op + 1]) */
+  guint16 *first_use;          /* per tensor: its first use, or G_MAXUINT16 */
+} SimOpIndex;
+
 /* One op of a layer as the GPU runs it: an autograd node's kernels in the
  * backward, a module's (or a function's) kernels in the forward.  The
  * lowering turns each into one compute op.  Its kernels are of one class
@@ -149,6 +164,9 @@ typedef struct {
   GArray *spans;            /* SimSpan */
   GArray *uses;             /* SimUse, in unpack order */
   guint n_forward;
+  /* What each op does, indexed by op (sim_layer_finish_ops derives it; the
+   * lowering walks it instead of every tensor and span per op). */
+  SimOpIndex *index;
 } SimLayer;
 
 /* The layers policies act on are `layers`.  A generated transformer also

@@ -52,14 +52,35 @@ mkdir "$out"
 # out/NAME.stdout, its stderr to out/NAME.stderr (dropped when empty), and
 # "NAME<TAB>status<TAB>offsim ARGS" to out/CASES.  Files the command writes
 # are named out/NAME.* by the caller.
+# Cases run $jobs at a time (GOLDEN_JOBS, default every core), each writing
+# only its own files; CASES is written in call order once all are done
+# (cases_done), so the outputs do not depend on the job count.
+jobs=${GOLDEN_JOBS:-$(nproc 2>/dev/null || echo 1)}
+n=0
+running=0
 c() {
   name=$1
   shift
+  n=$((n + 1))
   mkdir -p "$out/$(dirname "$name")"
-  rc=0
-  "$offsim" "$@" >"$out/$name.stdout" 2>"$out/$name.stderr" </dev/null || rc=$?
-  [ -s "$out/$name.stderr" ] || rm -f "$out/$name.stderr"
-  printf '%s\t%s\toffsim %s\n' "$name" "$rc" "$*" >>"$out/CASES"
+  printf '%s\t' "$name" >"$work/name.$n"
+  printf 'offsim %s\n' "$*" >"$work/cmd.$n"
+  (
+    rc=0
+    "$offsim" "$@" >"$out/$name.stdout" 2>"$out/$name.stderr" </dev/null || rc=$?
+    [ -s "$out/$name.stderr" ] || rm -f "$out/$name.stderr"
+    printf '%s\t' "$rc" >"$work/rc.$n"
+  ) &
+  running=$((running + 1))
+  if [ "$running" -ge "$jobs" ]; then
+    wait
+    running=0
+  fi
+}
+# Waits for every case started; a case's files are read only after this.
+cases_done() {
+  wait
+  running=0
 }
 
 # Three budgets per scenario: too small for any plan (plan exits 4), tight
@@ -89,6 +110,7 @@ for ini in scenarios/*.ini; do
   c "$s/compare-csv" compare "$ini" --format csv
   c "$s/compare-json" compare "$ini" --format json
   c "$s/compare-plot" compare "$ini" --plot-script "$out/$s/compare-plot.gp"
+  cases_done
   policies=$(sed -n 's/^      "policy": "\(.*\)",$/\1/p' "$out/$s/compare-json.stdout")
   [ -n "$policies" ] || { echo "golden: no policies in $s's compare --format json" >&2; exit 1; }
   for p in $policies; do
@@ -144,6 +166,13 @@ c budget/512MiB-thresholds-table budget "$ch" --budget 512MiB --bandwidth 16GiB/
   --min-saved-ratio 0.5 --max-transfer 30ms
 c budget/missing-bandwidth budget "$ch" --budget 384MiB
 c budget/bandwidth-without-unit budget "$ch" --budget 384MiB --bandwidth 8.0
+
+cases_done
+i=1
+while [ "$i" -le "$n" ]; do
+  cat "$work/name.$i" "$work/rc.$i" "$work/cmd.$i"
+  i=$((i + 1))
+done >"$out/CASES"
 
 # What is kept: every file, those over $big bytes as a sha256 line instead.
 cp -R "$out/." "$work/stored/"

@@ -124,9 +124,64 @@ read_head_dim(Reader *r, guint64 hidden, guint64 heads, guint64 *out)
   return read_uint(r, "head_dim", SIM_KEY_TRANSFORMER_HEAD_DIM, 0, out);
 }
 
-/* llama, qwen2 and mistral share one layout: RMSNorm, SwiGLU, RoPE, GQA. */
+/* The model families offsim reads, one row each: the model_type, the
+ * layout of its modeling code (which reader takes its fields, which field
+ * names its messages use, which op lists sim/input/transformer_ops.c
+ * builds: llama-like or gpt2), and what sets its QKV bias and its sliding
+ * window.  Adding a family of an existing layout is one row here. */
+typedef enum {
+  LAYOUT_LLAMA, /* RMSNorm, SwiGLU, RoPE, GQA */
+  LAYOUT_GPT2,  /* LayerNorm, GeLU, learned positions, Conv1D with biases */
+} Layout;
+
+typedef enum {
+  BIAS_FIELD,  /* attention_bias, default false */
+  BIAS_ALWAYS, /* q, k and v biases whatever the file says (qwen2) */
+} Bias;
+
+typedef enum {
+  WINDOW_NONE,   /* no sliding window */
+  WINDOW_ALWAYS, /* sliding_window, absent: 4096, null: none (mistral) */
+  WINDOW_FLAG,   /* the same when use_sliding_window is true (qwen2) */
+} Window;
+
+typedef struct {
+  const char *model_type;
+  Layout layout;
+  Bias bias;
+  Window window;
+} Family;
+
+static const Family families[] = {
+  { "llama", LAYOUT_LLAMA, BIAS_FIELD, WINDOW_NONE },
+  { "qwen2", LAYOUT_LLAMA, BIAS_ALWAYS, WINDOW_FLAG },
+  { "mistral", LAYOUT_LLAMA, BIAS_FIELD, WINDOW_ALWAYS },
+  { "gpt2", LAYOUT_GPT2, BIAS_FIELD, WINDOW_NONE },
+};
+
+static const Family *
+family_of(const char *model_type)
+{
+  for (guint i = 0; i < G_N_ELEMENTS(families); i++)
+    if (strcmp(families[i].model_type, model_type) == 0)
+      return &families[i];
+  return NULL;
+}
+
+/* "llama, qwen2, mistral or gpt2", for messages. */
+static char *
+family_list(void)
+{
+  GString *out = g_string_new(NULL);
+  for (guint i = 0; i < G_N_ELEMENTS(families); i++)
+    g_string_append_printf(out, "%s%s", i == 0 ? "" : i + 1 < G_N_ELEMENTS(families) ? ", " : " or ",
+                           families[i].model_type);
+  return g_string_free(out, FALSE);
+}
+
+/* The llama layout's fields (llama, qwen2, mistral). */
 static gboolean
-load_llama_like(Reader *r, const char *type, SimTransformer *c)
+load_llama_like(Reader *r, const Family *family, SimTransformer *c)
 {
   guint64 hidden, layers, heads, kv, head_dim, ffn, vocab;
   gboolean tied, bias = FALSE;
@@ -139,8 +194,7 @@ load_llama_like(Reader *r, const char *type, SimTransformer *c)
       !read_uint(r, "vocab_size", SIM_KEY_TRANSFORMER_VOCAB, 0, &vocab) ||
       !read_bool(r, "tie_word_embeddings", FALSE, &tied))
     return FALSE;
-  /* Qwen2 always has q, k and v biases; llama says so in attention_bias. */
-  if (strcmp(type, "qwen2") == 0)
+  if (family->bias == BIAS_ALWAYS)
     bias = TRUE;
   else if (!read_bool(r, "attention_bias", FALSE, &bias))
     return FALSE;
@@ -150,10 +204,10 @@ load_llama_like(Reader *r, const char *type, SimTransformer *c)
   /* A sliding window (mistral; qwen2 with use_sliding_window) makes HF's SDPA
    * path pass a mask.  Absent: the configs' default, 4096; null: none. */
   guint64 window = 0;
-  gboolean qwen2_window = FALSE;
-  if (strcmp(type, "qwen2") == 0 && !read_bool(r, "use_sliding_window", FALSE, &qwen2_window))
+  gboolean windowed = family->window == WINDOW_ALWAYS;
+  if (family->window == WINDOW_FLAG && !read_bool(r, "use_sliding_window", FALSE, &windowed))
     return FALSE;
-  if (strcmp(type, "mistral") == 0 || qwen2_window) {
+  if (windowed) {
     JsonNode *node = json_object_get_member(r->root, "sliding_window");
     if (node == NULL)
       window = 4096;
@@ -178,9 +232,11 @@ load_llama_like(Reader *r, const char *type, SimTransformer *c)
   return TRUE;
 }
 
+/* The gpt2 layout's fields. */
 static gboolean
-load_gpt2(Reader *r, SimTransformer *c)
+load_gpt2(Reader *r, const Family *family, SimTransformer *c)
 {
+  (void)family;
   guint64 hidden, layers, heads, vocab, positions, inner;
   double dropout, attn, embd;
   if (!read_uint(r, "n_embd", SIM_KEY_TRANSFORMER_HIDDEN, 0, &hidden) ||
@@ -338,14 +394,21 @@ sim_hf_config_load_data(const char *data, gssize length, const char *origin, Sim
     g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "%s: missing field 'model_type' (expected a string)", origin);
     return FALSE;
   }
-  gboolean gpt2 = strcmp(type, "gpt2") == 0;
-  if (!gpt2 && strcmp(type, "llama") != 0 && strcmp(type, "qwen2") != 0 && strcmp(type, "mistral") != 0) {
-    g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT,
-                "%s: field 'model_type': '%s' is not supported (expected llama, qwen2, mistral or gpt2)", origin, type);
+  const Family *family = family_of(type);
+  if (family == NULL) {
+    g_autofree char *expected = family_list();
+    g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "%s: field 'model_type': '%s' is not supported (expected %s)",
+                origin, type, expected);
     return FALSE;
   }
+  /* Each layout's reader of its fields. */
+  static gboolean (*const readers[])(Reader *, const Family *, SimTransformer *) = {
+    [LAYOUT_LLAMA] = load_llama_like,
+    [LAYOUT_GPT2] = load_gpt2,
+  };
+  gboolean gpt2 = family->layout == LAYOUT_GPT2;
   SimTransformer shape = *c;
-  if (!(gpt2 ? load_gpt2(&r, &shape) : load_llama_like(&r, type, &shape)))
+  if (!readers[family->layout](&r, family, &shape))
     return FALSE;
   /* The check a [transformer] group gets, in this file's words. */
   const char *names[SIM_KEY_COUNT];

@@ -2,7 +2,8 @@
  *
  * Reads the model_type and the shape fields of llama, qwen2, mistral and
  * gpt2 configs (GQA, tied embeddings, QKV bias, GPT-2's learned positions
- * and biases) into a SimTransformer, leaving batch, seq, dtype and the
+ * and biases; one row per family in hf_config.c's table, each naming its
+ * layout, whose op lists sim/input/transformer_ops.c builds) into a SimTransformer, leaving batch, seq, dtype and the
  * training options to the caller.  A missing or mistyped field is a
  * SIM_ERROR_INPUT naming the file and the field; an unknown model_type
  * names the ones supported.  Integer fields take the range of the

@@ -722,6 +722,14 @@ sim_transformer_build(const SimTransformer *c, const SimDevice *dev, const char 
     return NULL;
   w->launch = dev->launch_overhead;
   w->time_model = sim_time_model_names[sim_device_time_model(dev)];
+  /* HF's forward keeps eager attention's 4D causal mask (batch x 1 x seq x
+   * seq, the dtype's minimum where masked) and gpt2's token and position
+   * embeddings (its locals) until the loss. */
+  if (c->hf_ops) {
+    guint64 mask = c->attention == SIM_ATTENTION_EAGER ? mul3(&k, c->batch, c->seq, c->seq) * g.e : 0;
+    guint64 embeds = c->layernorm ? mul3(&k, g.rows, g.h, g.e) + mul3(&k, c->seq, g.h, g.e) : 0;
+    w->forward_bytes = mask + embeds;
+  }
   /* The logits of the output object, in the activation dtype. */
   w->held_bytes = c->outputs_held ? mul3(&k, g.rows, c->vocab, g.e) / g.t : 0;
   if (k.overflow || !sim_workload_bytes_fit(w)) {

@@ -435,8 +435,10 @@ residual_forward(Ops *o, const Shape *m, guint proj, const char *dropout, const 
 }
 
 /* The MLP's activation on the first projection's output: one kernel, or
- * gelu_new written out in eight (its tanh, half_x and one_plus_tanh saved,
- * two temporaries live).  Returns the op, which saves what follows it. */
+ * gelu_new written out in eight (its tanh, half_x and one_plus_tanh saved;
+ * its temporaries never outgrow the saved tensors still to come, which the
+ * op allocates when it starts).  Returns the op, which saves what follows
+ * it. */
 static guint
 activation_forward(Ops *o, const Shape *m, const SimTransformer *c)
 {
@@ -444,8 +446,6 @@ activation_forward(Ops *o, const Shape *m, const SimTransformer *c)
   gboolean gelu_new = c->hidden_act == SIM_ACT_GELU_NEW;
   memory(o, gelu_new ? 8 : 1, (gelu_new ? 8 : 1) * row_f, (gelu_new ? 8 : 1) * row_f);
   guint act = op(o, "act", FALSE);
-  if (gelu_new)
-    span(o, 2 * row_f, act, act);
   SAVES(o, act, "act.tanh", "act.half_x", "act.one_plus_tanh");
   return act;
 }

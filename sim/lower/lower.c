@@ -898,8 +898,15 @@ emit_stage_ops(Lower *l, guint g, SimPhase phase)
   if (phase != SIM_PHASE_FORWARD)
     return emit_backward_ops(l, g);
   guint32 op = emit_forward_ops(l, g, REPLAY_FORWARD);
+  gboolean whole = l->has_embed && l->has_head && l->w->forward_bytes;
+  if (g == group_embed(l) && whole)
+    sim_program_mem_inline(l->p, op, SIM_AT_START, SIM_POOL_DEVICE, (gint64)l->w->forward_bytes, l->label_workspace,
+                           SIM_NO_LAYER);
   if (g == group_head(l) && l->w->held_bytes)
     sim_program_mem_inline(l->p, op, SIM_AT_END, SIM_POOL_DEVICE, (gint64)l->w->held_bytes, l->p->outputs_tag,
+                           SIM_NO_LAYER);
+  if (g == group_head(l) && whole)
+    sim_program_mem_inline(l->p, op, SIM_AT_END, SIM_POOL_DEVICE, -(gint64)l->w->forward_bytes, l->label_workspace,
                            SIM_NO_LAYER);
   if (!copies_by_tensor(l, g))
     emit_offload(l, g);

@@ -384,6 +384,7 @@ sim_workload_bytes_fit(const SimWorkload *w)
 {
   guint64 total = 0;
   if (!add_bytes(&total, w->static_bytes, 1) || !add_bytes(&total, w->held_bytes, 1) ||
+      !add_bytes(&total, w->forward_bytes, 1) ||
       !stage_bytes_fit(w->embed, &total) ||
       !stage_bytes_fit(w->head, &total))
     return FALSE;

@@ -183,6 +183,12 @@ typedef struct {
    * `outputs = held`): allocated by the head's forward, freed when the step
    * ends.  0 without a head. */
   guint64 held_bytes;
+  /* What the model's own forward holds from the embedding to the loss
+   * while the layers run (HF: eager attention's 4D causal mask, gpt2's
+   * token and position embeddings kept by the forward's locals): allocated
+   * by the embedding's forward, freed when the head's forward ends.  Only
+   * a step (or pipeline slice) with both runs it. */
+  guint64 forward_bytes;
   /* Host seconds to issue one kernel ([device] launch_overhead), for the
    * ops of layers described op by op; 0: the host is not modelled. */
   double launch;

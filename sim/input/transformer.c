@@ -242,20 +242,9 @@ add_norm(SimLayer *layer, const SimTransformer *c, const Geometry *g, Checked *k
   sim_tensor_set_elem(add(layer, stats, mul(k, g->rows, c->layernorm ? 8 : 4) / g->sr, 1), 4);
 }
 
-/* Seconds to recompute eager attention's core (QK^T, softmax, dropout):
- * what selective checkpointing pays for the tensors it drops. */
-static double
-core_recompute(const SimTransformer *c, const Geometry *g, const SimDevice *dev, Checked *k)
-{
-  guint64 scores = mul(k, g->scores, g->e);
-  double bytes = 2.0 * (double)scores + (c->dropout > 0 ? (double)scores + (double)g->scores * (double)(2 * g->e + 1) : 0);
-  double flops = 2.0 * (double)g->scores * (double)(g->qd / c->heads);
-  return flops / (dev->matmul_flops * dev->efficiency) + bytes / dev->hbm_bandwidth;
-}
-
 /* ops = fused: one tensor per storage of a fused-kernel layer. */
 static void
-fused_layer(SimLayer *layer, const SimTransformer *c, const Geometry *g, double core, Checked *k)
+fused_layer(SimLayer *layer, const SimTransformer *c, const Geometry *g, Checked *k)
 {
   guint64 row_h = mul3(k, g->rows, g->h, g->e) / g->sr;
   guint64 row_f = mul3(k, g->rows, g->f, g->e) / g->t;
@@ -272,9 +261,7 @@ fused_layer(SimLayer *layer, const SimTransformer *c, const Geometry *g, double 
     sim_tensor_set_elem(add(layer, "softmax_lse", mul3(k, g->rows, c->heads, 4) / g->t, 1), 4);
   } else {
     /* Without dropout the PV matmul reads the softmax output itself. */
-    SimTensor *sm = add(layer, "scores_softmax", scores, drop ? 1 : 2);
-    sm->selective = TRUE;
-    sm->recompute = core;
+    add(layer, "scores_softmax", scores, drop ? 1 : 2)->selective = TRUE;
     if (drop) {
       SimTensor *mask = add(layer, "attn_dropout_mask", g->scores, 1);
       mask->selective = TRUE;
@@ -302,37 +289,12 @@ fused_layer(SimLayer *layer, const SimTransformer *c, const Geometry *g, double 
     sim_tensor_set_elem(add(layer, "mlp_resid_mask", mul(k, g->rows, g->h) / g->sr, 1), 1);
 }
 
-/* Times, the checkpointed input and the workspace of a layer, for both ops:
- * matmuls at the reachable rate, elementwise work at HBM speed.  SDPA runs
- * a flash-type kernel. */
+/* The checkpointed input of a layer: the residual stream entering it.
+ * Times and transients are the ops' (transformer_ops.c). */
 static void
-layer_times(SimLayer *layer, const SimTransformer *c, const Geometry *g, const SimDevice *dev, Checked *k)
+layer_input(SimLayer *layer, const Geometry *g, Checked *k)
 {
-  guint64 row_h = mul3(k, g->rows, g->h, g->e) / g->sr;
-  guint64 row_f = mul3(k, g->rows, g->f, g->e) / g->t;
-  guint64 scores = mul(k, g->scores, g->e);
-  gboolean drop = c->dropout > 0, flash = c->attention != SIM_ATTENTION_EAGER;
-  double mm = dev->matmul_flops * dev->efficiency, hbm = dev->hbm_bandwidth;
-  double score_flops = 2.0 * (double)g->scores * (double)(g->qd / c->heads);
-  double rows = (double)g->rows, h = (double)g->h, t = (double)g->t, e = (double)g->e;
-  double flops = 2 * rows * h * (double)(g->qd + 2 * g->kvd) / t /* q, k, v */
-                 + 2 * rows * (double)g->qd * h / t             /* output projection */
-                 + (c->gelu ? 4 : 6) * rows * h * (double)g->f / t /* MLP */
-                 + 2 * score_flops * (flash ? 0.5 : 1.0);      /* QK^T and PV; causal flash skips half */
-  double bytes = 2 * 2 * (double)row_h                            /* two norms: read and write */
-                 + 2 * 3 * (double)row_h                          /* two residual adds */
-                 + (c->gelu ? 2 : 5) * (double)row_f;             /* GeLU, or SiLU and the product */
-  if (!flash)
-    bytes += 2.0 * (double)scores + (drop ? (double)g->scores * (2 * e + 1) : 0);
-  if (drop)
-    bytes += 2 * rows * h / (double)g->sr * (2 * e + 1);
-  layer->forward = flops / mm + bytes / hbm;
-  layer->backward = 2 * layer->forward;
-  /* The checkpointed input is the residual stream entering the layer. */
-  layer->input_bytes = row_h;
-  /* Backward holds the gradients of the widest activations at once. */
-  guint64 grads = MAX(mul(k, 2, row_f), flash ? 0 : mul(k, 2, scores));
-  sim_layer_set_workspace(layer, grads + mul(k, 2, row_h));
+  layer->input_bytes = mul3(k, g->rows, g->h, g->e) / g->sr;
 }
 
 /* ---- ops = hf --------------------------------------------------------------
@@ -437,16 +399,14 @@ hf_activation(SimLayer *l, const SimTransformer *c, const Hf *m, Checked *k, con
  * dtype and PV reads it itself), dropout its bool mask, PV the
  * probabilities and v, the output projection the merged heads. */
 static void
-hf_eager(SimLayer *l, const Hf *m, double core, Checked *k)
+hf_eager(SimLayer *l, const Hf *m, Checked *k)
 {
   guint64 row_q = mul3(k, m->n, m->a * m->d, m->e);
   hf_add(l, "q", row_q, 1, 0);
   hf_add(l, "k", row_q, 1, 0);
   guint64 softmax_e = m->gpt2 ? m->e : 4;
   gboolean same = softmax_e == m->e && !m->drop; /* PV reads the softmax result itself */
-  SimTensor *sm = hf_add(l, "scores_softmax", mul(k, m->scores, softmax_e), same ? 2 : 1, softmax_e == 4 ? HF_F32 : 0);
-  sm->selective = TRUE;
-  sm->recompute = core;
+  hf_add(l, "scores_softmax", mul(k, m->scores, softmax_e), same ? 2 : 1, softmax_e == 4 ? HF_F32 : 0)->selective = TRUE;
   if (m->drop) {
     hf_add(l, "attn_dropout_mask", m->scores, 1, HF_LEAF | HF_BOOL)->selective = TRUE;
     hf_add(l, "attn_probs_dropped", mul(k, m->scores, m->e), 1, 0)->selective = TRUE;
@@ -495,7 +455,7 @@ hf_fused_attention(SimLayer *l, const SimTransformer *c, const Hf *m, Checked *k
 }
 
 static void
-hf_layer(SimLayer *l, guint index, const SimTransformer *c, const Geometry *g, double core, Checked *k)
+hf_layer(SimLayer *l, guint index, const SimTransformer *c, const Geometry *g, Checked *k)
 {
   Hf m = hf_shape(c, g);
   guint64 row_h = mul3(k, m.n, m.h, m.e), qd = m.a * m.d, kvd = m.kv * m.d;
@@ -515,7 +475,7 @@ hf_layer(SimLayer *l, guint index, const SimTransformer *c, const Geometry *g, d
     hf_add(l, "rope_sin", m.s * m.d * m.e, 2, HF_LEAF | shared);
   }
   if (c->attention == SIM_ATTENTION_EAGER)
-    hf_eager(l, &m, core, k);
+    hf_eager(l, &m, k);
   else
     hf_fused_attention(l, c, &m, k);
   hf_add(l, m.gpt2 ? "attn.c_proj.weight" : "o_proj.weight", qd * m.h * m.e, 1, m.gpt2 ? HF_PARAM | HF_LEAF : HF_PARAM);
@@ -580,56 +540,35 @@ hf_head(SimLayer *stage, const SimTransformer *c, const Geometry *g, Checked *k)
 
 /* ---- both ------------------------------------------------------------------ */
 
+/* The embedding's and the head's saved tensors; their times and
+ * transients are their ops' (transformer_ops.c). */
 static void
-build_embed(SimLayer *stage, const SimTransformer *c, const Geometry *g, const SimDevice *dev, Checked *k)
+build_embed(SimLayer *stage, const SimTransformer *c, const Geometry *g, Checked *k)
 {
   if (c->hf_ops) {
     hf_embed(stage, c, g, k);
-    /* EmbeddingBackward0 (embedding_dense_backward) materialises the whole
-     * table's gradient, vocab x hidden, before it reaches the parameter. */
-    stage->backward_workspace_bytes = mul3(k, c->vocab, g->h, g->e) / g->t;
-  } else {
-    SimTensor *ids = add(stage, "token_ids", mul(k, g->rows, 8), 1);
-    ids->leaf = TRUE;
-    sim_tensor_set_elem(ids, 8);
+    return;
   }
-  /* A gather: read and write one row of h per token. */
-  stage->forward = 2.0 * (double)g->rows * (double)g->h * (double)g->e / dev->hbm_bandwidth;
-  stage->backward = 2 * stage->forward;
+  SimTensor *ids = add(stage, "token_ids", mul(k, g->rows, 8), 1);
+  ids->leaf = TRUE;
+  sim_tensor_set_elem(ids, 8);
 }
 
 static void
-build_head(SimLayer *stage, const SimTransformer *c, const Geometry *g, const SimDevice *dev, Checked *k)
+build_head(SimLayer *stage, const SimTransformer *c, const Geometry *g, Checked *k)
 {
-  guint64 logits = mul(k, g->rows, c->vocab) / g->t;
-  guint64 upcast = g->e == 4 ? 0 : mul(k, logits, 4); /* .float() is a no-op in fp32 */
   if (c->hf_ops) {
     hf_head(stage, c, g, k);
-  } else {
-    add_norm(stage, c, g, k, "final_norm_in", "final_norm_stats");
-    add(stage, "lm_head_in", mul3(k, g->rows, g->h, g->e), 1);
-    /* log_softmax saves its output and nll_loss reads it again, with the labels. */
-    sim_tensor_set_elem(add(stage, "log_softmax", mul(k, logits, 4), 2), 4);
-    SimTensor *labels = add(stage, "labels", mul(k, g->rows, 8), 1);
-    labels->leaf = TRUE;
-    sim_tensor_set_elem(labels, 8);
+    return;
   }
-  /* Transient: the logits and their fp32 copy exist together while the loss
-   * is computed, and their gradients in backward: the step's sharpest peak. */
-  sim_layer_set_workspace(stage, mul(k, logits, g->e) + upcast);
-  /* HF's backward starts at the loss: NllLossBackward's fp32 gradient and
-   * LogSoftmaxBackward's output, N x V x 4 each, exist together beside the
-   * saved log-softmax (the bf16 gradient of the logits comes after the
-   * first is freed). */
-  if (c->hf_ops)
-    stage->backward_workspace_bytes = mul3(k, 2, logits, 4);
-  double flops = 2.0 * (double)g->rows * (double)g->h * (double)c->vocab / (double)g->t;
-  double bytes = 4.0 * (double)g->rows * (double)g->h * (double)g->e /* norm */
-                 + (double)logits * (double)g->e                     /* logits written */
-                 + (double)upcast * 1.5                              /* read bf16, write fp32 */
-                 + 2.0 * (double)mul(k, logits, 4);                  /* log_softmax */
-  stage->forward = flops / (dev->matmul_flops * dev->efficiency) + bytes / dev->hbm_bandwidth;
-  stage->backward = 2 * stage->forward;
+  guint64 logits = mul(k, g->rows, c->vocab) / g->t;
+  add_norm(stage, c, g, k, "final_norm_in", "final_norm_stats");
+  add(stage, "lm_head_in", mul3(k, g->rows, g->h, g->e), 1);
+  /* log_softmax saves its output and nll_loss reads it again, with the labels. */
+  sim_tensor_set_elem(add(stage, "log_softmax", mul(k, logits, 4), 2), 4);
+  SimTensor *labels = add(stage, "labels", mul(k, g->rows, 8), 1);
+  labels->leaf = TRUE;
+  sim_tensor_set_elem(labels, 8);
 }
 
 /* Every tensor not marked otherwise holds elements of the activation dtype. */
@@ -690,17 +629,23 @@ sim_transformer_build(const SimTransformer *c, const SimDevice *dev, const char 
   g.scores = mul(&k, mul3(&k, c->batch, c->heads, c->seq), c->seq) / c->tp;
 
   g_autoptr(SimWorkload) w = sim_workload_new(name, c->layers);
-  double core = core_recompute(c, &g, dev, &k);
   for (guint i = 0; i < c->layers; i++) {
     SimLayer *layer = sim_workload_layer(w, i);
     if (c->hf_ops)
-      hf_layer(layer, i, c, &g, core, &k);
+      hf_layer(layer, i, c, &g, &k);
     else
-      fused_layer(layer, c, &g, core, &k);
-    layer_times(layer, c, &g, dev, &k);
+      fused_layer(layer, c, &g, &k);
+    layer_input(layer, &g, &k);
   }
-  build_embed(sim_workload_add_embed(w), c, &g, dev, &k);
-  build_head(sim_workload_add_head(w), c, &g, dev, &k);
+  build_embed(sim_workload_add_embed(w), c, &g, &k);
+  build_head(sim_workload_add_head(w), c, &g, &k);
+  /* The largest transients, which the ops' spans hold: the logits and their
+   * fp32 copy (N x V x (e + 4)), HF's two fp32 N x V loss gradients, the
+   * embedding's dense table gradient, checked here since spans are not
+   * (transformer_ops.c multiplies unchecked below these). */
+  guint64 logits = mul(&k, g.rows, c->vocab);
+  (void)mul3(&k, logits, 2, 4 + g.e);
+  (void)mul3(&k, c->vocab, g.h, g.e);
   default_elements(w, (guint)g.e);
 
   guint64 p = sim_transformer_parameters(c);

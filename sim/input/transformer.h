@@ -34,7 +34,8 @@
  * s.b.h.(34 + 5.a.s/h) and its tensor- and sequence-parallel forms, to the
  * byte; the paper leaves the per-row norm statistics out.  Selective
  * checkpointing drops the eager attention core (scores, mask, dropped probs)
- * and recomputes it at the cost of QK^T plus the softmax and dropout traffic.
+ * and rebuilds it by replaying the ops that made it: QK^T, scale, mask,
+ * softmax and its cast, dropout, PV.
  *
  * The above is `ops = fused` (fused norm kernels, flash attention, a fused
  * loss: Megatron, TransformerEngine).  `ops = hf` lists what current
@@ -87,10 +88,12 @@
  * head's two fp32 N.V.4 gradients (NllLossBackward0, LogSoftmaxBackward0),
  * the embedding's dense V.h.e table gradient (embedding_dense_backward).
  *
- * Times: forward matmul FLOPs / ([device] matmul_flops x efficiency) plus
- * memory-bound bytes / hbm_bandwidth; backward is twice the forward.  Causal
- * flash attention (and SDPA) does half the score FLOPs of eager.  Times and
- * workspace do not depend on ops.
+ * Times and transients: each layer, the embedding and the head run as ops
+ * (sim/input/transformer_ops.h), each op's kernels timed by the device's
+ * cost model (sim/engine/kernel.h): a layer's forward and backward seconds
+ * are its ops' sums, its workspaces the most its ops hold beside the saved
+ * tensors.  Causal flash attention (and SDPA) does half the score FLOPs of
+ * eager.
  */
 #pragma once
 

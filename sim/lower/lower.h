@@ -61,7 +61,11 @@
  * parameter under params = copy, or a storage an earlier layer saved (each
  * layer is packed on its own); host tensors never move.
  *
- * The embedding and the loss head are stages: one op each way.  They keep
+ * Layers and stages with ops (SimLayer.ops: generated transformers) are
+ * lowered op by op (lower.c, "groups as ops"; docs/architecture.md).
+ *
+ * The embedding and the loss head are stages: one op each way, or their
+ * ops.  They keep
  * their tensors unless scope = all, where they offload like layers at
  * positions -1 and n, so prefetch and in-flight distances count them (the
  * head reloads at the forward/backward boundary).  Memory: static bytes are

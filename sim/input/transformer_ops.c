@@ -465,11 +465,12 @@ hf_layer_ops(Ops *o, const Shape *m, const SimTransformer *c)
   if (m->gpt2) {
     qf = linear(o, m, "c_attn", h, 3 * h);
     SAVES(o, qf, "attn.c_attn.weight", "qkv");
+    /* Eager reads q, k and v as views of c_attn's output; SDPA and flash
+     * read "qkv" itself, or padded copies of it (their output lives until
+     * the attention op). */
     if (m->eager)
       SAVES(o, qf, "q", "k", "v");
-    else if (!m->padded)
-      ; /* the view of c_attn's output the kernel reads is "qkv" */
-    else
+    else if (m->padded)
       span(o, n * 3 * h * e, qf, qf + 1);
   } else {
     qf = linear(o, m, "q_proj", h, qd);
@@ -626,10 +627,9 @@ hf_layer_ops(Ops *o, const Shape *m, const SimTransformer *c)
     span(o, 2 * n * qd * e, rb, rb);
     span(o, n * (qd + kvd) * e, rb, rb + 3);
     guint vb = linear_backward(o, m, "v_proj", "qkv_in", "v_proj.weight", h, kvd, bias);
-    guint kb = linear_backward(o, m, "k_proj", "qkv_in", "k_proj.weight", h, kvd, bias);
+    linear_backward(o, m, "k_proj", "qkv_in", "k_proj.weight", h, kvd, bias);
     guint qb = linear_backward(o, m, "q_proj", "qkv_in", "q_proj.weight", h, qd, bias);
     span(o, row_h, vb, qb + 1); /* d qkv_in, accumulated */
-    (void)kb;
   }
   guint nb1 = norm_backward(o, m, "attn_norm");
   span(o, row_h, nb2, nb1);   /* the stream gradient past the MLP */
@@ -654,22 +654,19 @@ fused_layer_ops(Ops *o, const Shape *m, const SimTransformer *c)
   gemm(o, n, (qd + 2 * kvd) / t, h, 1);
   guint qkv = op(o, "qkv_proj", FALSE);
   SAVES(o, qkv, "q", "k", "v");
-  guint core, merge;
   if (m->eager) {
-    core = eager_forward(o, m, &merge);
+    guint merge;
+    eager_forward(o, m, &merge);
   } else {
     attention(o, m->b, m->a / t, m->kv / t, m->s, m->d, FALSE);
-    core = merge = op(o, "attention", FALSE);
-    SAVES(o, core, "softmax_lse", "attn_out");
+    SAVES(o, op(o, "attention", FALSE), "softmax_lse", "attn_out");
   }
-  (void)core;
   gemm(o, n, h, qd / t, 1);
   guint proj = op(o, "attn_proj", FALSE);
   span(o, n * h * e, proj, proj + 1);
   memory(o, 1, 2 * row_h, row_h + (m->drop ? n * h / m->sr : 0));
   guint add1 = op(o, "attn_residual", FALSE);
-  SAVES(o, add1, "attn_resid_mask");
-  span(o, row_h, norm1, add1); /* the layer's input (saved by the norm too: one storage) */
+  SAVES(o, add1, "attn_resid_mask"); /* the layer's input is the first norm's saved attn_norm_in */
   memory(o, 1, row_h, row_h + 8 * n / m->sr);
   guint norm2 = op(o, "mlp_norm", FALSE);
   SAVES(o, norm2, "mlp_norm_in", "mlp_norm_stats", "mlp_in");
@@ -677,8 +674,7 @@ fused_layer_ops(Ops *o, const Shape *m, const SimTransformer *c)
   guint fc1 = op(o, "fc1", FALSE);
   SAVES(o, fc1, "fc1_out", "gate", "up");
   memory(o, 1, (swiglu ? 2 : 1) * row_f, (swiglu ? 2 : 1) * row_f);
-  guint act = op(o, "act", FALSE);
-  SAVES(o, act, "fc2_in", "silu_out", "down_in");
+  SAVES(o, op(o, "act", FALSE), "fc2_in", "silu_out", "down_in");
   gemm(o, n, h, f, 1);
   guint fc2 = op(o, "fc2", FALSE);
   span(o, n * h * e, fc2, fc2 + 1);
@@ -686,8 +682,6 @@ fused_layer_ops(Ops *o, const Shape *m, const SimTransformer *c)
   guint add2 = op(o, "mlp_residual", FALSE);
   SAVES(o, add2, "mlp_resid_mask");
   span(o, row_h, add2, add2);
-  (void)act;
-  (void)merge;
 
   /* Backward. */
   memory(o, 1, row_h + (m->drop ? n * h / m->sr : 0), row_h);

@@ -638,6 +638,20 @@ hf_layer_ops(Ops *o, const Shape *m, const SimTransformer *c)
 
 /* ---- ops = fused: Megatron and TransformerEngine ------------------------ */
 
+/* A fused norm's backward: one kernel reading its input, statistics and
+ * gradient, its weight's (and bias's) gradient made. */
+static guint
+fused_norm_backward(Ops *o, const Shape *m, const SimTransformer *c, const char *name, const char *in,
+                    const char *stats)
+{
+  guint64 row_h = m->n * m->h * m->e / m->sr;
+  memory(o, 1, 2 * row_h + 8 * m->n / m->sr, row_h);
+  guint b = op(o, name, TRUE);
+  uses(o, b, (const char *const[]){ in, stats, NULL });
+  grads(o, b, (c->layernorm ? 2 : 1) * m->h * m->e);
+  return b;
+}
+
 /* One fused kernel per norm, activation and bias-dropout-add; the q, k and
  * v projections one GEMM; tensor-parallel GEMMs and the attention over
  * 1/t of the heads and of the MLP width. */
@@ -708,10 +722,7 @@ fused_layer_ops(Ops *o, const Shape *m, const SimTransformer *c)
     USES(o, b1, "mlp_in");
   grads(o, b1, (swiglu ? 2 : 1) * f * h * e);
   span(o, n * h * e, b1, b1 + 1);
-  memory(o, 1, 2 * row_h + 8 * n / m->sr, row_h);
-  guint nb2 = op(o, "mlp_norm", TRUE);
-  USES(o, nb2, "mlp_norm_in", "mlp_norm_stats");
-  grads(o, nb2, (c->layernorm ? 2 : 1) * h * e);
+  guint nb2 = fused_norm_backward(o, m, c, "mlp_norm", "mlp_norm_in", "mlp_norm_stats");
   span(o, row_h, d2, nb2);
   memory(o, 1, row_h + (m->drop ? n * h / m->sr : 0), row_h);
   guint d1 = op(o, "attn_residual", TRUE);
@@ -740,10 +751,7 @@ fused_layer_ops(Ops *o, const Shape *m, const SimTransformer *c)
   USES(o, qb, "qkv_in", "qkv_in", "qkv_in");
   grads(o, qb, (qd + 2 * kvd) / t * h * e);
   span(o, n * h * e, qb, qb + 1);
-  memory(o, 1, 2 * row_h + 8 * n / m->sr, row_h);
-  guint nb1 = op(o, "attn_norm", TRUE);
-  USES(o, nb1, "attn_norm_in", "attn_norm_stats");
-  grads(o, nb1, (c->layernorm ? 2 : 1) * h * e);
+  guint nb1 = fused_norm_backward(o, m, c, "attn_norm", "attn_norm_in", "attn_norm_stats");
   span(o, row_h, nb2, nb1);
   span(o, row_h, nb1, nb1);
 }

@@ -1,5 +1,6 @@
 #include "transformer.h"
 #include "transformer_ops.h"
+#include "transformer_private.h"
 
 #include "error.h"
 #include "schema.h"
@@ -329,20 +330,33 @@ hf_add(SimLayer *layer, const char *name, guint64 bytes, guint refs, guint flags
   return t;
 }
 
-/* The shape in the units of HF's code. */
-typedef struct {
-  guint64 n, e, h, f, b, s, a, kv, d;
-  guint64 dp;     /* head_dim as the flash kernels pad it (a multiple of 8) */
-  guint64 scores; /* b.a.s^2 */
-  gboolean drop, gpt2;
-} Hf;
+TransformerShape
+transformer_shape(const SimTransformer *c)
+{
+  TransformerShape m = { .n = (guint64)c->batch * c->seq, .e = sim_dtype_bytes(c->dtype), .h = c->hidden,
+                         .f = c->ffn, .b = c->batch, .s = c->seq, .a = c->heads, .kv = c->kv_heads,
+                         .d = c->head_dim, .v = c->vocab, .dp = ((guint64)c->head_dim + 7) / 8 * 8, .t = c->tp,
+                         .sr = c->sp ? c->tp : 1, .drop = c->dropout > 0, .gpt2 = c->hf_ops && c->layernorm,
+                         .hf = c->hf_ops };
+  m.S = (guint64)c->batch * c->heads * c->seq * c->seq / c->tp;
+  m.eager = c->attention == SIM_ATTENTION_EAGER;
+  m.sdpa = c->attention == SIM_ATTENTION_SDPA;
+  m.flash = c->attention == SIM_ATTENTION_FLASH;
+  m.padded = m.hf && !m.eager && m.d % 8 != 0 && m.e != 4;
+  m.repeat = m.hf && !m.flash && m.kv < m.a;
+  m.softmax32 = m.hf && !m.gpt2;
+  return m;
+}
+
+/* The shape in the units of HF's code (g's products checked). */
+typedef TransformerShape Hf;
 
 static Hf
 hf_shape(const SimTransformer *c, const Geometry *g)
 {
-  return (Hf){ .n = g->rows, .e = g->e, .h = g->h, .f = g->f, .b = c->batch, .s = c->seq, .a = c->heads,
-               .kv = c->kv_heads, .d = c->head_dim, .dp = (c->head_dim + 7) / 8 * 8, .scores = g->scores,
-               .drop = c->dropout > 0, .gpt2 = c->layernorm };
+  Hf m = transformer_shape(c);
+  m.S = g->scores;
+  return m;
 }
 
 typedef struct {
@@ -406,12 +420,12 @@ hf_eager(SimLayer *l, const Hf *m, Checked *k)
   hf_add(l, "k", row_q, 1, 0);
   guint64 softmax_e = m->gpt2 ? m->e : 4;
   gboolean same = softmax_e == m->e && !m->drop; /* PV reads the softmax result itself */
-  hf_add(l, "scores_softmax", mul(k, m->scores, softmax_e), same ? 2 : 1, softmax_e == 4 ? HF_F32 : 0)->selective = TRUE;
+  hf_add(l, "scores_softmax", mul(k, m->S, softmax_e), same ? 2 : 1, softmax_e == 4 ? HF_F32 : 0)->selective = TRUE;
   if (m->drop) {
-    hf_add(l, "attn_dropout_mask", m->scores, 1, HF_LEAF | HF_BOOL)->selective = TRUE;
-    hf_add(l, "attn_probs_dropped", mul(k, m->scores, m->e), 1, 0)->selective = TRUE;
+    hf_add(l, "attn_dropout_mask", m->S, 1, HF_LEAF | HF_BOOL)->selective = TRUE;
+    hf_add(l, "attn_probs_dropped", mul(k, m->S, m->e), 1, 0)->selective = TRUE;
   } else if (!same) {
-    hf_add(l, "attn_probs", mul(k, m->scores, m->e), 1, 0)->selective = TRUE;
+    hf_add(l, "attn_probs", mul(k, m->S, m->e), 1, 0)->selective = TRUE;
   }
   hf_add(l, "v", row_q, 1, 0);
   hf_add(l, "attn_out", row_q, 1, 0);
@@ -427,10 +441,10 @@ hf_eager(SimLayer *l, const Hf *m, Checked *k)
 static void
 hf_fused_attention(SimLayer *l, const SimTransformer *c, const Hf *m, Checked *k)
 {
-  gboolean sdpa = c->attention == SIM_ATTENTION_SDPA, padded = m->d % 8 != 0 && m->e != 4;
+  gboolean sdpa = m->sdpa, padded = m->padded;
   guint64 d = padded ? m->dp : m->d;
   /* SDPA gets k and v after repeat_kv; flash_attention_2 at their own head count. */
-  guint64 kv = sdpa ? m->a : m->kv;
+  guint64 kv = m->repeat ? m->a : m->kv;
   guint64 row_q = mul3(k, m->n, m->a * d, m->e), row_kv = mul3(k, m->n, kv * d, m->e);
   if (m->gpt2 && !padded) {
     /* Views of c_attn's output, one storage. */

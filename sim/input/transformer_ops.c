@@ -1,4 +1,5 @@
 #include "transformer_ops.h"
+#include "transformer_private.h"
 
 #include "error.h"
 #include "kernel.h"
@@ -148,31 +149,7 @@ span(Ops *o, guint64 bytes, guint from, guint to)
 
 /* ---- shapes ------------------------------------------------------------ */
 
-typedef struct {
-  guint64 n, e, h, f, b, s, a, kv, d, v; /* tokens, dtype bytes, ..., vocab */
-  guint64 t, sr;    /* tensor-parallel divisor; of the sequence-parallel region */
-  guint64 S;        /* score elements, b.a.s^2 / t */
-  gboolean drop, gpt2, hf, eager, sdpa, flash, padded;
-  gboolean repeat;  /* repeat_kv copies k and v to the query head count (HF eager, sdpa) */
-  gboolean softmax32; /* eager softmax in fp32 then cast back (HF's llama-likes) */
-} Shape;
-
-static Shape
-shape_of(const SimTransformer *c)
-{
-  Shape m = { .n = (guint64)c->batch * c->seq, .e = sim_dtype_bytes(c->dtype), .h = c->hidden, .f = c->ffn,
-              .b = c->batch, .s = c->seq, .a = c->heads, .kv = c->kv_heads, .d = c->head_dim, .v = c->vocab,
-              .t = c->tp, .sr = c->sp ? c->tp : 1, .drop = c->dropout > 0, .gpt2 = c->hf_ops && c->layernorm,
-              .hf = c->hf_ops };
-  m.S = (guint64)c->batch * c->heads * c->seq * c->seq / c->tp;
-  m.eager = c->attention == SIM_ATTENTION_EAGER;
-  m.sdpa = c->attention == SIM_ATTENTION_SDPA;
-  m.flash = c->attention == SIM_ATTENTION_FLASH;
-  m.padded = m.hf && !m.eager && m.d % 8 != 0 && m.e != 4;
-  m.repeat = m.hf && !m.flash && m.kv < m.a;
-  m.softmax32 = m.hf && !m.gpt2;
-  return m;
-}
+typedef TransformerShape Shape;
 
 /* ---- ops = hf: llama, qwen2, mistral ------------------------------------ */
 
@@ -929,7 +906,7 @@ attach(SimLayer *layer, Builder build, const Shape *m, const SimTransformer *c, 
 gboolean
 sim_transformer_ops_attach(SimWorkload *w, const SimTransformer *c, const SimDevice *dev, GError **error)
 {
-  Shape m = shape_of(c);
+  Shape m = transformer_shape(c);
   Builder layer = c->hf_ops ? hf_layer_ops : fused_layer_ops;
   guint n = sim_workload_n_layers(w);
   if (n > 0) {

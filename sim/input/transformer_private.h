@@ -1,0 +1,34 @@
+/* sim/input/transformer_private.h — the shape of a generated transformer in
+ * the units its tensor lists (transformer.c) and its op lists
+ * (transformer_ops.c) both count in, derived once.
+ *
+ * Who may include it: transformer.c, which defines it, and
+ * transformer_ops.c.  The rules that decide which tensors and which ops
+ * exist (flash kernels padding head_dim, repeat_kv, the fp32 softmax) are
+ * here so that the two lists cannot disagree.
+ */
+#pragma once
+
+#include "transformer.h"
+
+G_BEGIN_DECLS
+
+typedef struct {
+  guint64 n, e, h, f, b, s, a, kv, d, v; /* tokens, dtype bytes, hidden, ffn, batch, seq, heads, kv heads,
+                                          * head_dim, vocab */
+  guint64 dp;       /* head_dim as the flash kernels pad it (a multiple of 8) */
+  guint64 t, sr;    /* tensor-parallel divisor; that of the sequence-parallel region */
+  guint64 S;        /* score elements, b.a.s^2 / t */
+  gboolean drop;    /* dropout > 0: masks */
+  gboolean gpt2;    /* ops = hf, gpt2's layout (LayerNorm, Conv1D, learned positions) */
+  gboolean hf, eager, sdpa, flash;
+  gboolean padded;  /* ops = hf, fused kernels, 16-bit, head_dim not a multiple of 8: padded copies */
+  gboolean repeat;  /* ops = hf: repeat_kv copies k and v to the query head count (eager, sdpa) */
+  gboolean softmax32; /* ops = hf, eager: the softmax in fp32, then cast back (llama-likes) */
+} TransformerShape;
+
+/* `c`'s shape.  Its products are sizes sim_transformer_build has checked
+ * against 4 EiB (or smaller): call it after the tensor lists are built. */
+TransformerShape transformer_shape(const SimTransformer *c);
+
+G_END_DECLS

@@ -143,6 +143,20 @@ parse_uint(const char *s, guint64 lo, guint64 hi, guint64 *out)
   return g_ascii_string_to_unsigned(trimmed, 10, lo, hi, out, NULL);
 }
 
+/* "AxB" or "AxBxC": `n` whole numbers from 1 to `hi` joined by 'x' (a GEMM
+ * tile, a GEMM shape). */
+static gboolean
+parse_dims(const char *text, guint n, guint64 hi, guint64 *out)
+{
+  g_auto(GStrv) parts = g_strsplit(text, "x", -1);
+  if (g_strv_length(parts) != n)
+    return FALSE;
+  for (guint i = 0; i < n; i++)
+    if (!parse_uint(parts[i], 1, hi, &out[i]))
+      return FALSE;
+  return TRUE;
+}
+
 /* One flag after a tensor's size: keep, recompute=TIME or refs=N. */
 static gboolean
 parse_tensor_flag(SimTensor *t, const char *flag, GError **error)
@@ -262,13 +276,12 @@ get_gemm_tile(const SimConfigGroup *g, SimDevice *d, GError **error)
   const SimConfigEntry *e = entry_of(g, SIM_KEY_DEVICE_GEMM_TILE);
   if (e == NULL)
     return TRUE;
-  g_auto(GStrv) parts = g_strsplit(e->value, "x", -1);
-  guint64 tm, tn;
-  if (g_strv_length(parts) != 2 || !parse_uint(parts[0], 1, 4096, &tm) || !parse_uint(parts[1], 1, 4096, &tn))
+  guint64 tile[2];
+  if (!parse_dims(e->value, 2, 4096, tile))
     return fail_got(error, g, e, e->value, "expected %s, each from 1 to 4096",
                     sim_schema_key(SIM_KEY_DEVICE_GEMM_TILE)->expect);
-  d->gemm_tile_m = (guint)tm;
-  d->gemm_tile_n = (guint)tn;
+  d->gemm_tile_m = (guint)tile[0];
+  d->gemm_tile_n = (guint)tile[1];
   return TRUE;
 }
 
@@ -300,12 +313,14 @@ parse_gemm_point(const char *item, SimGemmPoint *p)
   guint d;
   for (d = 0; sim_dtype_names[d] && strcmp(sim_dtype_names[d], dtype) != 0; d++)
     ;
-  g_auto(GStrv) dims = g_strsplit(parts[1], "x", -1);
-  if (sim_dtype_names[d] == NULL || g_strv_length(dims) != 3)
+  guint64 mnk[3];
+  if (sim_dtype_names[d] == NULL || !parse_dims(parts[1], 3, G_MAXINT32, mnk))
     return FALSE;
   p->dtype = d;
-  return parse_uint(dims[0], 1, G_MAXINT32, &p->m) && parse_uint(dims[1], 1, G_MAXINT32, &p->n) &&
-         parse_uint(dims[2], 1, G_MAXINT32, &p->k) && parse_tflops(parts[2], &p->flops);
+  p->m = mnk[0];
+  p->n = mnk[1];
+  p->k = mnk[2];
+  return parse_tflops(parts[2], &p->flops);
 }
 
 /* "bf16:4096x4096x4096:650TFLOPS, ...": measured GEMM throughputs. */

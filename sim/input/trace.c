@@ -2,6 +2,7 @@
 
 #include "config.h"
 #include "error.h"
+#include "kernel.h"
 #include "units.h"
 
 #include <string.h>
@@ -276,9 +277,10 @@ typedef struct {
   gboolean counted;
 } Counts;
 
-/* Forward and backward seconds of a stage from its counts, as [transformer]
- * times a layer (sim/input/transformer.c): products at the reachable matmul
- * rate, the rest at HBM speed. */
+/* Forward and backward seconds of a stage from its counts: the flat time
+ * model (sim/engine/kernel.h) over the stage's sums, products at the
+ * reachable matmul rate, the rest at HBM speed (a recording has counts, not
+ * kernel shapes). */
 static void
 time_stage(SimLayer *stage, const Counts *c, const SimDevice *dev)
 {
@@ -315,6 +317,7 @@ apply_times(SimWorkload *w, const Counts *counts, gint64 top, const char *origin
     time_stage(w->embed, &counts[0], dev);
   if (w->head)
     time_stage(w->head, &counts[top + 2], dev);
+  w->time_model = sim_time_model_names[SIM_TIME_FLAT];
   return TRUE;
 }
 

@@ -139,7 +139,7 @@ typedef struct {
   gboolean layernorm;      /* FALSE: rmsnorm */
   gboolean gelu;           /* FALSE: swiglu */
   SimAttention attention;
-  gboolean hf_ops;         /* ops = hf (sim/input/transformer_hf.c); FALSE: fused */
+  gboolean hf_ops;         /* ops = hf (what HF's code saves and runs); FALSE: fused */
   SimActivation hidden_act;
   guint sliding_window;    /* from hf_config (mistral, qwen2), read by ops = hf; 0: none */
   double dropout;          /* probability; 0 = no masks */

@@ -21,7 +21,7 @@ index_unref(SimOpIndex *x)
 }
 
 /* Lists `n` items into buckets by key[i] < n_keys: off[0 .. n_keys] and
- * items in key order (stable), both into `mem` from *at on. */
+ * items[0 .. n) the item indices in key order (stable). */
 static void
 bucket(guint n, const guint16 *key, guint n_keys, guint16 *off, guint16 *items)
 {
@@ -242,7 +242,7 @@ sim_layer_finish_ops(SimLayer *layer)
   g_free(seen);
   for (guint k = 0; k < layer->tensors->len; k++) {
     const SimTensor *t = &g_array_index(layer->tensors, SimTensor, k);
-    g_assert(uses[k] == 0 || uses[k] == MAX(t->refs, 1u));
+    g_assert(uses[k] == MAX(t->refs, 1u)); /* a reference no op unpacks would never come back under a hook */
   }
   /* What the layer-level fields say of the ops. */
   g_autofree guint64 *held = g_new0(guint64, n);

@@ -25,7 +25,7 @@ G_BEGIN_DECLS
 
 /* A saved tensor: one storage and the references autograd saved to it in
  * this layer.  The last four flags are FALSE for every workload but `ops =
- * hf` (sim/input/transformer_hf.c), which lists every reference autograd
+ * hf` (sim/input/transformer.c), which lists every reference autograd
  * packs: `parameter` and `shared` entries are references to a storage that
  * is held anyway (a weight, or a tensor an earlier layer saved: the RoPE
  * tables) and `host` entries live in host memory, so none of the three
@@ -35,7 +35,8 @@ G_BEGIN_DECLS
 typedef struct {
   const char *name;     /* interned (g_intern_string): equal names are one pointer, never freed */
   guint64 bytes;        /* the storage's size */
-  double recompute;     /* seconds to recompute it, when selective */
+  double recompute;     /* seconds to recompute it, when selective (a layer without ops; with ops the
+                         * selective region's ops are replayed) */
   guint refs;           /* saved references to this storage (autograd packs), >= 1 */
   /* Flags as bits: the lowering walks every tensor of every layer per
    * candidate, and 32 bytes a tensor keep more of them in cache than 56. */
@@ -193,8 +194,9 @@ typedef struct {
    * ops of layers described op by op; 0: the host is not modelled. */
   double launch;
   /* How the layers' times were found, for the output: "given" ([model]
-   * and [layer.N] times, a recording's), or the device's time model that
-   * timed a generated transformer's kernels ("flat", "kernel"). */
+   * and [layer.N] times, a recording's own), or the device's time model
+   * that timed them ("flat", "kernel": a generated transformer's kernels;
+   * "flat": a recording's op counts).  A static string. */
   const char *time_model;
 } SimWorkload;
 
@@ -256,8 +258,8 @@ guint sim_layer_add_op(SimLayer *layer, const char *name, gboolean backward, gui
 
 void sim_layer_add_span(SimLayer *layer, guint64 bytes, guint from, guint to);
 
-/* Tensor `tensor` is saved by forward op `save_op`... set on the tensor by
- * the caller; this records that backward op `op` unpacks one reference. */
+/* Records that backward op `op` unpacks one reference to tensor `tensor`
+ * (whose save_op the caller set): one call per reference, in op order. */
 void sim_layer_add_use(SimLayer *layer, guint tensor, guint op);
 
 /* Checks and derives what the ops imply: every forward op before every

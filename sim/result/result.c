@@ -236,7 +236,7 @@ sim_result_new_parallel(const char *scenario, const char *policy, const SimWorkl
   r->attention_ms = program->kernel_work[SIM_KERNEL_ATTENTION] * 1e3;
   r->memory_ms = program->kernel_work[SIM_KERNEL_MEMORY] * 1e3;
   for (guint g = 0; run->host_wait && g < run->host_wait->len; g++)
-    r->host_wait_ms = MAX(r->host_wait_ms, g_array_index(run->host_wait, double, g) * 1e3);
+    r->host_wait_ms = MAX(r->host_wait_ms, g_array_index(run->host_wait, double, g) * 1e3); /* the GPU that waited most */
   r->saved_bytes = sim_workload_saved_bytes(workload);
   r->d2h_bytes = run->copy_bytes[SIM_DIR_D2H];
   r->h2d_bytes = run->copy_bytes[SIM_DIR_H2D];

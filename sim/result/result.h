@@ -58,7 +58,7 @@ typedef struct {
   /* How the compute was timed (SimWorkload.time_model: given, flat,
    * kernel), a static string; nominal compute per kernel class of the ops
    * run op by op (forward, backward and recompute; 0 for layers that are
-   * one op each way); the time the busiest compute stream sat ready but
+   * one op each way); the most time a GPU's compute stream sat ready but
    * waiting for its host to issue its next kernel ([device]
    * launch_overhead). */
   const char *time_model;

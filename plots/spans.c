@@ -27,6 +27,8 @@ kind_of(const SimProgram *p, const SimOp *op)
     return PLOTS_SPAN_ALLOC;
   case SIM_OP_SEND:
     return PLOTS_SPAN_SEND;
+  case SIM_OP_COLLECTIVE:
+    return PLOTS_SPAN_COMM;
   case SIM_OP_COMPUTE:
   default:
     if (op->phase == SIM_PHASE_BACKWARD)
@@ -136,7 +138,7 @@ plots_spans_kind_name(PlotsSpanKind kind)
     [PLOTS_SPAN_FORWARD] = "forward",   [PLOTS_SPAN_BACKWARD] = "backward", [PLOTS_SPAN_RECOMPUTE] = "recompute",
     [PLOTS_SPAN_OFFLOAD] = "D2H copy",  [PLOTS_SPAN_RELOAD] = "H2D copy",   [PLOTS_SPAN_ALLOC] = "host alloc",
     [PLOTS_SPAN_WAIT] = "wait",         [PLOTS_SPAN_RECORD] = "record",     [PLOTS_SPAN_SEND] = "p2p send",
-    [PLOTS_SPAN_PEER_WAIT] = "wait on a stage",
+    [PLOTS_SPAN_PEER_WAIT] = "wait on a stage", [PLOTS_SPAN_COMM] = "collective",
   };
   return kind < PLOTS_SPAN_COUNT ? names[kind] : "?";
 }
@@ -158,6 +160,7 @@ plots_spans_op_name(const SimProgram *p, guint32 index)
     return g_strdup_printf("send %s", label);
   case SIM_OP_COMPUTE:
   case SIM_OP_HOST_ALLOC:
+  case SIM_OP_COLLECTIVE: /* "all-reduce attn_proj", "all-reduce gradients" */
   default:
     return g_strdup(label);
   }

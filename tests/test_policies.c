@@ -280,6 +280,7 @@ assert_same_ops(const SimProgram *a, const SimProgram *b)
     case SIM_OP_COMPUTE:
     case SIM_OP_HOST_ALLOC:
     case SIM_OP_SEND:
+    case SIM_OP_COLLECTIVE:
       ck_assert_msg(x->work == y->work, "op %u: work %g, %g", i, x->work, y->work);
       break;
     case SIM_OP_COPY:

@@ -18,7 +18,9 @@
 #define COPY_LATENCY 1u
 #define COPY_ACTIVE 2u
 #define COPY_BITS(d, bits) ((bits) << (2 * (d)))
-#define SIGNATURE_COMPUTE_SHIFT (2 * SIM_DIR_COUNT)
+/* A collective runs on the GPU (Gpu.collectives > 0): compute is slowed. */
+#define SIGNATURE_COLLECTIVE (1u << (2 * SIM_DIR_COUNT))
+#define SIGNATURE_COMPUTE_SHIFT (2 * SIM_DIR_COUNT + 1)
 
 /* Completions within NEAR_TIE × max(1 s, t) of the next instant t happen at
  * it: far below any modelled effect, far above rounding. */
@@ -35,6 +37,7 @@ typedef struct {
 
 typedef struct {
   gboolean recorded;
+  guint32 remaining;    /* records still to come before it happens (a barrier's members) */
   guint32 first_waiter; /* stream index, or NO_STREAM */
 } EventState;
 
@@ -59,6 +62,8 @@ typedef struct {
   double compute_rate; /* per running compute op */
   guint signature;     /* running computes, copies and their phases: its rates change only with it */
   double busy;         /* seconds with a compute op running */
+  guint collectives;   /* collective ops running on it */
+  double comm_exposed; /* seconds with a collective running and no compute */
   /* The copy engines' half of the signature (COPY_BITS).  It mirrors their
    * `active` and `in_latency` and is set wherever those change (checked in
    * debug builds), so the signature costs a shift and an or. */
@@ -82,7 +87,7 @@ struct SimEngine {
   GArray *streams; /* StreamState */
   GArray *events;  /* EventState */
   SimHeap ready;   /* streams whose head op may start, keyed on that op's index */
-  SimHeap timers;  /* running host_alloc and send ops, keyed on real finish */
+  SimHeap timers;  /* running host_alloc, send and collective ops, keyed on real finish */
   /* The host model only (sized when a program has launches): */
   SimHeap issues;  /* streams whose head is issued in the future, keyed on that time, seq its op */
   Host *host;      /* per GPU, n_hosts_cap of them */
@@ -328,6 +333,8 @@ complete_op(Run *r, guint32 op_index, gboolean host)
   apply_memory(r, op_index, op->mem_first + op->mem_starts, op->mem_first + op->mem_count);
   r->completed++;
   r->stream_state[op->stream].pos++;
+  if (op->kind == SIM_OP_COLLECTIVE)
+    r->gpu[op->gpu].collectives--;
   if (host && r->host[op->gpu].blocking == op_index) {
     Host *h = &r->host[op->gpu];
     h->blocking = SIM_NO_OP;
@@ -377,6 +384,8 @@ static void
 record_event(Run *r, guint32 event)
 {
   EventState *ev = &r->event_state[event];
+  if (--ev->remaining > 0)
+    return; /* a barrier some member has not reached */
   ev->recorded = TRUE;
   for (guint32 s = ev->first_waiter; s != NO_STREAM;) {
     guint32 next = r->stream_state[s].next_waiter;
@@ -455,6 +464,10 @@ start_op(Run *r, SimEngine *e, guint32 s, guint32 op_index, gboolean host)
     sim_heap_push(&gpu->compute, gpu->vclock + op->work, op_index, op_index);
     return FALSE;
   }
+  case SIM_OP_COLLECTIVE:
+    r->gpu[op->gpu].collectives++;
+    /* otherwise a timed op like a send */
+    G_GNUC_FALLTHROUGH;
   case SIM_OP_HOST_ALLOC:
   case SIM_OP_SEND:
     mark_start(r, op_index);
@@ -661,12 +674,15 @@ update_rates(Run *r, guint n_gpus)
                   ? 0u
                   : COPY_BITS(d, COPY_ACTIVE | (gpu->copy[d].in_latency ? COPY_LATENCY : 0u))));
 #endif
-    guint signature = gpu->compute.len << SIGNATURE_COMPUTE_SHIFT | gpu->copy_state;
+    guint signature = gpu->compute.len << SIGNATURE_COMPUTE_SHIFT | gpu->copy_state |
+                      (gpu->collectives ? SIGNATURE_COLLECTIVE : 0u);
     if (signature == gpu->signature)
       continue;
     gpu->signature = signature;
     guint k = gpu->compute.len;
     double base = gpu->copy_state != 0 ? 1.0 - r->link->compute_slowdown : 1.0;
+    if (gpu->collectives)
+      base *= 1.0 - r->link->node.collective_slowdown;
     /* One compute stream is the common case: no division, same value. */
     gpu->compute_rate = k == 1 ? base : k ? base / k : 0.0;
     if (!r->shared)
@@ -733,7 +749,8 @@ reset_engine(SimEngine *e, const SimProgram *p)
     g_array_index(e->streams, StreamState, s) = (StreamState){ 0, NO_STREAM };
   g_array_set_size(e->events, sim_program_n_events(p));
   for (guint ev = 0; ev < sim_program_n_events(p); ev++)
-    g_array_index(e->events, EventState, ev) = (EventState){ FALSE, NO_STREAM };
+    g_array_index(e->events, EventState, ev) =
+      (EventState){ FALSE, sim_program_event(p, ev)->count, NO_STREAM };
   /* A stream runs one op at a time, so at most one op per stream ends at
    * an instant. */
   if (e->done_cap < p->streams->len) {
@@ -765,6 +782,8 @@ reset_engine(SimEngine *e, const SimProgram *p)
     }
     gpu->vclock = 0;
     gpu->busy = 0;
+    gpu->collectives = 0;
+    gpu->comm_exposed = 0;
     gpu->compute_rate = 0;
     gpu->copy_state = 0;
     gpu->signature = NO_SIGNATURE;
@@ -959,8 +978,11 @@ advance_compute(Run *r, const Instant *in, guint n_gpus)
   e->n_done = 0;
   for (guint g = 0; g < n_gpus; g++) {
     Gpu *gpu = &r->gpu[g];
-    if (gpu->compute.len == 0)
+    if (gpu->compute.len == 0) {
+      if (gpu->collectives)
+        gpu->comm_exposed += in->dt;
       continue;
+    }
     gpu->busy += in->dt;
     if (compute_deadline(r, gpu) <= in->next + in->hair)
       gpu->vclock = sim_heap_peek(&gpu->compute)->key;
@@ -1131,6 +1153,8 @@ run_end(Run *r, GError **error)
       if (peak_worse(&r->peaks[SIM_POOL_INDEX(g, kind)], &run->peak[kind]))
         run->peak[kind] = r->peaks[SIM_POOL_INDEX(g, kind)];
   }
+  for (guint g = 0; g < p->n_gpus; g++)
+    run->comm_exposed = MAX(run->comm_exposed, r->gpu[g].comm_exposed);
   if (p->n_gpus > 1) {
     run->pools = g_array_sized_new(FALSE, FALSE, sizeof(SimPeak), 2 * p->n_gpus);
     g_array_append_vals(run->pools, r->peaks, 2 * p->n_gpus);
@@ -1197,6 +1221,7 @@ sim_engine_run(SimEngine *e, const SimProgram *p, const SimLink *link, const Sim
 {
   g_return_val_if_fail(e != NULL && p != NULL && link != NULL, NULL);
   g_return_val_if_fail(link->compute_slowdown >= 0 && link->compute_slowdown < 1, NULL);
+  g_return_val_if_fail(link->node.collective_slowdown >= 0 && link->node.collective_slowdown < 1, NULL);
   g_return_val_if_fail(link->h2d_bandwidth > 0 && link->d2h_bandwidth > 0 && link->bidir_bandwidth > 0, NULL);
 
   if (!sim_program_validate(p, error))

@@ -39,7 +39,7 @@
  * every op, and every pool ends at its baseline.  A failure returns NULL
  * with SIM_ERROR_INTERNAL, never a partial run: a schedule that cannot
  * finish (a wait on an event never recorded, or a cycle of waits) names
- * every blocked op; an event recorded twice, memory below zero or not back
+ * every blocked op; an event recorded too often, memory below zero or not back
  * at its baseline, and in debug builds a broken invariant
  * (sim_invariants_check_engine) are lowering bugs, reported the same way.
  *
@@ -114,6 +114,9 @@ typedef struct {
    * host-blocking op). */
   GArray *host_busy;
   GArray *host_wait;
+  /* Seconds a collective ran while its GPU had no compute running: the
+   * communication the compute waited for, on the GPU that waited most. */
+  double comm_exposed;
   GArray *op_start;      /* double seconds per op, or NULL */
   GArray *op_end;
   GArray *curve;         /* SimMemPoint, or NULL */

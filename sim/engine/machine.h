@@ -84,6 +84,7 @@ typedef struct {
   guint sockets;                /* >= 1 */
   double host_memory_bandwidth; /* B/s of one socket's memory, both directions; 0: not limited */
   guint8 socket_of[SIM_NODE_MAX_GPUS]; /* per GPU: its socket, < sockets */
+  double collective_slowdown;   /* fraction compute loses while a collective runs on its GPU, [0, 1) */
 } SimNode;
 
 /* The most points one calibrated table holds. */

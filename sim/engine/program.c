@@ -146,11 +146,18 @@ sim_program_add_stream(SimProgram *p, const char *name)
 }
 
 guint32
-sim_program_add_event(SimProgram *p, guint32 label, gint32 layer)
+sim_program_add_barrier(SimProgram *p, guint32 label, gint32 layer, guint32 count)
 {
-  SimEvent event = { label, layer, SIM_NO_OP };
+  g_assert(count >= 1);
+  SimEvent event = { label, layer, SIM_NO_OP, count, 0 };
   g_array_append_val(p->events, event);
   return p->events->len - 1;
+}
+
+guint32
+sim_program_add_event(SimProgram *p, guint32 label, gint32 layer)
+{
+  return sim_program_add_barrier(p, label, layer, 1);
 }
 
 void
@@ -180,10 +187,11 @@ add_sync(SimProgram *p, SimOpKind kind, guint32 stream, guint32 event)
   p->ops[index].event = event;
   if (kind == SIM_OP_RECORD) {
     SimEvent *ev = &g_array_index(p->events, SimEvent, event);
-    if (ev->recorder == SIM_NO_OP)
+    if (ev->records < ev->count)
       ev->recorder = index;
     else if (p->second_record == SIM_NO_OP)
       p->second_record = index;
+    ev->records++;
   }
   return index;
 }
@@ -242,6 +250,12 @@ sim_program_send(SimProgram *p, guint32 stream, double seconds, gint32 layer, gu
   return add_timed(p, SIM_OP_SEND, SIM_PHASE_SEND, stream, seconds, layer, label);
 }
 
+guint32
+sim_program_collective(SimProgram *p, guint32 stream, double seconds, gint32 layer, guint32 label)
+{
+  return add_timed(p, SIM_OP_COLLECTIVE, SIM_PHASE_COMM, stream, seconds, layer, label);
+}
+
 void
 sim_program_set_launch(SimProgram *p, guint32 op, double seconds)
 {
@@ -274,8 +288,8 @@ sim_program_validate(const SimProgram *p, GError **error)
   guint32 event = sim_program_op(p, p->second_record)->event;
   g_autofree char *first = sim_program_describe_op(p, sim_program_event(p, event)->recorder);
   g_autofree char *second = sim_program_describe_op(p, p->second_record);
-  g_set_error(error, SIM_ERROR, SIM_ERROR_INTERNAL, "event %u is recorded twice: by %s and by %s", event, first,
-              second);
+  g_set_error(error, SIM_ERROR, SIM_ERROR_INTERNAL, "event %u is recorded more than %u time%s: by %s and by %s", event,
+              sim_program_event(p, event)->count, sim_program_event(p, event)->count == 1 ? "" : "s", first, second);
   return FALSE;
 }
 
@@ -286,7 +300,7 @@ sim_phase_name(SimPhase phase)
     [SIM_PHASE_FORWARD] = "forward", [SIM_PHASE_BACKWARD] = "backward",
     [SIM_PHASE_RECOMPUTE] = "recompute", [SIM_PHASE_OFFLOAD] = "offload",
     [SIM_PHASE_RELOAD] = "reload", [SIM_PHASE_ALLOC] = "host-alloc", [SIM_PHASE_SYNC] = "sync",
-    [SIM_PHASE_SEND] = "send",
+    [SIM_PHASE_SEND] = "send", [SIM_PHASE_COMM] = "comm",
   };
   return phase < SIM_PHASE_COUNT ? names[phase] : "?";
 }

@@ -18,6 +18,14 @@
  *   send        `work` seconds of a stage-to-stage transfer (p2p_latency +
  *               bytes / p2p_bandwidth): like host_alloc it holds its stream
  *               and uses no resource the engine shares.
+ *   collective  `work` seconds of a collective (all-reduce, all-gather,
+ *               reduce-scatter: sim/engine/collective.h prices it) on its
+ *               stream; while one runs its GPU's compute is slowed by
+ *               [node] collective_slowdown (NCCL's kernels take SMs).  The
+ *               members of a collective that the program simulates (data-
+ *               parallel replicas) meet at a barrier first
+ *               (sim_program_add_barrier); members it does not simulate
+ *               (tensor-parallel ranks, symmetric) need none.
  *
  * The host: every op may carry a host issue cost, its `launch` (seconds the
  * host thread of its GPU spends dispatching and launching it;
@@ -50,7 +58,8 @@
  *  - an op's memory actions are contiguous, the ones that apply at its start
  *    first (add them right after the op, in any order);
  *  - compute_work, copy_bytes and copies are the sums over the ops added;
- *  - every event is recorded at most once, or sim_program_validate fails.  A
+ *  - every event is recorded at most its count times (once, unless it is a
+ *    barrier), or sim_program_validate fails.  A
  *    wait on an event that is never recorded is not a build error: it is a
  *    stuck schedule the engine reports.
  *
@@ -85,6 +94,7 @@ typedef enum {
   SIM_OP_WAIT,
   SIM_OP_HOST_ALLOC,
   SIM_OP_SEND,
+  SIM_OP_COLLECTIVE,
 } SimOpKind;
 
 /* What an op is for, in reports and plots. */
@@ -97,6 +107,7 @@ typedef enum {
   SIM_PHASE_ALLOC,   /* pinned host allocation */
   SIM_PHASE_SYNC,    /* record and wait */
   SIM_PHASE_SEND,    /* stage to stage */
+  SIM_PHASE_COMM,    /* a collective among GPUs */
   SIM_PHASE_COUNT,
 } SimPhase;
 
@@ -193,7 +204,9 @@ typedef struct {
 typedef struct {
   guint32 label; /* interned name, for stuck-schedule reports */
   gint32 layer;
-  guint32 recorder; /* the op that records it, or SIM_NO_OP */
+  guint32 recorder; /* the op that records it (a barrier's last), or SIM_NO_OP */
+  guint32 count;    /* records it takes to happen: 1, or a barrier's members */
+  guint32 records;  /* records added so far */
 } SimEvent;
 
 typedef struct SimProgram SimProgram;
@@ -270,6 +283,10 @@ guint32 sim_program_intern(SimProgram *program, const char *label);
 guint32 sim_program_add_stream(SimProgram *program, const char *name);
 guint32 sim_program_add_stream_on(SimProgram *program, const char *name, guint gpu);
 guint32 sim_program_add_event(SimProgram *program, guint32 label, gint32 layer);
+/* An event that happens when `count` (>= 1) record ops have run: a barrier.
+ * Each member records it and then waits on it, so none goes on before the
+ * last has arrived.  With count 1 it is sim_program_add_event. */
+guint32 sim_program_add_barrier(SimProgram *program, guint32 label, gint32 layer, guint32 count);
 /* The baseline of pool `pool`, a SIM_POOL_INDEX (a SimPool on GPU 0). */
 void sim_program_set_baseline(SimProgram *program, guint pool, guint64 bytes, const char *tag);
 
@@ -286,6 +303,7 @@ guint32 sim_program_wait(SimProgram *program, guint32 stream, guint32 event);
 guint32 sim_program_host_alloc(SimProgram *program, guint32 stream, double seconds, gint32 layer,
                                guint32 label);
 guint32 sim_program_send(SimProgram *program, guint32 stream, double seconds, gint32 layer, guint32 label);
+guint32 sim_program_collective(SimProgram *program, guint32 stream, double seconds, gint32 layer, guint32 label);
 
 /* Adds a memory action to `op`, which must be the newest op (not
  * SIM_NO_OP: an op that was never added gets no actions). */
@@ -351,9 +369,9 @@ sim_program_host_blocks(const SimOp *op)
   return op->kind == SIM_OP_HOST_ALLOC || (op->kind == SIM_OP_COPY && op->pageable);
 }
 
-/* Checks the build contract: every event recorded at most once (indices of
- * streams, events and ops are checked as the program is built).  O(1): the
- * builders note a second record as it happens.  A failure is a bug in the
+/* Checks the build contract: every event recorded at most its count times
+ * (indices of streams, events and ops are checked as the program is built).
+ * O(1): the builders note a record too many as it happens.  A failure is a bug in the
  * lowering: SIM_ERROR_INTERNAL naming both ops. */
 gboolean sim_program_validate(const SimProgram *program, GError **error);
 

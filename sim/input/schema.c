@@ -272,6 +272,9 @@ static const SimSchemaKey keys[SIM_KEY_COUNT] = {
                                        .expect = "a rate such as 450GB/s" },
   [SIM_KEY_PARALLEL_P2P_LATENCY] = { SIM_GROUP_PARALLEL, "p2p_latency", SIM_VALUE_TIME, .offset = PAR(p2p_latency),
                                      .fallback = "0", .expect = "a time such as 10us" },
+  /* PyTorch DDP's bucket_cap_mb = 25 (torch/nn/parallel/distributed.py: bucket_cap_mb * 1024 * 1024). */
+  [SIM_KEY_PARALLEL_BUCKET] = { SIM_GROUP_PARALLEL, "bucket", SIM_VALUE_SIZE, .offset = PAR(bucket), .fallback = "25MiB",
+                                .expect = "a size such as 25MiB (0: each op's gradients on their own)" },
 
   [SIM_KEY_NODE_GPUS_PER_SWITCH] = { SIM_GROUP_NODE, "gpus_per_switch", SIM_VALUE_COUNT,
                                      .offset = M(link.node.gpus_per_switch), .min = 1, .max = SIM_NODE_MAX_GPUS,

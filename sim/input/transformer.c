@@ -605,18 +605,25 @@ default_elements(SimWorkload *w, guint e)
     default_elements_of(sim_workload_layer(w, i), e);
 }
 
-/* Set-to-none: each group's gradients are allocated when its backward
- * reaches them.  A tied lm_head's gradient is the embedding's, first
- * written by the head's backward. */
+/* Each group's gradients (what data parallelism reduces) and, under
+ * set-to-none, what its backward allocates when it reaches them.  A tied
+ * lm_head's gradient is the embedding's, first written by the head's
+ * backward. */
 static void
 set_grads(SimWorkload *w, const SimTransformer *c, guint e)
 {
   Parameters p = parameters_of(c);
+  guint64 tied = c->tied_embeddings ? c->vocab * c->hidden / c->tp : 0;
+  for (guint i = 0; i < sim_workload_n_layers(w); i++)
+    sim_workload_layer(w, i)->reduce_bytes = p.layer * e;
+  w->head->reduce_bytes = (p.head + tied) * e;
+  w->embed->reduce_bytes = (p.embed - tied) * e;
+  if (c->grads_kept)
+    return;
   for (guint i = 0; i < sim_workload_n_layers(w); i++)
     sim_workload_layer(w, i)->grad_bytes = p.layer * e;
-  guint64 tied = c->tied_embeddings ? c->vocab * c->hidden / c->tp : 0;
-  w->head->grad_bytes = (p.head + tied) * e;
-  w->embed->grad_bytes = (p.embed - tied) * e;
+  w->head->grad_bytes = w->head->reduce_bytes;
+  w->embed->grad_bytes = w->embed->reduce_bytes;
 }
 
 SimWorkload *
@@ -675,11 +682,11 @@ sim_transformer_build(const SimTransformer *c, const SimDevice *dev, const char 
     sim_workload_layer(w, i)->static_bytes = mul(&k, parts.layer, per_param);
   w->embed->static_bytes = mul(&k, parts.embed, per_param);
   w->head->static_bytes = mul(&k, parts.head, per_param);
-  if (!c->grads_kept)
-    set_grads(w, c, e);
+  set_grads(w, c, e);
   if (!k.overflow && !sim_transformer_ops_attach(w, c, dev, error))
     return NULL;
   w->launch = dev->launch_overhead;
+  w->tp = c->tp;
   w->time_model = sim_time_model_names[sim_device_time_model(dev)];
   /* HF's forward keeps eager attention's 4D causal mask (batch x 1 x seq x
    * seq, the dtype's minimum where masked) and gpt2's token and position

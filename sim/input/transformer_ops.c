@@ -1,6 +1,7 @@
 #include "transformer_ops.h"
 #include "transformer_private.h"
 
+#include "collective.h"
 #include "error.h"
 #include "kernel.h"
 
@@ -145,6 +146,20 @@ static void
 span(Ops *o, guint64 bytes, guint from, guint to)
 {
   sim_layer_add_span(o->l, bytes, from, to);
+}
+
+/* Op i ends with a collective of `kind` over its tensor-parallel group, of
+ * the whole buffer `bytes`, waited for `overlap` ops later (SimLayerOp).  A
+ * group of one rank has none. */
+static void
+tp_collective(Ops *o, const TransformerShape *m, guint i, SimCollectiveKind kind, guint64 bytes, guint overlap)
+{
+  if (m->t <= 1)
+    return;
+  SimLayerOp *x = &g_array_index(o->l->ops, SimLayerOp, i);
+  x->collective = (guint8)(kind + 1);
+  x->overlap = (guint8)overlap;
+  x->comm_bytes = bytes;
 }
 
 /* ---- shapes ------------------------------------------------------------ */
@@ -629,19 +644,53 @@ fused_norm_backward(Ops *o, const Shape *m, const SimTransformer *c, const char 
   return b;
 }
 
+/* A column-parallel linear's backward under tensor parallelism: the input
+ * gradient (dgrad) as op `name`, then the weight gradient (wgrad) as its
+ * own op, so that the input gradient's collective (all-reduce, or
+ * reduce-scatter under sp) runs beside the wgrad GEMM as Megatron's
+ * asynchronous tensor-parallel communication runs it
+ * (megatron/core/tensor_parallel/layers.py,
+ * LinearWithGradAccumulationAndAsyncCommunication.backward).  Returns the
+ * wgrad op; *dgrad_out the dgrad's. */
+static guint
+column_backward(Ops *o, const Shape *m, const char *name, guint64 in, guint64 out, guint *dgrad_out)
+{
+  gemm(o, m->n, in, out, 1);
+  guint d = op(o, name, TRUE);
+  tp_collective(o, m, d, m->sr > 1 ? SIM_COLLECTIVE_REDUCE_SCATTER : SIM_COLLECTIVE_ALL_REDUCE, m->n * in * m->e, 1);
+  gemm(o, out, in, m->n, 1);
+  g_autofree char *wgrad = g_strconcat(name, " wgrad", NULL);
+  *dgrad_out = d;
+  return op(o, wgrad, TRUE);
+}
+
 /* One fused kernel per norm, activation and bias-dropout-add; the q, k and
  * v projections one GEMM; tensor-parallel GEMMs and the attention over
- * 1/t of the heads and of the MLP width. */
+ * 1/t of the heads and of the MLP width.  With t > 1, Megatron's
+ * collectives (megatron/core/tensor_parallel/mappings.py): without sp an
+ * all-reduce after each row-parallel GEMM (attn_proj, fc2) and of each
+ * column-parallel GEMM's input gradient (qkv_proj, fc1); with sp an
+ * all-gather of the norm's sequence shard before each column-parallel GEMM
+ * and a reduce-scatter after each row-parallel one, and in the backward
+ * the all-gather of the gradient before each row-parallel GEMM, the
+ * all-gather of the saved input shard for the wgrad (beside the dgrad) and
+ * the reduce-scatter of the input gradient (beside the wgrad).  Every
+ * buffer is the whole n x h activation. */
 static void
 fused_layer_ops(Ops *o, const Shape *m, const SimTransformer *c)
 {
   guint64 e = m->e, n = m->n, h = m->h, t = m->t, qd = m->a * m->d, kvd = m->kv * m->d;
-  guint64 f = m->f / t, row_h = n * h * e / m->sr, row_f = n * f * e;
-  gboolean swiglu = !c->gelu;
+  guint64 f = m->f / t, row_h = n * h * e / m->sr, row_f = n * f * e, whole = n * h * e;
+  gboolean swiglu = !c->gelu, sp = m->sr > 1, split = t > 1;
+  SimCollectiveKind after_row = sp ? SIM_COLLECTIVE_REDUCE_SCATTER : SIM_COLLECTIVE_ALL_REDUCE;
   /* Forward. */
   memory(o, 1, row_h, row_h + 8 * n / m->sr);
   guint norm1 = op(o, "attn_norm", FALSE);
   SAVES(o, norm1, "attn_norm_in", "attn_norm_stats", "qkv_in");
+  if (sp) {
+    tp_collective(o, m, norm1, SIM_COLLECTIVE_ALL_GATHER, whole, 0);
+    span(o, whole, norm1, norm1 + 1); /* the gathered input, read by the GEMM */
+  }
   gemm(o, n, (qd + 2 * kvd) / t, h, 1);
   guint qkv = op(o, "qkv_proj", FALSE);
   SAVES(o, qkv, "q", "k", "v");
@@ -654,6 +703,7 @@ fused_layer_ops(Ops *o, const Shape *m, const SimTransformer *c)
   }
   gemm(o, n, h, qd / t, 1);
   guint proj = op(o, "attn_proj", FALSE);
+  tp_collective(o, m, proj, after_row, whole, 0);
   span(o, n * h * e, proj, proj + 1);
   memory(o, 1, 2 * row_h, row_h + (m->drop ? n * h / m->sr : 0));
   guint add1 = op(o, "attn_residual", FALSE);
@@ -661,6 +711,10 @@ fused_layer_ops(Ops *o, const Shape *m, const SimTransformer *c)
   memory(o, 1, row_h, row_h + 8 * n / m->sr);
   guint norm2 = op(o, "mlp_norm", FALSE);
   SAVES(o, norm2, "mlp_norm_in", "mlp_norm_stats", "mlp_in");
+  if (sp) {
+    tp_collective(o, m, norm2, SIM_COLLECTIVE_ALL_GATHER, whole, 0);
+    span(o, whole, norm2, norm2 + 1);
+  }
   gemm(o, n, swiglu ? 2 * f : f, h, 1);
   guint fc1 = op(o, "fc1", FALSE);
   SAVES(o, fc1, "fc1_out", "gate", "up");
@@ -668,6 +722,7 @@ fused_layer_ops(Ops *o, const Shape *m, const SimTransformer *c)
   SAVES(o, op(o, "act", FALSE), "fc2_in", "silu_out", "down_in");
   gemm(o, n, h, f, 1);
   guint fc2 = op(o, "fc2", FALSE);
+  tp_collective(o, m, fc2, after_row, whole, 0);
   span(o, n * h * e, fc2, fc2 + 1);
   memory(o, 1, 2 * row_h, row_h + (m->drop ? n * h / m->sr : 0));
   guint add2 = op(o, "mlp_residual", FALSE);
@@ -678,6 +733,8 @@ fused_layer_ops(Ops *o, const Shape *m, const SimTransformer *c)
   memory(o, 1, row_h + (m->drop ? n * h / m->sr : 0), row_h);
   guint d2 = op(o, "mlp_residual", TRUE);
   USES(o, d2, "mlp_resid_mask");
+  if (sp)
+    tp_collective(o, m, d2, SIM_COLLECTIVE_ALL_GATHER, whole, 0); /* fc2's output gradient, whole */
   span(o, n * h * e, d2, d2 + 1);
   gemm_backward(o, n, f, h);
   guint b2 = op(o, "fc2", TRUE);
@@ -690,44 +747,65 @@ fused_layer_ops(Ops *o, const Shape *m, const SimTransformer *c)
     USES(o, ab, "gate", "up", "silu_out");
   else
     USES(o, ab, "fc1_out");
-  span(o, (swiglu ? 2 : 1) * row_f, ab, ab + 1);
-  gemm_backward(o, n, h, swiglu ? 2 * f : f);
-  guint b1 = op(o, "fc1", TRUE);
+  span(o, (swiglu ? 2 : 1) * row_f, ab, ab + (split ? 2 : 1)); /* read by the dgrad (and the wgrad) */
+  guint b1, b1d;
+  if (split) {
+    if (sp) {
+      tp_collective(o, m, ab, SIM_COLLECTIVE_ALL_GATHER, whole, 1); /* mlp_in again, for the wgrad */
+      span(o, whole, ab, ab + 2);
+    }
+    b1 = column_backward(o, m, "fc1", h, swiglu ? 2 * f : f, &b1d);
+  } else {
+    gemm_backward(o, n, h, swiglu ? 2 * f : f);
+    b1 = b1d = op(o, "fc1", TRUE);
+  }
   if (swiglu)
     USES(o, b1, "mlp_in", "mlp_in");
   else
     USES(o, b1, "mlp_in");
   grads(o, b1, (swiglu ? 2 : 1) * f * h * e);
-  span(o, n * h * e, b1, b1 + 1);
+  span(o, n * h * e, b1d, b1 + 1);
   guint nb2 = fused_norm_backward(o, m, c, "mlp_norm", "mlp_norm_in", "mlp_norm_stats");
   span(o, row_h, d2, nb2);
   memory(o, 1, row_h + (m->drop ? n * h / m->sr : 0), row_h);
   guint d1 = op(o, "attn_residual", TRUE);
   USES(o, d1, "attn_resid_mask");
+  if (sp)
+    tp_collective(o, m, d1, SIM_COLLECTIVE_ALL_GATHER, whole, 0); /* attn_proj's output gradient */
   span(o, n * h * e, d1, d1 + 1);
   gemm_backward(o, n, qd / t, h);
   guint pb = op(o, "attn_proj", TRUE);
   USES(o, pb, "attn_out");
   grads(o, pb, qd / t * h * e);
   span(o, n * qd / t * e, pb, pb + 1);
-  guint dq;
+  guint dq, readers = split ? 2 : 1; /* the ops that read q, k and v's gradients: dgrad (and wgrad) */
   if (m->eager) {
     guint pv;
     eager_backward(o, m, &pv, &dq);
-    span(o, n * kvd / t * e, pv, dq + 1);
+    span(o, n * kvd / t * e, pv, dq + readers);
   } else {
     attention(o, m->b, m->a / t, m->kv / t, m->s, m->d, TRUE);
     dq = op(o, "attention", TRUE);
     USES(o, dq, "q", "k", "v", "attn_out", "softmax_lse");
     span(o, n * qd / t * 4, dq, dq);
-    span(o, n * kvd / t * e, dq, dq + 1);
+    span(o, n * kvd / t * e, dq, dq + readers);
   }
-  span(o, n * (qd + kvd) / t * e, dq, dq + 1);
-  gemm_backward(o, n, h, (qd + 2 * kvd) / t);
-  guint qb = op(o, "qkv_proj", TRUE);
+  guint qb, qbd;
+  if (split) {
+    span(o, n * (qd + kvd) / t * e, dq, dq + 2);
+    if (sp) {
+      tp_collective(o, m, dq, SIM_COLLECTIVE_ALL_GATHER, whole, 1); /* qkv_in again, for the wgrad */
+      span(o, whole, dq, dq + 2);
+    }
+    qb = column_backward(o, m, "qkv_proj", h, (qd + 2 * kvd) / t, &qbd);
+  } else {
+    span(o, n * (qd + kvd) / t * e, dq, dq + 1);
+    gemm_backward(o, n, h, (qd + 2 * kvd) / t);
+    qb = qbd = op(o, "qkv_proj", TRUE);
+  }
   USES(o, qb, "qkv_in", "qkv_in", "qkv_in");
   grads(o, qb, (qd + 2 * kvd) / t * h * e);
-  span(o, n * h * e, qb, qb + 1);
+  span(o, n * h * e, qbd, qb + 1);
   guint nb1 = fused_norm_backward(o, m, c, "attn_norm", "attn_norm_in", "attn_norm_stats");
   span(o, row_h, nb2, nb1);
   span(o, row_h, nb1, nb1);
@@ -871,23 +949,25 @@ attach(SimLayer *layer, Builder build, const Shape *m, const SimTransformer *c, 
 {
   g_autofree gboolean *saved = g_new0(gboolean, MAX(layer->tensors->len, 1u));
   Ops o = { .l = layer, .dev = dev, .dt = c->dtype, .error = error, .saved = saved };
-  guint64 want = layer->grad_bytes; /* what sim_transformer_build counted from the parameters */
+  guint64 want = layer->reduce_bytes; /* what sim_transformer_build counted from the parameters */
   sim_layer_begin_ops(layer);
   build(&o, m, c);
   if (o.failed)
     return FALSE;
-  /* Gradients: none per op when they are static (grads = kept); else each
-   * op's weights, and what the op lists do not name (biases of ops =
-   * fused, gpt2's position table) with the last backward op. */
+  /* Gradients: each op's weights, and what the op lists do not name
+   * (biases of ops = fused, gpt2's position table) with the last backward
+   * op; allocated there unless they are static (grads = kept). */
   guint64 got = 0;
-  for (guint i = 0; i < layer->ops->len; i++) {
-    SimLayerOp *op = &g_array_index(layer->ops, SimLayerOp, i);
-    if (c->grads_kept)
-      op->grad_bytes = 0;
-    got += op->grad_bytes;
-  }
+  for (guint i = 0; i < layer->ops->len; i++)
+    got += g_array_index(layer->ops, SimLayerOp, i).grad_bytes;
   g_assert(got <= want);
   g_array_index(layer->ops, SimLayerOp, layer->ops->len - 1).grad_bytes += want - got;
+  for (guint i = 0; i < layer->ops->len; i++) {
+    SimLayerOp *op = &g_array_index(layer->ops, SimLayerOp, i);
+    op->reduce_bytes = op->grad_bytes;
+    if (c->grads_kept)
+      op->grad_bytes = 0;
+  }
   for (guint k = 0; k < layer->tensors->len; k++)
     g_assert(saved[k]); /* every tensor the layer lists is saved by one of its ops */
   g_autofree guint *order = save_order(layer);

@@ -1,4 +1,5 @@
 #include "lower_private.h"
+#include "collective.h"
 #include "program_private.h" /* the inline builders: a program per candidate */
 
 
@@ -491,8 +492,39 @@ free_saved(Lower *l, guint g, guint32 op)
   }
 }
 
+void
+lower_dp_flush(SimProgram *p, const SimLink *link, LowerDp *dp, guint32 compute, guint32 comm, gint32 layer)
+{
+  if (dp->pending == 0)
+    return;
+  guint32 ready = sim_program_add_event(p, dp->label_bucket, layer);
+  sim_program_record(p, compute, ready);
+  sim_program_wait(p, comm, ready);
+  if (dp->next == dp->barriers->len) {
+    guint32 barrier = sim_program_add_barrier(p, dp->label_barrier, layer, dp->ranks);
+    g_array_append_val(dp->barriers, barrier);
+  }
+  guint32 barrier = g_array_index(dp->barriers, guint32, dp->next++);
+  sim_program_record(p, comm, barrier);
+  sim_program_wait(p, comm, barrier);
+  double seconds = sim_collective_time(link, (SimCollectiveKind)dp->kind, dp->pending, dp->ranks, dp->nodes);
+  sim_program_collective(p, comm, seconds, layer, dp->label_bucket);
+  dp->done = sim_program_add_event(p, dp->label_bucket, layer);
+  sim_program_record(p, comm, dp->done);
+  dp->pending = 0;
+}
+
+void
+lower_dp_add(Lower *l, guint64 bytes, gint32 layer)
+{
+  LowerDp *dp = l->dp;
+  dp->pending += bytes;
+  if (dp->pending >= dp->bucket)
+    lower_dp_flush(l->p, l->link, dp, l->s_compute, l->s_comm, layer);
+}
+
 /* Then the group's gradients exist, when they are not static (grad_bytes),
- * until the step ends. */
+ * until the step ends; and they go to the data-parallel reduction. */
 static void
 alloc_grads(Lower *l, guint g, guint32 op)
 {
@@ -502,6 +534,8 @@ alloc_grads(Lower *l, guint g, guint32 op)
     sim_program_mem_inline(l->p, op, SIM_AT_END, SIM_POOL_DEVICE, (gint64)layer->grad_bytes, l->p->grads_tag, index);
     l->grads += layer->grad_bytes;
   }
+  if (l->dp && layer->reduce_bytes)
+    lower_dp_add(l, layer->reduce_bytes, index);
 }
 
 /* free = next-commit (verl): group g's offloaded sources stay on the device
@@ -653,34 +687,98 @@ copies_by_tensor(const Lower *l, guint g)
   return l->policy->start_tensor && action_at(l, g) == SIM_ACTION_OFFLOAD;
 }
 
-/* Op `o` of group g's op list: its interned name. */
+/* Op `o` of group g's op list: its interned name (`comm`: its
+ * collective's, "all-reduce attn_proj"). */
 static inline guint32
-op_label(Lower *l, guint g, const SimLayerOp *o)
+op_label(Lower *l, guint g, const SimLayerOp *o, gboolean comm)
 {
   const GArray *ops = group_layer(l, g)->ops;
   if (ops != l->label_ops) {
     l->op_labels = g_renew(guint32, l->op_labels, ops->len);
+    l->comm_labels = g_renew(guint32, l->comm_labels, ops->len);
     /* A stage's ops carry its name: "head log_softmax", "embed embedding". */
     const char *stage = g == group_embed(l) ? "embed " : g == group_head(l) ? "head " : "";
     for (guint i = 0; i < ops->len; i++) {
-      g_autofree char *name = g_strconcat(stage, g_array_index(ops, SimLayerOp, i).name, NULL);
+      const SimLayerOp *x = &g_array_index(ops, SimLayerOp, i);
+      g_autofree char *name = g_strconcat(stage, x->name, NULL);
       l->op_labels[i] = sim_program_intern(l->p, name);
+      if (x->collective) {
+        g_autofree char *what = g_strdup_printf("%s %s", sim_collective_names[x->collective - 1], name);
+        l->comm_labels[i] = sim_program_intern(l->p, what);
+      }
     }
     l->label_ops = ops;
   }
-  return l->op_labels[o - &g_array_index(ops, SimLayerOp, 0)];
+  guint i = (guint)(o - &g_array_index(ops, SimLayerOp, 0));
+  return comm ? l->comm_labels[i] : l->op_labels[i];
+}
+
+/* The compute stream waits for the collectives due before the next op. */
+static void
+comm_wait_due(Lower *l)
+{
+  guint kept = 0;
+  for (guint i = 0; i < l->n_comm; i++) {
+    if (l->comm[i].left == 0)
+      sim_program_wait(l->p, l->s_compute, l->comm[i].done);
+    else
+      l->comm[kept++] = l->comm[i];
+  }
+  l->n_comm = kept;
+}
+
+/* The compute stream waits for every collective not waited for yet: the
+ * last is enough, the communication stream runs them in order. */
+static void
+comm_wait_all(Lower *l)
+{
+  if (l->n_comm > 0)
+    sim_program_wait(l->p, l->s_compute, l->comm[l->n_comm - 1].done);
+  l->n_comm = 0;
+}
+
+/* After compute op `op` (op `o` of group g): one op fewer before each
+ * pending wait, and o's collective, if it has one, on the communication
+ * stream once `op` is done. */
+static void
+comm_after(Lower *l, guint g, const SimLayerOp *o)
+{
+  SimProgram *p = l->p;
+  for (guint i = 0; i < l->n_comm; i++)
+    l->comm[i].left--;
+  if (!o->collective)
+    return;
+  g_assert(l->s_comm != SIM_NO_OP && l->n_comm < G_N_ELEMENTS(l->comm));
+  gint32 index = group_index(l, g);
+  guint32 ready = sim_program_add_event(p, l->label_comm_ready, index);
+  sim_program_record(p, l->s_compute, ready);
+  sim_program_wait(p, l->s_comm, ready);
+  double seconds =
+    sim_collective_time(l->link, (SimCollectiveKind)(o->collective - 1), o->comm_bytes, l->w->tp, l->tp_nodes);
+  sim_program_collective(p, l->s_comm, seconds, index, op_label(l, g, o, TRUE));
+  guint32 done = sim_program_add_event(p, l->label_comm_done, index);
+  sim_program_record(p, l->s_comm, done);
+  l->comm[l->n_comm].done = done;
+  l->comm[l->n_comm].left = o->overlap;
+  l->n_comm++;
 }
 
 /* Op `o` of group g as one compute op: its kernels' time, its launches on
- * the host (when the workload models launches), its class's sum. */
+ * the host (when the workload models launches), its class's sum; then its
+ * collective. */
 static guint32
 emit_op(Lower *l, guint g, const SimLayerOp *o, SimPhase phase)
 {
   SimProgram *p = l->p;
-  guint32 op = sim_program_compute_inline(p, l->s_compute, o->seconds, phase, group_index(l, g), op_label(l, g, o));
+  if (l->n_comm > 0)
+    comm_wait_due(l);
+  guint32 op =
+    sim_program_compute_inline(p, l->s_compute, o->seconds, phase, group_index(l, g), op_label(l, g, o, FALSE));
   if (l->w->launch > 0)
     sim_program_set_launch_inline(p, op, o->kernels * l->w->launch);
   p->kernel_work[o->kclass] += o->seconds;
+  if (o->collective || l->n_comm > 0)
+    comm_after(l, g, o);
   return op;
 }
 
@@ -793,6 +891,7 @@ emit_forward_ops(Lower *l, guint g, Replay r)
           issue_tensor_offload(l, g, k);
   }
   g_assert(next == layer->tensors->len); /* tensors are listed in save order */
+  comm_wait_all(l);
   return op;
 }
 
@@ -885,7 +984,10 @@ emit_backward_ops(Lower *l, guint g)
       sim_program_mem_inline(p, op, SIM_AT_END, SIM_POOL_DEVICE, (gint64)o->grad_bytes, p->grads_tag, index);
       l->grads += o->grad_bytes;
     }
+    if (l->dp && o->reduce_bytes)
+      lower_dp_add(l, o->reduce_bytes, index);
   }
+  comm_wait_all(l);
   return op;
 }
 
@@ -1057,6 +1159,8 @@ lower_labels(Lower *l)
   l->label_boundary = sim_program_intern(p, "forward pass done");
   l->label_saved = sim_program_intern(p, "saved");
   l->label_commit = sim_program_intern(p, "commit");
+  l->label_comm_ready = sim_program_intern(p, "ready to communicate");
+  l->label_comm_done = sim_program_intern(p, "communicated");
 }
 
 /* Where each group's tensors sit in labels[] and fates[], and each layer
@@ -1196,6 +1300,7 @@ lower_slice_end(Lower *l)
   g_free(l->fates);
   g_free(l->first);
   g_clear_pointer(&l->op_labels, g_free);
+  g_clear_pointer(&l->comm_labels, g_free);
   l->label_ops = NULL;
 }
 
@@ -1205,11 +1310,15 @@ sim_lower_into(SimProgram *p, const SimWorkload *w, const SimPolicy *policy, con
   guint n = sim_workload_n_layers(w);
   Lower l = { .p = p, .w = w, .policy = policy, .link = link, .n = n, .has_embed = TRUE, .has_head = TRUE,
               .s_compute = SIM_LOWER_STREAM_COMPUTE, .s_d2h = SIM_LOWER_STREAM_D2H, .s_h2d = SIM_LOWER_STREAM_H2D,
-              .grads_here = TRUE };
+              .s_comm = SIM_NO_OP, .grads_here = TRUE };
   sim_program_reset(p);
   sim_program_add_stream(p, "compute");
   sim_program_add_stream(p, "d2h");
   sim_program_add_stream(p, "h2d");
+  if (w->tp > 1) {
+    l.s_comm = sim_program_add_stream(p, "comm");
+    l.tp_nodes = sim_collective_nodes(0, 1, w->tp, MAX(link->node.gpus, 1));
+  }
   sim_program_set_baseline(p, SIM_POOL_DEVICE, w->static_bytes, "static");
   lower_labels(&l);
   lower_slice_begin(&l);

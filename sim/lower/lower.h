@@ -91,6 +91,7 @@ enum {
   SIM_LOWER_STREAM_COMPUTE = 0,
   SIM_LOWER_STREAM_D2H = 1,
   SIM_LOWER_STREAM_H2D = 2,
+  SIM_LOWER_STREAM_COMM = 3, /* only when the workload's ops have collectives (SimWorkload.tp > 1) */
 };
 
 /* What happens to one saved tensor of a group under its action. */

@@ -16,6 +16,23 @@
 
 G_BEGIN_DECLS
 
+/* Data parallelism's gradient reduction on one GPU, across the slices of
+ * its last micro-batch (pipeline.c owns it): the gradients its backward
+ * finishes fill buckets of `bucket` bytes, and each full bucket is reduced
+ * on the communication stream while the backward goes on (DDP's and
+ * Megatron's overlapped reduction), after a barrier with the stage's other
+ * replicas; what is left when the stage's backward ends goes last. */
+typedef struct {
+  guint64 bucket;
+  guint64 pending;   /* finished gradient bytes not in a reduction yet */
+  guint ranks, nodes; /* the data-parallel group */
+  guint kind;        /* SimCollectiveKind: all-reduce, or reduce-scatter when sharded */
+  GArray *barriers;  /* guint32: the stage's k-th bucket's barrier, shared by its replicas */
+  guint next;        /* this replica's next bucket, an index into barriers */
+  guint32 done;      /* the last reduction's done event, or SIM_NO_EVENT */
+  guint32 label_bucket, label_barrier;
+} LowerDp;
+
 typedef struct {
   SimProgram *p;
   const SimWorkload *w;
@@ -28,6 +45,9 @@ typedef struct {
   guint n;         /* layers */
   gboolean has_embed, has_head;
   guint32 s_compute, s_d2h, s_h2d; /* its GPU's streams */
+  guint32 s_comm;  /* its GPU's communication stream (collectives), when the step has one */
+  guint tp_nodes;  /* nodes its tensor-parallel group spans */
+  LowerDp *dp;     /* the gradient reduction its backward feeds, or NULL (not the last micro-batch, dp = 1) */
   gboolean keeps_all;  /* the policy does not act here (`stages`): every group keeps */
   gboolean grads_here; /* the backward allocates the gradients (the first micro-batch) */
   guint n_groups;  /* n + 2: the stage slots exist even when the stages do not */
@@ -51,6 +71,16 @@ typedef struct {
    * interning once per list, not per op, is a fifth of a lowering). */
   const GArray *label_ops;
   guint32 *op_labels;
+  guint32 *comm_labels; /* per op of label_ops: its collective's ("all-reduce attn_proj") */
+  guint32 label_comm_ready, label_comm_done;
+  /* Tensor-parallel collectives the compute stream has not waited for:
+   * each's done event and the ops still to emit before the wait
+   * (SimLayerOp.overlap). */
+  struct {
+    guint32 done;
+    guint left;
+  } comm[4];
+  guint n_comm;
 } Lower;
 
 /* Interns the labels every slice uses (once per program). */
@@ -69,6 +99,15 @@ void lower_slice_forward(Lower *l);
 /* Emits the slice's backward: the reloads, the head, the layers from the
  * top down, the embedding.  Returns its last op (SIM_NO_OP: none). */
 guint32 lower_slice_backward(Lower *l);
+
+/* Data parallelism: `bytes` more finished gradients on l's GPU, reduced
+ * once they fill a bucket (lower_dp_flush). */
+void lower_dp_add(Lower *l, guint64 bytes, gint32 layer);
+
+/* Reduces what `dp` holds, if anything, on stream `comm` once stream
+ * `compute` got here: a barrier with the other replicas, then the
+ * collective. */
+void lower_dp_flush(SimProgram *p, const SimLink *link, LowerDp *dp, guint32 compute, guint32 comm, gint32 layer);
 
 /* Frees what lower_slice_begin allocated. */
 void lower_slice_end(Lower *l);

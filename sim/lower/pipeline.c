@@ -1,6 +1,7 @@
 #include "pipeline.h"
 
 #include "lower_private.h"
+#include "collective.h"
 #include "program_private.h"
 
 /* One slot of a stage's order: the forward or the backward of a chunk for
@@ -15,12 +16,17 @@ typedef struct {
   const SimWorkload *w;
   const SimPolicy *policy;
   const SimParallel *par;
+  const SimLink *link;
   guint chunks, M;
+  guint streams;        /* per GPU: SIM_PIPELINE_STREAMS, and the comm stream when the step communicates */
   guint *bounds;        /* chunk c is layers bounds[c] .. bounds[c + 1] - 1 */
   Lower *slices;        /* per (chunk, micro-batch) of the replica being lowered */
   guint32 *arrive_fwd;  /* per (chunk, micro-batch): its input activation has arrived */
   guint32 *arrive_bwd;  /* per (chunk, micro-batch): its output's gradient has arrived */
   guint32 label_send_act, label_send_grad, label_act, label_grad, label_sent, label_optimizer;
+  guint32 label_bucket, label_barrier;
+  GArray **barriers;    /* per stage: its buckets' barriers (LowerDp), shared by its replicas */
+  LowerDp dp;           /* the gradient reduction of the stage being lowered, when dp > 1 */
   Lower labels;         /* the labels every slice shares, interned once */
 } Pipe;
 
@@ -116,9 +122,9 @@ sim_lower_pipeline_stage_static(const SimWorkload *w, const SimParallel *par, gu
 }
 
 static inline guint32
-stream_of(guint gpu, guint which)
+stream_of(const Pipe *pp, guint gpu, guint which)
 {
-  return SIM_PIPELINE_STREAMS * gpu + which;
+  return pp->streams * gpu + which;
 }
 
 /* The bytes that go from chunk c - 1 to chunk c (and their gradient back):
@@ -136,11 +142,11 @@ emit_send(Pipe *pp, guint gpu, guint64 bytes, guint32 label, guint32 arrived, gi
 {
   SimProgram *p = pp->p;
   guint32 sent = sim_program_add_event(p, pp->label_sent, layer);
-  sim_program_record(p, stream_of(gpu, SIM_PIPELINE_STREAM_COMPUTE), sent);
-  sim_program_wait(p, stream_of(gpu, SIM_PIPELINE_STREAM_P2P), sent);
+  sim_program_record(p, stream_of(pp, gpu, SIM_PIPELINE_STREAM_COMPUTE), sent);
+  sim_program_wait(p, stream_of(pp, gpu, SIM_PIPELINE_STREAM_P2P), sent);
   double seconds = pp->par->p2p_latency + (double)bytes / pp->par->p2p_bandwidth;
-  sim_program_send(p, stream_of(gpu, SIM_PIPELINE_STREAM_P2P), seconds, layer, label);
-  sim_program_record(p, stream_of(gpu, SIM_PIPELINE_STREAM_P2P), arrived);
+  sim_program_send(p, stream_of(pp, gpu, SIM_PIPELINE_STREAM_P2P), seconds, layer, label);
+  sim_program_record(p, stream_of(pp, gpu, SIM_PIPELINE_STREAM_P2P), arrived);
 }
 
 static void
@@ -152,9 +158,12 @@ slice_open(Pipe *pp, guint gpu, guint stage, guint chunk, guint mb)
   l->n = pp->bounds[chunk + 1] - pp->bounds[chunk];
   l->has_embed = chunk == 0;
   l->has_head = chunk + 1 == pp->chunks;
-  l->s_compute = stream_of(gpu, SIM_PIPELINE_STREAM_COMPUTE);
-  l->s_d2h = stream_of(gpu, SIM_PIPELINE_STREAM_D2H);
-  l->s_h2d = stream_of(gpu, SIM_PIPELINE_STREAM_H2D);
+  l->s_compute = stream_of(pp, gpu, SIM_PIPELINE_STREAM_COMPUTE);
+  l->s_d2h = stream_of(pp, gpu, SIM_PIPELINE_STREAM_D2H);
+  l->s_h2d = stream_of(pp, gpu, SIM_PIPELINE_STREAM_H2D);
+  l->s_comm = pp->streams > SIM_PIPELINE_STREAMS ? stream_of(pp, gpu, SIM_PIPELINE_STREAM_COMM) : SIM_NO_OP;
+  l->tp_nodes = sim_collective_nodes(sim_parallel_global_rank(pp->par, pp->w->tp, stage, gpu % pp->par->dp, 0), 1,
+                                     pp->w->tp, MAX(pp->link->node.gpus, 1));
   const GArray *stages = pp->policy->stages;
   l->keeps_all = stages != NULL && (stage >= stages->len || !g_array_index(stages, gboolean, stage));
   l->grads_here = mb == 0;
@@ -174,7 +183,7 @@ static void
 emit_item(Pipe *pp, guint gpu, guint stage, const Item *it, Left *left)
 {
   SimProgram *p = pp->p;
-  guint32 compute = stream_of(gpu, SIM_PIPELINE_STREAM_COMPUTE);
+  guint32 compute = stream_of(pp, gpu, SIM_PIPELINE_STREAM_COMPUTE);
   Lower *l = &pp->slices[cell(pp, it->chunk, it->mb)];
   gint32 first_layer = (gint32)pp->bounds[it->chunk];
   if (!it->backward) {
@@ -189,6 +198,9 @@ emit_item(Pipe *pp, guint gpu, guint stage, const Item *it, Left *left)
   }
   if (it->chunk + 1 < pp->chunks)
     sim_program_wait(p, compute, pp->arrive_bwd[cell(pp, it->chunk, it->mb)]);
+  /* The gradients are reduced as the last micro-batch finishes them (DDP's
+   * no_sync and Megatron's gradient accumulation before it). */
+  l->dp = pp->par->dp > 1 && it->mb + 1 == pp->M ? &pp->dp : NULL;
   lower_slice_backward(l);
   if (it->chunk > 0)
     emit_send(pp, gpu, boundary_bytes(pp, it->chunk), pp->label_send_grad,
@@ -212,12 +224,23 @@ emit_replica(Pipe *pp, guint r, Item *items)
     guint gpu = s * par->dp + r;
     guint n = stage_order(par, s, items);
     Left left = { 0, 0 };
+    guint32 compute = stream_of(pp, gpu, SIM_PIPELINE_STREAM_COMPUTE);
+    pp->dp = (LowerDp){ .bucket = par->bucket, .ranks = par->dp, .kind = SIM_COLLECTIVE_ALL_REDUCE,
+                        .barriers = pp->barriers[s], .done = SIM_NO_EVENT, .label_bucket = pp->label_bucket,
+                        .label_barrier = pp->label_barrier };
+    pp->dp.nodes = sim_collective_nodes(sim_parallel_global_rank(par, pp->w->tp, s, 0, 0), pp->w->tp, par->dp,
+                                        MAX(pp->link->node.gpus, 1));
     for (guint k = 0; k < n; k++)
       emit_item(pp, gpu, s, &items[k], &left);
+    if (par->dp > 1) {
+      /* The last bucket, and the optimizer waits for every reduction. */
+      lower_dp_flush(p, pp->link, &pp->dp, compute, stream_of(pp, gpu, SIM_PIPELINE_STREAM_COMM), SIM_NO_LAYER);
+      if (pp->dp.done != SIM_NO_EVENT)
+        sim_program_wait(p, compute, pp->dp.done);
+    }
     /* The optimizer consumes the gradients and the outputs are dropped when
      * the stage's step ends. */
-    guint32 op = sim_program_compute_inline(p, stream_of(gpu, SIM_PIPELINE_STREAM_COMPUTE), 0, SIM_PHASE_BACKWARD,
-                                            SIM_NO_LAYER, pp->label_optimizer);
+    guint32 op = sim_program_compute_inline(p, compute, 0, SIM_PHASE_BACKWARD, SIM_NO_LAYER, pp->label_optimizer);
     if (left.grads)
       sim_program_mem_inline(p, op, SIM_AT_END, SIM_POOL_DEVICE, -(gint64)left.grads, p->grads_tag, SIM_NO_LAYER);
     if (left.held)
@@ -231,7 +254,8 @@ sim_lower_pipeline_into(SimProgram *p, const SimWorkload *w, const SimPolicy *po
 {
   guint chunks = sim_parallel_chunks(par), M = par->microbatches, gpus = sim_parallel_gpus(par);
   g_assert(gpus <= SIM_PARALLEL_MAX_GPUS && gpus <= SIM_NODE_MAX_GPUS);
-  Pipe pp = { .p = p, .w = w, .policy = policy, .par = par, .chunks = chunks, .M = M };
+  Pipe pp = { .p = p, .w = w, .policy = policy, .par = par, .link = link, .chunks = chunks, .M = M };
+  pp.streams = SIM_PIPELINE_STREAMS + (w->tp > 1 || par->dp > 1);
   pp.bounds = g_new(guint, chunks + 1);
   sim_parallel_chunk_bounds(par, sim_workload_n_layers(w), pp.bounds);
   pp.slices = g_new0(Lower, chunks * M);
@@ -240,10 +264,10 @@ sim_lower_pipeline_into(SimProgram *p, const SimWorkload *w, const SimPolicy *po
   g_autofree Item *items = g_new(Item, 2 * M * par->virtual_chunks);
 
   sim_program_reset(p);
-  static const char *const kinds[SIM_PIPELINE_STREAMS] = { "compute", "d2h", "h2d", "p2p" };
+  static const char *const kinds[SIM_PIPELINE_STREAMS + 1] = { "compute", "d2h", "h2d", "p2p", "comm" };
   for (guint g = 0; g < gpus; g++) {
     guint stage = g / par->dp, replica = g % par->dp;
-    for (guint k = 0; k < SIM_PIPELINE_STREAMS; k++) {
+    for (guint k = 0; k < pp.streams; k++) {
       g_autofree char *name = par->dp > 1 ? g_strdup_printf("stage %u.%u %s", stage, replica, kinds[k])
                                           : g_strdup_printf("stage %u %s", stage, kinds[k]);
       sim_program_add_stream_on(p, name, g);
@@ -259,8 +283,16 @@ sim_lower_pipeline_into(SimProgram *p, const SimWorkload *w, const SimPolicy *po
   pp.label_grad = sim_program_intern(p, "gradient arrived");
   pp.label_sent = sim_program_intern(p, "ready to send");
   pp.label_optimizer = sim_program_intern(p, "optimizer");
+  pp.label_bucket = sim_program_intern(p, "all-reduce gradients");
+  pp.label_barrier = sim_program_intern(p, "replicas ready");
+  pp.barriers = g_new(GArray *, par->pp);
+  for (guint s = 0; s < par->pp; s++)
+    pp.barriers[s] = g_array_new(FALSE, FALSE, sizeof(guint32));
   for (guint r = 0; r < par->dp; r++)
     emit_replica(&pp, r, items);
+  for (guint s = 0; s < par->pp; s++)
+    g_array_unref(pp.barriers[s]);
+  g_free(pp.barriers);
 
   g_free(pp.bounds);
   g_free(pp.slices);

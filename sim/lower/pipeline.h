@@ -46,13 +46,16 @@
 
 G_BEGIN_DECLS
 
-/* Streams per GPU, in this order from 4 × gpu. */
+/* Streams per GPU, in this order from SIM_PIPELINE_STREAMS × gpu, and a
+ * fifth, `comm`, when the step communicates (tp > 1 or dp > 1): then from
+ * (SIM_PIPELINE_STREAMS + 1) × gpu. */
 enum {
   SIM_PIPELINE_STREAM_COMPUTE = 0,
   SIM_PIPELINE_STREAM_D2H = 1,
   SIM_PIPELINE_STREAM_H2D = 2,
   SIM_PIPELINE_STREAM_P2P = 3,
   SIM_PIPELINE_STREAMS = 4,
+  SIM_PIPELINE_STREAM_COMM = 4,
 };
 
 /* Resets `program` and lowers the step of `workload` under `policy` spread

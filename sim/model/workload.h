@@ -116,6 +116,21 @@ typedef struct {
   /* The parameter gradients it produces when they are not static (grads
    * = set-to-none): allocated at its end, held to the end of the step. */
   guint64 grad_bytes;
+  /* A collective among the layer's tensor-parallel ranks (SimWorkload.tp)
+   * that follows its kernels on the communication stream: 0 none, else a
+   * SimCollectiveKind (sim/engine/collective.h) + 1, over comm_bytes (the
+   * whole, unsharded buffer).  The compute stream waits for it before the
+   * op `overlap` ops later: 0 before the next (exposed, as Megatron's
+   * forward all-reduces are), 1 after the next (the weight-gradient GEMM
+   * that Megatron's asynchronous tensor-parallel communication runs beside
+   * the input gradient's collective). */
+  guint8 collective;
+  guint8 overlap;
+  guint64 comm_bytes;
+  /* The parameter gradients it finishes, static or not (grad_bytes is
+   * what it allocates): what data parallelism reduces, bucket by bucket,
+   * as they are done. */
+  guint64 reduce_bytes;
 } SimLayerOp;
 
 /* Memory an op allocates and a later op of the same phase frees: a
@@ -143,6 +158,9 @@ typedef struct {
    * (zero_grad(set_to_none=True)): allocated as the layer's backward ends,
    * held to the end of the step, where the optimizer consumes them. */
   guint64 grad_bytes;
+  /* The gradients of its parameters, static or not: what data parallelism
+   * reduces (a generated transformer; 0: not known, nothing reduced). */
+  guint64 reduce_bytes;
   /* Its share of the workload's static_bytes (its parameters' weights,
    * static gradients and optimizer state), when the generator knows it (a
    * generated transformer): a pipeline stage holds its layers' shares and
@@ -193,6 +211,9 @@ typedef struct {
   /* Host seconds to issue one kernel ([device] launch_overhead), for the
    * ops of layers described op by op; 0: the host is not modelled. */
   double launch;
+  /* The tensor-parallel ranks the ops were cut for ([transformer] tp,
+   * >= 1): the group of their collectives. */
+  guint tp;
   /* How the layers' times were found, for the output: "given" ([model]
    * and [layer.N] times, a recording's own), or the device's time model
    * that timed them ("flat", "kernel": a generated transformer's kernels;

@@ -9,8 +9,12 @@
  * Invariants the loader guarantees and the engine relies on (it asserts the
  * first two): bandwidths > 0; 0 <= compute_slowdown < 1; 0 <
  * pageable_factor <= 1; a calibrated table holds at most
- * SIM_LINK_MAX_POINTS points, sorted by size, with bandwidths > 0.
- * docs/engine.md describes how copies use them.
+ * SIM_LINK_MAX_POINTS points, sorted by size, with bandwidths > 0; the
+ * collective figures of SimNode and SimNetwork: bandwidths > 0, latencies
+ * >= 0, 0 <= collective_slowdown < 1, 1 <= gpus <= SIM_NODE_MAX_GPUS and a
+ * multiple of gpus_per_switch.
+ * docs/engine.md describes how copies use them; sim/engine/collective.h how
+ * a collective uses the node's and the network's figures.
  */
 #pragma once
 
@@ -66,7 +70,8 @@ typedef enum {
 /* The most GPUs a node places on switches and sockets. */
 #define SIM_NODE_MAX_GPUS 256
 
-/* What the GPUs of one node share on their way to host memory ([node]).
+/* What the GPUs of one node share on their way to host memory, and how fast
+ * they reach each other ([node]).
  * GPU g sits behind switch g / gpus_per_switch and on socket socket_of[g].
  * Every host copy in flight takes its share of each link it crosses, max-min
  * fairly with the per-GPU limits (docs/engine.md):
@@ -77,14 +82,33 @@ typedef enum {
  *                   together (DRAM reads and writes share one bandwidth).
  *
  * A bandwidth of 0 is "not shared" (no such limit), the default, so a
- * single-GPU scenario without [node] runs as it always has. */
+ * single-GPU scenario without [node] runs as it always has.
+ *
+ * The collective figures (sim/engine/collective.h) describe the node's
+ * GPU-to-GPU fabric (NVLink and NVSwitch on an HGX board): `gpus` GPUs per
+ * node, a collective among them reaching collective_bandwidth of NCCL's bus
+ * bandwidth per GPU after collective_latency, and taking collective_slowdown
+ * of the compute of every GPU it runs on (NCCL's kernels occupy SMs).  A PCIe
+ * switch sits inside one node, so gpus is a multiple of gpus_per_switch. */
 typedef struct {
   guint gpus_per_switch;        /* >= 1 */
   double switch_bandwidth;      /* B/s per direction of one uplink; 0: no shared uplink */
   guint sockets;                /* >= 1 */
   double host_memory_bandwidth; /* B/s of one socket's memory, both directions; 0: not limited */
   guint8 socket_of[SIM_NODE_MAX_GPUS]; /* per GPU: its socket, < sockets */
+  guint gpus;                   /* GPUs per node, 1 .. SIM_NODE_MAX_GPUS, a multiple of gpus_per_switch */
+  double collective_bandwidth;  /* B/s of bus bandwidth (nccl-tests' busbw) per GPU within a node, > 0 */
+  double collective_latency;    /* seconds: the fixed cost of one collective within a node, >= 0 */
+  double collective_slowdown;   /* fraction of compute a GPU loses while a collective runs on it, [0, 1) */
 } SimNode;
+
+/* Between nodes ([network]): each GPU's share of its node's NICs (8 x 400
+ * Gb/s InfiniBand NDR on a DGX H100: 50 GB/s per GPU) and the fixed cost of
+ * a collective that leaves the node. */
+typedef struct {
+  double bandwidth; /* B/s per GPU between nodes, > 0 */
+  double latency;   /* seconds, >= 0 */
+} SimNetwork;
 
 /* The most points one calibrated table holds. */
 #define SIM_LINK_MAX_POINTS 64
@@ -102,6 +126,7 @@ typedef struct {
   SimBandwidthPoint table[SIM_DIR_COUNT][SIM_LINK_MAX_POINTS];
   guint table_points[SIM_DIR_COUNT];
   SimNode node;            /* what the GPUs of one node share ([node]) */
+  SimNetwork network;      /* between nodes ([network]) */
 } SimLink;
 
 typedef struct {

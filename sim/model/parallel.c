@@ -33,6 +33,14 @@ sim_parallel_stage_of_layer(const SimParallel *par, guint n_layers, guint layer)
   g_assert_not_reached();
 }
 
+guint
+sim_parallel_global_rank(const SimParallel *par, guint tp, guint stage, guint replica, guint tp_rank)
+{
+  g_return_val_if_fail(tp >= 1 && tp_rank < tp && stage < par->pp && replica < par->dp, 0);
+  /* At most SIM_PARALLEL_MAX_GPUS GPUs times tp <= 2^16: no wrap in 32 bits. */
+  return tp_rank + tp * (stage * par->dp + replica);
+}
+
 void
 sim_parallel_clear(SimParallel *par)
 {

@@ -22,6 +22,18 @@
  * replicas innermost, gpu = stage × dp + replica, as Megatron orders ranks
  * with tensor parallelism 1.
  *
+ * Global ranks (where a collective's group sits, sim/engine/collective.h):
+ * Megatron-LM's initialize_model_parallel takes order = "tp-cp-ep-dp-pp" by
+ * default (NVIDIA/Megatron-LM, megatron/core/parallel_state.py, line 617 at
+ * d98e8a6; the dense layers' generator is built with ep = 1), the first
+ * dimension varying fastest: "global_rank = tp_rank + dp_rank * tp_size +
+ * pp_rank * tp_size * dp_size" (same file, line 292), cp being 1 here.  So
+ * the tp ranks of one simulated GPU are consecutive (inside a node when tp
+ * divides the node's GPUs), then the replicas, then the stages.  offsim does
+ * not simulate the tp ranks of a GPU apart (they are symmetric), so
+ * global rank = tp_rank + tp × gpu: a TP group is tp consecutive ranks from
+ * tp × gpu, a DP group dp ranks from tp_rank + tp × dp × stage, stride tp.
+ *
  * Ownership: a SimParallel owns its split array (sim_parallel_clear).
  */
 #pragma once
@@ -76,6 +88,12 @@ void sim_parallel_chunk_bounds(const SimParallel *parallel, guint n_layers, guin
 
 /* The stage a layer runs on. */
 guint sim_parallel_stage_of_layer(const SimParallel *parallel, guint n_layers, guint layer);
+
+/* The global rank of tensor-parallel rank `tp_rank` (< tp) of the GPU that
+ * runs `stage` (< pp) for `replica` (< dp), in Megatron-LM's default order
+ * (tp, then dp, then pp; above): tp_rank + tp × (stage × dp + replica).  `tp`
+ * is [transformer] tp, >= 1. */
+guint sim_parallel_global_rank(const SimParallel *parallel, guint tp, guint stage, guint replica, guint tp_rank);
 
 /* Frees the split and zeroes the struct. */
 void sim_parallel_clear(SimParallel *parallel);

@@ -439,6 +439,8 @@ show_groups(Show *s)
       show_fields(s, g, SIM_GROUP_PARALLEL);
     else if (strcmp(g->name, "node") == 0)
       show_fields(s, g, SIM_GROUP_NODE);
+    else if (strcmp(g->name, "network") == 0)
+      show_fields(s, g, SIM_GROUP_NETWORK);
     else if (strcmp(g->name, "model") == 0)
       show_workload(s, g, SIM_GROUP_MODEL);
     else if (strcmp(g->name, "trace") == 0)

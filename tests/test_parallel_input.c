@@ -1,6 +1,7 @@
 /* tests/test_parallel_input.c — the scenario keys of pipeline and data
- * parallelism ([parallel]), of the links the GPUs of a node share ([node])
- * and a policy's `stages`: their defaults without the groups, every key
+ * parallelism ([parallel]), of the links the GPUs of a node share and their
+ * collective figures ([node]), of the network between nodes ([network]) and
+ * a policy's `stages`: their defaults without the groups, every key
  * read into its field, and each bad input one SIM_ERROR_INPUT line (exit
  * status 2) naming the file, the group and the key.  The input side only:
  * nothing here runs a pipeline. */
@@ -9,6 +10,7 @@
 #include "error.h"
 #include "schema.h"
 
+#include <math.h>
 #include <string.h>
 
 /* Asserts that `piece` occurs in `msg`, printing the whole message if not. */
@@ -414,7 +416,77 @@ START_TEST(test_bad_node)
   assert_has(bare, "or 0, got '200'");
   g_autofree char *unknown = input_error(BASE8 "[node]\nnvlink = 1\n");
   assert_has(unknown, "test.ini: [node] nvlink: unknown key (expected one of gpus_per_switch, switch_bandwidth, "
-                      "sockets, host_memory_bandwidth, gpu_sockets)");
+                      "sockets, host_memory_bandwidth, gpu_sockets, gpus, collective_bandwidth, "
+                      "collective_latency, collective_slowdown)");
+}
+END_TEST
+
+/* [node]'s collective figures and [network]: the schema's defaults (an HGX
+ * H100 node on 400 Gb/s InfiniBand) without the groups, every key read. */
+START_TEST(test_collective_keys)
+{
+  g_autoptr(SimScenario) d = test_scenario_from_text(BASE8);
+  const SimLink *l = &d->machine.link;
+  ck_assert_uint_eq(l->node.gpus, 8);
+  ck_assert_close(l->node.collective_bandwidth, 370e9, 1);
+  ck_assert_close(l->node.collective_latency, 40e-6, 1e-15);
+  ck_assert_close(l->node.collective_slowdown, 0.12, 1e-15);
+  ck_assert_close(l->network.bandwidth, 50e9, 1);
+  ck_assert_close(l->network.latency, 123e-6, 1e-15);
+
+  g_autoptr(SimScenario) s =
+    test_scenario_from_text(BASE8 "[node]\ngpus = 4\ngpus_per_switch = 2\ncollective_bandwidth = 234.89GB/s\n"
+                                  "collective_latency = 43.83us\ncollective_slowdown = 0\n"
+                                  "[network]\nbandwidth = 25GB/s\nlatency = 0\n");
+  l = &s->machine.link;
+  ck_assert_uint_eq(l->node.gpus, 4);
+  ck_assert_close(l->node.collective_bandwidth, 234.89e9, 1);
+  ck_assert_close(l->node.collective_latency, 43.83e-6, 1e-15);
+  ck_assert_close(l->node.collective_slowdown, 0, 0);
+  ck_assert_close(l->network.bandwidth, 25e9, 1);
+  ck_assert_close(l->network.latency, 0, 0);
+  /* One GPU per node (a GH200 superchip) and the most a node places. */
+  g_autoptr(SimScenario) one = test_scenario_from_text(BASE8 "[node]\ngpus = 1\n");
+  ck_assert_uint_eq(one->machine.link.node.gpus, 1);
+  g_autoptr(SimScenario) most = test_scenario_from_text(BASE8 "[node]\ngpus = 256\ngpus_per_switch = 256\n");
+  ck_assert_uint_eq(most->machine.link.node.gpus, 256);
+}
+END_TEST
+
+START_TEST(test_bad_collective_keys)
+{
+  static const struct {
+    const char *text, *where, *what;
+  } cases[] = {
+    { "[node]\ngpus = 0\n", "test.ini: [node] gpus: ", "from 1 to 256" },
+    { "[node]\ngpus = 257\n", "test.ini: [node] gpus: ", "from 1 to 256" },
+    { "[node]\ngpus = eight\n", "test.ini: [node] gpus: ", "got 'eight'" },
+    { "[node]\ncollective_bandwidth = 0\n", "test.ini: [node] collective_bandwidth: ", "" },
+    { "[node]\ncollective_bandwidth = -1GB/s\n", "test.ini: [node] collective_bandwidth: ", "" },
+    { "[node]\ncollective_bandwidth = 370\n", "test.ini: [node] collective_bandwidth: ", "" },
+    { "[node]\ncollective_latency = -1us\n", "test.ini: [node] collective_latency: ", "" },
+    { "[node]\ncollective_latency = 40GB/s\n", "test.ini: [node] collective_latency: ", "" },
+    { "[node]\ncollective_slowdown = 1\n", "test.ini: [node] collective_slowdown: ", "[0, 1)" },
+    { "[node]\ncollective_slowdown = -0.1\n", "test.ini: [node] collective_slowdown: ", "[0, 1)" },
+    { "[network]\nbandwidth = 0\n", "test.ini: [network] bandwidth: ", "" },
+    { "[network]\nbandwidth = 50Gb\n", "test.ini: [network] bandwidth: ", "" },
+    { "[network]\nlatency = -5us\n", "test.ini: [network] latency: ", "" },
+    { "[network]\nlatency = fast\n", "test.ini: [network] latency: ", "got 'fast'" },
+    { "[network]\nnics = 8\n", "test.ini: [network] nics: ",
+      "unknown key (expected one of bandwidth, latency)" },
+    /* A switch sits inside a node: gpus is a multiple of gpus_per_switch,
+     * the message at gpus when the file gives it, else at gpus_per_switch. */
+    { "[node]\ngpus = 6\ngpus_per_switch = 4\n", "test.ini: [node] gpus: ",
+      "expected gpus to be a multiple of gpus_per_switch (a switch sits inside one node), got gpus = 6 and "
+      "gpus_per_switch = 4" },
+    { "[node]\ngpus_per_switch = 3\n", "test.ini: [node] gpus_per_switch: ", "got gpus = 8 and gpus_per_switch = 3" },
+  };
+  for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
+    g_autofree char *text = g_strconcat(BASE8, cases[i].text, NULL);
+    g_autofree char *msg = input_error(text);
+    assert_has(msg, cases[i].where);
+    assert_has(msg, cases[i].what);
+  }
 }
 END_TEST
 
@@ -465,6 +537,7 @@ parallel_input_suite(void)
   tcase_add_test(valid, test_node_keys);
   tcase_add_test(valid, test_node_default_sockets);
   tcase_add_test(valid, test_stages);
+  tcase_add_test(valid, test_collective_keys);
   suite_add_tcase(suite, valid);
   TCase *bad = tcase_create("bad input");
   tcase_add_test(bad, test_bad_counts);
@@ -476,6 +549,7 @@ parallel_input_suite(void)
   tcase_add_test(bad, test_virtual_does_not_divide);
   tcase_add_test(bad, test_bad_node);
   tcase_add_test(bad, test_bad_stages);
+  tcase_add_test(bad, test_bad_collective_keys);
   tcase_add_test(bad, test_cli_exit_status);
   suite_add_tcase(suite, bad);
   return suite;

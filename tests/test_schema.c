@@ -124,6 +124,7 @@ group_of_heading(const char *line, SimSchemaGroup *group)
     { "### `[link]`", SIM_GROUP_LINK },         { "### `[model]`", SIM_GROUP_MODEL },
     { "### `[transformer]`", SIM_GROUP_TRANSFORMER }, { "### `[trace]`", SIM_GROUP_TRACE },
     { "### `[parallel]`", SIM_GROUP_PARALLEL },       { "### `[node]`", SIM_GROUP_NODE },
+    { "### `[network]`", SIM_GROUP_NETWORK },
     { "### `[policy.NAME]`", SIM_GROUP_POLICY },
   };
   for (guint i = 0; i < G_N_ELEMENTS(headings); i++) {

@@ -463,6 +463,7 @@ sim_scenario_machine_defaults(SimMachine *m)
   sim_schema_apply_defaults(SIM_GROUP_DEVICE, m);
   sim_schema_apply_defaults(SIM_GROUP_LINK, m);
   sim_schema_apply_defaults(SIM_GROUP_NODE, m); /* one GPU: socket_of all 0 */
+  sim_schema_apply_defaults(SIM_GROUP_NETWORK, m);
 }
 
 void
@@ -573,13 +574,28 @@ load_node_sockets(const SimConfigGroup *g, const SimParallel *par, SimNode *node
   return TRUE;
 }
 
-/* [device], [link] and [node]; `par` says how many GPUs [node] places. */
+/* [node] gpus against gpus_per_switch: a PCIe switch sits inside one node,
+ * so a node holds whole switches.  The message names whichever of the two
+ * keys the file gives (gpus when both are). */
+static gboolean
+check_node_gpus(const SimConfigGroup *g, const SimNode *node, GError **error)
+{
+  if (node->gpus % node->gpus_per_switch == 0)
+    return TRUE;
+  SimKeyId key = given(g, SIM_KEY_NODE_GPUS) ? SIM_KEY_NODE_GPUS : SIM_KEY_NODE_GPUS_PER_SWITCH;
+  return fail(error, g, entry_of(g, key),
+              "expected gpus to be a multiple of gpus_per_switch (a switch sits inside one node), got gpus = %u "
+              "and gpus_per_switch = %u", node->gpus, node->gpus_per_switch);
+}
+
+/* [device], [link], [node] and [network]; `par` says how many GPUs [node] places. */
 static gboolean
 load_machine(const SimConfig *c, const SimParallel *par, SimMachine *m, GError **error)
 {
   const SimConfigGroup *dev = sim_config_group(c, "device");
   const SimConfigGroup *link = sim_config_group(c, "link");
   const SimConfigGroup *node = sim_config_group(c, "node");
+  const SimConfigGroup *network = sim_config_group(c, "network");
 
   sim_scenario_machine_defaults(m);
   if (!require(c->top, "device", dev, SIM_KEY_DEVICE_MEMORY, error) ||
@@ -595,7 +611,8 @@ load_machine(const SimConfig *c, const SimParallel *par, SimMachine *m, GError *
     return FALSE;
   if (!given(link, SIM_KEY_LINK_BIDIR_BANDWIDTH))
     l->bidir_bandwidth = l->h2d_bandwidth + l->d2h_bandwidth;
-  return read_fields(node, SIM_GROUP_NODE, 0, m, error) && load_node_sockets(node, par, &l->node, error);
+  return read_fields(node, SIM_GROUP_NODE, 0, m, error) && check_node_gpus(node, &l->node, error) &&
+         load_node_sockets(node, par, &l->node, error) && read_fields(network, SIM_GROUP_NETWORK, 0, m, error);
 }
 
 /* The per-layer keys shared by [model] and [layer.N], applied to one layer. */
@@ -982,7 +999,7 @@ check_groups(const SimConfig *c, GError **error)
 {
   static const SimSchemaGroup plain[] = { SIM_GROUP_SCENARIO, SIM_GROUP_DEVICE,      SIM_GROUP_LINK,
                                           SIM_GROUP_MODEL,    SIM_GROUP_TRANSFORMER, SIM_GROUP_TRACE,
-                                          SIM_GROUP_PARALLEL, SIM_GROUP_NODE };
+                                          SIM_GROUP_PARALLEL, SIM_GROUP_NODE,        SIM_GROUP_NETWORK };
   for (guint i = 0; i < c->groups->len; i++) {
     const SimConfigGroup *g = g_ptr_array_index(c->groups, i);
     guint j;
@@ -999,7 +1016,7 @@ check_groups(const SimConfig *c, GError **error)
       continue; /* offsim-calib's metadata and raw samples: kept for people, not read */
     g_autofree char *group = sim_error_quote(g->name);
     g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT,
-                "%s: [%s]: unknown group (expected scenario, device, link, model, transformer, trace, parallel, node, "
+                "%s: [%s]: unknown group (expected scenario, device, link, model, transformer, trace, parallel, node, network, "
                 "layer.N, policy.NAME or calibration)",
                 g->file, group);
     return FALSE;

@@ -26,7 +26,7 @@ static const char *const group_names[SIM_GROUP_COUNT] = {
   [SIM_GROUP_SCENARIO] = "scenario", [SIM_GROUP_DEVICE] = "device",         [SIM_GROUP_LINK] = "link",
   [SIM_GROUP_MODEL] = "model",       [SIM_GROUP_LAYER] = "layer.N",         [SIM_GROUP_TRANSFORMER] = "transformer",
   [SIM_GROUP_TRACE] = "trace",       [SIM_GROUP_PARALLEL] = "parallel",     [SIM_GROUP_NODE] = "node",
-  [SIM_GROUP_POLICY] = "policy.NAME",
+  [SIM_GROUP_NETWORK] = "network",   [SIM_GROUP_POLICY] = "policy.NAME",
 };
 
 static const char *const bool_names[] = { "false", "true", NULL };
@@ -291,6 +291,45 @@ static const SimSchemaKey keys[SIM_KEY_COUNT] = {
   [SIM_KEY_NODE_GPU_SOCKETS] = { SIM_GROUP_NODE, "gpu_sockets", SIM_VALUE_LIST, .offset = HAND,
                                  .doc_default = "contiguous blocks",
                                  .expect = "one socket index per GPU, pp × dp of them, such as 0, 0, 1, 1" },
+  /* The collective figures (sim/engine/collective.h) default to an 8-GPU
+   * HGX H100 node (NVLink 4, NVSwitch), as the default scenario's device.
+   * 8 GPUs: NVIDIA DGX H100 / HGX H100 8-GPU. */
+  [SIM_KEY_NODE_GPUS] = { SIM_GROUP_NODE, "gpus", SIM_VALUE_COUNT, .offset = M(link.node.gpus), .min = 1,
+                          .max = SIM_NODE_MAX_GPUS, .fallback = "8",
+                          .expect = "a GPU count per node such as 8, a multiple of gpus_per_switch" },
+  /* NCCL ring all-reduce bus bandwidth on 8 H100 over NVLink 4 without NVLink
+   * SHARP: 370 GB/s (NVIDIA, GTC 2025 session S72583, slide "all-reduce bw",
+   * as reproduced in stas00/ml-engineering network/README.md, "SHARP",
+   * @744d01e; the same page measures 367.2 GB/s with nccl-tests on 8 H200,
+   * NCCL_NVLS_ENABLE=0, 16 GiB). */
+  [SIM_KEY_NODE_COLLECTIVE_BANDWIDTH] = { SIM_GROUP_NODE, "collective_bandwidth", SIM_VALUE_RATE,
+                                          .offset = M(link.node.collective_bandwidth), .fallback = "370GB/s",
+                                          .expect = "a rate such as 370GB/s (NCCL bus bandwidth per GPU)" },
+  /* The time of the smallest all-reduce of a published 8 x H200 sweep:
+   * 32 KiB at 0.82 GB/s algbw = 40 us (ml-engineering network/README.md,
+   * "Real network throughput", all_reduce_bench.py, @744d01e). */
+  [SIM_KEY_NODE_COLLECTIVE_LATENCY] = { SIM_GROUP_NODE, "collective_latency", SIM_VALUE_TIME,
+                                        .offset = M(link.node.collective_latency), .fallback = "40us",
+                                        .expect = "a time such as 40us" },
+  /* NCCL runs one CTA per channel, each on an SM; NCCL set up 16 (NVLS)
+   * channels on 8 H200 (ml-engineering network/README.md, "SHARP", @744d01e):
+   * 16 of 132 SMs = 0.12.  No published ring channel count was found. */
+  [SIM_KEY_NODE_COLLECTIVE_SLOWDOWN] = { SIM_GROUP_NODE, "collective_slowdown", SIM_VALUE_NUMBER,
+                                         .offset = M(link.node.collective_slowdown), .lo = 0, .hi = 1,
+                                         .open = SIM_OPEN_HI, .fallback = "0.12", .expect = "a number in [0, 1)" },
+
+  /* DGX H100: 8 ConnectX-7 at 400 Gb/s InfiniBand NDR, one per GPU: 50 GB/s
+   * (line rate; ml-engineering network/README.md, "InfiniBand", @744d01e). */
+  [SIM_KEY_NETWORK_BANDWIDTH] = { SIM_GROUP_NETWORK, "bandwidth", SIM_VALUE_RATE,
+                                  .offset = M(link.network.bandwidth), .fallback = "50GB/s",
+                                  .expect = "a rate such as 50GB/s (per GPU)" },
+  /* No published small-message nccl-tests figure over InfiniBand NDR was
+   * found; the smallest all-reduce of a published 2-node 16 x H100 run
+   * (GCP a3-mega, GPUDirect-TCPXO, not InfiniBand: pessimistic), 8 B in
+   * place: 123 us (lessizzmore/create-a3mega-ztan-fork,
+   * ztan-NCCL-test-result @02dd8f4). */
+  [SIM_KEY_NETWORK_LATENCY] = { SIM_GROUP_NETWORK, "latency", SIM_VALUE_TIME, .offset = M(link.network.latency),
+                                .fallback = "123us", .expect = "a time such as 123us" },
 
   [SIM_KEY_POLICY_KIND] = { SIM_GROUP_POLICY, "kind", SIM_VALUE_CHOICE, SIM_NEED_REQUIRED, .offset = P(kind),
                             .names = sim_policy_kind_names, .kinds = ALL_KINDS,

@@ -1,5 +1,6 @@
 #include "lower_private.h"
 #include "program_private.h" /* the inline builders: a program per candidate */
+#include "sharding.h"
 
 
 /* Groups: what a policy acts on.  Layers are groups 0..n-1, the embedding
@@ -1210,7 +1211,8 @@ sim_lower_into(SimProgram *p, const SimWorkload *w, const SimPolicy *policy, con
   sim_program_add_stream(p, "compute");
   sim_program_add_stream(p, "d2h");
   sim_program_add_stream(p, "h2d");
-  sim_program_set_baseline(p, SIM_POOL_DEVICE, w->static_bytes, "static");
+  /* One GPU: nothing is sharded (the loader refuses sharding with dp = 1). */
+  sim_program_set_baseline(p, SIM_POOL_DEVICE, sim_sharding_workload_static(w, SIM_SHARDING_NONE, 1), "static");
   lower_labels(&l);
   lower_slice_begin(&l);
   lower_slice_forward(&l);

@@ -290,18 +290,22 @@ START_TEST(test_bad_counts)
 }
 END_TEST
 
-/* Sharding needs replicas to divide among, and parameters it can count. */
+/* Sharding needs replicas to divide among, and parameters it can count
+ * ([model]'s static is one size: nothing says what its parameters are). */
 START_TEST(test_bad_sharding)
 {
-  g_autofree char *alone = input_error(BASE8 "[parallel]\nsharding = full\n");
-  assert_has(alone, "test.ini: [parallel] sharding: expected none with dp = 1");
-  assert_has(alone, "got full");
-  g_autofree char *name = input_error(BASE8 "[parallel]\ndp = 2\nsharding = zero3\n");
-  assert_has(name, "test.ini: [parallel] sharding: ");
-  assert_has(name, "expected one of none, optimizer, gradients, full, got 'zero3'");
-  /* [model]'s static is one size: nothing says what its parameters are. */
-  g_autofree char *model = input_error(BASE8 "[parallel]\ndp = 2\nsharding = optimizer\n");
-  assert_has(model, "test.ini: [parallel] sharding: expected none for a workload whose parameters are not counted");
+  static const char *const cases[][2] = {
+    { "[parallel]\nsharding = full\n", "test.ini: [parallel] sharding: expected none with dp = 1 (sharding divides "
+                                       "the static memory among data-parallel replicas), got full" },
+    { "[parallel]\ndp = 2\nsharding = zero3\n", "expected one of none, optimizer, gradients, full, got 'zero3'" },
+    { "[parallel]\ndp = 2\nsharding = optimizer\n",
+      "test.ini: [parallel] sharding: expected none for a workload whose parameters are not counted" },
+  };
+  for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
+    g_autofree char *text = g_strconcat(BASE8, cases[i][0], NULL);
+    g_autofree char *msg = input_error(text);
+    assert_has(msg, cases[i][1]);
+  }
   g_autoptr(SimScenario) none = test_scenario_from_text(BASE8 "[parallel]\nsharding = none\n");
   ck_assert_uint_eq(none->parallel.sharding, SIM_SHARDING_NONE);
 }

@@ -75,17 +75,25 @@ START_TEST(test_transients)
 }
 END_TEST
 
-/* The sums of a kernel list's bytes. */
+/* Runs `step` and asserts its launches, kernels (all memory-bound), bytes
+ * read and written, and transient. */
 static void
-sums(const GArray *k, guint64 *read, guint64 *written)
+assert_step(const SimOptimizerStep *step, guint launches, guint kernels, guint64 read, guint64 written,
+            guint64 transient)
 {
-  *read = *written = 0;
+  g_autoptr(GArray) k = g_array_new(FALSE, FALSE, sizeof(SimKernel));
+  guint64 got_transient = 1, r = 0, w = 0;
+  ck_assert_uint_eq(sim_optimizer_step_kernels(step, k, &got_transient), launches);
+  ck_assert_uint_eq(k->len, kernels);
   for (guint i = 0; i < k->len; i++) {
     const SimKernel *x = &g_array_index(k, SimKernel, i);
     ck_assert_int_eq(x->kclass, SIM_KERNEL_MEMORY);
-    *read += x->read;
-    *written += x->written;
+    r += x->read;
+    w += x->written;
   }
+  ck_assert_uint_eq(r, read);
+  ck_assert_uint_eq(w, written);
+  ck_assert_uint_eq(got_transient, transient);
 }
 
 START_TEST(test_fused_step)
@@ -96,22 +104,10 @@ START_TEST(test_fused_step)
    * way.  One launch each: 10 tensors, 1e6 / 65536 + 10 = 25 chunks. */
   SimOptimizerStep step = { .params = 1000000, .tensors = 10, .dtype_bytes = 2, .adamw = TRUE, .master = TRUE,
                             .impl = SIM_OPTIMIZER_FUSED };
-  g_autoptr(GArray) k = g_array_new(FALSE, FALSE, sizeof(SimKernel));
-  guint64 transient = 1, r, w;
-  ck_assert_uint_eq(sim_optimizer_step_kernels(&step, k, &transient), 2);
-  ck_assert_uint_eq(k->len, 2);
-  sums(k, &r, &w);
-  ck_assert_uint_eq(r, 14000000 + 40);
-  ck_assert_uint_eq(w, 14000000 + 40);
-  ck_assert_uint_eq(transient, 0);
-
+  assert_step(&step, 2, 2, 14000000 + 40, 14000000 + 40, 0);
   /* fp32 weights: no master, no copy: read 16, write 12. */
-  g_array_set_size(k, 0);
   step.dtype_bytes = 4;
-  sim_optimizer_step_kernels(&step, k, NULL);
-  sums(k, &r, &w);
-  ck_assert_uint_eq(r, 16000000 + 40);
-  ck_assert_uint_eq(w, 12000000 + 40);
+  assert_step(&step, 2, 2, 16000000 + 40, 12000000 + 40, 0);
 }
 END_TEST
 
@@ -131,30 +127,15 @@ START_TEST(test_foreach_step)
    * as the transient. */
   SimOptimizerStep step = { .params = 1000000, .tensors = 10, .dtype_bytes = 2, .adamw = TRUE, .master = TRUE,
                             .impl = SIM_OPTIMIZER_FOREACH };
-  g_autoptr(GArray) k = g_array_new(FALSE, FALSE, sizeof(SimKernel));
-  guint64 transient = 0, r, w;
-  ck_assert_uint_eq(sim_optimizer_step_kernels(&step, k, &transient), 9);
-  ck_assert_uint_eq(k->len, 9);
-  sums(k, &r, &w);
-  ck_assert_uint_eq(r, 48000000);
-  ck_assert_uint_eq(w, 34000000);
-  ck_assert_uint_eq(transient, 4000000);
-
+  assert_step(&step, 9, 9, 48000000, 34000000, 4000000);
   /* Clipping first: _foreach_norm reads the gradients (2 B) and writes a
    * norm per tensor; _foreach_mul_ reads and writes them; 1 + 6 + 1
    * launches (the norm's cleanup and the scalar tail). */
-  g_array_set_size(k, 0);
   step.clip = TRUE;
-  ck_assert_uint_eq(sim_optimizer_step_kernels(&step, k, NULL), 9 + 8);
-  sums(k, &r, &w);
-  ck_assert_uint_eq(r, 48000000 + 4000000);
-  ck_assert_uint_eq(w, 34000000 + 40 + 2000000);
-
+  assert_step(&step, 9 + 8, 11, 48000000 + 4000000, 34000000 + 40 + 2000000, 4000000);
   /* optimizer = none: clipping only. */
-  g_array_set_size(k, 0);
   step.adamw = FALSE;
-  ck_assert_uint_eq(sim_optimizer_step_kernels(&step, k, NULL), 8);
-  ck_assert_uint_eq(k->len, 2);
+  assert_step(&step, 8, 2, 4000000, 40 + 2000000, 0);
 }
 END_TEST
 

@@ -2,6 +2,7 @@
 
 #include "error.h"
 #include "output.h"
+#include "pipeline.h"
 #include "units.h"
 
 #include <math.h>
@@ -337,8 +338,18 @@ format_table(const SimScenario *s, GPtrArray *results)
 
   g_string_append_printf(out, "%s\n", s->name);
   /* The capacity `fits` used, not a verdict: each row says whether it fits. */
-  g_string_append_printf(out, "%u layers, %s saved for backward, %s static; %s device, fits if peak <= %s\n",
-                         sim_workload_n_layers(s->workload), saved, stat, mem, cap);
+  g_string_append_printf(out, "%u layers, %s saved for backward, %s static", sim_workload_n_layers(s->workload), saved,
+                         stat);
+  /* Sharded, each GPU holds its part: the most a stage holds. */
+  if (s->parallel.sharding != SIM_SHARDING_NONE) {
+    guint64 most = 0;
+    for (guint stage = 0; stage < s->parallel.pp; stage++)
+      most = MAX(most, sim_lower_pipeline_stage_static(s->workload, &s->parallel, stage));
+    g_autofree char *per_gpu = sim_units_format_size(most);
+    g_string_append_printf(out, " (%s per GPU, sharding = %s over dp = %u)", per_gpu,
+                           sim_sharding_names[s->parallel.sharding], s->parallel.dp);
+  }
+  g_string_append_printf(out, "; %s device, fits if peak <= %s\n", mem, cap);
   g_string_append_printf(out, "link: H2D %s, D2H %s, both %s, %.3g us per copy", h2d, d2h, bidir, link->latency * 1e6);
   if (link->compute_slowdown > 0)
     g_string_append_printf(out, ", compute -%.3g%% during copies", link->compute_slowdown * 100);

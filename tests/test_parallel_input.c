@@ -143,6 +143,7 @@ START_TEST(test_parallel_keys)
   ck_assert_uint_eq(par->schedule, SIM_PIPE_GPIPE);
   ck_assert_uint_eq(par->virtual_chunks, 1);
   ck_assert_uint_eq(par->dp, 2);
+  ck_assert_uint_eq(par->sharding, SIM_SHARDING_NONE);
   ck_assert_ptr_null(par->split);
   ck_assert_double_eq(par->p2p_bandwidth, 100e9);
   ck_assert_double_eq_tol(par->p2p_latency, 5e-6, 1e-18);
@@ -287,7 +288,28 @@ START_TEST(test_bad_counts)
   assert_has(lat, "test.ini: [parallel] p2p_latency: ");
   g_autofree char *unknown = input_error(BASE8 "[parallel]\ntp = 2\n");
   assert_has(unknown, "test.ini: [parallel] tp: unknown key (expected one of pp, microbatches, schedule, virtual, dp, "
-                      "split, p2p_bandwidth, p2p_latency)");
+                      "sharding, split, p2p_bandwidth, p2p_latency)");
+}
+END_TEST
+
+/* Sharding needs replicas to divide among, and parameters it can count
+ * ([model]'s static is one size: nothing says what its parameters are). */
+START_TEST(test_bad_sharding)
+{
+  static const char *const cases[][2] = {
+    { "[parallel]\nsharding = full\n", "test.ini: [parallel] sharding: expected none with dp = 1 (sharding divides "
+                                       "the static memory among data-parallel replicas), got full" },
+    { "[parallel]\ndp = 2\nsharding = zero3\n", "expected one of none, optimizer, gradients, full, got 'zero3'" },
+    { "[parallel]\ndp = 2\nsharding = optimizer\n",
+      "test.ini: [parallel] sharding: expected none for a workload whose parameters are not counted" },
+  };
+  for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
+    g_autofree char *text = g_strconcat(BASE8, cases[i][0], NULL);
+    g_autofree char *msg = input_error(text);
+    assert_has(msg, cases[i][1]);
+  }
+  g_autoptr(SimScenario) none = test_scenario_from_text(BASE8 "[parallel]\nsharding = none\n");
+  ck_assert_uint_eq(none->parallel.sharding, SIM_SHARDING_NONE);
 }
 END_TEST
 
@@ -522,6 +544,12 @@ START_TEST(test_cli_exit_status)
   ck_assert_int_eq(run.status, 2);
   assert_has(run.err, "offsim: ");
   assert_has(run.err, "pp.ini: [parallel] split: chunk 1: expected at least 1 layer, got 0 (a stage with no layers)");
+
+  g_autofree char *zero = g_build_filename(dir, "zero.ini", NULL);
+  ck_assert(g_file_set_contents(zero, BASE8 "[parallel]\nsharding = gradients\n", -1, NULL));
+  g_auto(TestRun) sharded = test_offsim("run", zero, NULL);
+  ck_assert_int_eq(sharded.status, 2);
+  assert_has(sharded.err, "zero.ini: [parallel] sharding: expected none with dp = 1");
 }
 END_TEST
 
@@ -541,6 +569,7 @@ parallel_input_suite(void)
   suite_add_tcase(suite, valid);
   TCase *bad = tcase_create("bad input");
   tcase_add_test(bad, test_bad_counts);
+  tcase_add_test(bad, test_bad_sharding);
   tcase_add_test(bad, test_virtual_needs_interleaved);
   tcase_add_test(bad, test_interleaved_microbatches);
   tcase_add_test(bad, test_too_many_gpus);

@@ -503,6 +503,12 @@ load_parallel(const SimConfig *c, SimParallel *par, GError **error)
                 given(g, SIM_KEY_PARALLEL_DP) ? entry_of(g, SIM_KEY_PARALLEL_DP) : entry_of(g, SIM_KEY_PARALLEL_PP),
                 "expected pp × dp to be at most %d GPUs, got %u × %u = %u", SIM_PARALLEL_MAX_GPUS, par->pp, par->dp,
                 sim_parallel_gpus(par));
+  /* Sharding divides among data-parallel replicas: alone there is nothing
+   * to divide among. */
+  if (par->sharding != SIM_SHARDING_NONE && par->dp == 1)
+    return fail(error, g, entry_of(g, SIM_KEY_PARALLEL_SHARDING),
+                "expected none with dp = 1 (sharding divides the static memory among data-parallel replicas), "
+                "got %s", sim_sharding_names[par->sharding]);
   if (par->split) {
     const SimConfigEntry *e = entry_of(g, SIM_KEY_PARALLEL_SPLIT);
     guint chunks = sim_parallel_chunks(par);
@@ -519,10 +525,16 @@ load_parallel(const SimConfig *c, SimParallel *par, GError **error)
 /* The chunks against the model: a split adds up to its layers; an even cut
  * gives every chunk a layer, and with interleaving the same number. */
 static gboolean
-check_parallel_layers(const SimConfig *c, const SimParallel *par, guint n_layers, GError **error)
+check_parallel_layers(const SimConfig *c, const SimParallel *par, const SimWorkload *w, GError **error)
 {
   const SimConfigGroup *g = sim_config_group(c, "parallel");
-  guint chunks = sim_parallel_chunks(par);
+  guint chunks = sim_parallel_chunks(par), n_layers = sim_workload_n_layers(w);
+  /* Sharding divides parameters' bytes: a [model]'s or a recording's
+   * `static` is one size, with nothing to say what it is made of. */
+  if (par->sharding != SIM_SHARDING_NONE && !sim_param_bytes_known(&w->param_bytes))
+    return fail(error, g, entry_of(g, SIM_KEY_PARALLEL_SHARDING),
+                "expected none for a workload whose parameters are not counted (only [transformer] counts "
+                "them), got %s", sim_sharding_names[par->sharding]);
   if (par->split) {
     guint64 sum = 0;
     for (guint i = 0; i < par->split->len; i++)
@@ -1116,7 +1128,7 @@ sim_scenario_from_config(const SimConfig *c, GError **error)
     return NULL;
   }
   guint n_layers = sim_workload_n_layers(s->workload);
-  if (!check_parallel_layers(c, &s->parallel, n_layers, error) ||
+  if (!check_parallel_layers(c, &s->parallel, s->workload, error) ||
       !load_policies(c, n_layers, s->parallel.pp, s->workload, s->policies, error))
     return NULL;
   if (s->policies->len == 0) {

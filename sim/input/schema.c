@@ -2,6 +2,7 @@
 
 #include "error.h"
 #include "machine.h"
+#include "optimizer.h"
 #include "parallel.h"
 #include "policy.h"
 #include "scenario.h"
@@ -21,6 +22,8 @@ G_STATIC_ASSERT(sizeof(SimInflightUnit) == sizeof(guint));
 G_STATIC_ASSERT(sizeof(SimParams) == sizeof(guint));
 G_STATIC_ASSERT(sizeof(SimFramework) == sizeof(guint));
 G_STATIC_ASSERT(sizeof(SimPipeSchedule) == sizeof(guint));
+G_STATIC_ASSERT(sizeof(SimSharding) == sizeof(guint));
+G_STATIC_ASSERT(sizeof(SimOptimizerKernels) == sizeof(guint));
 
 static const char *const group_names[SIM_GROUP_COUNT] = {
   [SIM_GROUP_SCENARIO] = "scenario", [SIM_GROUP_DEVICE] = "device",         [SIM_GROUP_LINK] = "link",
@@ -232,6 +235,11 @@ static const SimSchemaKey keys[SIM_KEY_COUNT] = {
   [SIM_KEY_TRANSFORMER_MASTER_WEIGHTS] = { SIM_GROUP_TRANSFORMER, "master_weights", SIM_VALUE_BOOL,
                                            .offset = T(master_weights), .fallback = "true",
                                            .expect = "true or false" },
+  /* PyTorch's default on CUDA: adamw() asks _default_to_fused_or_foreach
+   * with use_fused=False (sim/engine/optimizer.h). */
+  [SIM_KEY_TRANSFORMER_OPTIMIZER_KERNELS] = { SIM_GROUP_TRANSFORMER, "optimizer_kernels", SIM_VALUE_CHOICE,
+                                              .offset = T(optimizer_kernels), .names = sim_optimizer_kernels_names,
+                                              .fallback = "foreach", .expect = "foreach or fused" },
   /* Follows ops: PyTorch's zero_grad(set_to_none=True) under HF's code,
    * Megatron's contiguous gradient buffer under fused kernels. */
   [SIM_KEY_TRANSFORMER_GRADS] = { SIM_GROUP_TRANSFORMER, "grads", SIM_VALUE_CHOICE, .offset = T(grads_kept),
@@ -264,6 +272,10 @@ static const SimSchemaKey keys[SIM_KEY_COUNT] = {
                                  .expect = "a chunk count per stage such as 2 (above 1 only with schedule = interleaved)" },
   [SIM_KEY_PARALLEL_DP] = { SIM_GROUP_PARALLEL, "dp", SIM_VALUE_COUNT, .offset = PAR(dp), .min = 1,
                             .max = SIM_PARALLEL_MAX_GPUS, .fallback = "1", .expect = "a data-parallel degree such as 2" },
+  /* ZeRO's stages over the dp replicas (sim/model/sharding.h). */
+  [SIM_KEY_PARALLEL_SHARDING] = { SIM_GROUP_PARALLEL, "sharding", SIM_VALUE_CHOICE, .offset = PAR(sharding),
+                                  .names = sim_sharding_names, .fallback = "none",
+                                  .expect = "none, optimizer, gradients or full" },
   [SIM_KEY_PARALLEL_SPLIT] = { SIM_GROUP_PARALLEL, "split", SIM_VALUE_LIST, .offset = HAND, .doc_default = "even",
                                .expect = "one layer count per chunk, pp × virtual of them in model order, such as 7, 9, 9, 7" },
   /* NVLink 4 (H100 SXM): 900 GB/s per GPU, both directions together. */

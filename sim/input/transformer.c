@@ -4,6 +4,7 @@
 
 #include "error.h"
 #include "schema.h"
+#include "sharding.h"
 #include "units.h"
 
 #include <math.h>
@@ -183,9 +184,11 @@ sim_transformer_validate_shape(const SimTransformer *c, const char *const *names
 
 /* Parameters per GPU (tensor-parallel shard) of one layer, of the
  * embedding (token and learned position tables) and of the head (its final
- * norm, and lm_head unless tied to the embedding). */
+ * norm, and lm_head unless tied to the embedding), and the tensors that
+ * hold them (the optimizer step's launches). */
 typedef struct {
   guint64 layer, embed, head;
+  guint layer_tensors, embed_tensors, head_tensors;
 } Parameters;
 
 static Parameters
@@ -202,10 +205,18 @@ parameters_of(const SimTransformer *c)
   guint64 mlp = (c->gelu ? 2 : 3) * h * f;
   if (c->linear_bias)
     mlp += (c->gelu ? f : 2 * f) + h;
+  /* Tensors: q, k, v and o (gpt2's Conv1D: one c_attn and c_proj, each
+   * with its bias), the MLP's two or three projections (and their biases),
+   * a weight (and a bias) per norm. */
+  guint norm_tensors = c->layernorm ? 2 : 1, mlp_tensors = c->gelu ? 2 : 3;
+  guint attn_tensors = c->linear_bias ? 4 : 4 + (c->qkv_bias ? 3 : 0);
   return (Parameters){
     .layer = (attn + mlp) / t + 2 * norm,
     .embed = c->vocab * h / t + (guint64)c->max_positions * h,
     .head = (c->tied_embeddings ? 0 : c->vocab * h / t) + norm,
+    .layer_tensors = attn_tensors + mlp_tensors * (c->linear_bias ? 2 : 1) + 2 * norm_tensors,
+    .embed_tensors = c->max_positions ? 2 : 1,
+    .head_tensors = norm_tensors + (c->tied_embeddings ? 0 : 1),
   };
 }
 
@@ -672,16 +683,27 @@ sim_transformer_build(const SimTransformer *c, const SimDevice *dev, const char 
   guint64 p = sim_transformer_parameters(c);
   guint e = sim_dtype_bytes(c->dtype);
   /* Weights, then gradients (static when kept), AdamW's two fp32 moments,
-   * fp32 master weights beside 16-bit ones. */
-  guint64 per_param = e + (c->grads_kept ? e : 0) + (c->adamw ? 8 : 0) + (c->master_weights && e != 4 ? 4 : 0);
+   * fp32 master weights beside 16-bit ones (sim/model/sharding.h), counted
+   * per parameter so that data-parallel sharding can divide them. */
+  sim_param_bytes_set(&w->param_bytes, e, c->grads_kept, c->adamw, c->master_weights);
+  w->optimizer_kernels = (guint8)c->optimizer_kernels;
+  guint64 per_param = w->param_bytes.weight + w->param_bytes.grad + w->param_bytes.state;
   w->static_bytes = mul(&k, p, per_param);
   /* Each layer's share, for pipeline stages (a tied embedding's weights
    * count with the embedding only). */
   Parameters parts = parameters_of(c);
-  for (guint i = 0; i < c->layers; i++)
-    sim_workload_layer(w, i)->static_bytes = mul(&k, parts.layer, per_param);
+  for (guint i = 0; i < c->layers; i++) {
+    SimLayer *layer = sim_workload_layer(w, i);
+    layer->static_bytes = mul(&k, parts.layer, per_param);
+    layer->params = parts.layer;
+    layer->param_tensors = parts.layer_tensors;
+  }
   w->embed->static_bytes = mul(&k, parts.embed, per_param);
+  w->embed->params = parts.embed;
+  w->embed->param_tensors = parts.embed_tensors;
   w->head->static_bytes = mul(&k, parts.head, per_param);
+  w->head->params = parts.head;
+  w->head->param_tensors = parts.head_tensors;
   set_grads(w, c, e);
   if (!k.overflow && !sim_transformer_ops_attach(w, c, dev, error))
     return NULL;

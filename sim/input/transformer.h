@@ -98,6 +98,7 @@
 #pragma once
 
 #include "kernel.h"
+#include "optimizer.h"
 #include "machine.h"
 #include "workload.h"
 
@@ -150,6 +151,7 @@ typedef struct {
   gboolean sp;
   gboolean adamw;
   gboolean master_weights;
+  SimOptimizerKernels optimizer_kernels; /* how the optimizer step runs (sim/engine/optimizer.h) */
   /* The memory timeline of a real step. */
   gboolean grads_kept;     /* grads = kept: gradients static all step; FALSE: set-to-none, each
                             * allocated when backward reaches its parameters */

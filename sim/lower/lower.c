@@ -1,6 +1,7 @@
 #include "lower_private.h"
 #include "collective.h"
 #include "program_private.h" /* the inline builders: a program per candidate */
+#include "sharding.h"
 
 
 /* Groups: what a policy acts on.  Layers are groups 0..n-1, the embedding
@@ -1319,7 +1320,8 @@ sim_lower_into(SimProgram *p, const SimWorkload *w, const SimPolicy *policy, con
     l.s_comm = sim_program_add_stream(p, "comm");
     l.tp_nodes = sim_collective_nodes(0, 1, w->tp, MAX(link->node.gpus, 1));
   }
-  sim_program_set_baseline(p, SIM_POOL_DEVICE, w->static_bytes, "static");
+  /* One GPU: nothing is sharded (the loader refuses sharding with dp = 1). */
+  sim_program_set_baseline(p, SIM_POOL_DEVICE, sim_sharding_workload_static(w, SIM_SHARDING_NONE, 1), "static");
   lower_labels(&l);
   lower_slice_begin(&l);
   lower_slice_forward(&l);

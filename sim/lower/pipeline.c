@@ -98,23 +98,31 @@ sim_lower_pipeline_stage_static(const SimWorkload *w, const SimParallel *par, gu
   guint n = sim_workload_n_layers(w), chunks = sim_parallel_chunks(par);
   g_autofree guint *bounds = g_new(guint, chunks + 1);
   sim_parallel_chunk_bounds(par, n, bounds);
-  guint64 claimed = 0, mine = 0;
+  guint64 claimed = 0, mine = 0, params = 0;
   for (guint c = 0; c < chunks; c++) {
     for (guint i = bounds[c]; i < bounds[c + 1]; i++) {
-      guint64 b = sim_workload_layer(w, i)->static_bytes;
-      claimed += b;
-      mine += c % par->pp == stage ? b : 0;
+      const SimLayer *layer = sim_workload_layer(w, i);
+      claimed += layer->static_bytes;
+      mine += c % par->pp == stage ? layer->static_bytes : 0;
+      params += c % par->pp == stage ? layer->params : 0;
     }
   }
   guint last = (chunks - 1) % par->pp;
   if (w->embed) {
     claimed += w->embed->static_bytes;
     mine += stage == 0 ? w->embed->static_bytes : 0;
+    params += stage == 0 ? w->embed->params : 0;
   }
   if (w->head) {
     claimed += w->head->static_bytes;
     mine += stage == last ? w->head->static_bytes : 0;
+    params += stage == last ? w->head->params : 0;
   }
+  /* A workload that counts its parameters claims all its static bytes by
+   * them: the stage's parameters, sharded over the replicas as [parallel]
+   * says. */
+  if (sim_param_bytes_known(&w->param_bytes))
+    return sim_sharding_static(&w->param_bytes, params, par->sharding, par->dp);
   /* What no layer claims, evenly; the rest of the division on stage 0, so
    * that the stages add up to the workload. */
   guint64 rest = w->static_bytes > claimed ? w->static_bytes - claimed : 0;

@@ -28,7 +28,10 @@
  * or recomputes its own tensors on its stage's streams.  keep_last counts
  * from the top of each chunk.  A stage's device baseline is its layers'
  * static bytes (SimLayer.static_bytes), the embedding's on the first and
- * the head's on the last, plus an even share of what no layer claims;
+ * the head's on the last, plus an even share of what no layer claims; or,
+ * when the workload counts its parameters (SimLayer.params), those of the
+ * stage's layers under [parallel] sharding over the dp replicas
+ * (sim_sharding_static: ZeRO's stages, sim/model/sharding.h);
  * gradients that are not static appear with the first micro-batch's
  * backward and, like held outputs, go with the stage's last op (a zero-time
  * "optimizer" op at the end of its compute stream).
@@ -64,7 +67,8 @@ enum {
 void sim_lower_pipeline_into(SimProgram *program, const SimWorkload *workload, const SimPolicy *policy,
                              const SimLink *link, const SimParallel *parallel);
 
-/* The device baseline of `stage`: its static bytes (see above). */
+/* The device baseline of `stage` on each of its replicas: its static bytes
+ * (see above), sharded as `parallel` says. */
 guint64 sim_lower_pipeline_stage_static(const SimWorkload *workload, const SimParallel *parallel, guint stage);
 
 G_END_DECLS

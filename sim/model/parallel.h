@@ -38,6 +38,8 @@
  */
 #pragma once
 
+#include "sharding.h"
+
 #include <glib.h>
 
 G_BEGIN_DECLS
@@ -58,6 +60,7 @@ typedef struct {
   SimPipeSchedule schedule;
   guint virtual_chunks;     /* model chunks per stage (`virtual`), >= 1; > 1 only with interleaved */
   guint dp;                 /* data-parallel replicas, >= 1 */
+  SimSharding sharding;     /* what the dp replicas shard (sharding.h); none with dp = 1 */
   GArray *split;            /* guint layers per chunk (pp × virtual entries, in model order), or NULL: even */
   double p2p_bandwidth;     /* bytes per second between neighbouring stages */
   double p2p_latency;       /* seconds per send */

@@ -417,6 +417,17 @@ sim_workload_elements_known(const SimWorkload *w)
   return TRUE;
 }
 
+guint64
+sim_workload_parameters(const SimWorkload *w)
+{
+  /* Within the loaders' 4 EiB bound on static bytes (at least a byte per
+   * counted parameter) the sum cannot wrap. */
+  guint64 n = (w->embed ? w->embed->params : 0) + (w->head ? w->head->params : 0);
+  for (guint i = 0; i < sim_workload_n_layers(w); i++)
+    n += sim_workload_layer(w, i)->params;
+  return n;
+}
+
 gboolean
 sim_workload_has_ops(const SimWorkload *w)
 {

@@ -166,6 +166,13 @@ typedef struct {
    * generated transformer): a pipeline stage holds its layers' shares and
    * an even part of what no layer claims.  0: not known. */
   guint64 static_bytes;
+  /* Its parameters (this GPU's tensor-parallel shard of them) and how many
+   * tensors hold them, when the generator counts them (SimWorkload's
+   * param_bytes set): what sharding divides (sim/model/sharding.h) and what
+   * the optimizer step reads (the tensors set its launches).  0: not
+   * counted. */
+  guint64 params;
+  guint param_tensors;
   GArray *tensors;          /* SimTensor, saved for backward */
   /* The layer as kernels (generated transformers): NULL for a layer that
    * is one op each way (explicit [model] layers, recordings without op
@@ -188,6 +195,17 @@ typedef struct {
   SimOpIndex *index;
 } SimLayer;
 
+/* Bytes per parameter of each kind of static state, when the workload
+ * counts its parameters (SimLayer.params); all 0 when it does not.  The
+ * static bytes of an unsharded GPU are params × (weight + grad + state);
+ * sim/model/sharding.h divides them among data-parallel ranks. */
+typedef struct {
+  guint8 weight;      /* the model's weights: the dtype's bytes, e */
+  guint8 grad;        /* static gradients (grads = kept): e; 0 under set-to-none */
+  guint8 state;       /* optimizer state: AdamW's moments (8), fp32 master weights (4) */
+  guint8 master;      /* TRUE: the state includes fp32 master weights beside 16-bit ones */
+} SimParamBytes;
+
 /* The layers policies act on are `layers`.  A generated transformer also
  * has an embedding before them and a loss head after them: they run and
  * hold memory like layers and keep their tensors unless an offload's
@@ -198,6 +216,13 @@ typedef struct {
   SimLayer *embed;          /* NULL when not modelled */
   SimLayer *head;           /* NULL when not modelled */
   guint64 static_bytes;
+  /* Bytes per parameter (all 0: parameters not counted; then static_bytes
+   * is all there is). */
+  SimParamBytes param_bytes;
+  /* How the optimizer step runs, a SimOptimizerKernels
+   * (sim/engine/optimizer.h, which the model layer does not see): fused or
+   * foreach. */
+  guint8 optimizer_kernels;
   /* The model's outputs the caller keeps through backward (the logits of
    * `outputs = held`): allocated by the head's forward, freed when the step
    * ends.  0 without a head. */
@@ -319,6 +344,10 @@ guint64 sim_workload_saved_bytes(const SimWorkload *workload);
  * SIM_UNITS_MAX_BYTES (4 EiB): loaders refuse such a workload, so no ledger
  * level or copy total of a run can overflow 64 bits. */
 gboolean sim_workload_bytes_fit(const SimWorkload *workload);
+
+/* Parameters of every layer, the embedding and the head (SimLayer.params):
+ * 0 when the workload does not count them. */
+guint64 sim_workload_parameters(const SimWorkload *workload);
 
 /* Whether every tensor of the workload has its element size. */
 gboolean sim_workload_elements_known(const SimWorkload *workload);

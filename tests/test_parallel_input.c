@@ -288,7 +288,7 @@ START_TEST(test_bad_counts)
   assert_has(lat, "test.ini: [parallel] p2p_latency: ");
   g_autofree char *unknown = input_error(BASE8 "[parallel]\ntp = 2\n");
   assert_has(unknown, "test.ini: [parallel] tp: unknown key (expected one of pp, microbatches, schedule, virtual, dp, "
-                      "sharding, split, p2p_bandwidth, p2p_latency)");
+                      "sharding, split, p2p_bandwidth, p2p_latency, bucket)");
 }
 END_TEST
 

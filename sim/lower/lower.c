@@ -714,10 +714,25 @@ op_label(Lower *l, guint g, const SimLayerOp *o, gboolean comm)
   return comm ? l->comm_labels[i] : l->op_labels[i];
 }
 
-/* The compute stream waits for the collectives due before the next op. */
+static void comm_after(Lower *l, guint g, const SimLayerOp *o);
+
+/* The collective of the op emitted last (Lower.comm_op), if any. */
+static inline void
+comm_issue(Lower *l)
+{
+  if (l->comm_op != NULL) {
+    const SimLayerOp *o = l->comm_op;
+    l->comm_op = NULL;
+    comm_after(l, l->comm_group, o);
+  }
+}
+
+/* The collective of the op emitted last, then the waits for the
+ * collectives due before the next op. */
 static void
 comm_wait_due(Lower *l)
 {
+  comm_issue(l);
   guint kept = 0;
   for (guint i = 0; i < l->n_comm; i++) {
     if (l->comm[i].left == 0)
@@ -733,14 +748,14 @@ comm_wait_due(Lower *l)
 static void
 comm_wait_all(Lower *l)
 {
+  comm_issue(l);
   if (l->n_comm > 0)
     sim_program_wait(l->p, l->s_compute, l->comm[l->n_comm - 1].done);
   l->n_comm = 0;
 }
 
-/* After compute op `op` (op `o` of group g): one op fewer before each
- * pending wait, and o's collective, if it has one, on the communication
- * stream once `op` is done. */
+/* After op `o` of group g: one op fewer before each pending wait, and o's
+ * collective, if it has one, on the communication stream once o is done. */
 static void
 comm_after(Lower *l, guint g, const SimLayerOp *o)
 {
@@ -771,15 +786,17 @@ static guint32
 emit_op(Lower *l, guint g, const SimLayerOp *o, SimPhase phase)
 {
   SimProgram *p = l->p;
-  if (l->n_comm > 0)
+  if (l->n_comm > 0 || l->comm_op != NULL)
     comm_wait_due(l);
   guint32 op =
     sim_program_compute_inline(p, l->s_compute, o->seconds, phase, group_index(l, g), op_label(l, g, o, FALSE));
   if (l->w->launch > 0)
     sim_program_set_launch_inline(p, op, o->kernels * l->w->launch);
   p->kernel_work[o->kclass] += o->seconds;
-  if (o->collective || l->n_comm > 0)
-    comm_after(l, g, o);
+  if (o->collective || l->n_comm > 0) {
+    l->comm_op = o;
+    l->comm_group = g;
+  }
   return op;
 }
 
@@ -976,6 +993,7 @@ emit_backward_ops(Lower *l, guint g)
   guint32 op = SIM_NO_OP;
   for (guint b = layer->n_forward; b < layer->ops->len; b++) {
     const SimLayerOp *o = sim_layer_op(layer, b);
+    comm_issue(l); /* the previous op's collective starts before these reloads */
     if (per_use)
       emit_use_reloads(l, g, b);
     op = emit_op(l, g, o, SIM_PHASE_BACKWARD);

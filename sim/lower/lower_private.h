@@ -81,6 +81,11 @@ typedef struct {
     guint left;
   } comm[4];
   guint n_comm;
+  /* The op (of group comm_group) whose collective is issued when the next
+   * op is emitted, once the caller has given it its memory actions (an
+   * op's actions must follow it directly); or NULL. */
+  const SimLayerOp *comm_op;
+  guint comm_group;
 } Lower;
 
 /* Interns the labels every slice uses (once per program). */

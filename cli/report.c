@@ -75,6 +75,8 @@ static const Field fields[] = {
   FIELD("attention_ms", FIELD_DOUBLE, attention_ms),
   FIELD("memory_ms", FIELD_DOUBLE, memory_ms),
   FIELD("host_wait_ms", FIELD_DOUBLE, host_wait_ms),
+  FIELD("optimizer_ms", FIELD_DOUBLE, optimizer_ms),
+  FIELD("comm_ms", FIELD_DOUBLE, comm_ms),
 };
 
 #define FIELD_AT(r, f, type) (*(const type *)((const char *)(r) + (f)->offset))

@@ -323,7 +323,8 @@ show_transformer(Show *s, const SimConfigGroup *g)
     if ((id == SIM_KEY_TRANSFORMER_KV_HEADS && derived_keys.kv_heads) ||
         (id == SIM_KEY_TRANSFORMER_HEAD_DIM && derived_keys.head_dim) ||
         (id == SIM_KEY_TRANSFORMER_GRADS && derived_keys.grads) ||
-        (id == SIM_KEY_TRANSFORMER_ATTENTION && derived_keys.attention)) {
+        (id == SIM_KEY_TRANSFORMER_ATTENTION && derived_keys.attention) ||
+        (id == SIM_KEY_TRANSFORMER_OPTIMIZER_KERNELS && derived_keys.optimizer_kernels)) {
       mine = derived((SimKeyId)id);
     } else if (hf) {
       /* What the config.json changed, or gave where there is no default. */

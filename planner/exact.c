@@ -340,8 +340,14 @@ stages_read(PlannerExact *x, const SimWorkload *w, const SimPolicy *policy)
     grads += (gint64)sim_workload_layer(w, j)->grad_bytes;
   }
   /* The embedding's forward, and its backward with every gradient made
-   * (its own appear at its end, with nothing after them). */
+   * (its own appear at its end); then the optimizer step, with every
+   * gradient and its transient (the lowering's last op, whatever the
+   * plan). */
   x->fixed = MAX(x->base_f + e_wsf, x->base_f + x->held + grads + e_wsb);
+  SimLowerOptimizer opt = sim_lower_optimizer_step(w, sim_workload_parameters(w), sim_workload_param_tensors(w));
+  x->eB += opt.seconds;
+  x->fixed = MAX(x->fixed, (gint64)w->static_bytes + x->held + grads + (e ? (gint64)e->grad_bytes : 0) +
+                             (gint64)opt.transient);
 }
 
 PlannerExact *

@@ -33,6 +33,8 @@ kind_of(const SimProgram *p, const SimOp *op)
   default:
     if (op->phase == SIM_PHASE_BACKWARD)
       return PLOTS_SPAN_BACKWARD;
+    if (op->phase == SIM_PHASE_OPTIMIZER)
+      return PLOTS_SPAN_OPTIMIZER;
     return op->phase == SIM_PHASE_RECOMPUTE ? PLOTS_SPAN_RECOMPUTE : PLOTS_SPAN_FORWARD;
   }
 }
@@ -139,6 +141,7 @@ plots_spans_kind_name(PlotsSpanKind kind)
     [PLOTS_SPAN_OFFLOAD] = "D2H copy",  [PLOTS_SPAN_RELOAD] = "H2D copy",   [PLOTS_SPAN_ALLOC] = "host alloc",
     [PLOTS_SPAN_WAIT] = "wait",         [PLOTS_SPAN_RECORD] = "record",     [PLOTS_SPAN_SEND] = "p2p send",
     [PLOTS_SPAN_PEER_WAIT] = "wait on a stage", [PLOTS_SPAN_COMM] = "collective",
+    [PLOTS_SPAN_OPTIMIZER] = "optimizer",
   };
   return kind < PLOTS_SPAN_COUNT ? names[kind] : "?";
 }

@@ -43,6 +43,7 @@ typedef enum {
   PLOTS_SPAN_SEND,      /* a stage-to-stage transfer on a p2p stream */
   PLOTS_SPAN_PEER_WAIT, /* a wait for an event recorded on another GPU */
   PLOTS_SPAN_COMM,      /* a collective (all-reduce, all-gather, reduce-scatter) on a comm stream */
+  PLOTS_SPAN_OPTIMIZER, /* the optimizer step */
   PLOTS_SPAN_COUNT,
 } PlotsSpanKind;
 

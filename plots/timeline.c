@@ -21,6 +21,7 @@ plots_timeline_color(guint kind)
     [PLOTS_SPAN_OFFLOAD] = "#f28e2b", [PLOTS_SPAN_RELOAD] = "#17becf",   [PLOTS_SPAN_ALLOC] = "#9c755f",
     [PLOTS_SPAN_WAIT] = "#e15759",    [PLOTS_SPAN_RECORD] = "#000000",   [PLOTS_SPAN_SEND] = "#edc948",
     [PLOTS_SPAN_PEER_WAIT] = "#ff9da7", [PLOTS_SPAN_COMM] = "#76b7b2",
+    [PLOTS_SPAN_OPTIMIZER] = "#bab0ac",
   };
   return kind < PLOTS_SPAN_COUNT ? colors[kind] : "#000000";
 }

@@ -1171,8 +1171,10 @@ START_TEST(trace_has_every_op_once_and_the_ledger)
       ck_assert_str_eq(json_object_get_string_member(args, "stream"), stream->name);
       const char *thread = g_hash_table_lookup(threads, GINT_TO_POINTER(json_object_get_int_member(e, "tid")));
       ck_assert_msg(thread && strcmp(thread, stream->name) == 0, "op %" G_GINT64_FORMAT " on the wrong thread", op);
-      if (sim_op->kind == SIM_OP_COMPUTE || sim_op->kind == SIM_OP_COPY)
-        ck_assert_int_eq(json_object_get_int_member(args, "layer"), sim_op->layer);
+      if (sim_op->kind == SIM_OP_COMPUTE || sim_op->kind == SIM_OP_COPY) {
+        JsonNode *layer = json_object_get_member(args, "layer"); /* null: no layer (the optimizer step) */
+        ck_assert_int_eq(JSON_NODE_HOLDS_NULL(layer) ? SIM_NO_LAYER : json_node_get_int(layer), sim_op->layer);
+      }
     } else if (strcmp(ph, "C") == 0) {
       const SimMemPoint *pt;
       gint64 bytes = json_object_get_int_member(args, "bytes");

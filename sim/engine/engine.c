@@ -825,6 +825,7 @@ run_new(const SimProgram *p, const SimEngineOptions *options)
     run->curve = g_array_sized_new(FALSE, FALSE, sizeof(SimMemPoint), p->n_mem + 1);
   run->compute_work = p->compute_work[SIM_WORK_COMPUTE];
   run->recompute_work = p->compute_work[SIM_WORK_RECOMPUTE];
+  run->optimizer_work = p->compute_work[SIM_WORK_OPTIMIZER];
   for (int d = 0; d < SIM_DIR_COUNT; d++) {
     run->copy_bytes[d] = p->copy_bytes[d];
     run->copies[d] = p->copies[d];

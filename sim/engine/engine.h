@@ -101,6 +101,7 @@ typedef struct {
   double step;           /* seconds from the first op to the last */
   double compute_work;   /* nominal seconds of forward and backward compute */
   double recompute_work; /* nominal seconds of recompute */
+  double optimizer_work; /* nominal seconds of the optimizer step */
   guint64 copy_bytes[2]; /* per SimDir */
   guint copies[2];
   SimPeak peak[2];       /* per SimPool: the worst GPU's (the first to reach the most, then the lowest) */

@@ -153,7 +153,7 @@ static double
 busiest_gpu_work(const SimRun *run, const SimProgram *p)
 {
   if (p->n_gpus == 1)
-    return run->compute_work + run->recompute_work;
+    return run->compute_work + run->recompute_work + run->optimizer_work;
   g_autofree double *work = g_new0(double, p->n_gpus);
   double most = 0;
   for (guint32 i = 0; i < sim_program_n_ops(p); i++) {

@@ -300,7 +300,7 @@ sim_phase_name(SimPhase phase)
     [SIM_PHASE_FORWARD] = "forward", [SIM_PHASE_BACKWARD] = "backward",
     [SIM_PHASE_RECOMPUTE] = "recompute", [SIM_PHASE_OFFLOAD] = "offload",
     [SIM_PHASE_RELOAD] = "reload", [SIM_PHASE_ALLOC] = "host-alloc", [SIM_PHASE_SYNC] = "sync",
-    [SIM_PHASE_SEND] = "send", [SIM_PHASE_COMM] = "comm",
+    [SIM_PHASE_SEND] = "send", [SIM_PHASE_COMM] = "comm", [SIM_PHASE_OPTIMIZER] = "optimizer",
   };
   return phase < SIM_PHASE_COUNT ? names[phase] : "?";
 }

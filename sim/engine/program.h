@@ -108,6 +108,7 @@ typedef enum {
   SIM_PHASE_SYNC,    /* record and wait */
   SIM_PHASE_SEND,    /* stage to stage */
   SIM_PHASE_COMM,    /* a collective among GPUs */
+  SIM_PHASE_OPTIMIZER, /* the optimizer step's kernels */
   SIM_PHASE_COUNT,
 } SimPhase;
 
@@ -133,8 +134,18 @@ typedef enum {
 typedef enum {
   SIM_WORK_COMPUTE = 0,   /* forward and backward */
   SIM_WORK_RECOMPUTE = 1, /* phase SIM_PHASE_RECOMPUTE */
+  SIM_WORK_OPTIMIZER = 2, /* phase SIM_PHASE_OPTIMIZER */
   SIM_WORK_COUNT,
 } SimWork;
+
+/* The sum a compute op of `phase` adds to. */
+static inline SimWork
+sim_phase_work(guint phase)
+{
+  return phase == SIM_PHASE_RECOMPUTE ? SIM_WORK_RECOMPUTE
+         : phase == SIM_PHASE_OPTIMIZER ? SIM_WORK_OPTIMIZER
+                                        : SIM_WORK_COMPUTE;
+}
 
 typedef enum {
   SIM_AT_START = 0,

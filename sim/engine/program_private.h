@@ -96,7 +96,7 @@ sim_program_compute_inline(SimProgram *p, guint32 stream, double seconds, SimPha
   g_return_val_if_fail(seconds >= 0, SIM_NO_OP);
   guint32 index = sim_program_add_op(p, SIM_OP_COMPUTE, phase, stream, layer, label);
   p->ops[index].work = seconds;
-  p->compute_work[phase == SIM_PHASE_RECOMPUTE ? SIM_WORK_RECOMPUTE : SIM_WORK_COMPUTE] += seconds;
+  p->compute_work[sim_phase_work(phase)] += seconds;
   return index;
 }
 

@@ -714,6 +714,7 @@ sim_scenario_transformer_derive(const SimConfigGroup *g, gboolean from_hf, SimTr
     .head_dim = !given(g, SIM_KEY_TRANSFORMER_HEAD_DIM) && (!from_hf || hidden || heads),
     .grads = !given(g, SIM_KEY_TRANSFORMER_GRADS),
     .attention = !given(g, SIM_KEY_TRANSFORMER_ATTENTION),
+    .optimizer_kernels = !given(g, SIM_KEY_TRANSFORMER_OPTIMIZER_KERNELS),
   };
   if (d.kv_heads)
     t->kv_heads = t->heads;
@@ -725,6 +726,8 @@ sim_scenario_transformer_derive(const SimConfigGroup *g, gboolean from_hf, SimTr
     t->grads_kept = follows.grads_kept;
   if (d.attention)
     t->attention = follows.attention;
+  if (d.optimizer_kernels)
+    t->optimizer_kernels = follows.optimizer_kernels;
   return d;
 }
 

@@ -49,7 +49,7 @@ SimScenario *sim_scenario_from_config(const SimConfig *config, GError **error);
 /* Which keys of a [transformer] group the loader derived rather than read. */
 typedef struct {
   gboolean kv_heads, head_dim; /* follow heads and hidden (or, with hf_config, the config's) */
-  gboolean grads, attention;   /* follow ops (sim_transformer_follow_ops) */
+  gboolean grads, attention, optimizer_kernels; /* follow ops (sim_transformer_follow_ops) */
 } SimTransformerDerived;
 
 /* Sets the keys of `t` (read from group `g`, its hf_config first when

@@ -235,11 +235,14 @@ static const SimSchemaKey keys[SIM_KEY_COUNT] = {
   [SIM_KEY_TRANSFORMER_MASTER_WEIGHTS] = { SIM_GROUP_TRANSFORMER, "master_weights", SIM_VALUE_BOOL,
                                            .offset = T(master_weights), .fallback = "true",
                                            .expect = "true or false" },
-  /* PyTorch's default on CUDA: adamw() asks _default_to_fused_or_foreach
-   * with use_fused=False (sim/engine/optimizer.h). */
+  /* Follows ops: PyTorch's default on CUDA under HF's code (adamw() asks
+   * _default_to_fused_or_foreach with use_fused=False:
+   * sim/engine/optimizer.h), Megatron's fused Adam (TE's or apex's
+   * FusedAdam, megatron/core/optimizer/__init__.py) under fused kernels. */
   [SIM_KEY_TRANSFORMER_OPTIMIZER_KERNELS] = { SIM_GROUP_TRANSFORMER, "optimizer_kernels", SIM_VALUE_CHOICE,
                                               .offset = T(optimizer_kernels), .names = sim_optimizer_kernels_names,
-                                              .fallback = "foreach", .expect = "foreach or fused" },
+                                              .doc_default = "`foreach` for `ops = hf`, `fused` for `ops = fused`",
+                                              .expect = "foreach or fused" },
   /* Follows ops: PyTorch's zero_grad(set_to_none=True) under HF's code,
    * Megatron's contiguous gradient buffer under fused kernels. */
   [SIM_KEY_TRANSFORMER_GRADS] = { SIM_GROUP_TRANSFORMER, "grads", SIM_VALUE_CHOICE, .offset = T(grads_kept),

@@ -26,6 +26,7 @@ void
 sim_transformer_follow_ops(SimTransformer *c)
 {
   c->grads_kept = !c->hf_ops;
+  c->optimizer_kernels = c->hf_ops ? SIM_OPTIMIZER_FOREACH : SIM_OPTIMIZER_FUSED;
   c->attention = c->hf_ops ? SIM_ATTENTION_SDPA : SIM_ATTENTION_FLASH;
 }
 
@@ -687,6 +688,7 @@ sim_transformer_build(const SimTransformer *c, const SimDevice *dev, const char 
    * per parameter so that data-parallel sharding can divide them. */
   sim_param_bytes_set(&w->param_bytes, e, c->grads_kept, c->adamw, c->master_weights);
   w->optimizer_kernels = (guint8)c->optimizer_kernels;
+  w->optimizer_bandwidth = dev->hbm_bandwidth;
   guint64 per_param = w->param_bytes.weight + w->param_bytes.grad + w->param_bytes.state;
   w->static_bytes = mul(&k, p, per_param);
   /* Each layer's share, for pipeline stages (a tied embedding's weights

@@ -1,5 +1,6 @@
 #include "lower_private.h"
 #include "collective.h"
+#include "optimizer.h"
 #include "program_private.h" /* the inline builders: a program per candidate */
 #include "sharding.h"
 
@@ -493,12 +494,11 @@ free_saved(Lower *l, guint g, guint32 op)
   }
 }
 
-void
-lower_dp_flush(SimProgram *p, const SimLink *link, LowerDp *dp, guint32 compute, guint32 comm, gint32 layer)
+guint32
+lower_dp_collective(SimProgram *p, const SimLink *link, LowerDp *dp, guint32 compute, guint32 comm, guint kind,
+                    guint64 bytes, gint32 layer, guint32 label)
 {
-  if (dp->pending == 0)
-    return;
-  guint32 ready = sim_program_add_event(p, dp->label_bucket, layer);
+  guint32 ready = sim_program_add_event(p, label, layer);
   sim_program_record(p, compute, ready);
   sim_program_wait(p, comm, ready);
   if (dp->next == dp->barriers->len) {
@@ -508,20 +508,140 @@ lower_dp_flush(SimProgram *p, const SimLink *link, LowerDp *dp, guint32 compute,
   guint32 barrier = g_array_index(dp->barriers, guint32, dp->next++);
   sim_program_record(p, comm, barrier);
   sim_program_wait(p, comm, barrier);
-  double seconds = sim_collective_time(link, (SimCollectiveKind)dp->kind, dp->pending, dp->ranks, dp->nodes);
-  sim_program_collective(p, comm, seconds, layer, dp->label_bucket);
-  dp->done = sim_program_add_event(p, dp->label_bucket, layer);
-  sim_program_record(p, comm, dp->done);
-  dp->pending = 0;
+  double seconds = sim_collective_time(link, (SimCollectiveKind)kind, bytes, dp->ranks, dp->nodes);
+  return sim_program_collective(p, comm, seconds, layer, label);
+}
+
+/* Whether `sharding` reduce-scatters the gradients (ZeRO-2, -3). */
+static inline gboolean
+shards_grads(guint sharding)
+{
+  return sharding == SIM_SHARDING_GRADIENTS || sharding == SIM_SHARDING_FULL;
 }
 
 void
-lower_dp_add(Lower *l, guint64 bytes, gint32 layer)
+lower_dp_flush(SimProgram *p, const SimLink *link, LowerDp *dp, guint32 compute, guint32 comm, gint32 layer)
+{
+  if (dp->pending == 0)
+    return;
+  guint kind = dp->sharding != SIM_SHARDING_NONE ? SIM_COLLECTIVE_REDUCE_SCATTER : SIM_COLLECTIVE_ALL_REDUCE;
+  guint32 op = lower_dp_collective(p, link, dp, compute, comm, kind, dp->pending, layer, dp->label_reduce);
+  if (shards_grads(dp->sharding)) {
+    /* Only this rank's share of the gradients it reduced stays. */
+    guint64 freed =
+      dp->pending_grads - sim_sharding_grad_kept(dp->pending_grads, (SimSharding)dp->sharding, dp->ranks);
+    if (freed)
+      sim_program_mem_inline(p, op, SIM_AT_END, SIM_POOL_DEVICE, -(gint64)freed, p->grads_tag, layer);
+    dp->freed_grads += freed;
+  }
+  dp->done = sim_program_add_event(p, dp->label_reduce, layer);
+  sim_program_record(p, comm, dp->done);
+  dp->pending = dp->pending_grads = 0;
+}
+
+SimLowerOptimizer
+sim_lower_optimizer_step(const SimWorkload *w, guint64 params, guint tensors)
+{
+  SimLowerOptimizer o = { 0, 0, 0 };
+  if (!(w->optimizer_bandwidth > 0) || params == 0)
+    return o;
+  const SimParamBytes *b = &w->param_bytes;
+  SimOptimizerStep step = { .params = params, .tensors = tensors, .dtype_bytes = b->weight,
+                            .adamw = b->state >= 8, .master = b->master, .clip = FALSE,
+                            .impl = (SimOptimizerKernels)w->optimizer_kernels };
+  g_autoptr(GArray) kernels = g_array_new(FALSE, FALSE, sizeof(SimKernel));
+  o.launches = sim_optimizer_step_kernels(&step, kernels, &o.transient);
+  double bytes = 0;
+  for (guint i = 0; i < kernels->len; i++) {
+    const SimKernel *k = &g_array_index(kernels, SimKernel, i);
+    bytes += (double)k->read + (double)k->written;
+  }
+  o.seconds = bytes / w->optimizer_bandwidth;
+  return o;
+}
+
+guint32
+lower_optimizer(SimProgram *p, const SimWorkload *w, guint32 stream, guint64 params, guint tensors, guint32 label)
+{
+  SimLowerOptimizer o = sim_lower_optimizer_step(w, params, tensors);
+  guint32 op = sim_program_compute_inline(p, stream, o.seconds, SIM_PHASE_OPTIMIZER, SIM_NO_LAYER, label);
+  if (o.transient) {
+    sim_program_mem_inline(p, op, SIM_AT_START, SIM_POOL_DEVICE, (gint64)o.transient, p->workspace_tag, SIM_NO_LAYER);
+    sim_program_mem_inline(p, op, SIM_AT_END, SIM_POOL_DEVICE, -(gint64)o.transient, p->workspace_tag, SIM_NO_LAYER);
+  }
+  if (w->launch > 0 && o.launches)
+    sim_program_set_launch_inline(p, op, o.launches * w->launch);
+  p->kernel_work[SIM_KERNEL_MEMORY] += o.seconds;
+  return op;
+}
+
+void
+lower_dp_add(Lower *l, guint64 bytes, guint64 grads, gint32 layer)
 {
   LowerDp *dp = l->dp;
   dp->pending += bytes;
+  dp->pending_grads += grads;
   if (dp->pending >= dp->bucket)
     lower_dp_flush(l->p, l->link, dp, l->s_compute, l->s_comm, layer);
+}
+
+/* ---- full sharding: each group's weights gathered around it --------------
+ *
+ * FSDP (and ZeRO-3) keeps 1/dp of every weight: a group's whole weights
+ * are all-gathered into a buffer before its forward and again before its
+ * backward, the next group's gather issued as this one starts (FSDP's
+ * forward and backward prefetch), and the buffer freed when the group is
+ * done (reshard_after_forward). */
+
+static guint64
+gathered_bytes(const Lower *l, guint g)
+{
+  const SimLayer *layer = group_layer(l, g);
+  if (l->gathered == NULL || layer == NULL || layer->params == 0)
+    return 0;
+  return sim_sharding_gathered(&l->w->param_bytes, layer->params, SIM_SHARDING_FULL, l->dp->ranks);
+}
+
+/* Group g's gather, unless issued already in this phase (or nothing to
+ * gather). */
+static void
+gather_issue(Lower *l, guint g)
+{
+  guint64 bytes = gathered_bytes(l, g);
+  if (bytes == 0 || l->gathered[g] != SIM_NO_EVENT)
+    return;
+  gint32 index = group_index(l, g);
+  guint32 op = lower_dp_collective(l->p, l->link, l->dp, l->s_compute, l->s_comm, SIM_COLLECTIVE_ALL_GATHER, bytes,
+                                   index, l->dp->label_gather);
+  sim_program_mem_inline(l->p, op, SIM_AT_START, SIM_POOL_DEVICE, (gint64)bytes, l->p->workspace_tag, index);
+  l->gathered[g] = sim_program_add_event(l->p, l->dp->label_gather, index);
+  sim_program_record(l->p, l->s_comm, l->gathered[g]);
+}
+
+/* Before group g runs (full sharding): its gather and the next group's
+ * (`next`, or G_MAXUINT: none), then the compute stream waits for g's. */
+static void
+gather_before(Lower *l, guint g, guint next)
+{
+  if (gathered_bytes(l, g) == 0)
+    return;
+  gather_issue(l, g);
+  if (next != G_MAXUINT)
+    gather_issue(l, next);
+  sim_program_wait(l->p, l->s_compute, l->gathered[g]);
+}
+
+/* After group g ran: its gathered weights are freed (a zero-time op, so
+ * that whatever g emitted last keeps its own actions). */
+static void
+gather_after(Lower *l, guint g)
+{
+  guint64 bytes = gathered_bytes(l, g);
+  if (bytes == 0)
+    return;
+  gint32 index = group_index(l, g);
+  guint32 op = sim_program_compute_inline(l->p, l->s_compute, 0, SIM_PHASE_SYNC, index, l->dp->label_release);
+  sim_program_mem_inline(l->p, op, SIM_AT_END, SIM_POOL_DEVICE, -(gint64)bytes, l->p->workspace_tag, index);
 }
 
 /* Then the group's gradients exist, when they are not static (grad_bytes),
@@ -535,8 +655,8 @@ alloc_grads(Lower *l, guint g, guint32 op)
     sim_program_mem_inline(l->p, op, SIM_AT_END, SIM_POOL_DEVICE, (gint64)layer->grad_bytes, l->p->grads_tag, index);
     l->grads += layer->grad_bytes;
   }
-  if (l->dp && layer->reduce_bytes)
-    lower_dp_add(l, layer->reduce_bytes, index);
+  if (l->reduces && layer->reduce_bytes)
+    lower_dp_add(l, layer->reduce_bytes, layer->grad_bytes, index);
 }
 
 /* free = next-commit (verl): group g's offloaded sources stay on the device
@@ -1003,8 +1123,8 @@ emit_backward_ops(Lower *l, guint g)
       sim_program_mem_inline(p, op, SIM_AT_END, SIM_POOL_DEVICE, (gint64)o->grad_bytes, p->grads_tag, index);
       l->grads += o->grad_bytes;
     }
-    if (l->dp && o->reduce_bytes)
-      lower_dp_add(l, o->reduce_bytes, index);
+    if (l->reduces && o->reduce_bytes)
+      lower_dp_add(l, o->reduce_bytes, o->grad_bytes, index);
   }
   comm_wait_all(l);
   return op;
@@ -1278,17 +1398,44 @@ lower_slice_begin(Lower *l)
   l->n_groups = l->n + 2;
   l->saved = g_array_new(FALSE, FALSE, sizeof(guint32));
   l->grads = 0;
+  l->gathered = l->dp && l->dp->sharding == SIM_SHARDING_FULL ? g_new(guint32, l->n_groups) : NULL;
   slice_tensors(l);
   decide(l);
+}
+
+/* The groups of the slice in the order a phase runs them: the
+ * embedding, the layers, the head forward; the reverse backward. */
+static guint
+phase_group(const Lower *l, guint k, gboolean backward)
+{
+  guint order = backward ? l->n + 1 - k : k; /* 0: the embedding, 1..n the layers, n + 1 the head */
+  return order == 0 ? group_embed(l) : order == l->n + 1 ? group_head(l) : order - 1;
+}
+
+/* Full sharding: no group's weights gathered yet in this phase. */
+static void
+gather_reset(Lower *l)
+{
+  if (l->gathered)
+    for (guint g = 0; g < l->n_groups; g++)
+      l->gathered[g] = SIM_NO_EVENT;
 }
 
 void
 lower_slice_forward(Lower *l)
 {
-  emit_stage(l, group_embed(l), "embed", SIM_PHASE_FORWARD);
-  for (guint i = 0; i < l->n; i++)
-    emit_forward(l, i);
-  emit_stage(l, group_head(l), "head", SIM_PHASE_FORWARD);
+  gather_reset(l);
+  for (guint k = 0; k < l->n + 2; k++) {
+    guint g = phase_group(l, k, FALSE);
+    gather_before(l, g, k + 1 < l->n + 2 ? phase_group(l, k + 1, FALSE) : G_MAXUINT);
+    if (g == group_embed(l))
+      emit_stage(l, g, "embed", SIM_PHASE_FORWARD);
+    else if (g == group_head(l))
+      emit_stage(l, g, "head", SIM_PHASE_FORWARD);
+    else
+      emit_forward(l, g);
+    gather_after(l, g);
+  }
   /* free = next-commit: what no later group committed is freed when the forward pass ends. */
   for (guint g = 0; g < l->n_groups; g++)
     emit_commit(l, g);
@@ -1298,13 +1445,21 @@ guint32
 lower_slice_backward(Lower *l)
 {
   emit_boundary_reloads(l);
-  guint32 last = emit_stage(l, group_head(l), "head", SIM_PHASE_BACKWARD);
-  for (guint i = l->n; i-- > 0;) {
-    guint32 op = emit_backward(l, i);
+  gather_reset(l);
+  guint32 last = SIM_NO_OP;
+  for (guint k = 0; k < l->n + 2; k++) {
+    guint g = phase_group(l, k, TRUE);
+    gather_before(l, g, k + 1 < l->n + 2 ? phase_group(l, k + 1, TRUE) : G_MAXUINT);
+    guint32 op = g == group_embed(l)  ? emit_stage(l, g, "embed", SIM_PHASE_BACKWARD)
+                 : g == group_head(l) ? emit_stage(l, g, "head", SIM_PHASE_BACKWARD)
+                                      : emit_backward(l, g);
     last = op != SIM_NO_OP ? op : last;
+    gather_after(l, g);
+    /* FSDP reduce-scatters each group's gradients when its backward ends. */
+    if (l->reduces && l->dp->sharding == SIM_SHARDING_FULL)
+      lower_dp_flush(l->p, l->link, l->dp, l->s_compute, l->s_comm, group_index(l, g));
   }
-  guint32 embed = emit_stage(l, group_embed(l), "embed", SIM_PHASE_BACKWARD);
-  return embed != SIM_NO_OP ? embed : last;
+  return last;
 }
 
 void
@@ -1320,6 +1475,7 @@ lower_slice_end(Lower *l)
   g_free(l->first);
   g_clear_pointer(&l->op_labels, g_free);
   g_clear_pointer(&l->comm_labels, g_free);
+  g_clear_pointer(&l->gathered, g_free);
   l->label_ops = NULL;
 }
 
@@ -1343,12 +1499,14 @@ sim_lower_into(SimProgram *p, const SimWorkload *w, const SimPolicy *policy, con
   lower_labels(&l);
   lower_slice_begin(&l);
   lower_slice_forward(&l);
-  guint32 last = lower_slice_backward(&l);
-  /* The optimizer consumes the gradients and the caller drops its outputs
-   * when the step ends: at the end of its last op. */
-  if (l.grads && last != SIM_NO_OP)
+  lower_slice_backward(&l);
+  /* The optimizer step consumes the gradients and the caller drops its
+   * outputs when the step ends: at the end of the step's op. */
+  guint32 last = lower_optimizer(p, w, l.s_compute, sim_workload_parameters(w), sim_workload_param_tensors(w),
+                                 sim_program_intern(p, "optimizer"));
+  if (l.grads)
     sim_program_mem_inline(p, last, SIM_AT_END, SIM_POOL_DEVICE, -(gint64)l.grads, p->grads_tag, SIM_NO_LAYER);
-  if (w->held_bytes && w->head && last != SIM_NO_OP)
+  if (w->held_bytes && w->head)
     sim_program_mem_inline(p, last, SIM_AT_END, SIM_POOL_DEVICE, -(gint64)w->held_bytes, p->outputs_tag, SIM_NO_LAYER);
   lower_slice_end(&l);
 }

@@ -94,6 +94,18 @@ enum {
   SIM_LOWER_STREAM_COMM = 3, /* only when the workload's ops have collectives (SimWorkload.tp > 1) */
 };
 
+/* One GPU's optimizer step (sim/engine/optimizer.h) over `params`
+ * parameters in `tensors` tensors of workload `w`: its kernels' seconds at
+ * the workload's optimizer_bandwidth, the launches they take, the transient
+ * it allocates.  All 0 when the workload does not model the step. */
+typedef struct {
+  double seconds;
+  guint64 transient;
+  guint launches;
+} SimLowerOptimizer;
+
+SimLowerOptimizer sim_lower_optimizer_step(const SimWorkload *w, guint64 params, guint tensors);
+
 /* What happens to one saved tensor of a group under its action. */
 typedef enum {
   SIM_FATE_KEEP,    /* stays on the device from forward to backward */

@@ -16,21 +16,28 @@
 
 G_BEGIN_DECLS
 
-/* Data parallelism's gradient reduction on one GPU, across the slices of
- * its last micro-batch (pipeline.c owns it): the gradients its backward
- * finishes fill buckets of `bucket` bytes, and each full bucket is reduced
- * on the communication stream while the backward goes on (DDP's and
- * Megatron's overlapped reduction), after a barrier with the stage's other
- * replicas; what is left when the stage's backward ends goes last. */
+/* Data parallelism on one GPU (pipeline.c owns it; dp > 1).  Every
+ * collective among the stage's replicas meets the others at a barrier
+ * first (the stage's k-th collective, in the order each replica emits
+ * them: the same order, the replicas being one program).  The gradients
+ * the last micro-batch's backward finishes fill buckets of `bucket` bytes,
+ * and each full bucket is reduced on the communication stream while the
+ * backward goes on (DDP's and Megatron's overlapped reduction): all-reduced,
+ * or reduce-scattered when `sharding` shards them; what is left when the
+ * stage's backward ends goes last.  Under full sharding (FSDP) each
+ * group's weights are all-gathered before it runs, one group ahead, and
+ * its gradients reduce-scattered when its backward ends. */
 typedef struct {
   guint64 bucket;
   guint64 pending;   /* finished gradient bytes not in a reduction yet */
+  guint64 pending_grads; /* of them, allocated (set-to-none) gradient bytes */
+  guint64 freed_grads;   /* gradient bytes freed by reduce-scatters (ZeRO-2, -3) so far */
   guint ranks, nodes; /* the data-parallel group */
-  guint kind;        /* SimCollectiveKind: all-reduce, or reduce-scatter when sharded */
-  GArray *barriers;  /* guint32: the stage's k-th bucket's barrier, shared by its replicas */
-  guint next;        /* this replica's next bucket, an index into barriers */
+  guint sharding;    /* SimSharding */
+  GArray *barriers;  /* guint32: the stage's k-th collective's barrier, shared by its replicas */
+  guint next;        /* this replica's next collective, an index into barriers */
   guint32 done;      /* the last reduction's done event, or SIM_NO_EVENT */
-  guint32 label_bucket, label_barrier;
+  guint32 label_reduce, label_gather, label_barrier, label_release;
 } LowerDp;
 
 typedef struct {
@@ -47,7 +54,9 @@ typedef struct {
   guint32 s_compute, s_d2h, s_h2d; /* its GPU's streams */
   guint32 s_comm;  /* its GPU's communication stream (collectives), when the step has one */
   guint tp_nodes;  /* nodes its tensor-parallel group spans */
-  LowerDp *dp;     /* the gradient reduction its backward feeds, or NULL (not the last micro-batch, dp = 1) */
+  LowerDp *dp;     /* its GPU's data parallelism, or NULL (dp = 1) */
+  gboolean reduces; /* its backward feeds dp's gradient reduction (the last micro-batch) */
+  guint32 *gathered; /* full sharding: per group, its weights' gather in this phase, or SIM_NO_EVENT */
   gboolean keeps_all;  /* the policy does not act here (`stages`): every group keeps */
   gboolean grads_here; /* the backward allocates the gradients (the first micro-batch) */
   guint n_groups;  /* n + 2: the stage slots exist even when the stages do not */
@@ -105,14 +114,31 @@ void lower_slice_forward(Lower *l);
  * top down, the embedding.  Returns its last op (SIM_NO_OP: none). */
 guint32 lower_slice_backward(Lower *l);
 
-/* Data parallelism: `bytes` more finished gradients on l's GPU, reduced
- * once they fill a bucket (lower_dp_flush). */
-void lower_dp_add(Lower *l, guint64 bytes, gint32 layer);
+/* Data parallelism: `bytes` more finished gradients on l's GPU (`grads`
+ * of them allocated, set-to-none), reduced once they fill a bucket
+ * (lower_dp_flush). */
+void lower_dp_add(Lower *l, guint64 bytes, guint64 grads, gint32 layer);
 
-/* Reduces what `dp` holds, if anything, on stream `comm` once stream
- * `compute` got here: a barrier with the other replicas, then the
- * collective. */
+/* On stream `comm` once stream `compute` got here: a barrier with the
+ * other replicas, then a collective of `kind` over `bytes` labelled
+ * `label`.  Returns the collective op, the newest: the caller may give it
+ * memory actions, then records what waits on it. */
+guint32 lower_dp_collective(SimProgram *p, const SimLink *link, LowerDp *dp, guint32 compute, guint32 comm,
+                            guint kind, guint64 bytes, gint32 layer, guint32 label);
+
+/* Reduces what `dp` holds, if anything (lower_dp_collective), freeing
+ * what a gradient-sharding reduce-scatter does not keep of the allocated
+ * gradients when it ends. */
 void lower_dp_flush(SimProgram *p, const SimLink *link, LowerDp *dp, guint32 compute, guint32 comm, gint32 layer);
+
+/* The optimizer step of a GPU that updates `params` parameters held in
+ * `tensors` tensors (its shard), on `stream`: one compute op of phase
+ * optimizer timed from its kernels (sim/engine/optimizer.h) at the
+ * workload's optimizer_bandwidth, with its launches and its transient.
+ * Returns the op (a 0-second one when the workload does not model the
+ * step), for the caller to free the step's gradients at its end. */
+guint32 lower_optimizer(SimProgram *p, const SimWorkload *w, guint32 stream, guint64 params, guint tensors,
+                        guint32 label);
 
 /* Frees what lower_slice_begin allocated. */
 void lower_slice_end(Lower *l);

@@ -24,7 +24,7 @@ typedef struct {
   guint32 *arrive_fwd;  /* per (chunk, micro-batch): its input activation has arrived */
   guint32 *arrive_bwd;  /* per (chunk, micro-batch): its output's gradient has arrived */
   guint32 label_send_act, label_send_grad, label_act, label_grad, label_sent, label_optimizer;
-  guint32 label_bucket, label_barrier;
+  guint32 label_reduce, label_gather, label_barrier, label_release, label_param_gather;
   GArray **barriers;    /* per stage: its buckets' barriers (LowerDp), shared by its replicas */
   LowerDp dp;           /* the gradient reduction of the stage being lowered, when dp > 1 */
   Lower labels;         /* the labels every slice shares, interned once */
@@ -172,6 +172,7 @@ slice_open(Pipe *pp, guint gpu, guint stage, guint chunk, guint mb)
   l->s_comm = pp->streams > SIM_PIPELINE_STREAMS ? stream_of(pp, gpu, SIM_PIPELINE_STREAM_COMM) : SIM_NO_OP;
   l->tp_nodes = sim_collective_nodes(sim_parallel_global_rank(pp->par, pp->w->tp, stage, gpu % pp->par->dp, 0), 1,
                                      pp->w->tp, MAX(pp->link->node.gpus, 1));
+  l->dp = pp->par->dp > 1 ? &pp->dp : NULL;
   const GArray *stages = pp->policy->stages;
   l->keeps_all = stages != NULL && (stage >= stages->len || !g_array_index(stages, gboolean, stage));
   l->grads_here = mb == 0;
@@ -208,7 +209,7 @@ emit_item(Pipe *pp, guint gpu, guint stage, const Item *it, Left *left)
     sim_program_wait(p, compute, pp->arrive_bwd[cell(pp, it->chunk, it->mb)]);
   /* The gradients are reduced as the last micro-batch finishes them (DDP's
    * no_sync and Megatron's gradient accumulation before it). */
-  l->dp = pp->par->dp > 1 && it->mb + 1 == pp->M ? &pp->dp : NULL;
+  l->reduces = pp->par->dp > 1 && it->mb + 1 == pp->M;
   lower_slice_backward(l);
   if (it->chunk > 0)
     emit_send(pp, gpu, boundary_bytes(pp, it->chunk), pp->label_send_grad,
@@ -216,6 +217,30 @@ emit_item(Pipe *pp, guint gpu, guint stage, const Item *it, Left *left)
   left->grads += l->grads;
   left->held += l->has_head && pp->w->head ? pp->w->held_bytes : 0;
   lower_slice_end(l);
+}
+
+/* The parameters stage s holds and the tensors that hold them: its
+ * chunks' layers, the embedding on the first stage, the head on the
+ * stage of the last chunk. */
+static void
+stage_params(const Pipe *pp, guint s, guint64 *params, guint *tensors)
+{
+  const SimWorkload *w = pp->w;
+  *params = 0;
+  *tensors = 0;
+  for (guint c = s; c < pp->chunks; c += pp->par->pp)
+    for (guint i = pp->bounds[c]; i < pp->bounds[c + 1]; i++) {
+      *params += sim_workload_layer(w, i)->params;
+      *tensors += sim_workload_layer(w, i)->param_tensors;
+    }
+  if (s == 0 && w->embed) {
+    *params += w->embed->params;
+    *tensors += w->embed->param_tensors;
+  }
+  if (s == (pp->chunks - 1) % pp->par->pp && w->head) {
+    *params += w->head->params;
+    *tensors += w->head->param_tensors;
+  }
 }
 
 /* Every stage of replica r. */
@@ -233,9 +258,10 @@ emit_replica(Pipe *pp, guint r, Item *items)
     guint n = stage_order(par, s, items);
     Left left = { 0, 0 };
     guint32 compute = stream_of(pp, gpu, SIM_PIPELINE_STREAM_COMPUTE);
-    pp->dp = (LowerDp){ .bucket = par->bucket, .ranks = par->dp, .kind = SIM_COLLECTIVE_ALL_REDUCE,
-                        .barriers = pp->barriers[s], .done = SIM_NO_EVENT, .label_bucket = pp->label_bucket,
-                        .label_barrier = pp->label_barrier };
+    pp->dp = (LowerDp){ .bucket = par->bucket, .ranks = par->dp, .sharding = par->sharding,
+                        .barriers = pp->barriers[s], .done = SIM_NO_EVENT, .label_reduce = pp->label_reduce,
+                        .label_gather = pp->label_gather, .label_barrier = pp->label_barrier,
+                        .label_release = pp->label_release };
     pp->dp.nodes = sim_collective_nodes(sim_parallel_global_rank(par, pp->w->tp, s, 0, 0), pp->w->tp, par->dp,
                                         MAX(pp->link->node.gpus, 1));
     for (guint k = 0; k < n; k++)
@@ -246,13 +272,32 @@ emit_replica(Pipe *pp, guint r, Item *items)
       if (pp->dp.done != SIM_NO_EVENT)
         sim_program_wait(p, compute, pp->dp.done);
     }
-    /* The optimizer consumes the gradients and the outputs are dropped when
-     * the stage's step ends. */
-    guint32 op = sim_program_compute_inline(p, compute, 0, SIM_PHASE_BACKWARD, SIM_NO_LAYER, pp->label_optimizer);
-    if (left.grads)
-      sim_program_mem_inline(p, op, SIM_AT_END, SIM_POOL_DEVICE, -(gint64)left.grads, p->grads_tag, SIM_NO_LAYER);
+    /* The optimizer step consumes the gradients and the outputs are
+     * dropped when the stage's step ends. */
+    guint64 params;
+    guint tensors;
+    stage_params(pp, s, &params, &tensors);
+    if (par->sharding != SIM_SHARDING_NONE)
+      params = sim_sharding_shard(params, par->dp);
+    guint32 op = lower_optimizer(p, pp->w, compute, params, tensors, pp->label_optimizer);
+    guint64 grads = left.grads - pp->dp.freed_grads; /* what reduce-scatters did not free */
+    if (grads)
+      sim_program_mem_inline(p, op, SIM_AT_END, SIM_POOL_DEVICE, -(gint64)grads, p->grads_tag, SIM_NO_LAYER);
     if (left.held)
       sim_program_mem_inline(p, op, SIM_AT_END, SIM_POOL_DEVICE, -(gint64)left.held, p->outputs_tag, SIM_NO_LAYER);
+    /* ZeRO-1 and -2 (Megatron's distributed optimizer): each replica
+     * updated its shard; the updated weights are all-gathered before the
+     * next step (exposed: Megatron's overlap_param_gather is off by
+     * default).  Full sharding gathers them layer by layer instead. */
+    if (par->sharding == SIM_SHARDING_OPTIMIZER || par->sharding == SIM_SHARDING_GRADIENTS) {
+      stage_params(pp, s, &params, &tensors);
+      guint32 comm = stream_of(pp, gpu, SIM_PIPELINE_STREAM_COMM);
+      lower_dp_collective(p, pp->link, &pp->dp, compute, comm, SIM_COLLECTIVE_ALL_GATHER,
+                          params * pp->w->param_bytes.weight, SIM_NO_LAYER, pp->label_param_gather);
+      guint32 done = sim_program_add_event(p, pp->label_param_gather, SIM_NO_LAYER);
+      sim_program_record(p, comm, done);
+      sim_program_wait(p, compute, done);
+    }
   }
 }
 
@@ -291,7 +336,11 @@ sim_lower_pipeline_into(SimProgram *p, const SimWorkload *w, const SimPolicy *po
   pp.label_grad = sim_program_intern(p, "gradient arrived");
   pp.label_sent = sim_program_intern(p, "ready to send");
   pp.label_optimizer = sim_program_intern(p, "optimizer");
-  pp.label_bucket = sim_program_intern(p, "all-reduce gradients");
+  pp.label_reduce = sim_program_intern(p, par->sharding == SIM_SHARDING_NONE ? "all-reduce gradients"
+                                                                             : "reduce-scatter gradients");
+  pp.label_gather = sim_program_intern(p, "all-gather weights");
+  pp.label_param_gather = sim_program_intern(p, "all-gather updated weights");
+  pp.label_release = sim_program_intern(p, "free gathered weights");
   pp.label_barrier = sim_program_intern(p, "replicas ready");
   pp.barriers = g_new(GArray *, par->pp);
   for (guint s = 0; s < par->pp; s++)

@@ -428,6 +428,15 @@ sim_workload_parameters(const SimWorkload *w)
   return n;
 }
 
+guint
+sim_workload_param_tensors(const SimWorkload *w)
+{
+  guint n = (w->embed ? w->embed->param_tensors : 0) + (w->head ? w->head->param_tensors : 0);
+  for (guint i = 0; i < sim_workload_n_layers(w); i++)
+    n += sim_workload_layer(w, i)->param_tensors;
+  return n;
+}
+
 gboolean
 sim_workload_has_ops(const SimWorkload *w)
 {

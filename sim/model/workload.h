@@ -223,6 +223,10 @@ typedef struct {
    * (sim/engine/optimizer.h, which the model layer does not see): fused or
    * foreach. */
   guint8 optimizer_kernels;
+  /* Bytes per second the optimizer step's memory-bound kernels move
+   * ([device] hbm_bandwidth, as every memory-bound kernel); 0: the step is
+   * not modelled (parameters not counted). */
+  double optimizer_bandwidth;
   /* The model's outputs the caller keeps through backward (the logits of
    * `outputs = held`): allocated by the head's forward, freed when the step
    * ends.  0 without a head. */
@@ -348,6 +352,8 @@ gboolean sim_workload_bytes_fit(const SimWorkload *workload);
 /* Parameters of every layer, the embedding and the head (SimLayer.params):
  * 0 when the workload does not count them. */
 guint64 sim_workload_parameters(const SimWorkload *workload);
+/* The tensors that hold them. */
+guint sim_workload_param_tensors(const SimWorkload *workload);
 
 /* Whether every tensor of the workload has its element size. */
 gboolean sim_workload_elements_known(const SimWorkload *workload);

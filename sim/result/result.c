@@ -159,7 +159,7 @@ gpu_sums(const SimProgram *program)
   for (guint32 i = 0; i < sim_program_n_ops(program); i++) {
     const SimOp *op = sim_program_op(program, i);
     if (op->kind == SIM_OP_COMPUTE)
-      sums[op->gpu].work[op->phase == SIM_PHASE_RECOMPUTE ? SIM_WORK_RECOMPUTE : SIM_WORK_COMPUTE] += op->work;
+      sums[op->gpu].work[sim_phase_work(op->phase)] += op->work;
     else if (op->kind == SIM_OP_COPY)
       sums[op->gpu].bytes[op->dir] += op->bytes;
   }
@@ -191,11 +191,12 @@ fill_stages(SimResult *r, const SimWorkload *workload, const SimParallel *par, c
     st->h2d_bytes = MAX(st->h2d_bytes, sums[g].bytes[SIM_DIR_H2D]);
     double busy = run->busy ? g_array_index(run->busy, double, g) : run->step;
     st->busy_ms = MAX(st->busy_ms, busy * 1e3);
-    double work = sums[g].work[SIM_WORK_COMPUTE] + sums[g].work[SIM_WORK_RECOMPUTE];
+    double work = sums[g].work[SIM_WORK_COMPUTE] + sums[g].work[SIM_WORK_RECOMPUTE] + sums[g].work[SIM_WORK_OPTIMIZER];
     if (work > busiest) {
       busiest = work;
       r->compute_ms = sums[g].work[SIM_WORK_COMPUTE] * 1e3;
       r->recompute_ms = sums[g].work[SIM_WORK_RECOMPUTE] * 1e3;
+      r->optimizer_ms = sums[g].work[SIM_WORK_OPTIMIZER] * 1e3;
     }
   }
   for (guint c = 0; c < chunks; c++)
@@ -224,12 +225,18 @@ sim_result_new_parallel(const char *scenario, const char *policy, const SimWorkl
   r->step_ms = run->step * 1e3;
   r->compute_ms = run->compute_work * 1e3;
   r->recompute_ms = run->recompute_work * 1e3;
+  r->optimizer_ms = run->optimizer_work * 1e3;
   if (parallel && sim_parallel_active(parallel))
     fill_stages(r, workload, parallel, program, run);
-  r->exposed_transfer_ms = r->step_ms - r->compute_ms - r->recompute_ms;
-  /* The engine guarantees step >= compute + recompute; what rounding leaves
-   * below a femtosecond per millisecond is noise, not a negative cost. */
-  if (fabs(r->exposed_transfer_ms) < 1e-12 * MAX(r->step_ms, 1.0))
+  r->comm_ms = run->comm_exposed * 1e3;
+  r->exposed_transfer_ms = r->step_ms - r->compute_ms - r->recompute_ms - r->optimizer_ms - r->comm_ms;
+  /* The engine guarantees step >= compute + recompute + optimizer, and a
+   * collective it counts as exposed ran while no compute did; what
+   * rounding leaves below a femtosecond per millisecond is noise, not a
+   * negative cost.  (Under [parallel] the compute is the busiest GPU's and
+   * the communication the most exposed GPU's: when they are not one GPU
+   * the difference may fall below zero, and means nothing is left.) */
+  if (r->exposed_transfer_ms < 1e-12 * MAX(r->step_ms, 1.0))
     r->exposed_transfer_ms = 0;
   r->time_model = workload->time_model;
   r->gemm_ms = program->kernel_work[SIM_KERNEL_GEMM] * 1e3;

@@ -8,8 +8,13 @@
  * Definitions:
  *   compute_ms   nominal forward + backward work (at full rate);
  *   recompute_ms nominal recompute work;
- *   exposed_transfer_ms = step - compute - recompute: everything the compute
- *                stream lost to copies, waiting and slowdown;
+ *   optimizer_ms nominal optimizer-step work (at full rate);
+ *   comm_ms      seconds a collective ran while its GPU computed nothing:
+ *                the communication compute waited for (the GPU that
+ *                waited most);
+ *   exposed_transfer_ms = step - compute - recompute - optimizer - comm:
+ *                everything else the compute stream lost, to copies,
+ *                waiting, the host and slowdown (at least 0);
  *   under [parallel] compute and recompute are the busiest GPU's, so that
  *                exposed also holds the pipeline's bubble (`stages` has
  *                each stage's busy and bubble time); copy bytes and counts
@@ -49,6 +54,7 @@ typedef struct {
   char *scenario;
   char *policy;
   double step_ms, compute_ms, recompute_ms, exposed_transfer_ms;
+  double optimizer_ms, comm_ms;
   guint64 saved_bytes;
   guint64 d2h_bytes, h2d_bytes;
   guint d2h_copies, h2d_copies;

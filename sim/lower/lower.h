@@ -56,6 +56,9 @@
  *   pinned = pooled or caching: the buffers outlive the step, so a steady
  *          step allocates none; a first step ([scenario] step = first,
  *          SimLink.first_step) pays host_alloc per copy as per-tensor does.
+ *          For caching that is an upper bound: a block freed by a reload
+ *          within the first step (a pipeline's earlier micro-batch) would
+ *          serve a later copy of its size without a cudaHostAlloc.
  *   pinned = pageable: copies from pageable memory, at pageable_factor.
  *
  * What an offload moves is decided per tensor, once (the fates in lower.c):

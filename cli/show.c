@@ -193,6 +193,8 @@ show_scenario(Show *s)
   if (!given_line(s, g, "name"))
     line(s, "name", s->scenario->name, "(derived: the file name without its extension)");
   given_line(s, g, "description");
+  if (!given_line(s, g, "step"))
+    line(s, "step", sim_schema_key(SIM_KEY_SCENARIO_STEP)->fallback, "(default)");
 }
 
 /* [device], [link], [parallel] and [node]: given, default, or

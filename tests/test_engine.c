@@ -199,17 +199,28 @@ END_TEST
 
 START_TEST(host_alloc_holds_its_stream_only)
 {
+  /* The allocation (3 ms) holds its stream and uses no resource: `beside`,
+   * issued before it on another stream, runs at once.  And cudaHostAlloc
+   * returns to the thread that issues kernels only when it is done, so
+   * `later`, issued after it on that other stream, waits for it with no
+   * launch set (the host model runs for a blocking op): `after` and `later`
+   * start at 3 ms and share the compute, ending at 5 ms. */
   g_autoptr(SimProgram) p = sim_program_new();
   guint32 c = sim_program_add_stream(p, "compute"), h = sim_program_add_stream(p, "host");
+  guint32 fwd = sim_program_intern(p, "forward");
+  guint32 beside = sim_program_compute(p, c, 1e-3, SIM_PHASE_FORWARD, 1, fwd);
   guint32 alloc = sim_program_host_alloc(p, h, 3e-3, 0, sim_program_intern(p, "cudaHostAlloc"));
-  guint32 after = sim_program_compute(p, h, 1e-3, SIM_PHASE_FORWARD, 0, sim_program_intern(p, "forward"));
-  guint32 beside = sim_program_compute(p, c, 1e-3, SIM_PHASE_FORWARD, 1, sim_program_intern(p, "forward"));
+  guint32 after = sim_program_compute(p, h, 1e-3, SIM_PHASE_FORWARD, 0, fwd);
+  guint32 later = sim_program_compute(p, c, 1e-3, SIM_PHASE_FORWARD, 2, fwd);
+  ck_assert(sim_program_has_host(p));
   SimLink link = link_of(1e9, 1e9, 2e9, 0);
   g_autoptr(SimRun) run = run_ok(p, &link);
   ck_assert_close(end_of(run, alloc), 3e-3, TOL);
   ck_assert_close(end_of(run, beside), 1e-3, TOL); /* not delayed by the allocation */
   ck_assert_close(start_of(run, after), 3e-3, TOL);
-  ck_assert_close(run->step, 4e-3, TOL);
+  ck_assert_close(start_of(run, later), 3e-3, TOL);
+  ck_assert_close(end_of(run, later), 5e-3, TOL);
+  ck_assert_close(run->step, 5e-3, TOL);
 }
 END_TEST
 
@@ -732,7 +743,9 @@ START_TEST(host_alloc_blocks_the_host)
   ck_assert(first->tag == tb && first->layer == 2 && first->bytes == 70);
   ck_assert(second->tag == ta && second->layer == 1 && second->bytes == 50);
 
-  /* The same program without launches: A holds only its stream. */
+  /* The same program without launches: A still blocks the host (the
+   * host model runs for a blocking op), so C1 is issued when A ends at
+   * 2 ms and runs 2 - 3 ms, C2 3 - 4 ms. */
   g_autoptr(SimProgram) q = sim_program_new();
   c = sim_program_add_stream(q, "compute");
   h = sim_program_add_stream(q, "host");
@@ -740,10 +753,10 @@ START_TEST(host_alloc_blocks_the_host)
   sim_program_host_alloc(q, h, 2e-3, 0, ta);
   sim_program_compute(q, c, 1e-3, SIM_PHASE_FORWARD, 1, ta);
   sim_program_compute(q, c, 1e-3, SIM_PHASE_FORWARD, 2, ta);
-  g_autoptr(SimRun) plain = run_ok(q, &link);
-  ck_assert_close(plain->step, 3e-3, TOL);
-  ck_assert_ptr_null(plain->host_busy);
-  ck_assert_ptr_null(plain->host_wait);
+  g_autoptr(SimRun) plain = run_host(q, &link);
+  ck_assert_close(plain->step, 4e-3, TOL);
+  ck_assert(host_busy(plain, 0) == 0);
+  ck_assert_close(host_wait(plain, 0), 1e-3, TOL);
 }
 END_TEST
 
@@ -770,6 +783,40 @@ START_TEST(host_pageable_copy_blocks_the_host)
     ck_assert_close(start_of(run, op), pageable ? 2.020e-3 : 20e-6, TOL);
     ck_assert_close(run->step, pageable ? 3.020e-3 : 1.020e-3, TOL);
     ck_assert_close(host_wait(run, 0), pageable ? 2.020e-3 : 20e-6, TOL);
+  }
+}
+END_TEST
+
+/* A sync offload's pageable copy stalls kernel issue with no launch set
+ * (cudaMemcpy from pageable memory returns to the host only once it is
+ * done): C0 (1 ms) saves a tensor, the D2H stream waits for C0 and copies
+ * 1 MB pageable at 1 GB/s x 0.5 = 2 ms, and C1 (1 ms) is issued after the
+ * copy.  The copy runs 1 - 3 ms; C1, on another stream, cannot start
+ * before 3 ms: step 4 ms.  Pinned, the copy (1 - 2 ms) blocks nothing and
+ * C1 runs 1 - 2 ms beside it: step 2 ms, without a host. */
+START_TEST(host_pageable_copy_stalls_issue_without_launches)
+{
+  SimLink link = link_of(1e9, 1e9, 2e9, 0);
+  for (int pageable = 0; pageable < 2; pageable++) {
+    g_autoptr(SimProgram) p = sim_program_new();
+    guint32 c = sim_program_add_stream(p, "compute"), d = sim_program_add_stream(p, "d2h");
+    guint32 t = sim_program_intern(p, "t");
+    guint32 saved = sim_program_add_event(p, t, 0);
+    sim_program_compute(p, c, 1e-3, SIM_PHASE_FORWARD, 0, t);
+    sim_program_record(p, c, saved);
+    sim_program_wait(p, d, saved);
+    guint32 copy = sim_program_copy(p, d, SIM_DIR_D2H, 1000000, pageable, 0, t);
+    guint32 c1 = sim_program_compute(p, c, 1e-3, SIM_PHASE_FORWARD, 1, t);
+    ck_assert(sim_program_has_host(p) == (pageable != 0));
+    g_autoptr(SimRun) run = run_host(p, &link);
+    ck_assert_close(start_of(run, copy), 1e-3, TOL);
+    ck_assert_close(end_of(run, copy), pageable ? 3e-3 : 2e-3, TOL);
+    ck_assert_close(start_of(run, c1), pageable ? 3e-3 : 1e-3, TOL);
+    ck_assert_close(run->step, pageable ? 4e-3 : 2e-3, TOL);
+    if (pageable)
+      ck_assert_close(host_wait(run, 0), 2e-3, TOL); /* compute idle 1 - 3 ms behind the copy */
+    else
+      ck_assert_ptr_null(run->host_wait);
   }
 }
 END_TEST
@@ -998,6 +1045,7 @@ engine_suite(void)
   tcase_add_test(tc, host_compute_bound_step_hides_the_launches);
   tcase_add_test(tc, host_alloc_blocks_the_host);
   tcase_add_test(tc, host_pageable_copy_blocks_the_host);
+  tcase_add_test(tc, host_pageable_copy_stalls_issue_without_launches);
   tcase_add_test(tc, host_sync_by_a_zero_host_alloc);
   tcase_add_test(tc, host_each_gpu_has_its_own_host);
   tcase_add_test(tc, host_launch_zero_runs_as_before);

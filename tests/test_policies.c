@@ -22,19 +22,37 @@ copy_s(guint64 bytes)
   return ALPHA + (double)bytes / BETA;
 }
 
-/* A uniform scenario with `bytes` per layer and `policies` appended. */
+/* A uniform scenario with `bytes` per layer and `policies` appended, of
+ * [scenario] `step` (first or steady). */
 static SimScenario *
-uniform(guint64 bytes, const char *policies)
+uniform_step(guint64 bytes, const char *step, const char *policies)
 {
-  g_autofree char *text = g_strdup_printf("[scenario]\nname = uniform\n"
+  g_autofree char *text = g_strdup_printf("[scenario]\nname = uniform\nstep = %s\n"
                                           "[device]\nmemory = 80GiB\n"
                                           "[link]\nh2d_bandwidth = 10GB/s\nd2h_bandwidth = 10GB/s\n"
                                           "latency = 10us\nhost_alloc = 2ms\npageable_factor = 0.5\n"
                                           "[model]\nlayers = %d\nforward = 1ms\nbackward = 2ms\n"
                                           "input = 1MB\nstatic = 1GB\nworkspace = 0\n"
                                           "tensors = act:%" G_GUINT64_FORMAT "B\n%s",
-                                          L, bytes, policies);
+                                          step, L, bytes, policies);
   return test_scenario_from_text(text);
+}
+
+static SimScenario *
+uniform(guint64 bytes, const char *policies)
+{
+  return uniform_step(bytes, "steady", policies);
+}
+
+/* The cudaHostAlloc ops of `policy`'s program. */
+static guint
+host_allocs(const SimScenario *s, const char *policy)
+{
+  g_autoptr(SimProgram) p = sim_lower(s->workload, sim_scenario_policy(s, policy), &s->machine.link);
+  guint n = 0;
+  for (guint i = 0; i < sim_program_n_ops(p); i++)
+    n += sim_program_op(p, i)->kind == SIM_OP_HOST_ALLOC;
+  return n;
 }
 
 static const char *all_policies =
@@ -213,6 +231,54 @@ START_TEST(per_tensor_pinning_pays_host_alloc_per_tensor)
 }
 END_TEST
 
+/* start = tensor pins each tensor right before its copy, as the group
+ * path pins the group's: sync, the forward's piece (f), host_alloc (2 ms),
+ * the copy (c) and an empty piece on the compute stream, so the step is
+ * the sync offload's 3Lf + 2Lc plus L allocations.  Async, one per tensor
+ * too; pooled buffers none. */
+START_TEST(start_tensor_pays_host_alloc_per_tensor)
+{
+  g_autoptr(SimScenario) s =
+    uniform(4000000, "[policy.sync]\nkind = offload\nmode = sync\nstart = tensor\npinned = per-tensor\n"
+                     "[policy.async]\nkind = offload\nmode = async\nkeep_last = 0\nstart = tensor\npinned = per-tensor\n"
+                     "[policy.pooled]\nkind = offload\nmode = async\nstart = tensor\n");
+  g_autoptr(SimResult) sync = test_evaluate(s, "sync");
+  ck_assert_close(sync->step_ms, (3 * L * F + 2 * L * copy_s(4000000) + L * 2e-3) * 1e3, TOL_MS);
+  ck_assert_uint_eq(host_allocs(s, "sync"), L);
+  ck_assert_uint_eq(host_allocs(s, "async"), L);
+  ck_assert_uint_eq(host_allocs(s, "pooled"), 0);
+}
+END_TEST
+
+/* [scenario] step: pooled and caching buffers are allocated in a run's
+ * first step, one per copy to the host, and reused after; per-tensor pays
+ * in every step; pageable memory is never pinned.  Sync offload: a steady
+ * step is 3Lf + 2Lc, a first one L x 2 ms more where it allocates. */
+START_TEST(first_step_pays_the_pinned_buffers_steady_does_not)
+{
+  static const struct {
+    const char *pinned;
+    gboolean first, steady; /* whether that step allocates */
+  } cases[] = {
+    { "pooled", TRUE, FALSE },
+    { "caching", TRUE, FALSE },
+    { "per-tensor", TRUE, TRUE },
+    { "pageable", FALSE, FALSE },
+  };
+  for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
+    g_autofree char *policy = g_strdup_printf("[policy.p]\nkind = offload\nmode = sync\npinned = %s\n", cases[i].pinned);
+    double copy = cases[i].first || cases[i].steady ? copy_s(4000000) : ALPHA + 4000000 / (BETA * 0.5);
+    for (int first = 0; first < 2; first++) {
+      g_autoptr(SimScenario) s = uniform_step(4000000, first ? "first" : "steady", policy);
+      gboolean pays = first ? cases[i].first : cases[i].steady;
+      g_autoptr(SimResult) r = test_evaluate(s, "p");
+      ck_assert_msg(host_allocs(s, "p") == (pays ? L : 0), "%s, %s step", cases[i].pinned, first ? "first" : "steady");
+      ck_assert_close(r->step_ms, (3 * L * F + 2 * L * copy + (pays ? L * 2e-3 : 0)) * 1e3, TOL_MS);
+    }
+  }
+}
+END_TEST
+
 START_TEST(pageable_copies_run_at_pageable_factor)
 {
   g_autoptr(SimScenario) s = uniform(4000000, "[policy.pageable]\nkind = offload\nmode = sync\npinned = pageable\n");
@@ -343,6 +409,8 @@ policies_suite(void)
   tcase_add_test(tc, deep_prefetch_still_reloads_every_layer_once);
   tcase_add_test(tc, keep_last_min_tensor_and_layers_select_what_moves);
   tcase_add_test(tc, per_tensor_pinning_pays_host_alloc_per_tensor);
+  tcase_add_test(tc, start_tensor_pays_host_alloc_per_tensor);
+  tcase_add_test(tc, first_step_pays_the_pinned_buffers_steady_does_not);
   tcase_add_test(tc, pageable_copies_run_at_pageable_factor);
   tcase_add_test(tc, checkpoint_recomputes_the_forwards_and_lowers_the_peak);
   tcase_add_test(tc, checkpoint_every_k_recomputes_every_kth_layer);

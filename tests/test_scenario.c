@@ -367,6 +367,23 @@ START_TEST(test_link_and_device_keys)
 }
 END_TEST
 
+/* [scenario] step: steady unless said (SimLink.first_step); a value that is
+ * neither is a one-line input error naming the file, the group and the key. */
+START_TEST(test_scenario_step)
+{
+  g_autoptr(SimScenario) steady = test_scenario_from_text(MINIMAL);
+  ck_assert(!steady->machine.link.first_step);
+  g_autoptr(SimScenario) first = test_scenario_from_text("[scenario]\nstep = first\n" MINIMAL);
+  ck_assert(first->machine.link.first_step);
+  g_autoptr(SimScenario) said = test_scenario_from_text("[scenario]\nstep = steady\n" MINIMAL);
+  ck_assert(!said->machine.link.first_step);
+  g_autofree char *msg = text_error("[scenario]\nstep = second\n" MINIMAL);
+  assert_has(msg, "test.ini: [scenario] step: ");
+  assert_has(msg, "steady, first");
+  assert_has(msg, "'second'");
+}
+END_TEST
+
 START_TEST(test_embedded_default)
 {
   g_autoptr(GError) error = NULL;
@@ -1043,6 +1060,7 @@ scenario_suite(void)
   tcase_add_test(valid, test_policy_options);
   tcase_add_test(valid, test_bidir_default_is_sum);
   tcase_add_test(valid, test_link_and_device_keys);
+  tcase_add_test(valid, test_scenario_step);
   tcase_add_test(valid, test_embedded_default);
   suite_add_tcase(suite, valid);
 

@@ -88,7 +88,7 @@ struct SimEngine {
   GArray *events;  /* EventState */
   SimHeap ready;   /* streams whose head op may start, keyed on that op's index */
   SimHeap timers;  /* running host_alloc, send and collective ops, keyed on real finish */
-  /* The host model only (sized when a program has launches): */
+  /* The host model only (sized when a program has a host: sim_program_has_host): */
   SimHeap issues;  /* streams whose head is issued in the future, keyed on that time, seq its op */
   Host *host;      /* per GPU, n_hosts_cap of them */
   guint n_hosts_cap;
@@ -144,7 +144,7 @@ typedef struct {
 } Run;
 
 /* Test-only (sim_engine_set_host_model): run the host model even when no
- * op has a launch. */
+ * op has a launch or blocks the host. */
 static gboolean force_host;
 
 void
@@ -1231,8 +1231,9 @@ sim_engine_run(SimEngine *e, const SimProgram *p, const SimLink *link, const Sim
   g_autoptr(SimRun) run = run_new(p, options);
   guint64 heap_ops_before = heap_ops(e);
   Run r;
-  /* The host model only where some op has a launch: every other program
-   * runs the loop it always ran, instruction for instruction. */
+  /* The host model only where some op has a launch or blocks the host:
+   * every other program runs the loop it always ran, instruction for
+   * instruction. */
   gboolean host = sim_program_has_host(p) || force_host;
   run_begin(&r, e, p, link, run, host, error);
   gboolean completed = host              ? run_loop_host(&r, p->n_gpus)

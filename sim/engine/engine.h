@@ -21,7 +21,7 @@
  *    for compute slowdown, from its latency phase on, not while queued.
  *  - host_alloc and send ops hold their stream for their time and use no
  *    resource.
- *  - The host (only when some op has a launch, program.h): one host thread
+ *  - The host (when some op has a launch or blocks the host, program.h): one host thread
  *    per GPU issues that GPU's ops in issue order, each `launch` after the
  *    one before, and stops after a host_alloc or a pageable copy until it
  *    ends; an op starts only once it is issued.

@@ -120,7 +120,12 @@ typedef struct {
   double latency;          /* fixed cost per copy, seconds */
   double pageable_factor;  /* bandwidth multiplier for pageable host memory, (0, 1] */
   double compute_slowdown; /* fraction compute loses while any copy is in flight, [0, 1) */
-  double host_alloc;       /* seconds per pinned allocation when buffers are not pooled */
+  double host_alloc;       /* seconds per cudaHostAlloc (one per pinned host buffer allocated) */
+  /* [scenario] step = first: the step simulated is a run's first, so pinned
+   * buffers that a pool or PyTorch's caching host allocator keeps across
+   * steps do not exist yet and are allocated in it (sim/lower/lower.h,
+   * "pinned").  FALSE: a steady step, the default. */
+  gboolean first_step;
   /* Optional calibrated tables, by SimDir, sorted by size; 0 points = use
    * latency + bytes / bandwidth. */
   SimBandwidthPoint table[SIM_DIR_COUNT][SIM_LINK_MAX_POINTS];

@@ -79,6 +79,7 @@ sim_program_reset(SimProgram *p)
   p->n_mem = 0;
   p->n_launch = 0;
   p->n_launched = 0;
+  p->n_blocking = 0;
   g_ptr_array_set_size(p->streams, 0);
   g_array_set_size(p->events, 0);
   p->second_record = SIM_NO_OP;
@@ -241,7 +242,9 @@ add_timed(SimProgram *p, SimOpKind kind, SimPhase phase, guint32 stream, double 
 guint32
 sim_program_host_alloc(SimProgram *p, guint32 stream, double seconds, gint32 layer, guint32 label)
 {
-  return add_timed(p, SIM_OP_HOST_ALLOC, SIM_PHASE_ALLOC, stream, seconds, layer, label);
+  guint32 index = add_timed(p, SIM_OP_HOST_ALLOC, SIM_PHASE_ALLOC, stream, seconds, layer, label);
+  p->n_blocking += index != SIM_NO_OP; /* cudaHostAlloc blocks the host */
+  return index;
 }
 
 guint32

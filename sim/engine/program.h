@@ -30,15 +30,17 @@
  * The host: every op may carry a host issue cost, its `launch` (seconds the
  * host thread of its GPU spends dispatching and launching it;
  * sim_program_set_launch, 0 unless set).  Once any op of a program has a
- * launch above 0, the engine runs one host per GPU that issues that GPU's
- * ops in issue order (across all its streams): op i is issued at
+ * launch above 0, or blocks the host (a host_alloc or a pageable copy:
+ * sim_program_host_blocks), the engine runs one host per GPU that issues
+ * that GPU's ops in issue order (across all its streams): op i is issued at
  *   issue_i = max(issue_{i-1}, unblock_i) + launch_i
- * where unblock_i is the end of the latest host-blocking op (a host_alloc or
- * a pageable copy: sim_program_host_blocks) issued before it, and an op
- * starts only when its stream reaches it and it is issued.  A program whose
- * launches are all 0 runs without a host, exactly as before the host
- * existed: a host_alloc or a pageable copy then blocks nothing but its
- * stream.  docs/engine.md, "The host".
+ * where unblock_i is the end of the latest host-blocking op issued before
+ * it, and an op starts only when its stream reaches it and it is issued.
+ * So nothing issued after a pageable copy or a cudaHostAlloc starts before
+ * it ends, on any stream of its GPU, even with every launch 0: both calls
+ * return to the thread that issues kernels only then.  A program with
+ * neither launches nor blocking ops runs without a host, the loop that ran
+ * before the host existed.  docs/engine.md, "The host".
  *
  * GPUs: every stream belongs to one GPU (sim_program_add_stream_on; plain
  * sim_program_add_stream is GPU 0), and so do its ops and their memory
@@ -257,9 +259,11 @@ struct SimProgram {
    * for i < n_launch, 0 past it (read through sim_program_launch). */
   double *launch;
   guint n_launch;
-  /* Ops whose launch is above 0: the engine runs the host model only when
-   * there is one (sim_program_has_host). */
+  /* Ops whose launch is above 0: the engine runs the host model when there
+   * is one or a host-blocking op (sim_program_has_host). */
   guint n_launched;
+  /* Host-blocking ops (sim_program_host_blocks), counted as they are added. */
+  guint n_blocking;
 
   /* private: see program_private.h */
   guint ops_cap, mem_cap;   /* capacities of ops and mem */
@@ -323,7 +327,7 @@ void sim_program_mem(SimProgram *program, guint32 op, SimWhen when, SimPool pool
 
 /* Sets the host issue cost of `op`, which must be the newest op, to
  * `seconds` (>= 0; setting it again replaces it).  Any launch above 0 turns
- * the host model on for the whole program (see "The host" above).  Records
+ * the host model on for the whole program (so does a host-blocking op) (see "The host" above).  Records
  * and waits are issued too and may carry one, though eager frameworks
  * issue them for next to nothing. */
 void sim_program_set_launch(SimProgram *program, guint32 op, double seconds);
@@ -365,11 +369,12 @@ sim_program_launch(const SimProgram *program, guint32 index)
   return index < program->n_launch ? program->launch[index] : 0.0;
 }
 
-/* Whether the engine runs the host model: some op has a launch above 0. */
+/* Whether the engine runs the host model: some op has a launch above 0 or
+ * blocks the host. */
 static inline gboolean
 sim_program_has_host(const SimProgram *program)
 {
-  return program->n_launched > 0;
+  return program->n_launched > 0 || program->n_blocking > 0;
 }
 
 /* Whether `op` blocks its host until it ends (under the host model): a

@@ -112,6 +112,7 @@ sim_program_copy_inline(SimProgram *p, guint32 stream, SimDir dir, guint64 bytes
   op->dir = (guint8)dir;
   op->pageable = pageable ? 1 : 0;
   op->bytes = bytes;
+  p->n_blocking += op->pageable; /* a pageable copy blocks the host */
   p->copy_bytes[dir] += bytes;
   p->copies[dir]++;
   return index;

@@ -623,6 +623,9 @@ load_machine(const SimConfig *c, const SimParallel *par, SimMachine *m, GError *
     return FALSE;
   if (!given(link, SIM_KEY_LINK_BIDIR_BANDWIDTH))
     l->bidir_bandwidth = l->h2d_bandwidth + l->d2h_bandwidth;
+  /* [scenario] step: which pinned buffers the step allocates (machine.h). */
+  if (!get(sim_config_group(c, "scenario"), SIM_KEY_SCENARIO_STEP, &l->first_step, error))
+    return FALSE;
   return read_fields(node, SIM_GROUP_NODE, 0, m, error) && check_node_gpus(node, &l->node, error) &&
          load_node_sockets(node, par, &l->node, error) && read_fields(network, SIM_GROUP_NETWORK, 0, m, error);
 }

@@ -37,6 +37,8 @@ static const char *const offload_modes[] = { "sync", "async", NULL };
 static const char *const checkpoint_modes[] = { "full", "selective", NULL };
 static const char *const pinned_names[] = { "pooled", "per-tensor", "pageable", "caching", NULL };
 static const char *const start_names[] = { "group", "tensor", NULL };
+/* Stored as SimLink.first_step: steady is FALSE. */
+static const char *const step_names[] = { "steady", "first", NULL };
 static const char *const streams_names[] = { "separate", "shared", NULL };
 static const char *const inflight_unit_names[] = { "groups", "tensors", "window", NULL };
 static const char *const free_names[] = { "copy-end", "next-commit", NULL };
@@ -79,6 +81,12 @@ static const SimSchemaKey keys[SIM_KEY_COUNT] = {
   /* Read and removed by the config layer (config.c) before any group is checked. */
   [SIM_KEY_SCENARIO_INCLUDE] = { SIM_GROUP_SCENARIO, "include", SIM_VALUE_LIST, .offset = HAND,
                                  .expect = "comma-separated file names" },
+  /* Which step of a run the simulation is: a pinned pool or PyTorch's
+   * caching host allocator allocates its buffers in the first and reuses
+   * them after (sim/lower/lower.h).  Read into SimLink.first_step by
+   * load_machine. */
+  [SIM_KEY_SCENARIO_STEP] = { SIM_GROUP_SCENARIO, "step", SIM_VALUE_CHOICE, .offset = HAND, .names = step_names,
+                              .fallback = "steady", .expect = "first or steady" },
 
   [SIM_KEY_DEVICE_MEMORY] = { SIM_GROUP_DEVICE, "memory", SIM_VALUE_SIZE, SIM_NEED_REQUIRED, .offset = M(device.memory),
                               .expect = "a size such as 80GiB" },

@@ -365,21 +365,45 @@ emit_copies(const Lower *l, guint g, SimDir dir, guint32 stream)
   }
 }
 
+/* Whether each copy to the host first allocates its pinned buffer: one
+ * cudaHostAlloc ([link] host_alloc) per copy.  per-tensor pins every
+ * copy's buffer in every step.  pooled and caching keep their buffers
+ * across steps (a pool allocated once; PyTorch's CachingHostAllocator puts
+ * a freed block on a free list and serves the next request of its
+ * power-of-two size from it), so only a run's first step allocates them
+ * ([scenario] step = first) and a steady step allocates nothing.  Pageable
+ * memory is not pinned. */
+static inline gboolean
+pins_each_copy(const Lower *l)
+{
+  SimPinned pinned = l->policy->pinned;
+  return pinned == SIM_PINNED_PER_TENSOR ||
+         (l->link->first_step && (pinned == SIM_PINNED_POOLED || pinned == SIM_PINNED_CACHING));
+}
+
+/* `n` pinned allocations for group g on the compute stream: cudaHostAlloc
+ * blocks the thread that issues kernels (docs/engine.md, "The host"), so
+ * nothing issued after it can hide it. */
+static void
+emit_pins(const Lower *l, guint g, guint n)
+{
+  for (guint c = 0; c < n; c++)
+    sim_program_host_alloc(l->p, l->s_compute, l->link->host_alloc, group_index(l, g), l->label_pin);
+}
+
+/* The pinned buffers of group g's copies to the host, before them (start =
+ * group: issue_tensor_offload pins each tensor's under start = tensor). */
 static void
 emit_pinning(const Lower *l, guint g)
 {
-  if (l->policy->pinned != SIM_PINNED_PER_TENSOR)
+  if (!pins_each_copy(l))
     return;
   const SimLayer *layer = group_layer(l, g);
   if (action_at(l, g) == SIM_ACTION_RECOMPUTE_OFFLOAD)
-    sim_program_host_alloc(l->p, l->s_compute, l->link->host_alloc, group_index(l, g), l->label_pin);
-  for (guint k = 0; k < layer->tensors->len; k++) {
-    const SimTensor *t = &g_array_index(layer->tensors, SimTensor, k);
-    if (!travels(tensor_fate(l, g, k)))
-      continue;
-    for (guint c = 0; c < copies_of(l, t); c++)
-      sim_program_host_alloc(l->p, l->s_compute, l->link->host_alloc, group_index(l, g), l->label_pin);
-  }
+    emit_pins(l, g, 1);
+  for (guint k = 0; k < layer->tensors->len; k++)
+    if (travels(tensor_fate(l, g, k)))
+      emit_pins(l, g, copies_of(l, &g_array_index(layer->tensors, SimTensor, k)));
 }
 
 /* Async reload of group j, started by `trigger` and never before j's own
@@ -713,6 +737,9 @@ issue_tensor_offload(Lower *l, guint g, guint k)
   const SimTensor *t = &g_array_index(group_layer(l, g)->tensors, SimTensor, k);
   gint32 index = group_index(l, g);
   gboolean frees = tensor_fate(l, g, k) == SIM_FATE_OFFLOAD;
+  /* The hook pins the tensor's host buffers right before its copy. */
+  if (pins_each_copy(l))
+    emit_pins(l, g, copies_of(l, t));
   if (!l->policy->async) {
     emit_tensor_copies(p, copy_mode(l), index, SIM_DIR_D2H, l->s_compute, t->bytes, copies_of(l, t),
                        tensor_label(l, g, k), frees);

@@ -48,9 +48,17 @@
  *   recompute+offload: full recompute whose kept input travels like an
  *          offloaded tensor.
  *   pinned = caching: host blocks rounded up to a power of two.
- *   pinned = per-tensor: each offloaded tensor first pays host_alloc on the
+ *   pinned = per-tensor: each copy to the host first pays host_alloc on the
  *          compute stream (cudaHostAlloc blocks the issuing thread and
- *          synchronises, so it cannot hide under copies).
+ *          synchronises, so it cannot hide under copies), on every path
+ *          that copies: a group's copies after its forward, or each
+ *          tensor's right before its copy under start = tensor.
+ *   pinned = pooled or caching: the buffers outlive the step, so a steady
+ *          step allocates none; a first step ([scenario] step = first,
+ *          SimLink.first_step) pays host_alloc per copy as per-tensor does.
+ *          For caching that is an upper bound: a block freed by a reload
+ *          within the first step (a pipeline's earlier micro-batch) would
+ *          serve a later copy of its size without a cudaHostAlloc.
  *   pinned = pageable: copies from pageable memory, at pageable_factor.
  *
  * What an offload moves is decided per tensor, once (the fates in lower.c):

@@ -39,6 +39,8 @@ typedef struct {
   guint step_96x32_ops;
   double step_96_ops_ms;   /* a generated 96-layer transformer, op by op, lowered and run */
   guint step_96_ops_ops;
+  double step_64gpu_ms;    /* the same model on 64 GPUs: tp 8 x pp 4 x dp 2, 8 micro-batches, ZeRO-1 */
+  guint step_64gpu_ops;
   double plan_96_ms;
   guint64 plan_96_evaluations;
   double plan_96_gap;           /* the plan over its lower bound, minus 1 */

@@ -25,6 +25,8 @@ bench_format(const BenchFigures *f, CliFormat format)
     json_builder_add_double_value(b, f->step_96x32_ms);
     json_builder_set_member_name(b, "step_96_ops_ms");
     json_builder_add_double_value(b, f->step_96_ops_ms);
+    json_builder_set_member_name(b, "step_64gpu_ms");
+    json_builder_add_double_value(b, f->step_64gpu_ms);
     json_builder_set_member_name(b, "plan_96_ms");
     json_builder_add_double_value(b, f->plan_96_ms);
     json_builder_set_member_name(b, "sweep_points_per_sec");
@@ -87,11 +89,12 @@ bench_format(const BenchFigures *f, CliFormat format)
                               " heap operations)\n"
                               "step_96x32_ms         %14.3f   (%u ops, lowered and run)\n"
                               "step_96_ops_ms        %14.3f   (%u ops: a 96-layer transformer op by op)\n"
+                              "step_64gpu_ms         %14.3f   (%u ops: the same on tp 8 x pp 4 x dp 2)\n"
                               "plan_96_ms            %14.1f   (%" G_GUINT64_FORMAT " simulations, gap %.3f %%%s)\n"
                               "sweep_points_per_sec  %14.0f   (%u points, %u threads)\n",
                          cpu, cores, OFFSIM_BUILD_TYPE, f->repeats, f->events_per_sec, f->engine_events,
                          f->engine_heap_ops, f->step_96x32_ms, f->step_96x32_ops, f->step_96_ops_ms,
-                         f->step_96_ops_ops, f->plan_96_ms,
+                         f->step_96_ops_ops, f->step_64gpu_ms, f->step_64gpu_ops, f->plan_96_ms,
                          f->plan_96_evaluations, f->plan_96_gap * 100, f->plan_96_optimal ? ", optimal" : "",
                          f->sweep_points_per_sec, f->sweep_points, f->sweep_jobs);
   /* One line per model size: the time and storage per op against the smallest's. */

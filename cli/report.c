@@ -342,14 +342,17 @@ format_table(const SimScenario *s, GPtrArray *results)
   /* The capacity `fits` used, not a verdict: each row says whether it fits. */
   g_string_append_printf(out, "%u layers, %s saved for backward, %s static", sim_workload_n_layers(s->workload), saved,
                          stat);
-  /* Sharded, each GPU holds its part: the most a stage holds. */
-  if (s->parallel.sharding != SIM_SHARDING_NONE) {
+  /* Pipelined or sharded, each GPU holds its part: the most a stage holds. */
+  if ((s->parallel.pp > 1 || s->parallel.sharding != SIM_SHARDING_NONE) && s->workload->static_bytes > 0) {
     guint64 most = 0;
     for (guint stage = 0; stage < s->parallel.pp; stage++)
       most = MAX(most, sim_lower_pipeline_stage_static(s->workload, &s->parallel, stage));
     g_autofree char *per_gpu = sim_units_format_size(most);
-    g_string_append_printf(out, " (%s per GPU, sharding = %s over dp = %u)", per_gpu,
-                           sim_sharding_names[s->parallel.sharding], s->parallel.dp);
+    g_string_append_printf(out, " (%s on the GPU that holds most", per_gpu);
+    if (s->parallel.sharding != SIM_SHARDING_NONE)
+      g_string_append_printf(out, ", sharding = %s over dp = %u", sim_sharding_names[s->parallel.sharding],
+                             s->parallel.dp);
+    g_string_append_c(out, ')');
   }
   g_string_append_printf(out, "; %s device, fits if peak <= %s\n", mem, cap);
   g_string_append_printf(out, "link: H2D %s, D2H %s, both %s, %.3g us per copy", h2d, d2h, bidir, link->latency * 1e6);
@@ -360,8 +363,8 @@ format_table(const SimScenario *s, GPtrArray *results)
   int w = 14;
   for (guint i = 0; i < results->len; i++)
     w = MAX(w, (int)g_utf8_strlen(((SimResult *)g_ptr_array_index(results, i))->policy, -1));
-  g_string_append_printf(out, "%-*s %9s %8s %8s %8s %11s %10s %9s %9s %4s\n", w, "policy", "step ms", "compute",
-                         "recomp", "exposed", "peak dev", "peak host", "D2H", "H2D", "fits");
+  g_string_append_printf(out, "%-*s %9s %8s %7s %7s %7s %8s %9s %9s %9s %9s %4s\n", w, "policy", "step ms", "compute",
+                         "recomp", "optim", "comm", "exposed", "peak dev", "peak host", "D2H", "H2D", "fits");
   for (guint i = 0; i < results->len; i++) {
     const SimResult *r = g_ptr_array_index(results, i);
     g_autofree char *pd = sim_units_format_size((guint64)r->peak_device.bytes);
@@ -370,9 +373,9 @@ format_table(const SimScenario *s, GPtrArray *results)
     g_autofree char *h = sim_units_format_size(r->h2d_bytes);
     /* Pad by characters, not bytes, so UTF-8 names keep the columns straight. */
     int pad = w - (int)g_utf8_strlen(r->policy, -1);
-    g_string_append_printf(out, "%s%*s %9.2f %8.2f %8.2f %8.2f %11s %10s %9s %9s %4s\n", r->policy, pad, "",
-                           r->step_ms, r->compute_ms, r->recompute_ms, r->exposed_transfer_ms, pd, ph, d, h,
-                           r->fits ? "yes" : "NO");
+    g_string_append_printf(out, "%s%*s %9.2f %8.2f %7.2f %7.2f %7.2f %8.2f %9s %9s %9s %9s %4s\n", r->policy, pad,
+                           "", r->step_ms, r->compute_ms, r->recompute_ms, r->optimizer_ms, r->comm_ms,
+                           r->exposed_transfer_ms, pd, ph, d, h, r->fits ? "yes" : "NO");
   }
   format_stages(out, results, w);
   g_string_append(out, "\npeak device memory, when and what was live:\n");

@@ -41,6 +41,7 @@ enum { WIN_ASYNC, WIN_SYNC, WIN_RELAXED, WIN_KINDS };
 
 struct PlannerExact {
   const SimLink *link;
+  guint tp;         /* the workload's tensor-parallel ranks (its collectives) */
   guint n, na; /* layers, actions tried */
   double slow; /* compute_slowdown */
   Act *act;    /* [layer * na + action] */
@@ -106,9 +107,13 @@ act_fill(PlannerExact *x, const SimPolicy *policy, const SimLayer *layer, SimAct
   memset(a, 0, sizeof *a);
   a->off = action_offloads(low);
   a->rec_op = full || sel;
-  a->F = layer->forward;
-  a->B = layer->backward;
-  a->R = full ? layer->forward : sel ? sim_layer_selective_recompute(layer) : 0;
+  /* The tensor-parallel collectives the compute waits for count as its
+   * time (a recompute replays the forward's). */
+  double comm_f, comm_b;
+  sim_lower_layer_comm(layer, x->link, x->tp, &comm_f, &comm_b);
+  a->F = layer->forward + comm_f;
+  a->B = layer->backward + comm_b;
+  a->R = full ? a->F : sel ? sim_layer_selective_recompute(layer) : 0;
   a->fwd_alloc = (gint64)layer->workspace_bytes + (full ? (gint64)layer->input_bytes : 0);
   a->keep = low == SIM_ACTION_RECOMPUTE ? (gint64)layer->input_bytes : 0;
   a->rec_ws = a->rec_op ? (gint64)layer->workspace_bytes : 0;
@@ -357,6 +362,7 @@ planner_exact_new(const SimScenario *s, const SimPolicy *policy, guint n_actions
   const SimWorkload *w = s->workload;
   PlannerExact *x = g_new0(PlannerExact, 1);
   x->link = &s->machine.link;
+  x->tp = s->workload->tp;
   x->n = sim_workload_n_layers(w);
   x->na = n_actions;
   x->slow = x->link->compute_slowdown;

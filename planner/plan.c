@@ -9,6 +9,7 @@
 #include "units.h"
 
 #include "framework.h"
+#include "lower.h"
 
 #include <math.h>
 #include <string.h>
@@ -105,8 +106,14 @@ layer_costs(Ctx *c)
   for (guint i = 0; i < c->n; i++) {
     const SimLayer *layer = sim_workload_layer(w, i);
     any_selective |= planner_plan_layer_cost(layer, &c->cost[i]);
-    c->compute += layer->forward + layer->backward;
+    /* And the tensor-parallel collectives compute waits for: at least
+     * their time past what they run beside, whatever slows either. */
+    double comm_f, comm_b;
+    sim_lower_layer_comm(layer, &c->s->machine.link, w->tp, &comm_f, &comm_b);
+    c->compute += layer->forward + layer->backward + comm_f + comm_b;
   }
+  /* The optimizer step closes every step. */
+  c->compute += sim_lower_optimizer_step(w, sim_workload_parameters(w), sim_workload_param_tensors(w)).seconds;
   c->n_actions = any_selective ? SIM_ACTION_COUNT : SIM_ACTION_N_PLAIN;
   c->base_bytes = w->static_bytes;
   for (const SimLayer *stage = w->embed;; stage = w->head) {

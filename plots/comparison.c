@@ -83,8 +83,8 @@ capacity_of(GPtrArray *results)
 /* $policies (memory, step per result), $front (the Pareto front of the
  * policies that fit, in order of memory, so its line does not zigzag),
  * $capacity (where the capacity line is, so that the x axis reaches it;
- * drawn as nothing) and $bars (index, compute, recompute, exposed
- * transfer). */
+ * drawn as nothing) and $bars (index, compute, recompute, optimizer,
+ * communication, exposed transfer). */
 static void
 add_data(PlotsChart *chart, GPtrArray *results, const Capacity *cap)
 {
@@ -121,7 +121,8 @@ add_data(PlotsChart *chart, GPtrArray *results, const Capacity *cap)
   plots_gnuplot_data_begin(chart, "bars");
   for (guint i = 0; i < results->len; i++) {
     const SimResult *r = g_ptr_array_index(results, i);
-    plots_gnuplot_data_row(chart, 4, (double[]){ i, r->compute_ms, r->recompute_ms, r->exposed_transfer_ms });
+    plots_gnuplot_data_row(chart, 6, (double[]){ i, r->compute_ms, r->recompute_ms, r->optimizer_ms, r->comm_ms,
+                                                 r->exposed_transfer_ms });
   }
   plots_gnuplot_data_end(chart);
 }
@@ -225,17 +226,30 @@ bars_panel(GString *c, GPtrArray *results, gboolean slant)
     g_string_append_printf(c, "%s%s %u", i ? ", " : "", label, i);
   }
   g_string_append(c, ")\n");
+  /* One stacked segment per column of $bars after the index: column c
+   * from the sum of the columns before it to that sum plus its own. */
+  const struct {
+    guint kind;
+    const char *title;
+  } segments[] = { { PLOTS_SPAN_FORWARD, "compute" },    { PLOTS_SPAN_RECOMPUTE, "recompute" },
+                   { PLOTS_SPAN_OPTIMIZER, "optimizer" }, { PLOTS_SPAN_COMM, "communication" },
+                   { PLOTS_SPAN_WAIT, exposed } };
+  g_autoptr(GString) below = g_string_new("0");
+  g_string_append(c, "plot ");
+  for (guint k = 0; k < G_N_ELEMENTS(segments); k++) {
+    guint col = k + 2;
+    g_autofree char *title = plots_gnuplot_quote(segments[k].title);
+    g_string_append_printf(c,
+                           "%s$bars using 1:(%s+$%u/2):($1-0.3):($1+0.3):(%s):(%s+$%u) with boxxyerror fs solid 1.0 "
+                           "noborder lc rgb '%s' title %s",
+                           k ? ", \\\n     " : "", below->str, col, below->str, below->str, col,
+                           plots_timeline_color(segments[k].kind), title);
+    g_string_append_printf(below, "+$%u", col);
+  }
   g_string_append_printf(c,
-                         "plot $bars using 1:($2/2):($1-0.3):($1+0.3):(0):2 with boxxyerror fs solid 1.0 noborder "
-                         "lc rgb '%s' title 'compute', \\\n"
-                         "     $bars using 1:($2+$3/2):($1-0.3):($1+0.3):2:($2+$3) with boxxyerror fs solid 1.0 "
-                         "noborder lc rgb '%s' title 'recompute', \\\n"
-                         "     $bars using 1:($2+$3+$4/2):($1-0.3):($1+0.3):($2+$3):($2+$3+$4) with boxxyerror fs "
-                         "solid 1.0 noborder lc rgb '%s' title '%s', \\\n"
-                         "     $bars using 1:($2+$3+$4):(sprintf('%%.1f ms', $2+$3+$4)) with labels offset 0,0.8 "
-                         "notitle\nunset multiplot\n",
-                         plots_timeline_color(PLOTS_SPAN_FORWARD), plots_timeline_color(PLOTS_SPAN_RECOMPUTE),
-                         plots_timeline_color(PLOTS_SPAN_WAIT), exposed);
+                         ", \\\n     $bars using 1:(%s):(sprintf('%%.1f ms', %s)) with labels offset 0,0.8 notitle\n"
+                         "unset multiplot\n",
+                         below->str, below->str);
 }
 
 PlotsChart *

@@ -305,11 +305,14 @@ plots_timeline_chart(const SimResult *r, const char *name, double xmax_ms, GErro
   /* Under [parallel] the figures are the busiest GPU's, and what it did not
    * compute is the bubble as much as the transfers. */
   g_autofree char *subtitle =
-    several ? g_strdup_printf("timeline of %s on %u GPUs: step %.2f ms = compute %.2f + recompute %.2f + exposed "
-                              "transfer and bubble %.2f (the busiest GPU)",
-                              r->policy, p->n_gpus, r->step_ms, r->compute_ms, r->recompute_ms, r->exposed_transfer_ms)
-            : g_strdup_printf("timeline of %s: step %.2f ms = compute %.2f + recompute %.2f + exposed transfer %.2f",
-                              r->policy, r->step_ms, r->compute_ms, r->recompute_ms, r->exposed_transfer_ms);
+    several ? g_strdup_printf("timeline of %s on %u GPUs: step %.2f ms = compute %.2f + recompute %.2f + optimizer "
+                              "%.2f + communication %.2f + exposed transfer and bubble %.2f (the busiest GPU)",
+                              r->policy, p->n_gpus, r->step_ms, r->compute_ms, r->recompute_ms, r->optimizer_ms,
+                              r->comm_ms, r->exposed_transfer_ms)
+            : g_strdup_printf("timeline of %s: step %.2f ms = compute %.2f + recompute %.2f + optimizer %.2f + "
+                              "communication %.2f + exposed transfer %.2f",
+                              r->policy, r->step_ms, r->compute_ms, r->recompute_ms, r->optimizer_ms, r->comm_ms,
+                              r->exposed_transfer_ms);
   plots_gnuplot_title(c, "set title", r->scenario, subtitle);
   /* Several GPUs add kinds (sends, waits on a stage) and the boundary's
    * entry: the legend may take two lines. */

@@ -94,6 +94,7 @@ budgets() {
     tiny) echo 1GiB 1.2GiB 1.25GiB ;;
     pipeline-tiny) echo 300MB 500MB 600MB ;;
     llama-3.1-8b-pp4) echo 50GiB 60GiB 70GiB ;;
+    llama-3.1-8b-dp8) echo 20GiB 30GiB 50GiB ;;
     *) echo "golden: no budgets for scenarios/$1.ini: add three to budgets() in $0" >&2; exit 2 ;;
   esac
 }

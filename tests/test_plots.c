@@ -598,7 +598,7 @@ START_TEST(comparison_marks_the_pareto_front)
   g_autoptr(PlotsChart) chart = plots_comparison_chart(results, device, "comparison");
   /* The front, by memory: small (3 GiB) then the two fast ones (5 GiB). */
   ck_assert_ptr_nonnull(strstr(chart->data->str, "$front << EOD\n3 20\n5 10\n5 10\nEOD\n"));
-  ck_assert_ptr_nonnull(strstr(chart->data->str, "$bars << EOD\n0 10 0 0\n1 10 2 8\n2 10 0 15\n"));
+  ck_assert_ptr_nonnull(strstr(chart->data->str, "$bars << EOD\n0 10 0 0 0 0\n1 10 2 0 0 8\n2 10 0 0 0 15\n"));
   const char *c = chart->commands->str;
   ck_assert_ptr_nonnull(strstr(c, "title 'Pareto front of what fits'"));
   ck_assert_ptr_nonnull(strstr(c, "every ::4::4 using 1:2 with points lt 5 title 'slow and big'"));

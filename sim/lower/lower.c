@@ -584,6 +584,24 @@ sim_lower_optimizer_step(const SimWorkload *w, guint64 params, guint tensors)
   return o;
 }
 
+void
+sim_lower_layer_comm(const SimLayer *layer, const SimLink *link, guint tp, double *forward, double *backward)
+{
+  *forward = *backward = 0;
+  if (layer == NULL || layer->ops == NULL || tp <= 1)
+    return;
+  guint nodes = sim_collective_nodes(0, 1, tp, MAX(link->node.gpus, 1));
+  for (guint i = 0; i < layer->ops->len; i++) {
+    const SimLayerOp *o = sim_layer_op(layer, i);
+    if (!o->collective)
+      continue;
+    double t = sim_collective_time(link, (SimCollectiveKind)(o->collective - 1), o->comm_bytes, tp, nodes);
+    for (guint k = 1; k <= o->overlap && i + k < layer->ops->len; k++)
+      t -= sim_layer_op(layer, i + k)->seconds;
+    *(o->backward ? backward : forward) += MAX(0.0, t);
+  }
+}
+
 guint32
 lower_optimizer(SimProgram *p, const SimWorkload *w, guint32 stream, guint64 params, guint tensors, guint32 label)
 {
@@ -593,9 +611,10 @@ lower_optimizer(SimProgram *p, const SimWorkload *w, guint32 stream, guint64 par
     sim_program_mem_inline(p, op, SIM_AT_START, SIM_POOL_DEVICE, (gint64)o.transient, p->workspace_tag, SIM_NO_LAYER);
     sim_program_mem_inline(p, op, SIM_AT_END, SIM_POOL_DEVICE, -(gint64)o.transient, p->workspace_tag, SIM_NO_LAYER);
   }
+  /* Its memory-bound kernels are optimizer_ms, not memory_ms: the kernel
+   * classes split the forward, backward and recompute. */
   if (w->launch > 0 && o.launches)
     sim_program_set_launch_inline(p, op, o.launches * w->launch);
-  p->kernel_work[SIM_KERNEL_MEMORY] += o.seconds;
   return op;
 }
 
@@ -911,13 +930,19 @@ comm_after(Lower *l, guint g, const SimLayerOp *o)
     l->comm[i].left--;
   if (!o->collective)
     return;
-  g_assert(l->s_comm != SIM_NO_OP && l->n_comm < G_N_ELEMENTS(l->comm));
   gint32 index = group_index(l, g);
+  double seconds =
+    sim_collective_time(l->link, (SimCollectiveKind)(o->collective - 1), o->comm_bytes, l->w->tp, l->tp_nodes);
+  if (o->overlap == 0 && l->n_comm == 0) {
+    /* Waited for at once (the forward's): on the compute stream itself,
+     * which would only wait for it; a third of the ops. */
+    sim_program_collective(p, l->s_compute, seconds, index, op_label(l, g, o, TRUE));
+    return;
+  }
+  g_assert(l->s_comm != SIM_NO_OP && l->n_comm < G_N_ELEMENTS(l->comm));
   guint32 ready = sim_program_add_event(p, l->label_comm_ready, index);
   sim_program_record(p, l->s_compute, ready);
   sim_program_wait(p, l->s_comm, ready);
-  double seconds =
-    sim_collective_time(l->link, (SimCollectiveKind)(o->collective - 1), o->comm_bytes, l->w->tp, l->tp_nodes);
   sim_program_collective(p, l->s_comm, seconds, index, op_label(l, g, o, TRUE));
   guint32 done = sim_program_add_event(p, l->label_comm_done, index);
   sim_program_record(p, l->s_comm, done);

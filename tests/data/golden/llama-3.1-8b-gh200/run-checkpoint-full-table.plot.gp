@@ -3314,7 +3314,7 @@ EOD
 set terminal pngcairo size 1400,340 font 'sans,10' noenhanced background rgb 'white'
 set output 'timeline-checkpoint-full.png'
 reset
-set title 'Llama-3.1-8B, 8192x1 bf16, GH200 NVLink-C2C' . "\n" . 'timeline of checkpoint-full: step 803.94 ms = compute 616.91 + recompute 187.03 + exposed transfer 0.00' offset 0,1
+set title 'Llama-3.1-8B, 8192x1 bf16, GH200 NVLink-C2C' . "\n" . 'timeline of checkpoint-full: step 803.94 ms = compute 616.91 + recompute 187.03 + optimizer 0.00 + communication 0.00 + exposed transfer 0.00' offset 0,1
 set tmargin 6
 set bmargin 5.5
 set lmargin 12
@@ -3333,7 +3333,7 @@ unset output
 set terminal svg size 1400,340 font 'sans-serif,10' noenhanced background rgb 'white'
 set output 'timeline-checkpoint-full.svg'
 reset
-set title 'Llama-3.1-8B, 8192x1 bf16, GH200 NVLink-C2C' . "\n" . 'timeline of checkpoint-full: step 803.94 ms = compute 616.91 + recompute 187.03 + exposed transfer 0.00' offset 0,1
+set title 'Llama-3.1-8B, 8192x1 bf16, GH200 NVLink-C2C' . "\n" . 'timeline of checkpoint-full: step 803.94 ms = compute 616.91 + recompute 187.03 + optimizer 0.00 + communication 0.00 + exposed transfer 0.00' offset 0,1
 set tmargin 6
 set bmargin 5.5
 set lmargin 12

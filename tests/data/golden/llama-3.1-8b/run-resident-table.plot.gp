@@ -2740,7 +2740,7 @@ EOD
 set terminal pngcairo size 1400,340 font 'sans,10' noenhanced background rgb 'white'
 set output 'timeline-resident.png'
 reset
-set title 'Llama-3.1-8B, 8192x1 bf16, H100 SXM PCIe Gen5' . "\n" . 'timeline of resident: step 623.63 ms = compute 623.63 + recompute 0.00 + exposed transfer 0.00' offset 0,1
+set title 'Llama-3.1-8B, 8192x1 bf16, H100 SXM PCIe Gen5' . "\n" . 'timeline of resident: step 623.63 ms = compute 623.63 + recompute 0.00 + optimizer 0.00 + communication 0.00 + exposed transfer 0.00' offset 0,1
 set tmargin 6
 set bmargin 5.5
 set lmargin 12
@@ -2758,7 +2758,7 @@ unset output
 set terminal svg size 1400,340 font 'sans-serif,10' noenhanced background rgb 'white'
 set output 'timeline-resident.svg'
 reset
-set title 'Llama-3.1-8B, 8192x1 bf16, H100 SXM PCIe Gen5' . "\n" . 'timeline of resident: step 623.63 ms = compute 623.63 + recompute 0.00 + exposed transfer 0.00' offset 0,1
+set title 'Llama-3.1-8B, 8192x1 bf16, H100 SXM PCIe Gen5' . "\n" . 'timeline of resident: step 623.63 ms = compute 623.63 + recompute 0.00 + optimizer 0.00 + communication 0.00 + exposed transfer 0.00' offset 0,1
 set tmargin 6
 set bmargin 5.5
 set lmargin 12

@@ -12,9 +12,9 @@ $front << EOD
 0.7450580597 66.35555556
 EOD
 $bars << EOD
-0 48 0 18.35555556
-1 48 0 64.13333333
-2 48 16 24.35555556
+0 48 0 0 0 18.35555556
+1 48 0 0 0 64.13333333
+2 48 16 0 0 24.35555556
 EOD
 set terminal pngcairo size 1400,680 font 'sans,10' noenhanced background rgb 'white'
 set output 'comparison.png'
@@ -44,10 +44,12 @@ set grid ytics lc rgb '#d0d0d0'
 set yrange [0:*]
 set xrange [-0.6:2.6]
 set xtics scale 0 ('resident' 0, 'offload' 1, 'checkpoint' 2)
-plot $bars using 1:($2/2):($1-0.3):($1+0.3):(0):2 with boxxyerror fs solid 1.0 noborder lc rgb '#4e79a7' title 'compute', \
-     $bars using 1:($2+$3/2):($1-0.3):($1+0.3):2:($2+$3) with boxxyerror fs solid 1.0 noborder lc rgb '#b07aa1' title 'recompute', \
-     $bars using 1:($2+$3+$4/2):($1-0.3):($1+0.3):($2+$3):($2+$3+$4) with boxxyerror fs solid 1.0 noborder lc rgb '#e15759' title 'exposed transfer and bubble', \
-     $bars using 1:($2+$3+$4):(sprintf('%.1f ms', $2+$3+$4)) with labels offset 0,0.8 notitle
+plot $bars using 1:(0+$2/2):($1-0.3):($1+0.3):(0):(0+$2) with boxxyerror fs solid 1.0 noborder lc rgb '#4e79a7' title 'compute', \
+     $bars using 1:(0+$2+$3/2):($1-0.3):($1+0.3):(0+$2):(0+$2+$3) with boxxyerror fs solid 1.0 noborder lc rgb '#b07aa1' title 'recompute', \
+     $bars using 1:(0+$2+$3+$4/2):($1-0.3):($1+0.3):(0+$2+$3):(0+$2+$3+$4) with boxxyerror fs solid 1.0 noborder lc rgb '#bab0ac' title 'optimizer', \
+     $bars using 1:(0+$2+$3+$4+$5/2):($1-0.3):($1+0.3):(0+$2+$3+$4):(0+$2+$3+$4+$5) with boxxyerror fs solid 1.0 noborder lc rgb '#76b7b2' title 'communication', \
+     $bars using 1:(0+$2+$3+$4+$5+$6/2):($1-0.3):($1+0.3):(0+$2+$3+$4+$5):(0+$2+$3+$4+$5+$6) with boxxyerror fs solid 1.0 noborder lc rgb '#e15759' title 'exposed transfer and bubble', \
+     $bars using 1:(0+$2+$3+$4+$5+$6):(sprintf('%.1f ms', 0+$2+$3+$4+$5+$6)) with labels offset 0,0.8 notitle
 unset multiplot
 unset output
 set terminal svg size 1400,680 font 'sans-serif,10' noenhanced background rgb 'white'
@@ -78,10 +80,12 @@ set grid ytics lc rgb '#d0d0d0'
 set yrange [0:*]
 set xrange [-0.6:2.6]
 set xtics scale 0 ('resident' 0, 'offload' 1, 'checkpoint' 2)
-plot $bars using 1:($2/2):($1-0.3):($1+0.3):(0):2 with boxxyerror fs solid 1.0 noborder lc rgb '#4e79a7' title 'compute', \
-     $bars using 1:($2+$3/2):($1-0.3):($1+0.3):2:($2+$3) with boxxyerror fs solid 1.0 noborder lc rgb '#b07aa1' title 'recompute', \
-     $bars using 1:($2+$3+$4/2):($1-0.3):($1+0.3):($2+$3):($2+$3+$4) with boxxyerror fs solid 1.0 noborder lc rgb '#e15759' title 'exposed transfer and bubble', \
-     $bars using 1:($2+$3+$4):(sprintf('%.1f ms', $2+$3+$4)) with labels offset 0,0.8 notitle
+plot $bars using 1:(0+$2/2):($1-0.3):($1+0.3):(0):(0+$2) with boxxyerror fs solid 1.0 noborder lc rgb '#4e79a7' title 'compute', \
+     $bars using 1:(0+$2+$3/2):($1-0.3):($1+0.3):(0+$2):(0+$2+$3) with boxxyerror fs solid 1.0 noborder lc rgb '#b07aa1' title 'recompute', \
+     $bars using 1:(0+$2+$3+$4/2):($1-0.3):($1+0.3):(0+$2+$3):(0+$2+$3+$4) with boxxyerror fs solid 1.0 noborder lc rgb '#bab0ac' title 'optimizer', \
+     $bars using 1:(0+$2+$3+$4+$5/2):($1-0.3):($1+0.3):(0+$2+$3+$4):(0+$2+$3+$4+$5) with boxxyerror fs solid 1.0 noborder lc rgb '#76b7b2' title 'communication', \
+     $bars using 1:(0+$2+$3+$4+$5+$6/2):($1-0.3):($1+0.3):(0+$2+$3+$4+$5):(0+$2+$3+$4+$5+$6) with boxxyerror fs solid 1.0 noborder lc rgb '#e15759' title 'exposed transfer and bubble', \
+     $bars using 1:(0+$2+$3+$4+$5+$6):(sprintf('%.1f ms', 0+$2+$3+$4+$5+$6)) with labels offset 0,0.8 notitle
 unset multiplot
 unset output
 
@@ -2148,7 +2152,7 @@ EOD
 set terminal pngcairo size 1400,962 font 'sans,10' noenhanced background rgb 'white'
 set output 'timeline-resident.png'
 reset
-set title 'tiny 4-stage 1F1B pipeline' . "\n" . 'timeline of resident on 4 GPUs: step 66.36 ms = compute 48.00 + recompute 0.00 + exposed transfer and bubble 18.36 (the busiest GPU)' offset 0,1
+set title 'tiny 4-stage 1F1B pipeline' . "\n" . 'timeline of resident on 4 GPUs: step 66.36 ms = compute 48.00 + recompute 0.00 + optimizer 0.00 + communication 0.00 + exposed transfer and bubble 18.36 (the busiest GPU)' offset 0,1
 set tmargin 6
 set bmargin 6.5
 set lmargin 17
@@ -2169,7 +2173,7 @@ unset output
 set terminal svg size 1400,962 font 'sans-serif,10' noenhanced background rgb 'white'
 set output 'timeline-resident.svg'
 reset
-set title 'tiny 4-stage 1F1B pipeline' . "\n" . 'timeline of resident on 4 GPUs: step 66.36 ms = compute 48.00 + recompute 0.00 + exposed transfer and bubble 18.36 (the busiest GPU)' offset 0,1
+set title 'tiny 4-stage 1F1B pipeline' . "\n" . 'timeline of resident on 4 GPUs: step 66.36 ms = compute 48.00 + recompute 0.00 + optimizer 0.00 + communication 0.00 + exposed transfer and bubble 18.36 (the busiest GPU)' offset 0,1
 set tmargin 6
 set bmargin 6.5
 set lmargin 17
@@ -2557,7 +2561,7 @@ EOD
 set terminal pngcairo size 1400,962 font 'sans,10' noenhanced background rgb 'white'
 set output 'timeline-offload.png'
 reset
-set title 'tiny 4-stage 1F1B pipeline' . "\n" . 'timeline of offload on 4 GPUs: step 112.13 ms = compute 48.00 + recompute 0.00 + exposed transfer and bubble 64.13 (the busiest GPU)' offset 0,1
+set title 'tiny 4-stage 1F1B pipeline' . "\n" . 'timeline of offload on 4 GPUs: step 112.13 ms = compute 48.00 + recompute 0.00 + optimizer 0.00 + communication 0.00 + exposed transfer and bubble 64.13 (the busiest GPU)' offset 0,1
 set tmargin 6
 set bmargin 6.5
 set lmargin 17
@@ -2581,7 +2585,7 @@ unset output
 set terminal svg size 1400,962 font 'sans-serif,10' noenhanced background rgb 'white'
 set output 'timeline-offload.svg'
 reset
-set title 'tiny 4-stage 1F1B pipeline' . "\n" . 'timeline of offload on 4 GPUs: step 112.13 ms = compute 48.00 + recompute 0.00 + exposed transfer and bubble 64.13 (the busiest GPU)' offset 0,1
+set title 'tiny 4-stage 1F1B pipeline' . "\n" . 'timeline of offload on 4 GPUs: step 112.13 ms = compute 48.00 + recompute 0.00 + optimizer 0.00 + communication 0.00 + exposed transfer and bubble 64.13 (the busiest GPU)' offset 0,1
 set tmargin 6
 set bmargin 6.5
 set lmargin 17
@@ -2876,7 +2880,7 @@ EOD
 set terminal pngcairo size 1400,962 font 'sans,10' noenhanced background rgb 'white'
 set output 'timeline-checkpoint.png'
 reset
-set title 'tiny 4-stage 1F1B pipeline' . "\n" . 'timeline of checkpoint on 4 GPUs: step 88.36 ms = compute 48.00 + recompute 16.00 + exposed transfer and bubble 24.36 (the busiest GPU)' offset 0,1
+set title 'tiny 4-stage 1F1B pipeline' . "\n" . 'timeline of checkpoint on 4 GPUs: step 88.36 ms = compute 48.00 + recompute 16.00 + optimizer 0.00 + communication 0.00 + exposed transfer and bubble 24.36 (the busiest GPU)' offset 0,1
 set tmargin 6
 set bmargin 6.5
 set lmargin 17
@@ -2898,7 +2902,7 @@ unset output
 set terminal svg size 1400,962 font 'sans-serif,10' noenhanced background rgb 'white'
 set output 'timeline-checkpoint.svg'
 reset
-set title 'tiny 4-stage 1F1B pipeline' . "\n" . 'timeline of checkpoint on 4 GPUs: step 88.36 ms = compute 48.00 + recompute 16.00 + exposed transfer and bubble 24.36 (the busiest GPU)' offset 0,1
+set title 'tiny 4-stage 1F1B pipeline' . "\n" . 'timeline of checkpoint on 4 GPUs: step 88.36 ms = compute 48.00 + recompute 16.00 + optimizer 0.00 + communication 0.00 + exposed transfer and bubble 24.36 (the busiest GPU)' offset 0,1
 set tmargin 6
 set bmargin 6.5
 set lmargin 17

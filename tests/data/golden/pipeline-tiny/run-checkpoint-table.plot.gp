@@ -1022,7 +1022,7 @@ EOD
 set terminal pngcairo size 1400,962 font 'sans,10' noenhanced background rgb 'white'
 set output 'timeline-checkpoint.png'
 reset
-set title 'tiny 4-stage 1F1B pipeline' . "\n" . 'timeline of checkpoint on 4 GPUs: step 88.36 ms = compute 48.00 + recompute 16.00 + exposed transfer and bubble 24.36 (the busiest GPU)' offset 0,1
+set title 'tiny 4-stage 1F1B pipeline' . "\n" . 'timeline of checkpoint on 4 GPUs: step 88.36 ms = compute 48.00 + recompute 16.00 + optimizer 0.00 + communication 0.00 + exposed transfer and bubble 24.36 (the busiest GPU)' offset 0,1
 set tmargin 6
 set bmargin 6.5
 set lmargin 17
@@ -1044,7 +1044,7 @@ unset output
 set terminal svg size 1400,962 font 'sans-serif,10' noenhanced background rgb 'white'
 set output 'timeline-checkpoint.svg'
 reset
-set title 'tiny 4-stage 1F1B pipeline' . "\n" . 'timeline of checkpoint on 4 GPUs: step 88.36 ms = compute 48.00 + recompute 16.00 + exposed transfer and bubble 24.36 (the busiest GPU)' offset 0,1
+set title 'tiny 4-stage 1F1B pipeline' . "\n" . 'timeline of checkpoint on 4 GPUs: step 88.36 ms = compute 48.00 + recompute 16.00 + optimizer 0.00 + communication 0.00 + exposed transfer and bubble 24.36 (the busiest GPU)' offset 0,1
 set tmargin 6
 set bmargin 6.5
 set lmargin 17

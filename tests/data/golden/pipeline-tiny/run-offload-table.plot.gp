@@ -1118,7 +1118,7 @@ EOD
 set terminal pngcairo size 1400,962 font 'sans,10' noenhanced background rgb 'white'
 set output 'timeline-offload.png'
 reset
-set title 'tiny 4-stage 1F1B pipeline' . "\n" . 'timeline of offload on 4 GPUs: step 112.13 ms = compute 48.00 + recompute 0.00 + exposed transfer and bubble 64.13 (the busiest GPU)' offset 0,1
+set title 'tiny 4-stage 1F1B pipeline' . "\n" . 'timeline of offload on 4 GPUs: step 112.13 ms = compute 48.00 + recompute 0.00 + optimizer 0.00 + communication 0.00 + exposed transfer and bubble 64.13 (the busiest GPU)' offset 0,1
 set tmargin 6
 set bmargin 6.5
 set lmargin 17
@@ -1142,7 +1142,7 @@ unset output
 set terminal svg size 1400,962 font 'sans-serif,10' noenhanced background rgb 'white'
 set output 'timeline-offload.svg'
 reset
-set title 'tiny 4-stage 1F1B pipeline' . "\n" . 'timeline of offload on 4 GPUs: step 112.13 ms = compute 48.00 + recompute 0.00 + exposed transfer and bubble 64.13 (the busiest GPU)' offset 0,1
+set title 'tiny 4-stage 1F1B pipeline' . "\n" . 'timeline of offload on 4 GPUs: step 112.13 ms = compute 48.00 + recompute 0.00 + optimizer 0.00 + communication 0.00 + exposed transfer and bubble 64.13 (the busiest GPU)' offset 0,1
 set tmargin 6
 set bmargin 6.5
 set lmargin 17

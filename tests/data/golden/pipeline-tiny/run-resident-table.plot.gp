@@ -702,7 +702,7 @@ EOD
 set terminal pngcairo size 1400,962 font 'sans,10' noenhanced background rgb 'white'
 set output 'timeline-resident.png'
 reset
-set title 'tiny 4-stage 1F1B pipeline' . "\n" . 'timeline of resident on 4 GPUs: step 66.36 ms = compute 48.00 + recompute 0.00 + exposed transfer and bubble 18.36 (the busiest GPU)' offset 0,1
+set title 'tiny 4-stage 1F1B pipeline' . "\n" . 'timeline of resident on 4 GPUs: step 66.36 ms = compute 48.00 + recompute 0.00 + optimizer 0.00 + communication 0.00 + exposed transfer and bubble 18.36 (the busiest GPU)' offset 0,1
 set tmargin 6
 set bmargin 6.5
 set lmargin 17
@@ -723,7 +723,7 @@ unset output
 set terminal svg size 1400,962 font 'sans-serif,10' noenhanced background rgb 'white'
 set output 'timeline-resident.svg'
 reset
-set title 'tiny 4-stage 1F1B pipeline' . "\n" . 'timeline of resident on 4 GPUs: step 66.36 ms = compute 48.00 + recompute 0.00 + exposed transfer and bubble 18.36 (the busiest GPU)' offset 0,1
+set title 'tiny 4-stage 1F1B pipeline' . "\n" . 'timeline of resident on 4 GPUs: step 66.36 ms = compute 48.00 + recompute 0.00 + optimizer 0.00 + communication 0.00 + exposed transfer and bubble 18.36 (the busiest GPU)' offset 0,1
 set tmargin 6
 set bmargin 6.5
 set lmargin 17

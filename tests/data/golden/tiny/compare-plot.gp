@@ -14,10 +14,10 @@ $front << EOD
 1.28125 25
 EOD
 $bars << EOD
-0 25 0 0
-1 25 0 0.1950553833
-2 25 3 0.1300369222
-3 25 9 0
+0 25 0 0 0 0
+1 25 0 0 0 0.1950553833
+2 25 3 0 0 0.1300369222
+3 25 9 0 0 0
 EOD
 set terminal pngcairo size 1400,680 font 'sans,10' noenhanced background rgb 'white'
 set output 'comparison.png'
@@ -49,10 +49,12 @@ set grid ytics lc rgb '#d0d0d0'
 set yrange [0:*]
 set xrange [-0.6:3.6]
 set xtics scale 0 ('resident' 0, 'async' 1, 'hybrid' 2, 'checkpoint' 3)
-plot $bars using 1:($2/2):($1-0.3):($1+0.3):(0):2 with boxxyerror fs solid 1.0 noborder lc rgb '#4e79a7' title 'compute', \
-     $bars using 1:($2+$3/2):($1-0.3):($1+0.3):2:($2+$3) with boxxyerror fs solid 1.0 noborder lc rgb '#b07aa1' title 'recompute', \
-     $bars using 1:($2+$3+$4/2):($1-0.3):($1+0.3):($2+$3):($2+$3+$4) with boxxyerror fs solid 1.0 noborder lc rgb '#e15759' title 'exposed transfer', \
-     $bars using 1:($2+$3+$4):(sprintf('%.1f ms', $2+$3+$4)) with labels offset 0,0.8 notitle
+plot $bars using 1:(0+$2/2):($1-0.3):($1+0.3):(0):(0+$2) with boxxyerror fs solid 1.0 noborder lc rgb '#4e79a7' title 'compute', \
+     $bars using 1:(0+$2+$3/2):($1-0.3):($1+0.3):(0+$2):(0+$2+$3) with boxxyerror fs solid 1.0 noborder lc rgb '#b07aa1' title 'recompute', \
+     $bars using 1:(0+$2+$3+$4/2):($1-0.3):($1+0.3):(0+$2+$3):(0+$2+$3+$4) with boxxyerror fs solid 1.0 noborder lc rgb '#bab0ac' title 'optimizer', \
+     $bars using 1:(0+$2+$3+$4+$5/2):($1-0.3):($1+0.3):(0+$2+$3+$4):(0+$2+$3+$4+$5) with boxxyerror fs solid 1.0 noborder lc rgb '#76b7b2' title 'communication', \
+     $bars using 1:(0+$2+$3+$4+$5+$6/2):($1-0.3):($1+0.3):(0+$2+$3+$4+$5):(0+$2+$3+$4+$5+$6) with boxxyerror fs solid 1.0 noborder lc rgb '#e15759' title 'exposed transfer', \
+     $bars using 1:(0+$2+$3+$4+$5+$6):(sprintf('%.1f ms', 0+$2+$3+$4+$5+$6)) with labels offset 0,0.8 notitle
 unset multiplot
 unset output
 set terminal svg size 1400,680 font 'sans-serif,10' noenhanced background rgb 'white'
@@ -85,10 +87,12 @@ set grid ytics lc rgb '#d0d0d0'
 set yrange [0:*]
 set xrange [-0.6:3.6]
 set xtics scale 0 ('resident' 0, 'async' 1, 'hybrid' 2, 'checkpoint' 3)
-plot $bars using 1:($2/2):($1-0.3):($1+0.3):(0):2 with boxxyerror fs solid 1.0 noborder lc rgb '#4e79a7' title 'compute', \
-     $bars using 1:($2+$3/2):($1-0.3):($1+0.3):2:($2+$3) with boxxyerror fs solid 1.0 noborder lc rgb '#b07aa1' title 'recompute', \
-     $bars using 1:($2+$3+$4/2):($1-0.3):($1+0.3):($2+$3):($2+$3+$4) with boxxyerror fs solid 1.0 noborder lc rgb '#e15759' title 'exposed transfer', \
-     $bars using 1:($2+$3+$4):(sprintf('%.1f ms', $2+$3+$4)) with labels offset 0,0.8 notitle
+plot $bars using 1:(0+$2/2):($1-0.3):($1+0.3):(0):(0+$2) with boxxyerror fs solid 1.0 noborder lc rgb '#4e79a7' title 'compute', \
+     $bars using 1:(0+$2+$3/2):($1-0.3):($1+0.3):(0+$2):(0+$2+$3) with boxxyerror fs solid 1.0 noborder lc rgb '#b07aa1' title 'recompute', \
+     $bars using 1:(0+$2+$3+$4/2):($1-0.3):($1+0.3):(0+$2+$3):(0+$2+$3+$4) with boxxyerror fs solid 1.0 noborder lc rgb '#bab0ac' title 'optimizer', \
+     $bars using 1:(0+$2+$3+$4+$5/2):($1-0.3):($1+0.3):(0+$2+$3+$4):(0+$2+$3+$4+$5) with boxxyerror fs solid 1.0 noborder lc rgb '#76b7b2' title 'communication', \
+     $bars using 1:(0+$2+$3+$4+$5+$6/2):($1-0.3):($1+0.3):(0+$2+$3+$4+$5):(0+$2+$3+$4+$5+$6) with boxxyerror fs solid 1.0 noborder lc rgb '#e15759' title 'exposed transfer', \
+     $bars using 1:(0+$2+$3+$4+$5+$6):(sprintf('%.1f ms', 0+$2+$3+$4+$5+$6)) with labels offset 0,0.8 notitle
 unset multiplot
 unset output
 
@@ -412,7 +416,7 @@ EOD
 set terminal pngcairo size 1400,340 font 'sans,10' noenhanced background rgb 'white'
 set output 'timeline-resident.png'
 reset
-set title 'tiny uniform model' . "\n" . 'timeline of resident: step 25.00 ms = compute 25.00 + recompute 0.00 + exposed transfer 0.00' offset 0,1
+set title 'tiny uniform model' . "\n" . 'timeline of resident: step 25.00 ms = compute 25.00 + recompute 0.00 + optimizer 0.00 + communication 0.00 + exposed transfer 0.00' offset 0,1
 set tmargin 6
 set bmargin 5.5
 set lmargin 12
@@ -430,7 +434,7 @@ unset output
 set terminal svg size 1400,340 font 'sans-serif,10' noenhanced background rgb 'white'
 set output 'timeline-resident.svg'
 reset
-set title 'tiny uniform model' . "\n" . 'timeline of resident: step 25.00 ms = compute 25.00 + recompute 0.00 + exposed transfer 0.00' offset 0,1
+set title 'tiny uniform model' . "\n" . 'timeline of resident: step 25.00 ms = compute 25.00 + recompute 0.00 + optimizer 0.00 + communication 0.00 + exposed transfer 0.00' offset 0,1
 set tmargin 6
 set bmargin 5.5
 set lmargin 12
@@ -472,7 +476,7 @@ EOD
 set terminal pngcairo size 1400,340 font 'sans,10' noenhanced background rgb 'white'
 set output 'timeline-async.png'
 reset
-set title 'tiny uniform model' . "\n" . 'timeline of async: step 25.20 ms = compute 25.00 + recompute 0.00 + exposed transfer 0.20' offset 0,1
+set title 'tiny uniform model' . "\n" . 'timeline of async: step 25.20 ms = compute 25.00 + recompute 0.00 + optimizer 0.00 + communication 0.00 + exposed transfer 0.20' offset 0,1
 set tmargin 6
 set bmargin 5.5
 set lmargin 12
@@ -492,7 +496,7 @@ unset output
 set terminal svg size 1400,340 font 'sans-serif,10' noenhanced background rgb 'white'
 set output 'timeline-async.svg'
 reset
-set title 'tiny uniform model' . "\n" . 'timeline of async: step 25.20 ms = compute 25.00 + recompute 0.00 + exposed transfer 0.20' offset 0,1
+set title 'tiny uniform model' . "\n" . 'timeline of async: step 25.20 ms = compute 25.00 + recompute 0.00 + optimizer 0.00 + communication 0.00 + exposed transfer 0.20' offset 0,1
 set tmargin 6
 set bmargin 5.5
 set lmargin 12
@@ -533,7 +537,7 @@ EOD
 set terminal pngcairo size 1400,340 font 'sans,10' noenhanced background rgb 'white'
 set output 'timeline-hybrid.png'
 reset
-set title 'tiny uniform model' . "\n" . 'timeline of hybrid: step 28.13 ms = compute 25.00 + recompute 3.00 + exposed transfer 0.13' offset 0,1
+set title 'tiny uniform model' . "\n" . 'timeline of hybrid: step 28.13 ms = compute 25.00 + recompute 3.00 + optimizer 0.00 + communication 0.00 + exposed transfer 0.13' offset 0,1
 set tmargin 6
 set bmargin 5.5
 set lmargin 12
@@ -554,7 +558,7 @@ unset output
 set terminal svg size 1400,340 font 'sans-serif,10' noenhanced background rgb 'white'
 set output 'timeline-hybrid.svg'
 reset
-set title 'tiny uniform model' . "\n" . 'timeline of hybrid: step 28.13 ms = compute 25.00 + recompute 3.00 + exposed transfer 0.13' offset 0,1
+set title 'tiny uniform model' . "\n" . 'timeline of hybrid: step 28.13 ms = compute 25.00 + recompute 3.00 + optimizer 0.00 + communication 0.00 + exposed transfer 0.13' offset 0,1
 set tmargin 6
 set bmargin 5.5
 set lmargin 12
@@ -591,7 +595,7 @@ EOD
 set terminal pngcairo size 1400,340 font 'sans,10' noenhanced background rgb 'white'
 set output 'timeline-checkpoint.png'
 reset
-set title 'tiny uniform model' . "\n" . 'timeline of checkpoint: step 34.00 ms = compute 25.00 + recompute 9.00 + exposed transfer 0.00' offset 0,1
+set title 'tiny uniform model' . "\n" . 'timeline of checkpoint: step 34.00 ms = compute 25.00 + recompute 9.00 + optimizer 0.00 + communication 0.00 + exposed transfer 0.00' offset 0,1
 set tmargin 6
 set bmargin 5.5
 set lmargin 12
@@ -610,7 +614,7 @@ unset output
 set terminal svg size 1400,340 font 'sans-serif,10' noenhanced background rgb 'white'
 set output 'timeline-checkpoint.svg'
 reset
-set title 'tiny uniform model' . "\n" . 'timeline of checkpoint: step 34.00 ms = compute 25.00 + recompute 9.00 + exposed transfer 0.00' offset 0,1
+set title 'tiny uniform model' . "\n" . 'timeline of checkpoint: step 34.00 ms = compute 25.00 + recompute 9.00 + optimizer 0.00 + communication 0.00 + exposed transfer 0.00' offset 0,1
 set tmargin 6
 set bmargin 5.5
 set lmargin 12

@@ -156,7 +156,7 @@ EOD
 set terminal pngcairo size 1400,340 font 'sans,10' noenhanced background rgb 'white'
 set output 'timeline-async.png'
 reset
-set title 'tiny uniform model' . "\n" . 'timeline of async: step 25.20 ms = compute 25.00 + recompute 0.00 + exposed transfer 0.20' offset 0,1
+set title 'tiny uniform model' . "\n" . 'timeline of async: step 25.20 ms = compute 25.00 + recompute 0.00 + optimizer 0.00 + communication 0.00 + exposed transfer 0.20' offset 0,1
 set tmargin 6
 set bmargin 5.5
 set lmargin 12
@@ -176,7 +176,7 @@ unset output
 set terminal svg size 1400,340 font 'sans-serif,10' noenhanced background rgb 'white'
 set output 'timeline-async.svg'
 reset
-set title 'tiny uniform model' . "\n" . 'timeline of async: step 25.20 ms = compute 25.00 + recompute 0.00 + exposed transfer 0.20' offset 0,1
+set title 'tiny uniform model' . "\n" . 'timeline of async: step 25.20 ms = compute 25.00 + recompute 0.00 + optimizer 0.00 + communication 0.00 + exposed transfer 0.20' offset 0,1
 set tmargin 6
 set bmargin 5.5
 set lmargin 12

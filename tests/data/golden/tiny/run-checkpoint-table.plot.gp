@@ -140,7 +140,7 @@ EOD
 set terminal pngcairo size 1400,340 font 'sans,10' noenhanced background rgb 'white'
 set output 'timeline-checkpoint.png'
 reset
-set title 'tiny uniform model' . "\n" . 'timeline of checkpoint: step 34.00 ms = compute 25.00 + recompute 9.00 + exposed transfer 0.00' offset 0,1
+set title 'tiny uniform model' . "\n" . 'timeline of checkpoint: step 34.00 ms = compute 25.00 + recompute 9.00 + optimizer 0.00 + communication 0.00 + exposed transfer 0.00' offset 0,1
 set tmargin 6
 set bmargin 5.5
 set lmargin 12
@@ -159,7 +159,7 @@ unset output
 set terminal svg size 1400,340 font 'sans-serif,10' noenhanced background rgb 'white'
 set output 'timeline-checkpoint.svg'
 reset
-set title 'tiny uniform model' . "\n" . 'timeline of checkpoint: step 34.00 ms = compute 25.00 + recompute 9.00 + exposed transfer 0.00' offset 0,1
+set title 'tiny uniform model' . "\n" . 'timeline of checkpoint: step 34.00 ms = compute 25.00 + recompute 9.00 + optimizer 0.00 + communication 0.00 + exposed transfer 0.00' offset 0,1
 set tmargin 6
 set bmargin 5.5
 set lmargin 12

@@ -149,7 +149,7 @@ EOD
 set terminal pngcairo size 1400,340 font 'sans,10' noenhanced background rgb 'white'
 set output 'timeline-hybrid.png'
 reset
-set title 'tiny uniform model' . "\n" . 'timeline of hybrid: step 28.13 ms = compute 25.00 + recompute 3.00 + exposed transfer 0.13' offset 0,1
+set title 'tiny uniform model' . "\n" . 'timeline of hybrid: step 28.13 ms = compute 25.00 + recompute 3.00 + optimizer 0.00 + communication 0.00 + exposed transfer 0.13' offset 0,1
 set tmargin 6
 set bmargin 5.5
 set lmargin 12
@@ -170,7 +170,7 @@ unset output
 set terminal svg size 1400,340 font 'sans-serif,10' noenhanced background rgb 'white'
 set output 'timeline-hybrid.svg'
 reset
-set title 'tiny uniform model' . "\n" . 'timeline of hybrid: step 28.13 ms = compute 25.00 + recompute 3.00 + exposed transfer 0.13' offset 0,1
+set title 'tiny uniform model' . "\n" . 'timeline of hybrid: step 28.13 ms = compute 25.00 + recompute 3.00 + optimizer 0.00 + communication 0.00 + exposed transfer 0.13' offset 0,1
 set tmargin 6
 set bmargin 5.5
 set lmargin 12

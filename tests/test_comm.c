@@ -287,6 +287,16 @@ START_TEST(optimizer_step_is_its_bytes_over_hbm)
   for (guint i = 0; i < kernels->len; i++)
     bytes += (double)g_array_index(kernels, SimKernel, i).read + (double)g_array_index(kernels, SimKernel, i).written;
   ck_assert_double_le(fabs(bytes - 28.0 * (double)P), 16.0 * step.tensors); /* and the step counters */
+  /* clip_grad (the default) first reads every bf16 gradient for its norm,
+   * then reads and writes it scaled: 6 bytes per parameter more. */
+  double unclipped = bytes;
+  step.clip = TRUE;
+  g_array_set_size(kernels, 0);
+  sim_optimizer_step_kernels(&step, kernels, NULL);
+  bytes = 0;
+  for (guint i = 0; i < kernels->len; i++)
+    bytes += (double)g_array_index(kernels, SimKernel, i).read + (double)g_array_index(kernels, SimKernel, i).written;
+  ck_assert_double_le(fabs(bytes - unclipped - 6.0 * (double)P), 16.0 * step.tensors);
   ck_assert_double_eq_tol(r->optimizer_ms, bytes / 3e12 * 1e3, 1e-9);
   ck_assert_double_eq_tol(r->step_ms, r->compute_ms + r->optimizer_ms, 1e-9);
 

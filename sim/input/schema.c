@@ -243,6 +243,10 @@ static const SimSchemaKey keys[SIM_KEY_COUNT] = {
   [SIM_KEY_TRANSFORMER_MASTER_WEIGHTS] = { SIM_GROUP_TRANSFORMER, "master_weights", SIM_VALUE_BOOL,
                                            .offset = T(master_weights), .fallback = "true",
                                            .expect = "true or false" },
+  /* Megatron's --clip-grad and HF Trainer's max_grad_norm both default to
+   * 1.0: the step clips unless told not to. */
+  [SIM_KEY_TRANSFORMER_CLIP_GRAD] = { SIM_GROUP_TRANSFORMER, "clip_grad", SIM_VALUE_BOOL, .offset = T(clip_grad),
+                                      .fallback = "true", .expect = "true or false" },
   /* Follows ops: PyTorch's default on CUDA under HF's code (adamw() asks
    * _default_to_fused_or_foreach with use_fused=False:
    * sim/engine/optimizer.h), Megatron's fused Adam (TE's or apex's

@@ -688,6 +688,7 @@ sim_transformer_build(const SimTransformer *c, const SimDevice *dev, const char 
    * per parameter so that data-parallel sharding can divide them. */
   sim_param_bytes_set(&w->param_bytes, e, c->grads_kept, c->adamw, c->master_weights);
   w->optimizer_kernels = (guint8)c->optimizer_kernels;
+  w->clip_grad = c->clip_grad != FALSE;
   w->optimizer_bandwidth = dev->hbm_bandwidth;
   guint64 per_param = w->param_bytes.weight + w->param_bytes.grad + w->param_bytes.state;
   w->static_bytes = mul(&k, p, per_param);

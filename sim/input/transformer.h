@@ -151,6 +151,7 @@ typedef struct {
   gboolean sp;
   gboolean adamw;
   gboolean master_weights;
+  gboolean clip_grad;      /* the gradients' norm clipped before the step (clip_grad_norm_) */
   SimOptimizerKernels optimizer_kernels; /* how the optimizer step runs (sim/engine/optimizer.h) */
   /* The memory timeline of a real step. */
   gboolean grads_kept;     /* grads = kept: gradients static all step; FALSE: set-to-none, each

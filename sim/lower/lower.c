@@ -571,7 +571,8 @@ sim_lower_optimizer_step(const SimWorkload *w, guint64 params, guint tensors)
     return o;
   const SimParamBytes *b = &w->param_bytes;
   SimOptimizerStep step = { .params = params, .tensors = tensors, .dtype_bytes = b->weight,
-                            .adamw = b->state >= 8, .master = b->master, .clip = FALSE,
+                            .adamw = b->state >= 8, .master = b->master,
+                            .clip = w->clip_grad && b->state >= 8, /* no step (optimizer = none): no clipping */
                             .impl = (SimOptimizerKernels)w->optimizer_kernels };
   g_autoptr(GArray) kernels = g_array_new(FALSE, FALSE, sizeof(SimKernel));
   o.launches = sim_optimizer_step_kernels(&step, kernels, &o.transient);

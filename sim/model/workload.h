@@ -223,6 +223,7 @@ typedef struct {
    * (sim/engine/optimizer.h, which the model layer does not see): fused or
    * foreach. */
   guint8 optimizer_kernels;
+  guint8 clip_grad;   /* the step first clips the gradients' norm (two more passes) */
   /* Bytes per second the optimizer step's memory-bound kernels move
    * ([device] hbm_bandwidth, as every memory-bound kernel); 0: the step is
    * not modelled (parameters not counted). */

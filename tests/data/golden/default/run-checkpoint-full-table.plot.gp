@@ -1710,7 +1710,7 @@ $memory0 << EOD
 15.32075275 7.363378525 0
 15.32075275 7.36166954 0
 15.4838518 7.361661911 0
-19.6130816 7.361661911 0
+20.49791675 7.361661911 0
 EOD
 $peaks << EOD
 3.247563464 8.855089188 1
@@ -1724,7 +1724,7 @@ set lmargin at screen 0.07
 set rmargin at screen 0.80
 set grid lc rgb '#d0d0d0'
 set key outside right top reverse Left
-set xrange [0:19.6130816]
+set xrange [0:20.49791675]
 set tmargin at screen 0.9101412067
 set bmargin at screen 0.4223363286
 set ylabel 'device memory (GiB)'
@@ -1756,7 +1756,7 @@ set lmargin at screen 0.07
 set rmargin at screen 0.80
 set grid lc rgb '#d0d0d0'
 set key outside right top reverse Left
-set xrange [0:19.6130816]
+set xrange [0:20.49791675]
 set tmargin at screen 0.9101412067
 set bmargin at screen 0.4223363286
 set ylabel 'device memory (GiB)'
@@ -2510,19 +2510,19 @@ $spans << EOD
 15.29541408 15.31910701 2 1
 15.31910701 15.32075275 2 1
 15.32075275 15.4838518 2 1
-15.4838518 19.6130816 2 11
+15.4838518 20.49791675 2 11
 EOD
 set terminal pngcairo size 1400,340 font 'sans,10' noenhanced background rgb 'white'
 set output 'timeline-checkpoint-full.png'
 reset
-set title 'Qwen2.5-0.5B, batch 2x512 bf16, H100 SXM PCIe Gen5' . "\n" . 'timeline of checkpoint-full: step 19.61 ms = compute 12.59 + recompute 2.89 + optimizer 4.13 + communication 0.00 + exposed transfer 0.00' offset 0,1
+set title 'Qwen2.5-0.5B, batch 2x512 bf16, H100 SXM PCIe Gen5' . "\n" . 'timeline of checkpoint-full: step 20.50 ms = compute 12.59 + recompute 2.89 + optimizer 5.01 + communication 0.00 + exposed transfer 0.00' offset 0,1
 set tmargin 6
 set bmargin 5.5
 set lmargin 12
 set xlabel 'time since the step started (ms)'
 set grid xtics lc rgb '#d0d0d0'
 set key outside bottom center horizontal reverse Left samplen 2
-set xrange [0:19.6130816]
+set xrange [0:20.49791675]
 set yrange [-0.6:2.6]
 set ytics scale 0 ('compute' 2, 'd2h' 1, 'h2d' 0)
 set arrow 1 from 3.897760058, graph 0 to 3.897760058, graph 1 nohead dt 2 lw 2 lc rgb '#333333' front
@@ -2535,14 +2535,14 @@ unset output
 set terminal svg size 1400,340 font 'sans-serif,10' noenhanced background rgb 'white'
 set output 'timeline-checkpoint-full.svg'
 reset
-set title 'Qwen2.5-0.5B, batch 2x512 bf16, H100 SXM PCIe Gen5' . "\n" . 'timeline of checkpoint-full: step 19.61 ms = compute 12.59 + recompute 2.89 + optimizer 4.13 + communication 0.00 + exposed transfer 0.00' offset 0,1
+set title 'Qwen2.5-0.5B, batch 2x512 bf16, H100 SXM PCIe Gen5' . "\n" . 'timeline of checkpoint-full: step 20.50 ms = compute 12.59 + recompute 2.89 + optimizer 5.01 + communication 0.00 + exposed transfer 0.00' offset 0,1
 set tmargin 6
 set bmargin 5.5
 set lmargin 12
 set xlabel 'time since the step started (ms)'
 set grid xtics lc rgb '#d0d0d0'
 set key outside bottom center horizontal reverse Left samplen 2
-set xrange [0:19.6130816]
+set xrange [0:20.49791675]
 set yrange [-0.6:2.6]
 set ytics scale 0 ('compute' 2, 'd2h' 1, 'h2d' 0)
 set arrow 1 from 3.897760058, graph 0 to 3.897760058, graph 1 nohead dt 2 lw 2 lc rgb '#333333' front

@@ -1158,7 +1158,7 @@ $memory0 << EOD
 91.94058168 42.05851936 0
 91.94058168 42.05851746 0
 92.03636694 42.0585022 0
-115.6273979 42.0585022 0
+120.6826189 42.0585022 0
 EOD
 $peaks << EOD
 36.63352818 43.57028008 1
@@ -1172,7 +1172,7 @@ set lmargin at screen 0.07
 set rmargin at screen 0.80
 set grid lc rgb '#d0d0d0'
 set key outside right top reverse Left
-set xrange [0:115.6273979]
+set xrange [0:120.6826189]
 set tmargin at screen 0.9101412067
 set bmargin at screen 0.4223363286
 set ylabel 'device memory (GiB)'
@@ -1204,7 +1204,7 @@ set lmargin at screen 0.07
 set rmargin at screen 0.80
 set grid lc rgb '#d0d0d0'
 set key outside right top reverse Left
-set xrange [0:115.6273979]
+set xrange [0:120.6826189]
 set tmargin at screen 0.9101412067
 set bmargin at screen 0.4223363286
 set ylabel 'device memory (GiB)'
@@ -1766,19 +1766,19 @@ $spans << EOD
 91.60367437 91.93494693 3 1
 91.93494693 91.94058168 3 1
 91.94058168 92.03636694 3 1
-92.03636694 115.6273979 3 11
+92.03636694 120.6826189 3 11
 EOD
 set terminal pngcairo size 1400,410 font 'sans,10' noenhanced background rgb 'white'
 set output 'timeline-checkpoint-selective.png'
 reset
-set title 'GPT-3 175B slice, TP 8 + SP, 12 layers, 2048x1 fp16, H100 SXM PCIe Gen5' . "\n" . 'timeline of checkpoint-selective: step 115.63 ms = compute 71.56 + recompute 8.11 + optimizer 23.59 + communication 11.45 + exposed transfer 0.92' offset 0,1
+set title 'GPT-3 175B slice, TP 8 + SP, 12 layers, 2048x1 fp16, H100 SXM PCIe Gen5' . "\n" . 'timeline of checkpoint-selective: step 120.68 ms = compute 71.56 + recompute 8.11 + optimizer 28.65 + communication 11.45 + exposed transfer 0.92' offset 0,1
 set tmargin 6
 set bmargin 5.5
 set lmargin 12
 set xlabel 'time since the step started (ms)'
 set grid xtics lc rgb '#d0d0d0'
 set key outside bottom center horizontal reverse Left samplen 2
-set xrange [0:115.6273979]
+set xrange [0:120.6826189]
 set yrange [-0.6:3.6]
 set ytics scale 0 ('compute' 3, 'd2h' 2, 'h2d' 1, 'comm' 0)
 set arrow 1 from 32.79620701, graph 0 to 32.79620701, graph 1 nohead dt 2 lw 2 lc rgb '#333333' front
@@ -1792,14 +1792,14 @@ unset output
 set terminal svg size 1400,410 font 'sans-serif,10' noenhanced background rgb 'white'
 set output 'timeline-checkpoint-selective.svg'
 reset
-set title 'GPT-3 175B slice, TP 8 + SP, 12 layers, 2048x1 fp16, H100 SXM PCIe Gen5' . "\n" . 'timeline of checkpoint-selective: step 115.63 ms = compute 71.56 + recompute 8.11 + optimizer 23.59 + communication 11.45 + exposed transfer 0.92' offset 0,1
+set title 'GPT-3 175B slice, TP 8 + SP, 12 layers, 2048x1 fp16, H100 SXM PCIe Gen5' . "\n" . 'timeline of checkpoint-selective: step 120.68 ms = compute 71.56 + recompute 8.11 + optimizer 28.65 + communication 11.45 + exposed transfer 0.92' offset 0,1
 set tmargin 6
 set bmargin 5.5
 set lmargin 12
 set xlabel 'time since the step started (ms)'
 set grid xtics lc rgb '#d0d0d0'
 set key outside bottom center horizontal reverse Left samplen 2
-set xrange [0:115.6273979]
+set xrange [0:120.6826189]
 set yrange [-0.6:3.6]
 set ytics scale 0 ('compute' 3, 'd2h' 2, 'h2d' 1, 'comm' 0)
 set arrow 1 from 32.79620701, graph 0 to 32.79620701, graph 1 nohead dt 2 lw 2 lc rgb '#333333' front

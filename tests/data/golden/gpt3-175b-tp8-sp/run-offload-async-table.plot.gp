@@ -1786,7 +1786,7 @@ $memory0 << EOD
 153.3131528 42.05851936 0
 153.3131528 42.05851746 0
 153.408938 42.0585022 0
-176.999969 42.0585022 0
+182.05519 42.0585022 0
 EOD
 $peaks << EOD
 72.56004309 42.77826691 1
@@ -1800,7 +1800,7 @@ set lmargin at screen 0.07
 set rmargin at screen 0.80
 set grid lc rgb '#d0d0d0'
 set key outside right top reverse Left
-set xrange [0:176.999969]
+set xrange [0:182.05519]
 set tmargin at screen 0.9101412067
 set bmargin at screen 0.4223363286
 set ylabel 'device memory (GiB)'
@@ -1832,7 +1832,7 @@ set lmargin at screen 0.07
 set rmargin at screen 0.80
 set grid lc rgb '#d0d0d0'
 set key outside right top reverse Left
-set xrange [0:176.999969]
+set xrange [0:182.05519]
 set tmargin at screen 0.9101412067
 set bmargin at screen 0.4223363286
 set ylabel 'device memory (GiB)'
@@ -2741,19 +2741,19 @@ $spans << EOD
 152.9762454 153.307518 3 1
 153.307518 153.3131528 3 1
 153.3131528 153.408938 3 1
-153.408938 176.999969 3 11
+153.408938 182.05519 3 11
 EOD
 set terminal pngcairo size 1400,410 font 'sans,10' noenhanced background rgb 'white'
 set output 'timeline-offload-async.png'
 reset
-set title 'GPT-3 175B slice, TP 8 + SP, 12 layers, 2048x1 fp16, H100 SXM PCIe Gen5' . "\n" . 'timeline of offload-async: step 177.00 ms = compute 71.56 + recompute 0.00 + optimizer 23.59 + communication 11.45 + exposed transfer 70.40' offset 0,1
+set title 'GPT-3 175B slice, TP 8 + SP, 12 layers, 2048x1 fp16, H100 SXM PCIe Gen5' . "\n" . 'timeline of offload-async: step 182.06 ms = compute 71.56 + recompute 0.00 + optimizer 28.65 + communication 11.45 + exposed transfer 70.40' offset 0,1
 set tmargin 6
 set bmargin 5.5
 set lmargin 12
 set xlabel 'time since the step started (ms)'
 set grid xtics lc rgb '#d0d0d0'
 set key outside bottom center horizontal reverse Left samplen 2
-set xrange [0:176.999969]
+set xrange [0:182.05519]
 set yrange [-0.6:3.6]
 set ytics scale 0 ('compute' 3, 'd2h' 2, 'h2d' 1, 'comm' 0)
 set arrow 1 from 72.61651608, graph 0 to 72.61651608, graph 1 nohead dt 2 lw 2 lc rgb '#333333' front
@@ -2769,14 +2769,14 @@ unset output
 set terminal svg size 1400,410 font 'sans-serif,10' noenhanced background rgb 'white'
 set output 'timeline-offload-async.svg'
 reset
-set title 'GPT-3 175B slice, TP 8 + SP, 12 layers, 2048x1 fp16, H100 SXM PCIe Gen5' . "\n" . 'timeline of offload-async: step 177.00 ms = compute 71.56 + recompute 0.00 + optimizer 23.59 + communication 11.45 + exposed transfer 70.40' offset 0,1
+set title 'GPT-3 175B slice, TP 8 + SP, 12 layers, 2048x1 fp16, H100 SXM PCIe Gen5' . "\n" . 'timeline of offload-async: step 182.06 ms = compute 71.56 + recompute 0.00 + optimizer 28.65 + communication 11.45 + exposed transfer 70.40' offset 0,1
 set tmargin 6
 set bmargin 5.5
 set lmargin 12
 set xlabel 'time since the step started (ms)'
 set grid xtics lc rgb '#d0d0d0'
 set key outside bottom center horizontal reverse Left samplen 2
-set xrange [0:176.999969]
+set xrange [0:182.05519]
 set yrange [-0.6:3.6]
 set ytics scale 0 ('compute' 3, 'd2h' 2, 'h2d' 1, 'comm' 0)
 set arrow 1 from 72.61651608, graph 0 to 72.61651608, graph 1 nohead dt 2 lw 2 lc rgb '#333333' front

@@ -1038,7 +1038,7 @@ $memory0 << EOD
 83.82742051 42.05851936 0
 83.82742051 42.05851746 0
 83.92320577 42.0585022 0
-107.5142367 42.0585022 0
+112.5694577 42.0585022 0
 EOD
 $peaks << EOD
 32.74142821 46.24119759 1
@@ -1052,7 +1052,7 @@ set lmargin at screen 0.07
 set rmargin at screen 0.80
 set grid lc rgb '#d0d0d0'
 set key outside right top reverse Left
-set xrange [0:107.5142367]
+set xrange [0:112.5694577]
 set tmargin at screen 0.9101412067
 set bmargin at screen 0.4223363286
 set ylabel 'device memory (GiB)'
@@ -1084,7 +1084,7 @@ set lmargin at screen 0.07
 set rmargin at screen 0.80
 set grid lc rgb '#d0d0d0'
 set key outside right top reverse Left
-set xrange [0:107.5142367]
+set xrange [0:112.5694577]
 set tmargin at screen 0.9101412067
 set bmargin at screen 0.4223363286
 set ylabel 'device memory (GiB)'
@@ -1598,19 +1598,19 @@ $spans << EOD
 83.4905132 83.82178576 3 1
 83.82178576 83.82742051 3 1
 83.82742051 83.92320577 3 1
-83.92320577 107.5142367 3 11
+83.92320577 112.5694577 3 11
 EOD
 set terminal pngcairo size 1400,410 font 'sans,10' noenhanced background rgb 'white'
 set output 'timeline-resident.png'
 reset
-set title 'GPT-3 175B slice, TP 8 + SP, 12 layers, 2048x1 fp16, H100 SXM PCIe Gen5' . "\n" . 'timeline of resident: step 107.51 ms = compute 71.56 + recompute 0.00 + optimizer 23.59 + communication 11.45 + exposed transfer 0.92' offset 0,1
+set title 'GPT-3 175B slice, TP 8 + SP, 12 layers, 2048x1 fp16, H100 SXM PCIe Gen5' . "\n" . 'timeline of resident: step 112.57 ms = compute 71.56 + recompute 0.00 + optimizer 28.65 + communication 11.45 + exposed transfer 0.92' offset 0,1
 set tmargin 6
 set bmargin 5.5
 set lmargin 12
 set xlabel 'time since the step started (ms)'
 set grid xtics lc rgb '#d0d0d0'
 set key outside bottom center horizontal reverse Left samplen 2
-set xrange [0:107.5142367]
+set xrange [0:112.5694577]
 set yrange [-0.6:3.6]
 set ytics scale 0 ('compute' 3, 'd2h' 2, 'h2d' 1, 'comm' 0)
 set arrow 1 from 32.79620701, graph 0 to 32.79620701, graph 1 nohead dt 2 lw 2 lc rgb '#333333' front
@@ -1623,14 +1623,14 @@ unset output
 set terminal svg size 1400,410 font 'sans-serif,10' noenhanced background rgb 'white'
 set output 'timeline-resident.svg'
 reset
-set title 'GPT-3 175B slice, TP 8 + SP, 12 layers, 2048x1 fp16, H100 SXM PCIe Gen5' . "\n" . 'timeline of resident: step 107.51 ms = compute 71.56 + recompute 0.00 + optimizer 23.59 + communication 11.45 + exposed transfer 0.92' offset 0,1
+set title 'GPT-3 175B slice, TP 8 + SP, 12 layers, 2048x1 fp16, H100 SXM PCIe Gen5' . "\n" . 'timeline of resident: step 112.57 ms = compute 71.56 + recompute 0.00 + optimizer 28.65 + communication 11.45 + exposed transfer 0.92' offset 0,1
 set tmargin 6
 set bmargin 5.5
 set lmargin 12
 set xlabel 'time since the step started (ms)'
 set grid xtics lc rgb '#d0d0d0'
 set key outside bottom center horizontal reverse Left samplen 2
-set xrange [0:107.5142367]
+set xrange [0:112.5694577]
 set yrange [-0.6:3.6]
 set ytics scale 0 ('compute' 3, 'd2h' 2, 'h2d' 1, 'comm' 0)
 set arrow 1 from 32.79620701, graph 0 to 32.79620701, graph 1 nohead dt 2 lw 2 lc rgb '#333333' front

@@ -1774,7 +1774,7 @@ $memory0 << EOD
 93.081794 42.05851936 0
 93.081794 42.05851746 0
 93.17757927 42.0585022 0
-116.7686102 42.0585022 0
+121.8238312 42.0585022 0
 EOD
 $peaks << EOD
 37.21116186 42.57414818 1
@@ -1788,7 +1788,7 @@ set lmargin at screen 0.07
 set rmargin at screen 0.80
 set grid lc rgb '#d0d0d0'
 set key outside right top reverse Left
-set xrange [0:116.7686102]
+set xrange [0:121.8238312]
 set tmargin at screen 0.9101412067
 set bmargin at screen 0.4223363286
 set ylabel 'device memory (GiB)'
@@ -1820,7 +1820,7 @@ set lmargin at screen 0.07
 set rmargin at screen 0.80
 set grid lc rgb '#d0d0d0'
 set key outside right top reverse Left
-set xrange [0:116.7686102]
+set xrange [0:121.8238312]
 set tmargin at screen 0.9101412067
 set bmargin at screen 0.4223363286
 set ylabel 'device memory (GiB)'
@@ -2690,19 +2690,19 @@ $spans << EOD
 92.74488669 93.07615925 3 1
 93.07615925 93.081794 3 1
 93.081794 93.17757927 3 1
-93.17757927 116.7686102 3 11
+93.17757927 121.8238312 3 11
 EOD
 set terminal pngcairo size 1400,410 font 'sans,10' noenhanced background rgb 'white'
 set output 'timeline-selective-offload.png'
 reset
-set title 'GPT-3 175B slice, TP 8 + SP, 12 layers, 2048x1 fp16, H100 SXM PCIe Gen5' . "\n" . 'timeline of selective-offload: step 116.77 ms = compute 71.56 + recompute 8.11 + optimizer 23.59 + communication 11.45 + exposed transfer 2.06' offset 0,1
+set title 'GPT-3 175B slice, TP 8 + SP, 12 layers, 2048x1 fp16, H100 SXM PCIe Gen5' . "\n" . 'timeline of selective-offload: step 121.82 ms = compute 71.56 + recompute 8.11 + optimizer 28.65 + communication 11.45 + exposed transfer 2.06' offset 0,1
 set tmargin 6
 set bmargin 5.5
 set lmargin 12
 set xlabel 'time since the step started (ms)'
 set grid xtics lc rgb '#d0d0d0'
 set key outside bottom center horizontal reverse Left samplen 2
-set xrange [0:116.7686102]
+set xrange [0:121.8238312]
 set yrange [-0.6:3.6]
 set ytics scale 0 ('compute' 3, 'd2h' 2, 'h2d' 1, 'comm' 0)
 set arrow 1 from 33.31748283, graph 0 to 33.31748283, graph 1 nohead dt 2 lw 2 lc rgb '#333333' front
@@ -2718,14 +2718,14 @@ unset output
 set terminal svg size 1400,410 font 'sans-serif,10' noenhanced background rgb 'white'
 set output 'timeline-selective-offload.svg'
 reset
-set title 'GPT-3 175B slice, TP 8 + SP, 12 layers, 2048x1 fp16, H100 SXM PCIe Gen5' . "\n" . 'timeline of selective-offload: step 116.77 ms = compute 71.56 + recompute 8.11 + optimizer 23.59 + communication 11.45 + exposed transfer 2.06' offset 0,1
+set title 'GPT-3 175B slice, TP 8 + SP, 12 layers, 2048x1 fp16, H100 SXM PCIe Gen5' . "\n" . 'timeline of selective-offload: step 121.82 ms = compute 71.56 + recompute 8.11 + optimizer 28.65 + communication 11.45 + exposed transfer 2.06' offset 0,1
 set tmargin 6
 set bmargin 5.5
 set lmargin 12
 set xlabel 'time since the step started (ms)'
 set grid xtics lc rgb '#d0d0d0'
 set key outside bottom center horizontal reverse Left samplen 2
-set xrange [0:116.7686102]
+set xrange [0:121.8238312]
 set yrange [-0.6:3.6]
 set ytics scale 0 ('compute' 3, 'd2h' 2, 'h2d' 1, 'comm' 0)
 set arrow 1 from 33.31748283, graph 0 to 33.31748283, graph 1 nohead dt 2 lw 2 lc rgb '#333333' front

@@ -1518,7 +1518,7 @@ $memory0 << EOD
 12.4271459 7.361673355 0
 12.4271459 7.36166954 0
 12.59024495 7.361661911 0
-16.71947475 7.361661911 0
+17.60430991 7.361661911 0
 EOD
 $peaks << EOD
 3.247563464 9.963975906 1
@@ -1532,7 +1532,7 @@ set lmargin at screen 0.07
 set rmargin at screen 0.80
 set grid lc rgb '#d0d0d0'
 set key outside right top reverse Left
-set xrange [0:16.71947475]
+set xrange [0:17.60430991]
 set tmargin at screen 0.9101412067
 set bmargin at screen 0.4223363286
 set ylabel 'device memory (GiB)'
@@ -1564,7 +1564,7 @@ set lmargin at screen 0.07
 set rmargin at screen 0.80
 set grid lc rgb '#d0d0d0'
 set key outside right top reverse Left
-set xrange [0:16.71947475]
+set xrange [0:17.60430991]
 set tmargin at screen 0.9101412067
 set bmargin at screen 0.4223363286
 set ylabel 'device memory (GiB)'
@@ -2078,19 +2078,19 @@ $spans << EOD
 12.40180723 12.42550016 2 1
 12.42550016 12.4271459 2 1
 12.4271459 12.59024495 2 1
-12.59024495 16.71947475 2 11
+12.59024495 17.60430991 2 11
 EOD
 set terminal pngcairo size 1400,340 font 'sans,10' noenhanced background rgb 'white'
 set output 'timeline-resident.png'
 reset
-set title 'Qwen2.5-0.5B, batch 2x512 bf16, H100 SXM PCIe Gen5' . "\n" . 'timeline of resident: step 16.72 ms = compute 12.59 + recompute 0.00 + optimizer 4.13 + communication 0.00 + exposed transfer 0.00' offset 0,1
+set title 'Qwen2.5-0.5B, batch 2x512 bf16, H100 SXM PCIe Gen5' . "\n" . 'timeline of resident: step 17.60 ms = compute 12.59 + recompute 0.00 + optimizer 5.01 + communication 0.00 + exposed transfer 0.00' offset 0,1
 set tmargin 6
 set bmargin 5.5
 set lmargin 12
 set xlabel 'time since the step started (ms)'
 set grid xtics lc rgb '#d0d0d0'
 set key outside bottom center horizontal reverse Left samplen 2
-set xrange [0:16.71947475]
+set xrange [0:17.60430991]
 set yrange [-0.6:2.6]
 set ytics scale 0 ('compute' 2, 'd2h' 1, 'h2d' 0)
 set arrow 1 from 3.897760058, graph 0 to 3.897760058, graph 1 nohead dt 2 lw 2 lc rgb '#333333' front
@@ -2102,14 +2102,14 @@ unset output
 set terminal svg size 1400,340 font 'sans-serif,10' noenhanced background rgb 'white'
 set output 'timeline-resident.svg'
 reset
-set title 'Qwen2.5-0.5B, batch 2x512 bf16, H100 SXM PCIe Gen5' . "\n" . 'timeline of resident: step 16.72 ms = compute 12.59 + recompute 0.00 + optimizer 4.13 + communication 0.00 + exposed transfer 0.00' offset 0,1
+set title 'Qwen2.5-0.5B, batch 2x512 bf16, H100 SXM PCIe Gen5' . "\n" . 'timeline of resident: step 17.60 ms = compute 12.59 + recompute 0.00 + optimizer 5.01 + communication 0.00 + exposed transfer 0.00' offset 0,1
 set tmargin 6
 set bmargin 5.5
 set lmargin 12
 set xlabel 'time since the step started (ms)'
 set grid xtics lc rgb '#d0d0d0'
 set key outside bottom center horizontal reverse Left samplen 2
-set xrange [0:16.71947475]
+set xrange [0:17.60430991]
 set yrange [-0.6:2.6]
 set ytics scale 0 ('compute' 2, 'd2h' 1, 'h2d' 0)
 set arrow 1 from 3.897760058, graph 0 to 3.897760058, graph 1 nohead dt 2 lw 2 lc rgb '#333333' front

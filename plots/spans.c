@@ -24,7 +24,7 @@ kind_of(const SimProgram *p, const SimOp *op)
   case SIM_OP_WAIT:
     return waits_on_another_gpu(p, op) ? PLOTS_SPAN_PEER_WAIT : PLOTS_SPAN_WAIT;
   case SIM_OP_HOST_ALLOC:
-    return PLOTS_SPAN_ALLOC;
+    return op->phase == SIM_PHASE_OPTIMIZER ? PLOTS_SPAN_OPTIMIZER : PLOTS_SPAN_ALLOC;
   case SIM_OP_SEND:
     return PLOTS_SPAN_SEND;
   case SIM_OP_COLLECTIVE:

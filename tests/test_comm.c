@@ -7,6 +7,7 @@
 #include "collective.h"
 #include "error.h"
 #include "lower.h"
+#include "pipeline.h"
 #include "optimizer.h"
 #include "sharding.h"
 
@@ -313,17 +314,74 @@ START_TEST(optimizer_step_is_its_bytes_over_hbm)
 }
 END_TEST
 
-/* Bad input names the key. */
+/* offload_optimizer (DeepSpeed's ZeRO-Offload): the optimizer state of the
+ * GPU's shard lives in host memory, and after the reductions its gradient
+ * shard goes out, the CPU steps (the node's host_adam_gparams shared by
+ * the node's ranks) and the updated weight shard comes back.  By hand:
+ * static less the shard's 12 bytes a parameter; the step's time and
+ * bytes from the shard. */
+START_TEST(offload_optimizer_steps_on_the_host)
+{
+  static const char *const text = "[transformer]\noptimizer = adamw\n[node]\nhost_adam_gparams = 2\n"
+                                  "[parallel]\ndp = 4\nsharding = optimizer\n%s[policy.resident]\nkind = resident\n";
+  g_autofree char *on_text = g_strdup_printf(text, "offload_optimizer = true\n");
+  g_autofree char *off_text = g_strdup_printf(text, "");
+  g_autoptr(SimScenario) on = scenario(on_text);
+  g_autoptr(SimScenario) off = scenario(off_text);
+  g_autoptr(SimResult) r = test_evaluate(on, "resident");
+  guint64 P = sim_workload_parameters(on->workload), shard = sim_sharding_shard(P, 4);
+  /* 12 bytes of AdamW state (fp32 master, two moments) per shard parameter moved to the host. */
+  ck_assert_uint_eq(sim_lower_pipeline_stage_static(off->workload, &off->parallel, 0) -
+                      sim_lower_pipeline_stage_static(on->workload, &on->parallel, 0),
+                    shard * 12);
+  /* 4 replicas on one 8-GPU node: 4 ranks share 2e9 parameters a second. */
+  ck_assert_double_eq_tol(r->optimizer_ms, (double)shard * 4 / 2e9 * 1e3, 1e-9);
+  ck_assert_uint_eq(r->d2h_bytes, 4 * shard * 2);
+  ck_assert_uint_eq(r->h2d_bytes, 4 * shard * 2);
+  ck_assert_int_ge(r->peak_host.bytes, (gint64)(shard * (12 + 2)));
+}
+END_TEST
+
+/* offload_params (FSDP2's CPUOffloadPolicy, sharding = full): each group's
+ * weight shard comes over the host link before its gather, in the forward
+ * and again in the backward: the h2d stream carries every group's shard
+ * twice beside the step's own copies. */
+START_TEST(offload_params_fetches_every_shard_per_gather)
+{
+  g_autoptr(SimScenario) s = scenario("[transformer]\noptimizer = adamw\n[parallel]\ndp = 2\nsharding = full\n"
+                                      "offload_params = true\n[policy.resident]\nkind = resident\n");
+  g_autoptr(SimResult) r = test_evaluate(s, "resident");
+  const SimWorkload *w = s->workload;
+  guint64 gathers = 0, P = sim_workload_parameters(w);
+  gathers += 2 * sim_sharding_shard(w->embed->params, 2) + 2 * sim_sharding_shard(w->head->params, 2);
+  for (guint i = 0; i < sim_workload_n_layers(w); i++)
+    gathers += 2 * sim_sharding_shard(sim_workload_layer(w, i)->params, 2);
+  /* Per replica: every gather's shard, then the updated shard after the step. */
+  ck_assert_uint_eq(r->h2d_bytes, 2 * (gathers * 2 + sim_sharding_shard(P, 2) * 2));
+  ck_assert_uint_eq(sim_lower_pipeline_stage_static(w, &s->parallel, 0), 0);
+}
+END_TEST
+
+/* Bad input names the key: each override (merged into BASE) and what its
+ * one-line message must hold. */
 START_TEST(bad_communication_input)
 {
-  g_autofree char *tp = scenario_error("[transformer]\ntp = 3\n");
-  ck_assert_ptr_nonnull(strstr(tp, "tp"));
-  g_autofree char *sharding = scenario_error("[parallel]\nsharding = full\n");
-  ck_assert_ptr_nonnull(strstr(sharding, "[parallel] sharding"));
-  g_autofree char *bw = scenario_error("[node]\ncollective_bandwidth = 0\n");
-  ck_assert_ptr_nonnull(strstr(bw, "[node] collective_bandwidth"));
-  g_autofree char *bucket = scenario_error("[parallel]\nbucket = lots\n");
-  ck_assert_ptr_nonnull(strstr(bucket, "[parallel] bucket"));
+  static const struct {
+    const char *overrides, *says;
+  } cases[] = {
+    { "[transformer]\ntp = 3\n", "[transformer] tp" },
+    { "[parallel]\nsharding = full\n", "[parallel] sharding" },
+    { "[node]\ncollective_bandwidth = 0\n", "[node] collective_bandwidth" },
+    { "[parallel]\ndp = 2\noffload_optimizer = true\n", "[parallel] offload_optimizer" },
+    { "[parallel]\ndp = 2\nsharding = optimizer\noffload_params = true\n", "[parallel] offload_params" },
+    { "[parallel]\ndp = 2\nsharding = full\noffload_optimizer = true\n", "optimizer = none" },
+    { "[node]\nhost_adam_gparams = 0\n", "[node] host_adam_gparams" },
+    { "[parallel]\nbucket = lots\n", "[parallel] bucket" },
+  };
+  for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
+    g_autofree char *message = scenario_error(cases[i].overrides);
+    ck_assert_msg(strstr(message, cases[i].says) != NULL, "%s: %s", cases[i].says, message);
+  }
 }
 END_TEST
 
@@ -339,6 +397,8 @@ comm_suite(void)
   tcase_add_test(tc, ddp_buckets_hide_behind_the_backward_on_a_fast_link);
   tcase_add_test(tc, fsdp_gathers_hide_or_show_by_link);
   tcase_add_test(tc, optimizer_step_is_its_bytes_over_hbm);
+  tcase_add_test(tc, offload_optimizer_steps_on_the_host);
+  tcase_add_test(tc, offload_params_fetches_every_shard_per_gather);
   tcase_add_test(tc, bad_communication_input);
   suite_add_tcase(s, tc);
   return s;

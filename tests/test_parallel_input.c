@@ -288,7 +288,7 @@ START_TEST(test_bad_counts)
   assert_has(lat, "test.ini: [parallel] p2p_latency: ");
   g_autofree char *unknown = input_error(BASE8 "[parallel]\ntp = 2\n");
   assert_has(unknown, "test.ini: [parallel] tp: unknown key (expected one of pp, microbatches, schedule, virtual, dp, "
-                      "sharding, split, p2p_bandwidth, p2p_latency, bucket)");
+                      "sharding, split, p2p_bandwidth, p2p_latency, bucket, offload_optimizer, offload_params)");
 }
 END_TEST
 
@@ -439,7 +439,7 @@ START_TEST(test_bad_node)
   g_autofree char *unknown = input_error(BASE8 "[node]\nnvlink = 1\n");
   assert_has(unknown, "test.ini: [node] nvlink: unknown key (expected one of gpus_per_switch, switch_bandwidth, "
                       "sockets, host_memory_bandwidth, gpu_sockets, gpus, collective_bandwidth, "
-                      "collective_latency, collective_slowdown)");
+                      "collective_latency, collective_slowdown, host_adam_gparams)");
 }
 END_TEST
 

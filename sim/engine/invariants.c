@@ -90,7 +90,10 @@ check_copies(const SimProgram *p, GError **error)
   g_autoptr(GHashTable) balance = g_hash_table_new_full(g_int64_hash, g_int64_equal, g_free, g_free);
   for (guint32 i = 0; i < sim_program_n_ops(p); i++) {
     const SimOp *op = sim_program_op(p, i);
-    if (op->kind != SIM_OP_COPY)
+    /* Activations come back; offloaded static state (phase optimizer: a
+     * weight shard fetched for every gather, the optimizer step's
+     * gradients out and weights in) need not. */
+    if (op->kind != SIM_OP_COPY || op->phase == SIM_PHASE_OPTIMIZER)
       continue;
     gint64 key = ((gint64)op->label << 32) | (guint32)op->layer;
     gint64 *sum = g_hash_table_lookup(balance, &key);

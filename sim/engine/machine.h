@@ -100,6 +100,7 @@ typedef struct {
   double collective_bandwidth;  /* B/s of bus bandwidth (nccl-tests' busbw) per GPU within a node, > 0 */
   double collective_latency;    /* seconds: the fixed cost of one collective within a node, >= 0 */
   double collective_slowdown;   /* fraction of compute a GPU loses while a collective runs on it, [0, 1) */
+  double host_optimizer_rate;   /* parameters per second the node's CPUs update (CPU-Adam), shared by its ranks, > 0 */
 } SimNode;
 
 /* Between nodes ([network]): each GPU's share of its node's NICs (8 x 400

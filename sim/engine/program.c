@@ -254,6 +254,17 @@ sim_program_send(SimProgram *p, guint32 stream, double seconds, gint32 layer, gu
 }
 
 guint32
+sim_program_host_work(SimProgram *p, guint32 stream, double seconds, SimPhase phase, gint32 layer, guint32 label)
+{
+  guint32 index = add_timed(p, SIM_OP_HOST_ALLOC, phase, stream, seconds, layer, label);
+  if (index != SIM_NO_OP) {
+    p->n_blocking++;
+    p->compute_work[sim_phase_work(phase)] += seconds;
+  }
+  return index;
+}
+
+guint32
 sim_program_collective(SimProgram *p, guint32 stream, double seconds, gint32 layer, guint32 label)
 {
   return add_timed(p, SIM_OP_COLLECTIVE, SIM_PHASE_COMM, stream, seconds, layer, label);

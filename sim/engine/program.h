@@ -110,7 +110,7 @@ typedef enum {
   SIM_PHASE_SYNC,    /* record and wait */
   SIM_PHASE_SEND,    /* stage to stage */
   SIM_PHASE_COMM,    /* a collective among GPUs */
-  SIM_PHASE_OPTIMIZER, /* the optimizer step's kernels */
+  SIM_PHASE_OPTIMIZER, /* the optimizer step's kernels, and copies of offloaded static state */
   SIM_PHASE_COUNT,
 } SimPhase;
 
@@ -319,6 +319,11 @@ guint32 sim_program_host_alloc(SimProgram *program, guint32 stream, double secon
                                guint32 label);
 guint32 sim_program_send(SimProgram *program, guint32 stream, double seconds, gint32 layer, guint32 label);
 guint32 sim_program_collective(SimProgram *program, guint32 stream, double seconds, gint32 layer, guint32 label);
+/* `seconds` of work on the host thread itself (an optimizer step on the
+ * CPU): a host_alloc-kind op of phase `phase` (it holds its stream and
+ * blocks the host), whose seconds add to compute_work[sim_phase_work]. */
+guint32 sim_program_host_work(SimProgram *program, guint32 stream, double seconds, SimPhase phase, gint32 layer,
+                              guint32 label);
 
 /* Adds a memory action to `op`, which must be the newest op (not
  * SIM_NO_OP: an op that was never added gets no actions). */

@@ -509,6 +509,18 @@ load_parallel(const SimConfig *c, SimParallel *par, GError **error)
     return fail(error, g, entry_of(g, SIM_KEY_PARALLEL_SHARDING),
                 "expected none with dp = 1 (sharding divides the static memory among data-parallel replicas), "
                 "got %s", sim_sharding_names[par->sharding]);
+  /* DeepSpeed offloads the optimizer from ZeRO-1 on; the weights only
+   * when they are sharded (ZeRO-3, FSDP2's CPUOffloadPolicy), which moves
+   * the optimizer state with them. */
+  if (par->offload_optimizer && par->sharding == SIM_SHARDING_NONE)
+    return fail(error, g, entry_of(g, SIM_KEY_PARALLEL_OFFLOAD_OPTIMIZER),
+                "expected false without sharding (the optimizer is offloaded per replica shard, from "
+                "sharding = optimizer on, as DeepSpeed's offload_optimizer), got true");
+  if (par->offload_params && par->sharding != SIM_SHARDING_FULL)
+    return fail(error, g, entry_of(g, SIM_KEY_PARALLEL_OFFLOAD_PARAMS),
+                "expected false unless sharding = full (weights are offloaded as shards), got true");
+  if (par->offload_params)
+    par->offload_optimizer = TRUE;
   if (par->split) {
     const SimConfigEntry *e = entry_of(g, SIM_KEY_PARALLEL_SPLIT);
     guint chunks = sim_parallel_chunks(par);
@@ -535,6 +547,11 @@ check_parallel_layers(const SimConfig *c, const SimParallel *par, const SimWorkl
     return fail(error, g, entry_of(g, SIM_KEY_PARALLEL_SHARDING),
                 "expected none for a workload whose parameters are not counted (only [transformer] counts "
                 "them), got %s", sim_sharding_names[par->sharding]);
+  if (par->offload_optimizer && w->param_bytes.state < 8)
+    return fail(error, g,
+                given(g, SIM_KEY_PARALLEL_OFFLOAD_PARAMS) ? entry_of(g, SIM_KEY_PARALLEL_OFFLOAD_PARAMS)
+                                                          : entry_of(g, SIM_KEY_PARALLEL_OFFLOAD_OPTIMIZER),
+                "expected false with [transformer] optimizer = none (no optimizer state to offload), got true");
   if (par->split) {
     guint64 sum = 0;
     for (guint i = 0; i < par->split->len; i++)

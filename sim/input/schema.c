@@ -302,6 +302,11 @@ static const SimSchemaKey keys[SIM_KEY_COUNT] = {
   /* PyTorch DDP's bucket_cap_mb = 25 (torch/nn/parallel/distributed.py: bucket_cap_mb * 1024 * 1024). */
   [SIM_KEY_PARALLEL_BUCKET] = { SIM_GROUP_PARALLEL, "bucket", SIM_VALUE_SIZE, .offset = PAR(bucket), .fallback = "25MiB",
                                 .expect = "a size such as 25MiB (0: each op's gradients on their own)" },
+  [SIM_KEY_PARALLEL_OFFLOAD_OPTIMIZER] = { SIM_GROUP_PARALLEL, "offload_optimizer", SIM_VALUE_BOOL,
+                                           .offset = PAR(offload_optimizer), .fallback = "false",
+                                           .expect = "true or false" },
+  [SIM_KEY_PARALLEL_OFFLOAD_PARAMS] = { SIM_GROUP_PARALLEL, "offload_params", SIM_VALUE_BOOL,
+                                        .offset = PAR(offload_params), .fallback = "false", .expect = "true or false" },
 
   [SIM_KEY_NODE_GPUS_PER_SWITCH] = { SIM_GROUP_NODE, "gpus_per_switch", SIM_VALUE_COUNT,
                                      .offset = M(link.node.gpus_per_switch), .min = 1, .max = SIM_NODE_MAX_GPUS,
@@ -344,6 +349,14 @@ static const SimSchemaKey keys[SIM_KEY_COUNT] = {
   [SIM_KEY_NODE_COLLECTIVE_SLOWDOWN] = { SIM_GROUP_NODE, "collective_slowdown", SIM_VALUE_NUMBER,
                                          .offset = M(link.node.collective_slowdown), .lo = 0, .hi = 1,
                                          .open = SIM_OPEN_HI, .fallback = "0.12", .expect = "a number in [0, 1)" },
+  /* DeepSpeed's CPU-Adam: the optimizer step of an 11.6B-parameter GPT-2
+   * from 56 s (torch.optim.Adam) to 8.2 s, 1.41e9 parameters a second
+   * (deepspeedai/DeepSpeed pull request #735, 2021; the CPU is not named).
+   * Not a measurement of any node here: measure yours. */
+  [SIM_KEY_NODE_HOST_ADAM_GPARAMS] = { SIM_GROUP_NODE, "host_adam_gparams", SIM_VALUE_NUMBER,
+                                       .offset = M(link.node.host_optimizer_rate), .lo = 0, .hi = 1e6, .scale = 1e9,
+                                       .open = SIM_OPEN_LO, .fallback = "1.41",
+                                       .expect = "a positive number of billion parameters a second such as 1.41" },
 
   /* DGX H100: 8 ConnectX-7 at 400 Gb/s InfiniBand NDR, one per GPU: 50 GB/s
    * (line rate; ml-engineering network/README.md, "InfiniBand", @744d01e). */

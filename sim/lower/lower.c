@@ -520,11 +520,13 @@ free_saved(Lower *l, guint g, guint32 op)
 
 guint32
 lower_dp_collective(SimProgram *p, const SimLink *link, LowerDp *dp, guint32 compute, guint32 comm, guint kind,
-                    guint64 bytes, gint32 layer, guint32 label)
+                    guint64 bytes, gint32 layer, guint32 label, guint32 after)
 {
   guint32 ready = sim_program_add_event(p, label, layer);
   sim_program_record(p, compute, ready);
   sim_program_wait(p, comm, ready);
+  if (after != SIM_NO_EVENT)
+    sim_program_wait(p, comm, after);
   if (dp->next == dp->barriers->len) {
     guint32 barrier = sim_program_add_barrier(p, dp->label_barrier, layer, dp->ranks);
     g_array_append_val(dp->barriers, barrier);
@@ -549,7 +551,7 @@ lower_dp_flush(SimProgram *p, const SimLink *link, LowerDp *dp, guint32 compute,
   if (dp->pending == 0)
     return;
   guint kind = dp->sharding != SIM_SHARDING_NONE ? SIM_COLLECTIVE_REDUCE_SCATTER : SIM_COLLECTIVE_ALL_REDUCE;
-  guint32 op = lower_dp_collective(p, link, dp, compute, comm, kind, dp->pending, layer, dp->label_reduce);
+  guint32 op = lower_dp_collective(p, link, dp, compute, comm, kind, dp->pending, layer, dp->label_reduce, SIM_NO_EVENT);
   if (shards_grads(dp->sharding)) {
     /* Only this rank's share of the gradients it reduced stays. */
     guint64 freed =
@@ -655,9 +657,27 @@ gather_issue(Lower *l, guint g)
   if (bytes == 0 || l->gathered[g] != SIM_NO_EVENT)
     return;
   gint32 index = group_index(l, g);
-  guint32 op = lower_dp_collective(l->p, l->link, l->dp, l->s_compute, l->s_comm, SIM_COLLECTIVE_ALL_GATHER, bytes,
-                                   index, l->dp->label_gather);
-  sim_program_mem_inline(l->p, op, SIM_AT_START, SIM_POOL_DEVICE, (gint64)bytes, l->p->workspace_tag, index);
+  SimProgram *p = l->p;
+  /* Offloaded weights: this replica's shard comes from the host first,
+   * on the h2d stream beside the activations' reloads, and is device
+   * memory until the gather has used it. */
+  guint32 copied = SIM_NO_EVENT;
+  guint64 shard = l->dp->offload_params ? bytes / l->dp->ranks : 0;
+  if (shard) {
+    guint32 due = sim_program_add_event(p, l->dp->label_gather, index);
+    sim_program_record(p, l->s_compute, due);
+    sim_program_wait(p, l->h2d_stream, due);
+    guint32 copy = sim_program_copy_inline(p, l->h2d_stream, SIM_DIR_H2D, shard, FALSE, index, l->dp->label_shard);
+    p->ops[copy].phase = SIM_PHASE_OPTIMIZER; /* static state, not an activation */
+    sim_program_mem_inline(p, copy, SIM_AT_START, SIM_POOL_DEVICE, (gint64)shard, p->workspace_tag, index);
+    copied = sim_program_add_event(p, l->dp->label_shard, index);
+    sim_program_record(p, l->h2d_stream, copied);
+  }
+  guint32 op = lower_dp_collective(p, l->link, l->dp, l->s_compute, l->s_comm, SIM_COLLECTIVE_ALL_GATHER, bytes,
+                                   index, l->dp->label_gather, copied);
+  sim_program_mem_inline(p, op, SIM_AT_START, SIM_POOL_DEVICE, (gint64)bytes, p->workspace_tag, index);
+  if (shard)
+    sim_program_mem_inline(p, op, SIM_AT_END, SIM_POOL_DEVICE, -(gint64)shard, p->workspace_tag, index);
   l->gathered[g] = sim_program_add_event(l->p, l->dp->label_gather, index);
   sim_program_record(l->p, l->s_comm, l->gathered[g]);
 }

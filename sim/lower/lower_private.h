@@ -34,10 +34,11 @@ typedef struct {
   guint64 freed_grads;   /* gradient bytes freed by reduce-scatters (ZeRO-2, -3) so far */
   guint ranks, nodes; /* the data-parallel group */
   guint sharding;    /* SimSharding */
+  gboolean offload_params; /* full sharding: each group's weight shard comes from the host before its gather */
   GArray *barriers;  /* guint32: the stage's k-th collective's barrier, shared by its replicas */
   guint next;        /* this replica's next collective, an index into barriers */
   guint32 done;      /* the last reduction's done event, or SIM_NO_EVENT */
-  guint32 label_reduce, label_gather, label_barrier, label_release;
+  guint32 label_reduce, label_gather, label_barrier, label_release, label_shard;
 } LowerDp;
 
 typedef struct {
@@ -119,12 +120,12 @@ guint32 lower_slice_backward(Lower *l);
  * (lower_dp_flush). */
 void lower_dp_add(Lower *l, guint64 bytes, guint64 grads, gint32 layer);
 
-/* On stream `comm` once stream `compute` got here: a barrier with the
- * other replicas, then a collective of `kind` over `bytes` labelled
- * `label`.  Returns the collective op, the newest: the caller may give it
+/* On stream `comm` once stream `compute` got here (and event `after`
+ * happened, unless SIM_NO_EVENT): a barrier with the other replicas, then
+ * a collective of `kind` over `bytes` labelled `label`.  Returns the collective op, the newest: the caller may give it
  * memory actions, then records what waits on it. */
 guint32 lower_dp_collective(SimProgram *p, const SimLink *link, LowerDp *dp, guint32 compute, guint32 comm,
-                            guint kind, guint64 bytes, gint32 layer, guint32 label);
+                            guint kind, guint64 bytes, gint32 layer, guint32 label, guint32 after);
 
 /* Reduces what `dp` holds, if anything (lower_dp_collective), freeing
  * what a gradient-sharding reduce-scatter does not keep of the allocated

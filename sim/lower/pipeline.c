@@ -25,6 +25,7 @@ typedef struct {
   guint32 *arrive_bwd;  /* per (chunk, micro-batch): its output's gradient has arrived */
   guint32 label_send_act, label_send_grad, label_act, label_grad, label_sent, label_optimizer;
   guint32 label_reduce, label_gather, label_barrier, label_release, label_param_gather;
+  guint32 label_shard, label_grads_out, label_weights_in, label_host_step;
   GArray **barriers;    /* per stage: its buckets' barriers (LowerDp), shared by its replicas */
   LowerDp dp;           /* the gradient reduction of the stage being lowered, when dp > 1 */
   Lower labels;         /* the labels every slice shares, interned once */
@@ -120,13 +121,27 @@ sim_lower_pipeline_stage_static(const SimWorkload *w, const SimParallel *par, gu
   }
   /* A workload that counts its parameters claims all its static bytes by
    * them: the stage's parameters, sharded over the replicas as [parallel]
-   * says. */
+   * says, less what CPU offload keeps in host memory. */
   if (sim_param_bytes_known(&w->param_bytes))
-    return sim_sharding_static(&w->param_bytes, params, par->sharding, par->dp);
+    return sim_sharding_static(&w->param_bytes, params, par->sharding, par->dp) -
+           sim_sharding_offloaded(&w->param_bytes, params, par->sharding, par->dp, par->offload_optimizer,
+                                  par->offload_params);
   /* What no layer claims, evenly; the rest of the division on stage 0, so
    * that the stages add up to the workload. */
   guint64 rest = w->static_bytes > claimed ? w->static_bytes - claimed : 0;
   return mine + rest / par->pp + (stage == 0 ? rest % par->pp : 0);
+}
+
+/* The host bytes a GPU of stage `stage` holds all step under CPU offload:
+ * what its static state keeps there, and the landing buffer of its
+ * gradient shard for the CPU's step. */
+static guint64
+stage_host(const SimWorkload *w, const SimParallel *par, guint64 params)
+{
+  if (!par->offload_optimizer)
+    return 0;
+  return sim_sharding_offloaded(&w->param_bytes, params, par->sharding, par->dp, TRUE, par->offload_params) +
+         sim_sharding_shard(params, par->dp) * w->param_bytes.weight;
 }
 
 static inline guint32
@@ -243,6 +258,44 @@ stage_params(const Pipe *pp, guint s, guint64 *params, guint *tensors)
   }
 }
 
+/* A copy of `bytes` on GPU gpu's `which` stream once its compute stream
+ * got here; the compute stream waits for its end. */
+static void
+emit_host_copy(Pipe *pp, guint gpu, guint which, SimDir dir, guint64 bytes, guint32 label)
+{
+  SimProgram *p = pp->p;
+  guint32 compute = stream_of(pp, gpu, SIM_PIPELINE_STREAM_COMPUTE), stream = stream_of(pp, gpu, which);
+  guint32 due = sim_program_add_event(p, label, SIM_NO_LAYER);
+  sim_program_record(p, compute, due);
+  sim_program_wait(p, stream, due);
+  guint32 copy = sim_program_copy_inline(p, stream, dir, bytes, FALSE, SIM_NO_LAYER, label);
+  p->ops[copy].phase = SIM_PHASE_OPTIMIZER; /* static state, not an activation */
+  guint32 done = sim_program_add_event(p, label, SIM_NO_LAYER);
+  sim_program_record(p, stream, done);
+  sim_program_wait(p, compute, done);
+}
+
+/* The optimizer step on the host (offload_optimizer: DeepSpeed's
+ * ZeRO-Offload, FSDP2's CPUOffloadPolicy) of a GPU that updates `params`
+ * parameters: its gradient shard out over the host link, the CPU's step
+ * (its node's host_adam_gparams shared by the node's ranks, all stepping at
+ * once; the training thread runs it, so nothing is issued meanwhile), the
+ * updated weight shard back.  Returns a zero-time op after it all, for the
+ * step's frees. */
+static guint32
+emit_host_step(Pipe *pp, guint gpu, guint64 params)
+{
+  SimProgram *p = pp->p;
+  guint64 bytes = params * pp->w->param_bytes.weight;
+  guint32 compute = stream_of(pp, gpu, SIM_PIPELINE_STREAM_COMPUTE);
+  emit_host_copy(pp, gpu, SIM_PIPELINE_STREAM_D2H, SIM_DIR_D2H, bytes, pp->label_grads_out);
+  guint ranks = MIN(MAX(pp->link->node.gpus, 1u), pp->w->tp * sim_parallel_gpus(pp->par));
+  sim_program_host_work(p, compute, (double)params * ranks / pp->link->node.host_optimizer_rate, SIM_PHASE_OPTIMIZER,
+                        SIM_NO_LAYER, pp->label_host_step);
+  emit_host_copy(pp, gpu, SIM_PIPELINE_STREAM_H2D, SIM_DIR_H2D, bytes, pp->label_weights_in);
+  return sim_program_compute_inline(p, compute, 0, SIM_PHASE_OPTIMIZER, SIM_NO_LAYER, pp->label_optimizer);
+}
+
 /* Every stage of replica r. */
 static void
 emit_replica(Pipe *pp, guint r, Item *items)
@@ -261,7 +314,8 @@ emit_replica(Pipe *pp, guint r, Item *items)
     pp->dp = (LowerDp){ .bucket = par->bucket, .ranks = par->dp, .sharding = par->sharding,
                         .barriers = pp->barriers[s], .done = SIM_NO_EVENT, .label_reduce = pp->label_reduce,
                         .label_gather = pp->label_gather, .label_barrier = pp->label_barrier,
-                        .label_release = pp->label_release };
+                        .label_release = pp->label_release, .label_shard = pp->label_shard,
+                        .offload_params = par->offload_params };
     pp->dp.nodes = sim_collective_nodes(sim_parallel_global_rank(par, pp->w->tp, s, 0, 0), pp->w->tp, par->dp,
                                         MAX(pp->link->node.gpus, 1));
     for (guint k = 0; k < n; k++)
@@ -279,7 +333,8 @@ emit_replica(Pipe *pp, guint r, Item *items)
     stage_params(pp, s, &params, &tensors);
     if (par->sharding != SIM_SHARDING_NONE)
       params = sim_sharding_shard(params, par->dp);
-    guint32 op = lower_optimizer(p, pp->w, compute, params, tensors, pp->label_optimizer);
+    guint32 op = par->offload_optimizer ? emit_host_step(pp, gpu, params)
+                                        : lower_optimizer(p, pp->w, compute, params, tensors, pp->label_optimizer);
     guint64 grads = left.grads - pp->dp.freed_grads; /* what reduce-scatters did not free */
     if (grads)
       sim_program_mem_inline(p, op, SIM_AT_END, SIM_POOL_DEVICE, -(gint64)grads, p->grads_tag, SIM_NO_LAYER);
@@ -293,7 +348,7 @@ emit_replica(Pipe *pp, guint r, Item *items)
       stage_params(pp, s, &params, &tensors);
       guint32 comm = stream_of(pp, gpu, SIM_PIPELINE_STREAM_COMM);
       lower_dp_collective(p, pp->link, &pp->dp, compute, comm, SIM_COLLECTIVE_ALL_GATHER,
-                          params * pp->w->param_bytes.weight, SIM_NO_LAYER, pp->label_param_gather);
+                          params * pp->w->param_bytes.weight, SIM_NO_LAYER, pp->label_param_gather, SIM_NO_EVENT);
       guint32 done = sim_program_add_event(p, pp->label_param_gather, SIM_NO_LAYER);
       sim_program_record(p, comm, done);
       sim_program_wait(p, compute, done);
@@ -325,6 +380,10 @@ sim_lower_pipeline_into(SimProgram *p, const SimWorkload *w, const SimPolicy *po
                                           : g_strdup_printf("stage %u %s", stage, kinds[k]);
       sim_program_add_stream_on(p, name, g);
     }
+    guint64 params;
+    guint tensors;
+    stage_params(&pp, stage, &params, &tensors);
+    sim_program_set_baseline(p, SIM_POOL_INDEX(g, SIM_POOL_HOST), stage_host(w, par, params), "static");
     sim_program_set_baseline(p, SIM_POOL_INDEX(g, SIM_POOL_DEVICE), sim_lower_pipeline_stage_static(w, par, stage),
                              "static");
   }
@@ -341,6 +400,10 @@ sim_lower_pipeline_into(SimProgram *p, const SimWorkload *w, const SimPolicy *po
   pp.label_gather = sim_program_intern(p, "all-gather weights");
   pp.label_param_gather = sim_program_intern(p, "all-gather updated weights");
   pp.label_release = sim_program_intern(p, "free gathered weights");
+  pp.label_shard = sim_program_intern(p, "weight shard");
+  pp.label_grads_out = sim_program_intern(p, "gradient shard");
+  pp.label_weights_in = sim_program_intern(p, "updated weight shard");
+  pp.label_host_step = sim_program_intern(p, "optimizer on the host");
   pp.label_barrier = sim_program_intern(p, "replicas ready");
   pp.barriers = g_new(GArray *, par->pp);
   for (guint s = 0; s < par->pp; s++)

@@ -65,6 +65,8 @@ typedef struct {
   double p2p_bandwidth;     /* bytes per second between neighbouring stages */
   double p2p_latency;       /* seconds per send */
   guint64 bucket;           /* bytes of gradients per data-parallel reduction (`bucket`) */
+  gboolean offload_optimizer; /* the optimizer state in host memory, the step on the CPU */
+  gboolean offload_params;    /* and the weights' and gradients' shards (full sharding) */
 } SimParallel;
 
 /* The schedule names scenarios write, indexed by the enum, NULL-terminated. */

@@ -96,6 +96,16 @@ guint64 sim_sharding_grad_kept(guint64 grad_bytes, SimSharding sharding, guint d
  * where the weights are static. */
 guint64 sim_sharding_gathered(const SimParamBytes *bytes, guint64 params, SimSharding sharding, guint dp);
 
+/* CPU offload ([parallel] offload_optimizer, offload_params): of the
+ * static bytes sim_sharding_static gives for `params` parameters, those
+ * that live in host memory instead.  `optimizer`: the optimizer state
+ * this GPU updates (DeepSpeed's offload_optimizer: the step runs on the
+ * CPU); `weights` (full sharding only): its shard of the weights and of
+ * the static gradients too (FSDP2's CPUOffloadPolicy, DeepSpeed's
+ * offload_param). */
+guint64 sim_sharding_offloaded(const SimParamBytes *bytes, guint64 params, SimSharding sharding, guint dp,
+                               gboolean optimizer, gboolean weights);
+
 /* The static bytes of one GPU that runs the whole model (dp replicas of
  * it): every parameter under `sharding`, or the workload's static_bytes when
  * its parameters are not counted (then `sharding` must be none: the loader

@@ -158,8 +158,8 @@ gpu_sums(const SimProgram *program)
   GpuSums *sums = g_new0(GpuSums, program->n_gpus);
   for (guint32 i = 0; i < sim_program_n_ops(program); i++) {
     const SimOp *op = sim_program_op(program, i);
-    if (op->kind == SIM_OP_COMPUTE)
-      sums[op->gpu].work[sim_phase_work(op->phase)] += op->work;
+    if (op->kind == SIM_OP_COMPUTE || (op->kind == SIM_OP_HOST_ALLOC && op->phase == SIM_PHASE_OPTIMIZER))
+      sums[op->gpu].work[sim_phase_work(op->phase)] += op->work; /* and an optimizer step on the host */
     else if (op->kind == SIM_OP_COPY)
       sums[op->gpu].bytes[op->dir] += op->bytes;
   }

@@ -333,8 +333,6 @@ complete_op(Run *r, guint32 op_index, gboolean host)
   apply_memory(r, op_index, op->mem_first + op->mem_starts, op->mem_first + op->mem_count);
   r->completed++;
   r->stream_state[op->stream].pos++;
-  if (op->kind == SIM_OP_COLLECTIVE)
-    r->gpu[op->gpu].collectives--;
   if (host && r->host[op->gpu].blocking == op_index) {
     Host *h = &r->host[op->gpu];
     h->blocking = SIM_NO_OP;
@@ -992,8 +990,14 @@ advance_compute(Run *r, const Instant *in, guint n_gpus)
     while (gpu->compute.len && sim_heap_peek(&gpu->compute)->key <= gpu->vclock + in->hair)
       e->done[e->n_done++] = sim_heap_pop(&gpu->compute).value;
   }
-  while (e->timers.len && sim_heap_peek(&e->timers)->key <= in->next + in->hair)
-    e->done[e->n_done++] = sim_heap_pop(&e->timers).value;
+  while (e->timers.len && sim_heap_peek(&e->timers)->key <= in->next + in->hair) {
+    guint32 op = sim_heap_pop(&e->timers).value;
+    /* A collective ends here (only timers run them), off the path of
+     * every compute and copy. */
+    if (r->ops[op].kind == SIM_OP_COLLECTIVE)
+      r->gpu[r->ops[op].gpu].collectives--;
+    e->done[e->n_done++] = op;
+  }
 }
 
 /* Advances the active copy of direction d by in->dt: through the end of its

@@ -954,12 +954,6 @@ comm_after(Lower *l, guint g, const SimLayerOp *o)
   gint32 index = group_index(l, g);
   double seconds =
     sim_collective_time(l->link, (SimCollectiveKind)(o->collective - 1), o->comm_bytes, l->w->tp, l->tp_nodes);
-  if (o->overlap == 0 && l->n_comm == 0) {
-    /* Waited for at once (the forward's): on the compute stream itself,
-     * which would only wait for it; a third of the ops. */
-    sim_program_collective(p, l->s_compute, seconds, index, op_label(l, g, o, TRUE));
-    return;
-  }
   g_assert(l->s_comm != SIM_NO_OP && l->n_comm < G_N_ELEMENTS(l->comm));
   guint32 ready = sim_program_add_event(p, l->label_comm_ready, index);
   sim_program_record(p, l->s_compute, ready);

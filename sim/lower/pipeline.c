@@ -93,39 +93,65 @@ stage_order(const SimParallel *par, guint s, Item *items)
   return n;
 }
 
+/* The parameters stage s holds and the tensors that hold them: its
+ * chunks' layers (chunk c is layers bounds[c] .. bounds[c + 1] - 1), the
+ * embedding on the first stage, the head on the stage of the last chunk. */
+static void
+stage_params(const SimWorkload *w, const SimParallel *par, const guint *bounds, guint s, guint64 *params,
+             guint *tensors)
+{
+  guint chunks = sim_parallel_chunks(par);
+  *params = 0;
+  *tensors = 0;
+  for (guint c = s; c < chunks; c += par->pp)
+    for (guint i = bounds[c]; i < bounds[c + 1]; i++) {
+      *params += sim_workload_layer(w, i)->params;
+      *tensors += sim_workload_layer(w, i)->param_tensors;
+    }
+  if (s == 0 && w->embed) {
+    *params += w->embed->params;
+    *tensors += w->embed->param_tensors;
+  }
+  if (s == (chunks - 1) % par->pp && w->head) {
+    *params += w->head->params;
+    *tensors += w->head->param_tensors;
+  }
+}
+
 guint64
 sim_lower_pipeline_stage_static(const SimWorkload *w, const SimParallel *par, guint stage)
 {
   guint n = sim_workload_n_layers(w), chunks = sim_parallel_chunks(par);
   g_autofree guint *bounds = g_new(guint, chunks + 1);
   sim_parallel_chunk_bounds(par, n, bounds);
-  guint64 claimed = 0, mine = 0, params = 0;
+  /* A workload that counts its parameters claims all its static bytes by
+   * them: the stage's parameters, sharded over the replicas as [parallel]
+   * says, less what CPU offload keeps in host memory. */
+  if (sim_param_bytes_known(&w->param_bytes)) {
+    guint64 params;
+    guint tensors;
+    stage_params(w, par, bounds, stage, &params, &tensors);
+    return sim_sharding_static(&w->param_bytes, params, par->sharding, par->dp) -
+           sim_sharding_offloaded(&w->param_bytes, params, par->sharding, par->dp, par->offload_optimizer,
+                                  par->offload_params);
+  }
+  guint64 claimed = 0, mine = 0;
   for (guint c = 0; c < chunks; c++) {
     for (guint i = bounds[c]; i < bounds[c + 1]; i++) {
-      const SimLayer *layer = sim_workload_layer(w, i);
-      claimed += layer->static_bytes;
-      mine += c % par->pp == stage ? layer->static_bytes : 0;
-      params += c % par->pp == stage ? layer->params : 0;
+      guint64 b = sim_workload_layer(w, i)->static_bytes;
+      claimed += b;
+      mine += c % par->pp == stage ? b : 0;
     }
   }
   guint last = (chunks - 1) % par->pp;
   if (w->embed) {
     claimed += w->embed->static_bytes;
     mine += stage == 0 ? w->embed->static_bytes : 0;
-    params += stage == 0 ? w->embed->params : 0;
   }
   if (w->head) {
     claimed += w->head->static_bytes;
     mine += stage == last ? w->head->static_bytes : 0;
-    params += stage == last ? w->head->params : 0;
   }
-  /* A workload that counts its parameters claims all its static bytes by
-   * them: the stage's parameters, sharded over the replicas as [parallel]
-   * says, less what CPU offload keeps in host memory. */
-  if (sim_param_bytes_known(&w->param_bytes))
-    return sim_sharding_static(&w->param_bytes, params, par->sharding, par->dp) -
-           sim_sharding_offloaded(&w->param_bytes, params, par->sharding, par->dp, par->offload_optimizer,
-                                  par->offload_params);
   /* What no layer claims, evenly; the rest of the division on stage 0, so
    * that the stages add up to the workload. */
   guint64 rest = w->static_bytes > claimed ? w->static_bytes - claimed : 0;
@@ -234,30 +260,6 @@ emit_item(Pipe *pp, guint gpu, guint stage, const Item *it, Left *left)
   lower_slice_end(l);
 }
 
-/* The parameters stage s holds and the tensors that hold them: its
- * chunks' layers, the embedding on the first stage, the head on the
- * stage of the last chunk. */
-static void
-stage_params(const Pipe *pp, guint s, guint64 *params, guint *tensors)
-{
-  const SimWorkload *w = pp->w;
-  *params = 0;
-  *tensors = 0;
-  for (guint c = s; c < pp->chunks; c += pp->par->pp)
-    for (guint i = pp->bounds[c]; i < pp->bounds[c + 1]; i++) {
-      *params += sim_workload_layer(w, i)->params;
-      *tensors += sim_workload_layer(w, i)->param_tensors;
-    }
-  if (s == 0 && w->embed) {
-    *params += w->embed->params;
-    *tensors += w->embed->param_tensors;
-  }
-  if (s == (pp->chunks - 1) % pp->par->pp && w->head) {
-    *params += w->head->params;
-    *tensors += w->head->param_tensors;
-  }
-}
-
 /* A copy of `bytes` on GPU gpu's `which` stream once its compute stream
  * got here; the compute stream waits for its end. */
 static void
@@ -330,7 +332,7 @@ emit_replica(Pipe *pp, guint r, Item *items)
      * dropped when the stage's step ends. */
     guint64 params;
     guint tensors;
-    stage_params(pp, s, &params, &tensors);
+    stage_params(pp->w, pp->par, pp->bounds, s, &params, &tensors);
     if (par->sharding != SIM_SHARDING_NONE)
       params = sim_sharding_shard(params, par->dp);
     guint32 op = par->offload_optimizer ? emit_host_step(pp, gpu, params)
@@ -345,7 +347,7 @@ emit_replica(Pipe *pp, guint r, Item *items)
      * next step (exposed: Megatron's overlap_param_gather is off by
      * default).  Full sharding gathers them layer by layer instead. */
     if (par->sharding == SIM_SHARDING_OPTIMIZER || par->sharding == SIM_SHARDING_GRADIENTS) {
-      stage_params(pp, s, &params, &tensors);
+      stage_params(pp->w, pp->par, pp->bounds, s, &params, &tensors);
       guint32 comm = stream_of(pp, gpu, SIM_PIPELINE_STREAM_COMM);
       lower_dp_collective(p, pp->link, &pp->dp, compute, comm, SIM_COLLECTIVE_ALL_GATHER,
                           params * pp->w->param_bytes.weight, SIM_NO_LAYER, pp->label_param_gather, SIM_NO_EVENT);
@@ -382,7 +384,7 @@ sim_lower_pipeline_into(SimProgram *p, const SimWorkload *w, const SimPolicy *po
     }
     guint64 params;
     guint tensors;
-    stage_params(&pp, stage, &params, &tensors);
+    stage_params(w, par, pp.bounds, stage, &params, &tensors);
     sim_program_set_baseline(p, SIM_POOL_INDEX(g, SIM_POOL_HOST), stage_host(w, par, params), "static");
     sim_program_set_baseline(p, SIM_POOL_INDEX(g, SIM_POOL_DEVICE), sim_lower_pipeline_stage_static(w, par, stage),
                              "static");

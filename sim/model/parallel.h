@@ -15,8 +15,9 @@
  *     backward once per micro-batch, in the order `schedule` gives;
  *   - activations go to the next stage and gradients to the previous one
  *     over the sender's p2p stream: p2p_latency + bytes / p2p_bandwidth;
- *   - dp replicas run the same program in lockstep on their own GPUs: they
- *     matter only through what they share (the switch, the host memory).
+ *   - dp replicas run the same program on their own GPUs: they share the
+ *     switch and the host memory, and meet at every collective (the
+ *     gradient buckets, ZeRO's and FSDP's gathers: sim/lower/pipeline.c).
  *
  * GPU numbering (what [node] places on switches and sockets): stage-major,
  * replicas innermost, gpu = stage × dp + replica, as Megatron orders ranks

@@ -139,7 +139,7 @@ cli_help_describe(GOptionContext *context, guint exits)
   /* ASCII only: --help is printed in the C locale. */
   g_autoptr(GString) text = g_string_new(
     "Units, in scenario files and options alike:\n"
-    "  sizes  B, KB, MB, GB, TB (powers of 1000), KiB, MiB, GiB, TiB (powers of 1024):\n"
+    "  sizes  B, KB, MB, GB, TB, PB, EB (powers of 1000), KiB, MiB, GiB, TiB, PiB, EiB (powers of 1024):\n"
     "         80GiB, 1.5MiB, 4096B\n"
     "  rates  a size unit per second: 55GB/s, 12.5GiB/s\n"
     "  times  s, ms, us (microseconds), ns: 8us, 2.5ms\n"

@@ -467,8 +467,8 @@ START_TEST(csv_rejections_name_line_and_column)
     { HEADER "a,123456789012345678901234567890,0,true\n",
       "t.csv:2: bytes: '123456789012345678901234567890' is too large (at most 4611686018427387904)" },
     { HEADER "a,4611686018427387905,0,true\n", "t.csv:2: bytes: '4611686018427387905' is too large" },
-    { HEADER "a,1.5,0,true\n", "t.csv:2: bytes: expected a size with a unit (B, KB, MB, GB, TB, KiB, MiB, GiB, "
-                               "TiB), got '1.5'" },
+    { HEADER "a,1.5,0,true\n", "t.csv:2: bytes: expected a size with a unit (B, KB, MB, GB, TB, PB, EB, KiB, MiB, "
+                               "GiB, TiB, PiB, EiB), got '1.5'" },
     { HEADER "a,12 apples,0,true\n", "t.csv:2: bytes: expected a size with a unit" },
     { HEADER "a,,0,true\n", "t.csv:2: bytes: expected bytes or a size such as 256MiB, got an empty field" },
     { HEADER "a,1,-1,true\n", "t.csv:2: reuse_delay_layers: reuse_delay_layers must be non-negative, got '-1'" },

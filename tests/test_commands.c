@@ -207,7 +207,7 @@ START_TEST(help_lists_units_and_exit_statuses)
     g_auto(TestRun) r = test_offsim(commands[i].command, "--help", NULL);
     const char *c = commands[i].command;
     ck_assert_msg(r.status == 0, "%s --help: exit %d: %s", c, r.status, r.err);
-    const char *units[] = { "sizes  B, KB, MB, GB, TB (powers of 1000), KiB, MiB, GiB, TiB (powers of 1024)",
+    const char *units[] = { "sizes  B, KB, MB, GB, TB, PB, EB (powers of 1000), KiB, MiB, GiB, TiB, PiB, EiB (powers of 1024)",
                             "rates  a size unit per second: 55GB/s", "times  s, ms, us (microseconds), ns",
                             "only a bare 0 may go without" };
     for (guint u = 0; u < G_N_ELEMENTS(units); u++)

@@ -730,6 +730,13 @@ static const struct {
    * accepted it, `offsim model` refused the scenario it generated. */
   { "hf-gpt2-head-dim.json", "hf-gpt2-head-dim.json: head_dim (n_embd / n_head): expected a whole number from 1 to "
                              "65536, got 145365" },
+  /* A sync offload ran with prefetch and inflight given and ignored them. */
+  { "scenario-sync-prefetch.ini", "[policy.sync] prefetch: mode = sync copies on the compute stream, in order: "
+                                  "prefetch is an async option" },
+  { "scenario-sync-inflight.ini", "[policy.save] inflight: mode = sync copies on the compute stream, in order: "
+                                  "inflight is an async option" },
+  /* Sizes in PiB were printed but refused when read back: every line reads now. */
+  { "units-pib.txt", NULL },
 };
 
 static const char *

@@ -90,6 +90,16 @@ START_TEST(test_size_binary_units)
   ck_assert_uint_eq(size_ok("1TiB"), 1099511627776ULL);               /* 1024^4 */
   ck_assert_uint_eq(size_ok("1.75MiB"), 1835008);                     /* 1792 KiB */
   ck_assert_uint_eq(size_ok("512B"), 512);
+  ck_assert_uint_eq(size_ok("1PiB"), 1125899906842624ULL);            /* 1024^5 */
+  ck_assert_uint_eq(size_ok("4EiB"), SIM_UNITS_MAX_BYTES);            /* 4 * 1024^6 */
+  g_autofree char *five = size_error("5EiB");
+  assert_has(five, "too large");
+  /* What the reports print reads back (issue: PiB was printed but refused). */
+  static const guint64 printed[] = { 1125899906842624ULL, 3ULL << 50, 1ULL << 61 };
+  for (guint i = 0; i < G_N_ELEMENTS(printed); i++) {
+    g_autofree char *text = sim_units_format_size(printed[i]);
+    ck_assert_uint_eq(size_ok(text), printed[i]);
+  }
 }
 END_TEST
 
@@ -100,6 +110,8 @@ START_TEST(test_size_decimal_units)
   ck_assert_uint_eq(size_ok("7MB"), 7000000);
   ck_assert_uint_eq(size_ok("2TB"), 2000000000000ULL);
   ck_assert_uint_eq(size_ok("7.9GB"), 7900000000ULL);
+  ck_assert_uint_eq(size_ok("1PB"), 1000000000000000ULL);
+  ck_assert_uint_eq(size_ok("4EB"), 4000000000000000000ULL);
 }
 END_TEST
 

@@ -13,7 +13,10 @@ typedef struct {
 static const Unit size_units[] = {
   { "B", 1.0 },
   { "KB", 1e3 },     { "MB", 1e6 },         { "GB", 1e9 },         { "TB", 1e12 },
+  { "PB", 1e15 },    { "EB", 1e18 },
   { "KiB", 1024.0 }, { "MiB", 1048576.0 }, { "GiB", 1073741824.0 }, { "TiB", 1099511627776.0 },
+  /* What sim_units_format_size prints is read back: PiB and EiB too. */
+  { "PiB", 1125899906842624.0 }, { "EiB", 1152921504606846976.0 },
   { NULL, 0 },
 };
 
@@ -136,7 +139,7 @@ sim_units_parse_size(const char *text, guint64 *bytes, GError **error)
   }
   const Unit *unit = match_unit(size_units, rest, "");
   if (unit == NULL) {
-    unit_error(error, text, "a size with a unit (B, KB, MB, GB, TB, KiB, MiB, GiB, TiB)");
+    unit_error(error, text, "a size with a unit (B, KB, MB, GB, TB, PB, EB, KiB, MiB, GiB, TiB, PiB, EiB)");
     return FALSE;
   }
   /* Whole part exactly in integers; the fraction rounds to the nearest byte. */

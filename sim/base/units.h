@@ -1,6 +1,6 @@
 /* sim/base/units.h — sizes, rates and times as people write them in scenario files.
  *
- * Sizes take B, KB, MB, GB, TB (powers of 1000) and KiB, MiB, GiB, TiB (powers
+ * Sizes take B, KB, MB, GB, TB, PB, EB (powers of 1000) and KiB, MiB, GiB, TiB, PiB, EiB (powers
  * of 1024); rates take the same per second ("55GB/s", "12.5GiB/s"); times take
  * s, ms, us (or µs) and ns.  A number needs its unit: "8" is rejected because a
  * reader cannot tell 8 bytes from 8 MiB.  Bare "0" is allowed, since zero is

@@ -967,6 +967,21 @@ check_schedule(const SimConfigGroup *g, const SimPolicy *p, const SimWorkload *w
                                                              : entry_of(g, SIM_KEY_POLICY_MODE),
                     "mode = sync copies on the compute stream, in order: %s is an async option",
                     sim_schema_key(async_only[i].id)->key);
+    /* And the schedule's own keys, given away from what the policy has
+     * without them (its preset's, or the defaults, which `offsim show`
+     * writes out): a sync offload has no copies in flight to count and
+     * nothing to prefetch. */
+    g_autoptr(SimPolicy) plain = sim_scenario_policy_new(p->name, p->kind);
+    sim_framework_preset(plain, p->framework);
+    const struct {
+      SimKeyId id;
+      gboolean set;
+    } schedule_keys[] = { { SIM_KEY_POLICY_PREFETCH, p->prefetch != plain->prefetch },
+                          { SIM_KEY_POLICY_INFLIGHT, p->inflight != plain->inflight } };
+    for (guint i = 0; i < G_N_ELEMENTS(schedule_keys); i++)
+      if (schedule_keys[i].set && (e = entry_of(g, schedule_keys[i].id)))
+        return fail(error, g, e, "mode = sync copies on the compute stream, in order: %s is an async option",
+                    sim_schema_key(schedule_keys[i].id)->key);
   }
   if (p->min_elements && w && !sim_workload_elements_known(w))
     return fail(error, g, entry_of(g, SIM_KEY_POLICY_MIN_ELEMENTS) ? entry_of(g, SIM_KEY_POLICY_MIN_ELEMENTS)

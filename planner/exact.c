@@ -48,6 +48,7 @@ struct PlannerExact {
   GArray *copies;
   gboolean head;
   double hF, hB, eF, eB;
+  double opt;       /* the optimizer step after the embedding's backward, whatever the plan */
   gint64 h_saved, h_wsf, h_wsb, h_grads, held;
   gint64 base_f;    /* static + the embedding's saved tensors: the forward's floor */
   gint64 *base_b;   /* [j]: what is live besides layers <= j during layer j's backward */
@@ -95,8 +96,12 @@ copy_add(PlannerExact *x, Act *a, guint64 bytes, gboolean frees)
   a->reload += c.bytes;
 }
 
+/* Layer `layer` under `action`; `comm` its tensor-parallel collectives'
+ * exposed seconds, forward and backward (sim_lower_layer_comm: the same
+ * under every action, so the caller finds them once a layer). */
 static void
-act_fill(PlannerExact *x, const SimPolicy *policy, const SimLayer *layer, SimAction action, Act *a)
+act_fill(PlannerExact *x, const SimPolicy *policy, const SimLayer *layer, SimAction action, const double *comm,
+         Act *a)
 {
   guint len = layer->tensors->len;
   g_autofree guint8 *fates = g_new(guint8, MAX(len, 1u));
@@ -109,10 +114,8 @@ act_fill(PlannerExact *x, const SimPolicy *policy, const SimLayer *layer, SimAct
   a->rec_op = full || sel;
   /* The tensor-parallel collectives the compute waits for count as its
    * time (a recompute replays the forward's). */
-  double comm_f, comm_b;
-  sim_lower_layer_comm(layer, x->link, x->tp, &comm_f, &comm_b);
-  a->F = layer->forward + comm_f;
-  a->B = layer->backward + comm_b;
+  a->F = layer->forward + comm[0];
+  a->B = layer->backward + comm[1];
   a->R = full ? a->F : sel ? sim_layer_selective_recompute(layer) : 0;
   a->fwd_alloc = (gint64)layer->workspace_bytes + (full ? (gint64)layer->input_bytes : 0);
   a->keep = low == SIM_ACTION_RECOMPUTE ? (gint64)layer->input_bytes : 0;
@@ -319,7 +322,7 @@ stages_read(PlannerExact *x, const SimWorkload *w, const SimPolicy *policy)
   gint64 e_saved = 0, e_wsf = 0, e_wsb = 0;
   Act scratch;
   if (e) {
-    act_fill(x, policy, e, SIM_ACTION_KEEP, &scratch);
+    act_fill(x, policy, e, SIM_ACTION_KEEP, (const double[2]){ 0, 0 }, &scratch);
     e_saved = scratch.keep;
     e_wsf = (gint64)e->workspace_bytes;
     e_wsb = (gint64)e->backward_workspace_bytes;
@@ -329,7 +332,7 @@ stages_read(PlannerExact *x, const SimWorkload *w, const SimPolicy *policy)
   x->base_f = (gint64)w->static_bytes + e_saved;
   x->head = h != NULL;
   if (h) {
-    act_fill(x, policy, h, SIM_ACTION_KEEP, &scratch);
+    act_fill(x, policy, h, SIM_ACTION_KEEP, (const double[2]){ 0, 0 }, &scratch);
     x->h_saved = scratch.keep;
     x->h_wsf = (gint64)h->workspace_bytes;
     x->h_wsb = (gint64)h->backward_workspace_bytes;
@@ -349,8 +352,8 @@ stages_read(PlannerExact *x, const SimWorkload *w, const SimPolicy *policy)
    * gradient and its transient (the lowering's last op, whatever the
    * plan). */
   x->fixed = MAX(x->base_f + e_wsf, x->base_f + x->held + grads + e_wsb);
-  SimLowerOptimizer opt = sim_lower_optimizer_step(w, sim_workload_parameters(w), sim_workload_param_tensors(w));
-  x->eB += opt.seconds;
+  SimLowerOptimizer opt = sim_lower_optimizer_whole(w);
+  x->opt = opt.seconds;
   x->fixed = MAX(x->fixed, (gint64)w->static_bytes + x->held + grads + (e ? (gint64)e->grad_bytes : 0) +
                              (gint64)opt.transient);
 }
@@ -370,9 +373,12 @@ planner_exact_new(const SimScenario *s, const SimPolicy *policy, guint n_actions
   x->base_b = g_new0(gint64, MAX(x->n, 1u));
   stages_read(x, w, policy);
   x->act = g_new0(Act, (gsize)x->n * x->na);
-  for (guint i = 0; i < x->n; i++)
+  for (guint i = 0; i < x->n; i++) {
+    double comm[2];
+    sim_lower_layer_comm(sim_workload_layer(w, i), x->link, x->tp, &comm[0], &comm[1]);
     for (guint a = 0; a < x->na; a++)
-      act_fill(x, policy, sim_workload_layer(w, i), (SimAction)a, &x->act[i * x->na + a]);
+      act_fill(x, policy, sim_workload_layer(w, i), (SimAction)a, comm, &x->act[i * x->na + a]);
+  }
   x->rest = g_new0(double, x->n + 1);
   x->minkeep = g_new0(gint64, x->n + 1);
   x->rest[x->n] = x->hF + x->hB;
@@ -466,7 +472,7 @@ model_of(const PlannerExact *x, const PlannerOption *o)
 static State
 state_first(const PlannerExact *x)
 {
-  return (State){ x->eF + x->eB, -INFINITY, -INFINITY, -INFINITY, -INFINITY, 0, 0xffffffffu, 0, 0 };
+  return (State){ x->eF + x->eB + x->opt, -INFINITY, -INFINITY, -INFINITY, -INFINITY, 0, 0xffffffffu, 0, 0 };
 }
 
 /* Layer j's forward (and, below the top, its backward window) from `st`

@@ -113,7 +113,7 @@ layer_costs(Ctx *c)
     c->compute += layer->forward + layer->backward + comm_f + comm_b;
   }
   /* The optimizer step closes every step. */
-  c->compute += sim_lower_optimizer_step(w, sim_workload_parameters(w), sim_workload_param_tensors(w)).seconds;
+  c->compute += sim_lower_optimizer_whole(w).seconds;
   c->n_actions = any_selective ? SIM_ACTION_COUNT : SIM_ACTION_N_PLAIN;
   c->base_bytes = w->static_bytes;
   for (const SimLayer *stage = w->embed;; stage = w->head) {

@@ -172,7 +172,7 @@ START_TEST(test_transformer_baseline)
 {
   g_autoptr(SimScenario) none = test_scenario_from_text(TRANSFORMER "[parallel]\ndp = 8\n");
   const SimWorkload *w = none->workload;
-  guint64 params = sim_workload_parameters(w);
+  guint64 params = sim_workload_parameters(w, NULL);
   ck_assert_uint_gt(params, 0);
   ck_assert_uint_eq(params * 16, w->static_bytes);
   ck_assert_uint_eq(sim_lower_pipeline_stage_static(w, &none->parallel, 0), w->static_bytes);

@@ -239,12 +239,20 @@ add_timed(SimProgram *p, SimOpKind kind, SimPhase phase, guint32 stream, double 
   return index;
 }
 
+/* An op of the host thread's own (a cudaHostAlloc, an optimizer step on
+ * the CPU): it blocks the host until it ends. */
+static guint32
+add_host(SimProgram *p, SimPhase phase, guint32 stream, double seconds, gint32 layer, guint32 label)
+{
+  guint32 index = add_timed(p, SIM_OP_HOST_ALLOC, phase, stream, seconds, layer, label);
+  p->n_blocking += index != SIM_NO_OP;
+  return index;
+}
+
 guint32
 sim_program_host_alloc(SimProgram *p, guint32 stream, double seconds, gint32 layer, guint32 label)
 {
-  guint32 index = add_timed(p, SIM_OP_HOST_ALLOC, SIM_PHASE_ALLOC, stream, seconds, layer, label);
-  p->n_blocking += index != SIM_NO_OP; /* cudaHostAlloc blocks the host */
-  return index;
+  return add_host(p, SIM_PHASE_ALLOC, stream, seconds, layer, label);
 }
 
 guint32
@@ -256,11 +264,9 @@ sim_program_send(SimProgram *p, guint32 stream, double seconds, gint32 layer, gu
 guint32
 sim_program_host_work(SimProgram *p, guint32 stream, double seconds, SimPhase phase, gint32 layer, guint32 label)
 {
-  guint32 index = add_timed(p, SIM_OP_HOST_ALLOC, phase, stream, seconds, layer, label);
-  if (index != SIM_NO_OP) {
-    p->n_blocking++;
+  guint32 index = add_host(p, phase, stream, seconds, layer, label);
+  if (index != SIM_NO_OP)
     p->compute_work[sim_phase_work(phase)] += seconds;
-  }
   return index;
 }
 

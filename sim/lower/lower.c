@@ -587,13 +587,21 @@ sim_lower_optimizer_step(const SimWorkload *w, guint64 params, guint tensors)
   return o;
 }
 
+/* Nodes GPU 0's tensor-parallel group of `tp` ranks spans (a link built
+ * without [node]: one GPU a node). */
+static guint
+tp_nodes(const SimLink *link, guint tp)
+{
+  return sim_collective_nodes(0, 1, tp, MAX(link->node.gpus, 1));
+}
+
 void
 sim_lower_layer_comm(const SimLayer *layer, const SimLink *link, guint tp, double *forward, double *backward)
 {
   *forward = *backward = 0;
   if (layer == NULL || layer->ops == NULL || tp <= 1)
     return;
-  guint nodes = sim_collective_nodes(0, 1, tp, MAX(link->node.gpus, 1));
+  guint nodes = tp_nodes(link, tp);
   for (guint i = 0; i < layer->ops->len; i++) {
     const SimLayerOp *o = sim_layer_op(layer, i);
     if (!o->collective)
@@ -603,6 +611,14 @@ sim_lower_layer_comm(const SimLayer *layer, const SimLink *link, guint tp, doubl
       t -= sim_layer_op(layer, i + k)->seconds;
     *(o->backward ? backward : forward) += MAX(0.0, t);
   }
+}
+
+SimLowerOptimizer
+sim_lower_optimizer_whole(const SimWorkload *w)
+{
+  guint tensors;
+  guint64 params = sim_workload_parameters(w, &tensors);
+  return sim_lower_optimizer_step(w, params, tensors);
 }
 
 guint32
@@ -1488,45 +1504,45 @@ gather_reset(Lower *l)
       l->gathered[g] = SIM_NO_EVENT;
 }
 
-void
-lower_slice_forward(Lower *l)
+/* Every group of the slice in its phase's order, each between its
+ * weights' gather and their release (full sharding); in the backward
+ * FSDP reduce-scatters each group's gradients when it ends. */
+static void
+emit_groups(Lower *l, gboolean backward)
 {
+  SimPhase phase = backward ? SIM_PHASE_BACKWARD : SIM_PHASE_FORWARD;
   gather_reset(l);
   for (guint k = 0; k < l->n + 2; k++) {
-    guint g = phase_group(l, k, FALSE);
-    gather_before(l, g, k + 1 < l->n + 2 ? phase_group(l, k + 1, FALSE) : G_MAXUINT);
+    guint g = phase_group(l, k, backward);
+    gather_before(l, g, k + 1 < l->n + 2 ? phase_group(l, k + 1, backward) : G_MAXUINT);
     if (g == group_embed(l))
-      emit_stage(l, g, "embed", SIM_PHASE_FORWARD);
+      emit_stage(l, g, "embed", phase);
     else if (g == group_head(l))
-      emit_stage(l, g, "head", SIM_PHASE_FORWARD);
+      emit_stage(l, g, "head", phase);
+    else if (backward)
+      emit_backward(l, g);
     else
       emit_forward(l, g);
     gather_after(l, g);
+    if (backward && l->reduces && l->dp->sharding == SIM_SHARDING_FULL)
+      lower_dp_flush(l->p, l->link, l->dp, l->s_compute, l->s_comm, group_index(l, g));
   }
+}
+
+void
+lower_slice_forward(Lower *l)
+{
+  emit_groups(l, FALSE);
   /* free = next-commit: what no later group committed is freed when the forward pass ends. */
   for (guint g = 0; g < l->n_groups; g++)
     emit_commit(l, g);
 }
 
-guint32
+void
 lower_slice_backward(Lower *l)
 {
   emit_boundary_reloads(l);
-  gather_reset(l);
-  guint32 last = SIM_NO_OP;
-  for (guint k = 0; k < l->n + 2; k++) {
-    guint g = phase_group(l, k, TRUE);
-    gather_before(l, g, k + 1 < l->n + 2 ? phase_group(l, k + 1, TRUE) : G_MAXUINT);
-    guint32 op = g == group_embed(l)  ? emit_stage(l, g, "embed", SIM_PHASE_BACKWARD)
-                 : g == group_head(l) ? emit_stage(l, g, "head", SIM_PHASE_BACKWARD)
-                                      : emit_backward(l, g);
-    last = op != SIM_NO_OP ? op : last;
-    gather_after(l, g);
-    /* FSDP reduce-scatters each group's gradients when its backward ends. */
-    if (l->reduces && l->dp->sharding == SIM_SHARDING_FULL)
-      lower_dp_flush(l->p, l->link, l->dp, l->s_compute, l->s_comm, group_index(l, g));
-  }
-  return last;
+  emit_groups(l, TRUE);
 }
 
 void
@@ -1559,18 +1575,19 @@ sim_lower_into(SimProgram *p, const SimWorkload *w, const SimPolicy *policy, con
   sim_program_add_stream(p, "h2d");
   if (w->tp > 1) {
     l.s_comm = sim_program_add_stream(p, "comm");
-    l.tp_nodes = sim_collective_nodes(0, 1, w->tp, MAX(link->node.gpus, 1));
+    l.tp_nodes = tp_nodes(link, w->tp);
   }
   /* One GPU: nothing is sharded (the loader refuses sharding with dp = 1). */
-  sim_program_set_baseline(p, SIM_POOL_DEVICE, sim_sharding_workload_static(w, SIM_SHARDING_NONE, 1), "static");
+  sim_program_set_baseline(p, SIM_POOL_DEVICE, w->static_bytes, "static");
   lower_labels(&l);
   lower_slice_begin(&l);
   lower_slice_forward(&l);
   lower_slice_backward(&l);
   /* The optimizer step consumes the gradients and the caller drops its
    * outputs when the step ends: at the end of the step's op. */
-  guint32 last = lower_optimizer(p, w, l.s_compute, sim_workload_parameters(w), sim_workload_param_tensors(w),
-                                 sim_program_intern(p, "optimizer"));
+  guint tensors;
+  guint64 params = sim_workload_parameters(w, &tensors);
+  guint32 last = lower_optimizer(p, w, l.s_compute, params, tensors, sim_program_intern(p, "optimizer"));
   if (l.grads)
     sim_program_mem_inline(p, last, SIM_AT_END, SIM_POOL_DEVICE, -(gint64)l.grads, p->grads_tag, SIM_NO_LAYER);
   if (w->held_bytes && w->head)

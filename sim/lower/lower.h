@@ -113,6 +113,8 @@ typedef struct {
 } SimLowerOptimizer;
 
 SimLowerOptimizer sim_lower_optimizer_step(const SimWorkload *w, guint64 params, guint tensors);
+/* The step over every parameter: one GPU's whole model. */
+SimLowerOptimizer sim_lower_optimizer_whole(const SimWorkload *w);
 
 /* The seconds of layer `layer`'s tensor-parallel collectives (a workload
  * cut for `tp` ranks, on GPU 0's group) that its compute waits for, in

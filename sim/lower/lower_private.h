@@ -112,8 +112,8 @@ void lower_slice_begin(Lower *l);
 void lower_slice_forward(Lower *l);
 
 /* Emits the slice's backward: the reloads, the head, the layers from the
- * top down, the embedding.  Returns its last op (SIM_NO_OP: none). */
-guint32 lower_slice_backward(Lower *l);
+ * top down, the embedding. */
+void lower_slice_backward(Lower *l);
 
 /* Data parallelism: `bytes` more finished gradients on l's GPU (`grads`
  * of them allocated, set-to-none), reduced once they fill a bucket

@@ -27,6 +27,7 @@ typedef struct {
   guint32 label_reduce, label_gather, label_barrier, label_release, label_param_gather;
   guint32 label_shard, label_grads_out, label_weights_in, label_host_step;
   GArray **barriers;    /* per stage: its buckets' barriers (LowerDp), shared by its replicas */
+  guint tp_nodes;       /* nodes the tensor-parallel group of the GPU being lowered spans */
   LowerDp dp;           /* the gradient reduction of the stage being lowered, when dp > 1 */
   Lower labels;         /* the labels every slice shares, interned once */
 } Pipe;
@@ -118,15 +119,14 @@ stage_params(const SimWorkload *w, const SimParallel *par, const guint *bounds, 
   }
 }
 
-guint64
-sim_lower_pipeline_stage_static(const SimWorkload *w, const SimParallel *par, guint stage)
+/* The device static bytes of a GPU of stage `stage`, chunks cut at
+ * `bounds`.  A workload that counts its parameters claims all its static
+ * bytes by them: the stage's parameters, sharded over the replicas as
+ * [parallel] says, less what CPU offload keeps in host memory. */
+static guint64
+stage_static(const SimWorkload *w, const SimParallel *par, const guint *bounds, guint stage)
 {
-  guint n = sim_workload_n_layers(w), chunks = sim_parallel_chunks(par);
-  g_autofree guint *bounds = g_new(guint, chunks + 1);
-  sim_parallel_chunk_bounds(par, n, bounds);
-  /* A workload that counts its parameters claims all its static bytes by
-   * them: the stage's parameters, sharded over the replicas as [parallel]
-   * says, less what CPU offload keeps in host memory. */
+  guint chunks = sim_parallel_chunks(par);
   if (sim_param_bytes_known(&w->param_bytes)) {
     guint64 params;
     guint tensors;
@@ -158,16 +158,27 @@ sim_lower_pipeline_stage_static(const SimWorkload *w, const SimParallel *par, gu
   return mine + rest / par->pp + (stage == 0 ? rest % par->pp : 0);
 }
 
-/* The host bytes a GPU of stage `stage` holds all step under CPU offload:
- * what its static state keeps there, and the landing buffer of its
- * gradient shard for the CPU's step. */
+guint64
+sim_lower_pipeline_stage_static(const SimWorkload *w, const SimParallel *par, guint stage)
+{
+  g_autofree guint *bounds = g_new(guint, sim_parallel_chunks(par) + 1);
+  sim_parallel_chunk_bounds(par, sim_workload_n_layers(w), bounds);
+  return stage_static(w, par, bounds, stage);
+}
+
+/* The host bytes a GPU holding `params` parameters keeps all step under
+ * CPU offload: what its static state keeps there, and where its gradient
+ * shard lands for the CPU's step, unless its static gradients already live
+ * there (offload_params with grads = kept). */
 static guint64
 stage_host(const SimWorkload *w, const SimParallel *par, guint64 params)
 {
   if (!par->offload_optimizer)
     return 0;
-  return sim_sharding_offloaded(&w->param_bytes, params, par->sharding, par->dp, TRUE, par->offload_params) +
-         sim_sharding_shard(params, par->dp) * w->param_bytes.weight;
+  const SimParamBytes *b = &w->param_bytes;
+  gboolean grads_there = par->offload_params && b->grad > 0;
+  return sim_sharding_offloaded(b, params, par->sharding, par->dp, TRUE, par->offload_params) +
+         (grads_there ? 0 : sim_sharding_shard(params, par->dp) * b->weight);
 }
 
 static inline guint32
@@ -211,8 +222,7 @@ slice_open(Pipe *pp, guint gpu, guint stage, guint chunk, guint mb)
   l->s_d2h = stream_of(pp, gpu, SIM_PIPELINE_STREAM_D2H);
   l->s_h2d = stream_of(pp, gpu, SIM_PIPELINE_STREAM_H2D);
   l->s_comm = pp->streams > SIM_PIPELINE_STREAMS ? stream_of(pp, gpu, SIM_PIPELINE_STREAM_COMM) : SIM_NO_OP;
-  l->tp_nodes = sim_collective_nodes(sim_parallel_global_rank(pp->par, pp->w->tp, stage, gpu % pp->par->dp, 0), 1,
-                                     pp->w->tp, MAX(pp->link->node.gpus, 1));
+  l->tp_nodes = pp->tp_nodes;
   l->dp = pp->par->dp > 1 ? &pp->dp : NULL;
   const GArray *stages = pp->policy->stages;
   l->keeps_all = stages != NULL && (stage >= stages->len || !g_array_index(stages, gboolean, stage));
@@ -318,8 +328,9 @@ emit_replica(Pipe *pp, guint r, Item *items)
                         .label_gather = pp->label_gather, .label_barrier = pp->label_barrier,
                         .label_release = pp->label_release, .label_shard = pp->label_shard,
                         .offload_params = par->offload_params };
-    pp->dp.nodes = sim_collective_nodes(sim_parallel_global_rank(par, pp->w->tp, s, 0, 0), pp->w->tp, par->dp,
-                                        MAX(pp->link->node.gpus, 1));
+    guint node_gpus = MAX(pp->link->node.gpus, 1); /* a link built without [node]: one GPU a node */
+    pp->dp.nodes = sim_collective_nodes(sim_parallel_global_rank(par, pp->w->tp, s, 0, 0), pp->w->tp, par->dp, node_gpus);
+    pp->tp_nodes = sim_collective_nodes(sim_parallel_global_rank(par, pp->w->tp, s, r, 0), 1, pp->w->tp, node_gpus);
     for (guint k = 0; k < n; k++)
       emit_item(pp, gpu, s, &items[k], &left);
     if (par->dp > 1) {
@@ -333,10 +344,9 @@ emit_replica(Pipe *pp, guint r, Item *items)
     guint64 params;
     guint tensors;
     stage_params(pp->w, pp->par, pp->bounds, s, &params, &tensors);
-    if (par->sharding != SIM_SHARDING_NONE)
-      params = sim_sharding_shard(params, par->dp);
-    guint32 op = par->offload_optimizer ? emit_host_step(pp, gpu, params)
-                                        : lower_optimizer(p, pp->w, compute, params, tensors, pp->label_optimizer);
+    guint64 mine = par->sharding != SIM_SHARDING_NONE ? sim_sharding_shard(params, par->dp) : params;
+    guint32 op = par->offload_optimizer ? emit_host_step(pp, gpu, mine)
+                                        : lower_optimizer(p, pp->w, compute, mine, tensors, pp->label_optimizer);
     guint64 grads = left.grads - pp->dp.freed_grads; /* what reduce-scatters did not free */
     if (grads)
       sim_program_mem_inline(p, op, SIM_AT_END, SIM_POOL_DEVICE, -(gint64)grads, p->grads_tag, SIM_NO_LAYER);
@@ -347,7 +357,6 @@ emit_replica(Pipe *pp, guint r, Item *items)
      * next step (exposed: Megatron's overlap_param_gather is off by
      * default).  Full sharding gathers them layer by layer instead. */
     if (par->sharding == SIM_SHARDING_OPTIMIZER || par->sharding == SIM_SHARDING_GRADIENTS) {
-      stage_params(pp->w, pp->par, pp->bounds, s, &params, &tensors);
       guint32 comm = stream_of(pp, gpu, SIM_PIPELINE_STREAM_COMM);
       lower_dp_collective(p, pp->link, &pp->dp, compute, comm, SIM_COLLECTIVE_ALL_GATHER,
                           params * pp->w->param_bytes.weight, SIM_NO_LAYER, pp->label_param_gather, SIM_NO_EVENT);
@@ -386,8 +395,7 @@ sim_lower_pipeline_into(SimProgram *p, const SimWorkload *w, const SimPolicy *po
     guint tensors;
     stage_params(w, par, pp.bounds, stage, &params, &tensors);
     sim_program_set_baseline(p, SIM_POOL_INDEX(g, SIM_POOL_HOST), stage_host(w, par, params), "static");
-    sim_program_set_baseline(p, SIM_POOL_INDEX(g, SIM_POOL_DEVICE), sim_lower_pipeline_stage_static(w, par, stage),
-                             "static");
+    sim_program_set_baseline(p, SIM_POOL_INDEX(g, SIM_POOL_DEVICE), stage_static(w, par, pp.bounds, stage), "static");
   }
   pp.labels = (Lower){ .p = p, .w = w, .policy = policy, .link = link };
   lower_labels(&pp.labels);

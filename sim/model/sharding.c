@@ -70,12 +70,3 @@ sim_sharding_gathered(const SimParamBytes *b, guint64 params, SimSharding shardi
   return sim_sharding_shard(params, dp) * dp * b->weight;
 }
 
-guint64
-sim_sharding_workload_static(const SimWorkload *w, SimSharding sharding, guint dp)
-{
-  if (!sim_param_bytes_known(&w->param_bytes)) {
-    g_return_val_if_fail(sharding == SIM_SHARDING_NONE, w->static_bytes);
-    return w->static_bytes;
-  }
-  return sim_sharding_static(&w->param_bytes, sim_workload_parameters(w), sharding, dp);
-}

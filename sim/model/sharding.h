@@ -106,10 +106,4 @@ guint64 sim_sharding_gathered(const SimParamBytes *bytes, guint64 params, SimSha
 guint64 sim_sharding_offloaded(const SimParamBytes *bytes, guint64 params, SimSharding sharding, guint dp,
                                gboolean optimizer, gboolean weights);
 
-/* The static bytes of one GPU that runs the whole model (dp replicas of
- * it): every parameter under `sharding`, or the workload's static_bytes when
- * its parameters are not counted (then `sharding` must be none: the loader
- * refuses the rest). */
-guint64 sim_sharding_workload_static(const SimWorkload *workload, SimSharding sharding, guint dp);
-
 G_END_DECLS

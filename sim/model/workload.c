@@ -418,22 +418,18 @@ sim_workload_elements_known(const SimWorkload *w)
 }
 
 guint64
-sim_workload_parameters(const SimWorkload *w)
+sim_workload_parameters(const SimWorkload *w, guint *tensors)
 {
   /* Within the loaders' 4 EiB bound on static bytes (at least a byte per
    * counted parameter) the sum cannot wrap. */
   guint64 n = (w->embed ? w->embed->params : 0) + (w->head ? w->head->params : 0);
-  for (guint i = 0; i < sim_workload_n_layers(w); i++)
+  guint t = (w->embed ? w->embed->param_tensors : 0) + (w->head ? w->head->param_tensors : 0);
+  for (guint i = 0; i < sim_workload_n_layers(w); i++) {
     n += sim_workload_layer(w, i)->params;
-  return n;
-}
-
-guint
-sim_workload_param_tensors(const SimWorkload *w)
-{
-  guint n = (w->embed ? w->embed->param_tensors : 0) + (w->head ? w->head->param_tensors : 0);
-  for (guint i = 0; i < sim_workload_n_layers(w); i++)
-    n += sim_workload_layer(w, i)->param_tensors;
+    t += sim_workload_layer(w, i)->param_tensors;
+  }
+  if (tensors)
+    *tensors = t;
   return n;
 }
 

@@ -351,10 +351,9 @@ guint64 sim_workload_saved_bytes(const SimWorkload *workload);
 gboolean sim_workload_bytes_fit(const SimWorkload *workload);
 
 /* Parameters of every layer, the embedding and the head (SimLayer.params):
- * 0 when the workload does not count them. */
-guint64 sim_workload_parameters(const SimWorkload *workload);
-/* The tensors that hold them. */
-guint sim_workload_param_tensors(const SimWorkload *workload);
+ * 0 when the workload does not count them; *tensors (when not NULL) the
+ * tensors that hold them. */
+guint64 sim_workload_parameters(const SimWorkload *workload, guint *tensors);
 
 /* Whether every tensor of the workload has its element size. */
 gboolean sim_workload_elements_known(const SimWorkload *workload);

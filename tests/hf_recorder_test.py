@@ -223,7 +223,7 @@ def option(args, name):
 
 def rows_of(rec):
     """The tensor rows, then the op counts (compute rows)."""
-    return [",".join(str(r[c]) for c in recorder.COLUMNS) for r in rec.rows + rec.compute_rows()]
+    return [",".join(str(r[c]) for c in recorder.COLUMNS) for r in rec.tensor_rows() + rec.compute_rows()]
 
 
 def test_meta(commands):

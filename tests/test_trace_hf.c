@@ -221,6 +221,16 @@ START_TEST(trace_group_times_from_counts_unless_given)
   g_autofree char *alone = g_strdup_printf("%s[trace]\nfile = %s/qwen2-sdpa-bf16.csv\nbackward = 3ms\n", dev, HF_DATA);
   g_autofree char *why = test_scenario_error(alone);
   ck_assert_msg(strstr(why, "backward") && strstr(why, "needs `forward`"), "%s", why);
+  /* Op rows: `workspace` spans each phase of every layer run op by op. */
+  g_autofree char *spans = g_strdup_printf("%s[trace]\nfile = %s/llama-eager-bf16.csv\nworkspace = 1MiB\n", dev, HF_DATA);
+  g_autoptr(SimScenario) sp = test_scenario_from_text(spans);
+  for (guint l = 0; l < LAYERS; l++) {
+    const SimLayer *layer = sim_workload_layer(sp->workload, l);
+    ck_assert(sim_layer_has_ops(layer));
+    ck_assert_uint_eq(layer->spans->len, 2);
+    ck_assert_uint_eq(layer->workspace_bytes, 1 << 20);
+    ck_assert_uint_eq(layer->backward_workspace_bytes, 1 << 20);
+  }
   g_autofree char *old = g_strdup_printf("%s[trace]\nfile = %s/trace/qwen2-tiny.csv\n", dev, OFFSIM_TEST_DATA);
   g_autofree char *no_counts = test_scenario_error(old);
   ck_assert_msg(strstr(no_counts, "qwen2-tiny.csv"), "%s", no_counts);
@@ -357,6 +367,136 @@ START_TEST(bad_counts_are_named)
 }
 END_TEST
 
+/* Bytes of the stage's device tensors freed by each backward op that
+ * frees any, in op order. */
+static GArray *
+free_sequence(const SimLayer *layer)
+{
+  GArray *seq = g_array_new(FALSE, FALSE, sizeof(guint64));
+  for (guint i = layer->n_forward; i < layer->ops->len; i++) {
+    guint64 freed = 0;
+    for (guint k = 0; k < layer->tensors->len; k++) {
+      const SimTensor *t = &g_array_index(layer->tensors, SimTensor, k);
+      if (sim_tensor_on_device(t) && t->last_op == i)
+        freed += t->bytes;
+    }
+    if (freed)
+      g_array_append_val(seq, freed);
+  }
+  return seq;
+}
+
+/* A recording's op list frees each saved storage at the autograd node that
+ * unpacks its last reference.  The generator (ops = hf), checked op by op
+ * against the recorded allocation curves (test_hf_memory), frees them in
+ * the same order at its coarser ops (a norm is one op there, four nodes
+ * here): the recording's frees, taken in order, fall into consecutive
+ * groups that are the generator's frees. */
+START_TEST(recorded_ops_free_as_the_generator)
+{
+  for (guint i = 0; i < G_N_ELEMENTS(recordings); i++) {
+    const Recording *r = &recordings[i];
+    g_autoptr(SimWorkload) gen = generated(r, &device);
+    g_autoptr(SimWorkload) rec = traced(r, &device);
+    for (guint s = 0; s < LAYERS + 2; s++) {
+      ck_assert_msg(sim_layer_has_ops(stage(rec, s)), "%s, %s: no op list", r->file, stage_names[s]);
+      g_autoptr(GArray) g = free_sequence(stage(gen, s));
+      g_autoptr(GArray) t = free_sequence(stage(rec, s));
+      guint k = 0;
+      for (guint j = 0; j < g->len; j++) {
+        guint64 want = g_array_index(g, guint64, j), sum = 0;
+        while (sum < want && k < t->len)
+          sum += g_array_index(t, guint64, k++);
+        ck_assert_msg(sum == want, "%s, %s: the generator's free %u is %" G_GUINT64_FORMAT " bytes, the recording's "
+                      "frees up to its op %u add up to %" G_GUINT64_FORMAT, r->file, stage_names[s], j, want, k, sum);
+      }
+      ck_assert_msg(k == t->len, "%s, %s: the recording frees more", r->file, stage_names[s]);
+    }
+  }
+}
+END_TEST
+
+/* The recording as ops: forward ops in module order, backward ops named
+ * by their autograd nodes, each of one kernel class; their seconds add up
+ * to the stage's times from the same counts without places, and their
+ * kernels to the ATen calls. */
+START_TEST(recorded_ops_time_and_name)
+{
+  g_autofree char *path = g_strdup_printf("%s/llama-eager-bf16.csv", HF_DATA);
+  g_autofree char *data = NULL;
+  gsize len = 0;
+  ck_assert(g_file_get_contents(path, &data, &len, NULL));
+  g_autoptr(GError) error = NULL;
+  g_autoptr(SimWorkload) ops = sim_trace_load_data_timed(data, len, "t.csv", "t", &device, &error);
+  ck_assert_msg(ops != NULL, "%s", error ? error->message : "");
+  /* The same file without its places: one op each way, as before. */
+  char *col = strstr(data, "forward_op");
+  ck_assert_ptr_nonnull(col);
+  col[0] = 'F';
+  g_autoptr(SimWorkload) flat = sim_trace_load_data_timed(data, len, "t.csv", "t", &device, &error);
+  ck_assert_msg(flat != NULL, "%s", error ? error->message : "");
+  ck_assert(!sim_workload_has_ops(flat));
+  for (guint s = 0; s < LAYERS + 2; s++) {
+    const SimLayer *o = stage(ops, s), *f = stage(flat, s);
+    ck_assert_msg(fabs(o->forward - f->forward) <= 1e-12 * f->forward, "%s forward", stage_names[s]);
+    ck_assert_msg(fabs(o->backward - f->backward) <= 1e-12 * f->backward, "%s backward", stage_names[s]);
+  }
+  const SimLayer *l1 = sim_workload_layer(ops, 1);
+  static const char *const forward[] = { "input_layernorm", "self_attn.q_proj", "self_attn.k_proj",
+                                         "self_attn.v_proj", "self_attn/gemm", "self_attn/memory",
+                                         "self_attn.o_proj", "layers.1", "post_attention_layernorm",
+                                         "mlp.gate_proj", "mlp.act_fn", "mlp.up_proj", "mlp", "mlp.down_proj",
+                                         "layers.1" };
+  ck_assert_uint_eq(l1->n_forward, G_N_ELEMENTS(forward));
+  guint kernels = 0;
+  for (guint i = 0; i < l1->n_forward; i++) {
+    ck_assert_str_eq(sim_layer_op(l1, i)->name, forward[i]);
+    kernels += sim_layer_op(l1, i)->kernels;
+  }
+  ck_assert_uint_eq(sim_layer_op(l1, 1)->kclass, SIM_KERNEL_GEMM);
+  ck_assert_uint_eq(sim_layer_op(l1, 5)->kclass, SIM_KERNEL_MEMORY);
+  /* The forward's ATen calls in the recording: the norms' 8 each, q, k, v, the attention's 21 (2 bmm;
+   * RoPE's 5 mul, 2 neg, 2 cat, 2 add; the mask's add, 4 clones, 2 casts, the softmax), o_proj, two
+   * residual adds, gate, silu, up, mul, down. */
+  ck_assert_uint_eq(kernels, 8 + 3 + 21 + 1 + 1 + 8 + 5 + 1);
+  /* The softmax output is freed by SoftmaxBackward0; the MLP's by then. */
+  gboolean softmax = FALSE;
+  for (guint i = l1->n_forward; i < l1->ops->len; i++)
+    softmax = softmax || strcmp(sim_layer_op(l1, i)->name, "SoftmaxBackward0") == 0;
+  ck_assert(softmax);
+  ck_assert_double_eq(ops->launch, device.launch_overhead);
+}
+END_TEST
+
+/* A file with places: a saved reference without the op that unpacks it,
+ * or a compute row without its op, is an error naming line and column. */
+START_TEST(bad_places_are_named)
+{
+  static const char head[] = "layer,op,name,bytes,dtype,shape,is_parameter,storage,storage_bytes,saved,leaf,node,"
+                             "phase,flops,moved,calls,forward_op,backward_op\n";
+  static const struct {
+    const char *rows;
+    const char *piece;
+  } cases[] = {
+    { "0,a,Mul,8,f32,2,0,0,8,1,0,MulBackward0,forward,,,,1,\n0,a,mul,0,,,0,,,0,,,forward,0,8,1,1,\n"
+      "0,,mul,0,,,0,,,0,,MulBackward0,backward,0,8,1,,2\n",
+      "t.csv:2: column 'backward_op': a saved reference needs the backward op that unpacks it" },
+    { "0,a,mul,0,,,0,,,0,,,forward,0,8,1,,\n", "t.csv:2: column 'forward_op': a forward compute row needs" },
+    { "0,a,mul,0,,,0,,,0,,,forward,0,8,1,1,\n0,,mul,0,,,0,,,0,,X,backward,0,8,1,,x\n", "t.csv:3: column 'backward_op'" },
+    { "0,a,mul,0,,,0,,,0,,,forward,0,8,1,1,\n", "t.csv: layer 0: no backward op" },
+  };
+  SimDevice dev = { .matmul_flops = 1e12, .efficiency = 1, .hbm_bandwidth = 1e12 };
+  for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
+    g_autofree char *csv = g_strconcat(head, cases[i].rows, NULL);
+    g_autoptr(GError) error = NULL;
+    g_autoptr(SimWorkload) w = sim_trace_load_data_timed(csv, strlen(csv), "t.csv", "x", &dev, &error);
+    ck_assert_msg(w == NULL, "case %u loaded", i);
+    ck_assert_msg(strstr(error->message, cases[i].piece) != NULL, "case %u: '%s' lacks '%s'", i, error->message,
+                  cases[i].piece);
+  }
+}
+END_TEST
+
 int
 main(void)
 {
@@ -370,6 +510,9 @@ main(void)
   tcase_add_test(tc, trace_group_times_from_counts_unless_given);
   tcase_add_test(tc, recorder_columns_by_hand);
   tcase_add_test(tc, bad_counts_are_named);
+  tcase_add_test(tc, recorded_ops_free_as_the_generator);
+  tcase_add_test(tc, recorded_ops_time_and_name);
+  tcase_add_test(tc, bad_places_are_named);
   suite_add_tcase(s, tc);
   return test_run_suite(s);
 }

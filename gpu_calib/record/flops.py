@@ -31,9 +31,15 @@ lacks where the result's shape needs no data (META_FALLBACKS:
 convolution_backward), and names the op that has none.
 
 The counter is told where it is by its owner (the recorder): `where()`
-returns (scope, phase, op, module) for each op, and the counts are summed
-per (scope, phase, op, module, aten op) in first-seen order, so that the
-rows are the same on every run.
+returns (scope, phase, op, module, place) for each op, and the counts are
+summed per (scope, phase, op, module, place, aten op) in first-seen order, so
+that the rows are the same on every run.  `place` is the forward op (the
+recorder's run of one module) or, in backward, None: the autograd node that
+runs an op is known only when the node ends (a post-hook; torch 1.13 has no
+node pre-hooks), so backward ops wait in `pending` until the owner calls
+`node_done(place, node)`, which gives them that node's place and name.  Ops
+between two nodes (the engine adding two gradients of one tensor) go to the
+node that ends next: the one the GPU runs them before.
 """
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
@@ -160,13 +166,14 @@ META_FALLBACKS = {"convolution_backward": _convolution_backward_meta}
 
 
 class FlopCounter(TorchDispatchMode):
-    """Counts FLOPs and bytes per op; `where` says (scope, phase, op, module) for each."""
+    """Counts FLOPs and bytes per op; `where` says (scope, phase, op, module, place) for each."""
 
     def __init__(self, where, enabled=lambda: True):
         super().__init__()
         self.where = where
         self.enabled = enabled
-        self.rows = {}        # (scope, phase, op, module, aten) -> [flops, moved, calls]
+        self.rows = {}        # (scope, phase, op, module, node, place, aten) -> [flops, moved, calls]
+        self.pending = []     # backward ops of the node running: (scope, phase, aten, flops, moved)
         self._standin = 0     # depth inside stand-ins: their plain ops are not counted
         self.meta_fallbacks = {}  # op -> calls answered by META_FALLBACKS
         self.missing_meta = []    # ops with no meta kernel and no fallback (the step then fails)
@@ -174,8 +181,20 @@ class FlopCounter(TorchDispatchMode):
     def add(self, aten, flops, moved):
         if flops == 0 and moved == 0:
             return
-        scope, phase, op, module = self.where()
-        key = (scope, phase, op, module, aten)
+        scope, phase, op, module, place = self.where()
+        if place is None:
+            self.pending.append((scope, phase, aten, flops, moved))
+            return
+        self._sum((scope, phase, op, module, "", place, aten), flops, moved)
+
+    def node_done(self, place, node):
+        """The autograd node `node` (its name) ended as the place-th of the backward: the ops
+        waiting are its."""
+        for scope, phase, aten, flops, moved in self.pending:
+            self._sum((scope, phase, "", "", node, place, aten), flops, moved)
+        self.pending = []
+
+    def _sum(self, key, flops, moved):
         row = self.rows.get(key)
         if row is None:
             self.rows[key] = [flops, moved, 1]

@@ -26,8 +26,12 @@ phase, layer, module, function, autograd node and ATen op.  The markers are
 ordered, never timed, so the curve and the places are the same on every run.
 
 Op counts: flops.py's dispatch-level counter adds, after the tensor rows, one
-compute row per (layer, phase, module, ATen op) with its FLOPs, bytes moved
-and calls (columns flops, moved, calls), which offsim can time layers by.
+compute row per (layer, phase, op, ATen op) with its FLOPs, bytes moved and
+calls (columns flops, moved, calls), which offsim can time layers by.  An op
+is a forward op (a run of one module: forward_op) or an autograd node
+(backward_op, by the order nodes end; post-hooks in the counting step); the
+tensor rows carry both, the op that saved them and the node that unpacks
+them, so that offsim builds each layer's op list from the file.
 Memory profiling and the counter change each other's view, so record() runs
 the step twice on the CPU (memory, then counts); on meta once.
 
@@ -80,7 +84,8 @@ if _HERE not in sys.path:
 
 
 COLUMNS = ("layer", "op", "name", "bytes", "dtype", "shape", "is_parameter", "storage", "storage_bytes", "saved",
-           "leaf", "node", "slot", "module", "phase", "packed", "host", "unpack", "adjust", "flops", "moved", "calls")
+           "leaf", "node", "slot", "module", "phase", "packed", "host", "unpack", "adjust", "flops", "moved", "calls",
+           "forward_op", "backward_op")
 
 # The columns a compute row (flops.py's counts of one op in one place) fills; the others are empty
 # or 0, so that a reader tells the two kinds of rows apart by `flops`.
@@ -258,6 +263,18 @@ class Recorder:
         self._walking_queue = []
         self._walked = False
         self._unpack_count = 0
+        # Op places (the forward_op and backward_op columns): the forward's runs of one
+        # module, counted at every module entry and exit (the same in every run of a step,
+        # so that the memory step's rows and the counting step's agree); the backward's
+        # nodes by the order they end in, which only the counting step learns (post-hooks
+        # on the nodes would change the memory step: autograd then keeps each node's
+        # incoming gradients until the hooks ran).  Nodes are known across the two steps
+        # by their place in the graph walk.
+        self._fop = 0
+        self._walk_id = None      # the node being walked
+        self._row_walk = {}       # row index -> walk id of the node that saved it
+        self.node_order = {}      # walk id -> place in the backward (set by the counting step)
+        self._ended = 0
         self._orig = {}
         self._params = set()
         self.static = {}
@@ -300,6 +317,7 @@ class Recorder:
             "storage": sid, "storage_bytes": nbytes, "saved": saved, "leaf": int(t.grad_fn is None),
             "node": "", "slot": "", "module": module, "phase": self._phase, "packed": packed, "host": 0,
             "unpack": "", "adjust": "", "flops": "", "moved": "", "calls": "",
+            "forward_op": self._fop, "backward_op": "",
             "_wrapped": _maybe_wrapped(t, self.device),
         }
 
@@ -323,6 +341,7 @@ class Recorder:
                 name, slot, host = self._walking
             if not row["node"]:
                 row["node"], row["slot"] = name, slot
+                self._row_walk[packed.row] = self._walk_id
                 if host:
                     row["host"] = 1
         elif row["unpack"] == "":
@@ -336,6 +355,7 @@ class Recorder:
     def _pre(self, module, args, kwargs=None):
         path = self._names[module]
         self._modules.append(path)
+        self._fop += 1
         self._busy = True
         try:
             if self._profiling:
@@ -360,6 +380,7 @@ class Recorder:
     def _post(self, module, args, out):
         if self._modules:
             self._modules.pop()
+        self._fop += 1
         self._busy = True
         try:
             if self._profiling:
@@ -392,11 +413,20 @@ class Recorder:
             _marker("offsim::scope:" + scope)
 
     def _where(self):
-        """(scope, phase, op, module) of the op running, for the counter; backward runs no module hooks."""
+        """(scope, phase, op, module, place) of the op running, for the counter; backward runs no
+        module hooks, and its place (the node) is known when the node ends (_node_ended)."""
         if self._phase == "backward":
-            return self._scope, self._phase, "", ""
+            return self._scope, self._phase, "", "", None
         module = self._modules[-1] if self._modules else ""
-        return self._scope, self._phase, self._op_name(module), module
+        return self._scope, self._phase, self._op_name(module), module, self._fop
+
+    def _node_ended(self, walk_id, name):
+        """A post-hook: the node walked walk_id-th ended; the ops counted since the last one are its."""
+        def hook(grad_inputs, grad_outputs):
+            self.node_order[walk_id] = self._ended
+            self._counter.node_done(self._ended, name)
+            self._ended += 1
+        return hook
 
     # ------------------------------------------------------ graph walk --
     def _walk(self, roots):
@@ -409,7 +439,10 @@ class Recorder:
                 node = stack.pop()
                 if node is None or node in seen:
                     continue
+                self._walk_id = len(seen)
                 seen.add(node)
+                if self._counter is not None:
+                    node.register_hook(self._node_ended(self._walk_id, _node_name(node)))
                 fwd = getattr(node, "_forward_cls", None)
                 if fwd is not None:
                     # A custom autograd.Function (a stand-in names the CUDA node it mirrors):
@@ -515,6 +548,7 @@ class Recorder:
 
     def __exit__(self, *exc):
         if self._counter is not None:
+            self._counter.node_done("", "")  # ops after the last node (none in a plain step): kept, placed nowhere
             self._counter.__exit__(*exc)
         self._hooks.__exit__(*exc)
         self._fmode.__exit__(*exc)
@@ -555,17 +589,27 @@ class Recorder:
         if self._counter is None:
             return []
         rows = []
-        for (scope, phase, op, module, aten), (fl, moved, calls) in self._counter.rows.items():
+        for (scope, phase, op, module, node, place, aten), (fl, moved, calls) in self._counter.rows.items():
             r = {c: "" for c in COLUMNS}
-            r.update(layer=scope, op=op, name=aten, bytes=0, is_parameter=0, saved=0, module=module, phase=phase,
-                     flops=fl, moved=moved, calls=calls)
+            r.update(layer=scope, op=op, name=aten, bytes=0, is_parameter=0, saved=0, node=node, module=module,
+                     phase=phase, flops=fl, moved=moved, calls=calls)
+            r["backward_op" if phase == "backward" else "forward_op"] = place
             rows.append(r)
+        return rows
+
+    def tensor_rows(self):
+        """The rows of the saved references and layer inputs, each with the backward place of the node
+        that saved it once a counting step has ended the nodes (node_order)."""
+        rows = []
+        for i, r in enumerate(self.rows):
+            walk = self._row_walk.get(i)
+            rows.append(dict(r, backward_op=self.node_order.get(walk, "") if walk is not None else ""))
         return rows
 
     def write_csv(self, path):
         with open(path, "w", newline="") as f:
             f.write(",".join(COLUMNS) + "\n")
-            for r in self.rows + self.compute_rows():
+            for r in self.tensor_rows() + self.compute_rows():
                 f.write(",".join(str(r[c]) for c in COLUMNS) + "\n")
 
     def write_json(self, path, extra=None):
@@ -835,6 +879,7 @@ def record(build, step, layers=None, memory=None, flops=True):
             print("recorder.py: warning: the step saved other tensors when run again (is it random?); the FLOP "
                   "counts are from the second run", file=sys.stderr)
         rec._counter = counted._counter
+        rec.node_order = counted.node_order  # the same graph walked in the same order
     return rec
 
 

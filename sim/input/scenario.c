@@ -790,6 +790,22 @@ load_transformer(const SimConfig *c, const SimMachine *m, const char *name, SimW
   return TRUE;
 }
 
+/* [trace] workspace: transient bytes while each phase runs; a layer run
+ * op by op holds them from its phase's first op to its last. */
+static void
+trace_workspace(SimLayer *layer, guint64 workspace)
+{
+  if (!sim_layer_has_ops(layer)) {
+    sim_layer_set_workspace(layer, workspace);
+    return;
+  }
+  if (workspace == 0)
+    return;
+  sim_layer_add_span(layer, workspace, 0, layer->n_forward - 1);
+  sim_layer_add_span(layer, workspace, layer->n_forward, layer->ops->len - 1);
+  sim_layer_finish_ops(layer);
+}
+
 /* [trace]: a recording of what autograd saved, timed by `forward` (and
  * `backward`) when given, else from the recording's op counts on the
  * machine's device, as [transformer] times a generated layer. */
@@ -823,7 +839,7 @@ load_trace(const SimConfig *c, const SimMachine *m, const char *name, SimWorkloa
       layer->forward = forward;
       layer->backward = backward;
     }
-    sim_layer_set_workspace(layer, workspace);
+    trace_workspace(layer, workspace);
   }
   w->static_bytes = static_bytes;
   *out = g_steal_pointer(&w);

@@ -1,6 +1,7 @@
 #include "trace.h"
 
 #include "config.h"
+#include "trace_private.h"
 #include "error.h"
 #include "kernel.h"
 #include "units.h"
@@ -8,33 +9,14 @@
 #include <string.h>
 
 enum { COL_LAYER, COL_OP, COL_NAME, COL_BYTES, COL_DTYPE, COL_SHAPE, COL_PARAM, COL_STORAGE, COL_STORAGE_BYTES,
-       COL_SAVED, COL_LEAF, COL_HOST, COL_PHASE, COL_FLOPS, COL_MOVED, N_COLS };
+       COL_SAVED, COL_LEAF, COL_HOST, COL_PHASE, COL_FLOPS, COL_MOVED, COL_NODE, COL_CALLS, COL_FORWARD_OP,
+       COL_BACKWARD_OP, N_COLS };
 
 static const char *const column_names[N_COLS] = {
   "layer", "op", "name", "bytes", "dtype", "shape", "is_parameter", "storage", "storage_bytes", "saved",
-  "leaf", "host", "phase", "flops", "moved",
+  "leaf", "host", "phase", "flops", "moved", "node", "calls", "forward_op", "backward_op",
 };
 #define N_REQUIRED 7 /* the first seven columns */
-
-#define SCOPE_EMBED (-1)
-#define SCOPE_HEAD (-2)
-
-typedef struct {
-  gint64 scope;   /* layer index, SCOPE_EMBED or SCOPE_HEAD */
-  char *name;
-  guint64 bytes;
-  guint64 storage; /* G_MAXUINT64 when the file has no storage column */
-  gboolean saved;
-  gboolean storage_sized; /* `bytes` is the storage's size (the storage_bytes column) */
-  gboolean parameter;     /* kept only in a file with a leaf column; dropped otherwise */
-  gboolean leaf, host;
-  guint elem;     /* bytes per element from the dtype column; 0 when unknown */
-  /* A compute row (a non-empty `flops` field): the op counts of one op in
-   * one place, not a tensor. */
-  gboolean compute, backward;
-  guint64 flops, moved;
-  guint line;
-} Row;
 
 /* What the header says about the file's kind. */
 typedef struct {
@@ -44,12 +26,17 @@ typedef struct {
    * an earlier layer's storage become tensors of their own (held
    * elsewhere) instead of being dropped. */
   gboolean references;
+  /* forward_op and backward_op columns beside the op counts: the file
+   * places every op and reference (recorder.py), so a timed load builds
+   * each stage's op list (trace_ops.c). */
+  gboolean places;
 } Header;
 
 static void
 row_clear(gpointer data)
 {
-  g_free(((Row *)data)->name);
+  g_free(((SimTraceRow *)data)->name);
+  g_free(((SimTraceRow *)data)->node);
 }
 
 static gboolean
@@ -104,6 +91,8 @@ parse_header(char **fields, const char *origin, Header *header, GError **error)
     return FALSE;
   }
   header->references = index[COL_LEAF] >= 0;
+  header->places = header->references && index[COL_FLOPS] >= 0 && index[COL_FORWARD_OP] >= 0 &&
+                   index[COL_BACKWARD_OP] >= 0;
   return TRUE;
 }
 
@@ -112,9 +101,9 @@ parse_scope(const char *layer, const char *origin, guint line, gint64 *scope, GE
 {
   guint64 v;
   if (strcmp(layer, "embed") == 0) {
-    *scope = SCOPE_EMBED;
+    *scope = SIM_TRACE_SCOPE_EMBED;
   } else if (strcmp(layer, "head") == 0) {
-    *scope = SCOPE_HEAD;
+    *scope = SIM_TRACE_SCOPE_HEAD;
   } else if (g_ascii_string_to_unsigned(layer, 10, 0, SIM_WORKLOAD_MAX_LAYERS - 1, &v, NULL)) {
     *scope = (gint64)v;
   } else {
@@ -125,10 +114,42 @@ parse_scope(const char *layer, const char *origin, guint line, gint64 *scope, GE
   return TRUE;
 }
 
-/* A compute row: the layer, the phase and the two counts; nothing else is read. */
+/* A place column (forward_op, backward_op): empty or a whole number. */
 static gboolean
-parse_compute_row(char **fields, const int index[N_COLS], const char *origin, guint line, Row *row, GError **error)
+parse_place(char **fields, const int index[N_COLS], guint col, const char *origin, guint line, gint64 *out,
+            GError **error)
 {
+  guint64 v;
+  *out = SIM_TRACE_NO_PLACE;
+  if (index[col] < 0 || !*fields[index[col]])
+    return TRUE;
+  if (!parse_count(origin, line, column_names[col], fields[index[col]], G_MAXINT32, &v, error))
+    return FALSE;
+  *out = (gint64)v;
+  return TRUE;
+}
+
+/* The kernel class of a compute row: a matrix product's ATen op, another
+ * op with FLOPs (the recorder's fused attention stand-ins), or none. */
+static guint8
+compute_class(const char *aten, guint64 flops)
+{
+  static const char *const products[] = { "mm", "addmm", "bmm", "baddbmm", "convolution", "convolution_backward" };
+  if (flops == 0)
+    return SIM_KERNEL_MEMORY;
+  for (guint i = 0; i < G_N_ELEMENTS(products); i++)
+    if (strcmp(aten, products[i]) == 0)
+      return SIM_KERNEL_GEMM;
+  return SIM_KERNEL_ATTENTION;
+}
+
+/* A compute row: the layer, the phase and the two counts; with places, also
+ * the place, the op's name (module or node), its kernel class and calls. */
+static gboolean
+parse_compute_row(char **fields, const Header *header, const char *origin, guint line, SimTraceRow *row,
+                  GError **error)
+{
+  const int *index = header->index;
   const char *phase = fields[index[COL_PHASE]];
   row->compute = TRUE;
   if (strcmp(phase, "forward") == 0 || strcmp(phase, "backward") == 0) {
@@ -139,8 +160,26 @@ parse_compute_row(char **fields, const int index[N_COLS], const char *origin, gu
     return FALSE;
   }
   /* Counts up to 2^62: a whole file's sum stays exact in a double's range and far below overflow. */
-  return parse_count(origin, line, "flops", fields[index[COL_FLOPS]], SIM_UNITS_MAX_BYTES, &row->flops, error) &&
-         parse_count(origin, line, "moved", fields[index[COL_MOVED]], SIM_UNITS_MAX_BYTES, &row->moved, error);
+  if (!parse_count(origin, line, "flops", fields[index[COL_FLOPS]], SIM_UNITS_MAX_BYTES, &row->flops, error) ||
+      !parse_count(origin, line, "moved", fields[index[COL_MOVED]], SIM_UNITS_MAX_BYTES, &row->moved, error))
+    return FALSE;
+  if (!header->places)
+    return TRUE;
+  row->kclass = compute_class(fields[index[COL_NAME]], row->flops);
+  if (index[COL_CALLS] >= 0 && *fields[index[COL_CALLS]] &&
+      !parse_count(origin, line, "calls", fields[index[COL_CALLS]], G_MAXUINT32, &row->calls, error))
+    return FALSE;
+  guint col = row->backward ? COL_BACKWARD_OP : COL_FORWARD_OP;
+  if (!parse_place(fields, index, col, origin, line, row->backward ? &row->backward_op : &row->forward_op, error))
+    return FALSE;
+  if ((row->backward ? row->backward_op : row->forward_op) == SIM_TRACE_NO_PLACE) {
+    g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "%s:%u: column '%s': a %s compute row needs the op it ran in",
+                origin, line, column_names[col], row->backward ? "backward" : "forward");
+    return FALSE;
+  }
+  const char *node = index[COL_NODE] >= 0 ? fields[index[COL_NODE]] : "";
+  row->name = g_strdup(row->backward ? (*node ? node : "backward") : strip_layer_prefix(fields[index[COL_OP]]));
+  return TRUE;
 }
 
 /* Bytes per element of a torch dtype name as the recorders write it
@@ -168,13 +207,17 @@ static gboolean
 parse_row(char **fields, const Header *header, const char *origin, guint line, GArray *rows, GError **error)
 {
   const int *index = header->index;
-  Row row = { .storage = G_MAXUINT64, .saved = TRUE, .storage_sized = index[COL_STORAGE_BYTES] >= 0, .line = line };
+  SimTraceRow row = { .storage = G_MAXUINT64, .saved = TRUE, .storage_sized = index[COL_STORAGE_BYTES] >= 0,
+                      .forward_op = SIM_TRACE_NO_PLACE, .backward_op = SIM_TRACE_NO_PLACE, .tensor = G_MAXUINT,
+                      .line = line };
   guint64 v, bytes;
   if (!parse_scope(fields[index[COL_LAYER]], origin, line, &row.scope, error))
     return FALSE;
   if (index[COL_FLOPS] >= 0 && *fields[index[COL_FLOPS]]) {
-    if (!parse_compute_row(fields, index, origin, line, &row, error))
+    if (!parse_compute_row(fields, header, origin, line, &row, error)) {
+      g_free(row.name);
       return FALSE;
+    }
     g_array_append_val(rows, row);
     return TRUE;
   }
@@ -204,6 +247,9 @@ parse_row(char **fields, const Header *header, const char *origin, guint line, G
       return FALSE;
     row.host = v == 1;
   }
+  if (header->places && (!parse_place(fields, index, COL_FORWARD_OP, origin, line, &row.forward_op, error) ||
+                         !parse_place(fields, index, COL_BACKWARD_OP, origin, line, &row.backward_op, error)))
+    return FALSE;
   if (parameter && !header->references)
     return TRUE;
   row.parameter = parameter;
@@ -211,6 +257,8 @@ parse_row(char **fields, const Header *header, const char *origin, guint line, G
   const char *op = fields[index[COL_OP]];
   row.name = row.saved ? g_strdup(strip_layer_prefix(op)) : g_strdup(fields[index[COL_NAME]]);
   row.bytes = bytes;
+  if (header->places)
+    row.node = g_strdup(index[COL_NODE] >= 0 && *fields[index[COL_NODE]] ? fields[index[COL_NODE]] : "backward");
   g_array_append_val(rows, row);
   return TRUE;
 }
@@ -263,9 +311,9 @@ parse_rows(const char *data, gsize length, const char *origin, Header *header, G
 static SimLayer *
 scope_layer(SimWorkload *w, gint64 scope)
 {
-  if (scope == SCOPE_EMBED)
+  if (scope == SIM_TRACE_SCOPE_EMBED)
     return w->embed ? w->embed : sim_workload_add_embed(w);
-  if (scope == SCOPE_HEAD)
+  if (scope == SIM_TRACE_SCOPE_HEAD)
     return w->head ? w->head : sim_workload_add_head(w);
   return sim_workload_layer(w, (guint)scope);
 }
@@ -293,7 +341,7 @@ time_stage(SimLayer *stage, const Counts *c, const SimDevice *dev)
 static guint
 counts_index(gint64 scope, gint64 top)
 {
-  return scope == SCOPE_EMBED ? 0 : scope == SCOPE_HEAD ? (guint)(top + 2) : (guint)(scope + 1);
+  return scope == SIM_TRACE_SCOPE_EMBED ? 0 : scope == SIM_TRACE_SCOPE_HEAD ? (guint)(top + 2) : (guint)(scope + 1);
 }
 
 static gboolean
@@ -338,7 +386,7 @@ typedef struct {
 /* One compute row into its scope's counts: an op with a FLOP count is
  * compute-bound, its bytes are not timed again. */
 static void
-count_row(Counts *counts, const Row *r, gint64 top)
+count_row(Counts *counts, const SimTraceRow *r, gint64 top)
 {
   Counts *c = &counts[counts_index(r->scope, top)];
   c->counted = TRUE;
@@ -350,12 +398,15 @@ count_row(Counts *counts, const Row *r, gint64 top)
 
 /* Whether a saved row is a new tensor of its layer (FALSE: another
  * reference to one it has, counted here); *shared says it refers to a
- * storage an earlier scope saved first.  A storage of two sizes is an error. */
+ * storage an earlier scope saved first; r->tensor which tensor of the
+ * layer it is a reference to (in a recorder.py file).  A storage of two
+ * sizes is an error. */
 static gboolean
-storage_row(Builder *b, SimLayer *layer, const Row *r, gboolean *is_new, gboolean *shared, GError **error)
+storage_row(Builder *b, SimLayer *layer, SimTraceRow *r, gboolean *is_new, gboolean *shared, GError **error)
 {
   *is_new = TRUE;
   *shared = FALSE;
+  r->tensor = layer->tensors->len;
   if (r->storage == G_MAXUINT64)
     return TRUE;
   gint64 *seen = g_hash_table_lookup(b->owner, &r->storage);
@@ -375,6 +426,7 @@ storage_row(Builder *b, SimLayer *layer, const Row *r, gboolean *is_new, gboolea
                                            r->parameter ? ":p" : "");
     guint index = GPOINTER_TO_UINT(g_hash_table_lookup(b->here, key));
     if (index) {
+      r->tensor = index - 1;
       g_array_index(layer->tensors, SimTensor, index - 1).refs++;
       *is_new = FALSE;
       return TRUE;
@@ -404,7 +456,7 @@ storage_row(Builder *b, SimLayer *layer, const Row *r, gboolean *is_new, gboolea
  * layer ("mlp.down_proj", "mlp.down_proj#2"; a parameter's is its module's
  * with ".param"). */
 static void
-add_tensor(Builder *b, SimLayer *layer, const Row *r, gboolean shared)
+add_tensor(Builder *b, SimLayer *layer, const SimTraceRow *r, gboolean shared)
 {
   g_autofree char *base_name = r->parameter ? g_strconcat(r->name, ".param", NULL) : g_strdup(r->name);
   g_autofree char *base = g_strdup_printf("%" G_GINT64_FORMAT ":%s", r->scope, base_name);
@@ -443,7 +495,7 @@ static SimWorkload *
 trace_load(const char *data, gsize length, const char *origin, const char *name, const SimDevice *device,
            GError **error)
 {
-  g_autoptr(GArray) rows = g_array_new(FALSE, TRUE, sizeof(Row));
+  g_autoptr(GArray) rows = g_array_new(FALSE, TRUE, sizeof(SimTraceRow));
   g_array_set_clear_func(rows, row_clear);
   Header header;
   if (!parse_rows(data, length, origin, &header, rows, error))
@@ -452,8 +504,8 @@ trace_load(const char *data, gsize length, const char *origin, const char *name,
   gint64 top = -1;
   gboolean counted = FALSE;
   for (guint i = 0; i < rows->len; i++) {
-    top = MAX(top, g_array_index(rows, Row, i).scope);
-    counted = counted || g_array_index(rows, Row, i).compute;
+    top = MAX(top, g_array_index(rows, SimTraceRow, i).scope);
+    counted = counted || g_array_index(rows, SimTraceRow, i).compute;
   }
   if (top < 0) {
     g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "%s: no rows of any layer (expected layer 0 and up)", origin);
@@ -473,7 +525,7 @@ trace_load(const char *data, gsize length, const char *origin, const char *name,
   Builder b = { w, origin, header.references, owner, names, here };
 
   for (guint i = 0; i < rows->len; i++) {
-    const Row *r = &g_array_index(rows, Row, i);
+    SimTraceRow *r = &g_array_index(rows, SimTraceRow, i);
     if (r->scope >= 0)
       present[r->scope] = TRUE;
     if (r->compute) {
@@ -495,6 +547,8 @@ trace_load(const char *data, gsize length, const char *origin, const char *name,
   if (!check_workload(w, present, top, origin, error))
     return NULL;
   if (device && !apply_times(w, counts, top, origin, device, error))
+    return NULL;
+  if (device && header.places && !sim_trace_build_ops(w, rows, origin, device, error))
     return NULL;
   return g_steal_pointer(&w);
 }

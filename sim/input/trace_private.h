@@ -1,0 +1,59 @@
+/* sim/input/trace_private.h — what the recording's reader (trace.c) hands
+ * the op-list builder (trace_ops.c); not for other modules.
+ *
+ * trace.c parses every line into a Row and turns the saved rows into each
+ * stage's tensors, noting in each row which tensor it is a reference to.
+ * When the file places its ops (the recorder's forward_op and backward_op
+ * columns) and the load is timed, trace_ops.c then gives every stage an
+ * op list: one forward op per run of one module, one backward op per
+ * autograd node, each split by kernel class, timed by its own counts.
+ */
+#pragma once
+
+#include "machine.h"
+#include "workload.h"
+
+G_BEGIN_DECLS
+
+#define SIM_TRACE_SCOPE_EMBED (-1)
+#define SIM_TRACE_SCOPE_HEAD (-2)
+
+/* A row's place column when empty. */
+#define SIM_TRACE_NO_PLACE (-1)
+
+typedef struct {
+  gint64 scope;   /* layer index, SIM_TRACE_SCOPE_EMBED or SIM_TRACE_SCOPE_HEAD */
+  /* A saved row: its tensor's name (the module, `layers.N.` dropped); an
+   * input row: "input"; a compute row: its op's name (the module in the
+   * forward, the autograd node in the backward). */
+  char *name;
+  guint64 bytes;
+  guint64 storage; /* G_MAXUINT64 when the file has no storage column */
+  gboolean saved;
+  gboolean storage_sized; /* `bytes` is the storage's size (the storage_bytes column) */
+  gboolean parameter;     /* kept only in a file with a leaf column; dropped otherwise */
+  gboolean leaf, host;
+  guint elem;     /* bytes per element from the dtype column; 0 when unknown */
+  /* A compute row (a non-empty `flops` field): the op counts of one ATen
+   * op in one place, not a tensor. */
+  gboolean compute, backward;
+  guint64 flops, moved, calls;
+  guint8 kclass;  /* a compute row's SimKernelClass, from its ATen op and FLOPs */
+  /* Places (the forward_op and backward_op columns, SIM_TRACE_NO_PLACE
+   * when empty): the forward op that ran it or saved it, the backward op
+   * (autograd node) that ran it or unpacks it. */
+  gint64 forward_op, backward_op;
+  char *node;     /* a saved row in a file with places: the autograd node that unpacks it */
+  guint tensor;   /* a saved row: its tensor's index in its stage (set by the loader) */
+  guint line;
+} SimTraceRow;
+
+/* Gives every stage of `w` (layers, embedding, head) its op list from the
+ * rows of a file with places, timed by the flat model on `device`.  FALSE
+ * with SIM_ERROR_INPUT "ORIGIN:LINE: ..." for a row it cannot place (a
+ * saved reference no backward op unpacks) or a stage without forward or
+ * backward ops. */
+gboolean sim_trace_build_ops(SimWorkload *w, const GArray *rows, const char *origin, const SimDevice *device,
+                             GError **error);
+
+G_END_DECLS

@@ -334,10 +334,12 @@ bisect_prefixes(Ctx *c, Best *b, guint o, gboolean by_peak, GError **error)
   return TRUE;
 }
 
+/* The exhaustive space (up to PLANNER_EXACT_LAYERS layers): every plan
+ * of it through the engine, pruned by the bounds. */
 static gboolean
-search(Ctx *c, Best *best, gboolean by_peak, GError **error)
+search_exhaustive(Ctx *c, Best *best, gboolean by_peak, GError **error)
 {
-  if (c->n <= PLANNER_EXACT_LAYERS) {
+  {
     g_autofree SimAction *actions = g_new0(SimAction, c->n);
     for (guint o = 0; o < c->n_opts; o++) {
       Dfs d = { c, actions, o, by_peak, best, error, FALSE };
@@ -350,6 +352,13 @@ search(Ctx *c, Best *best, gboolean by_peak, GError **error)
     gboolean beyond = c->n_actions > SIM_ACTION_N_PLAIN || c->n > PLANNER_EXACT_LAYERS_ALL;
     return !best->found || !beyond || local_search(c, best, by_peak, error);
   }
+}
+
+/* Seeds, then local search (or prefix bisection past
+ * PLANNER_LOCAL_LAYERS): a few engine runs per layer, no guarantee. */
+static gboolean
+search_heuristic(Ctx *c, Best *best, gboolean by_peak, GError **error)
+{
   /* Seeds under every option; then local search from the best two. */
   g_autoptr(GPtrArray) list = seeds(c);
   Best per_option[G_N_ELEMENTS(options)];
@@ -393,6 +402,13 @@ search(Ctx *c, Best *best, gboolean by_peak, GError **error)
     per_option[pick].found = FALSE; /* the next round improves the runner-up */
   }
   return TRUE;
+}
+
+static gboolean
+search(Ctx *c, Best *best, gboolean by_peak, GError **error)
+{
+  return c->n <= PLANNER_EXACT_LAYERS ? search_exhaustive(c, best, by_peak, error)
+                                      : search_heuristic(c, best, by_peak, error);
 }
 
 /* Compute, raised when the bytes that must leave the peak cannot all cross
@@ -653,17 +669,28 @@ planner_plan_framework(const SimScenario *s, guint64 budget, SimFramework framew
   Best best = { best_actions, 0, { 0, 0 }, FALSE };
 
   g_autoptr(PlannerPlan) p = g_new0(PlannerPlan, 1);
-  if (!search(&c, &best, FALSE, error))
+  /* The exact search covers the planner's own schedules, not a framework's;
+   * it bounds the engine's step only on layers that are one op each way. */
+  gboolean exact = framework == SIM_FRAMEWORK_NONE && planner_exact_supports(scratch);
+  gboolean per_op = sim_workload_has_ops(s->workload);
+  /* Where the proof can close, a small model takes the heuristic and the
+   * proof (tens of engine runs) before the exhaustive search (tens of
+   * thousands): the exhaustive one runs only when the proof leaves a gap
+   * (a relaxed schedule's bound below the plan), so its answer is the
+   * same optimum. */
+  gboolean proof_first = exact && !per_op && n <= PLANNER_EXACT_LAYERS;
+  if (!(proof_first ? search_heuristic(&c, &best, FALSE, error) : search(&c, &best, FALSE, error)))
     return NULL;
   /* The proof: the exact search under every schedule, below the plan found. */
   double bound = NAN, relaxed = NAN;
-  /* The exact search covers the planner's own schedules, not a framework's. */
-  gboolean exact = framework == SIM_FRAMEWORK_NONE && planner_exact_supports(scratch);
   if (exact) {
     if (n <= PLANNER_PROVEN_LAYERS ? !prove(&c, &best, &bound, &p->states, error)
                                    : !improve(&c, &best, &relaxed, &p->states, error))
       return NULL;
   }
+  gboolean closed = best.found ? !isnan(bound) && best.eval.step <= bound * (1 + PLANNER_OPTIMAL_GAP) : !isnan(bound);
+  if (proof_first && !closed && !search_exhaustive(&c, &best, FALSE, error))
+    return NULL;
   p->feasible = best.found;
   p->infeasible_proven = !best.found && exact && n <= PLANNER_PROVEN_LAYERS;
   if (!best.found) {
@@ -682,7 +709,6 @@ planner_plan_framework(const SimScenario *s, guint64 budget, SimFramework framew
   /* The exact search models a layer as one op each way: on a workload run
    * op by op (a generated transformer) its least step is a search, not a
    * bound on the engine's (sim_workload_has_ops). */
-  gboolean per_op = sim_workload_has_ops(s->workload);
   p->proven = !isnan(bound) && !per_op;
   if (per_op)
     p->infeasible_proven = FALSE;

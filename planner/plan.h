@@ -20,6 +20,11 @@
  *   - up to PLANNER_EXACT_LAYERS: the same over keep / offload / recompute
  *     (3^L plans, the cost of 4^8), then local search adds
  *     recompute+offload;
+ *   - where the exact search proves (planner/exact.h: the planner's own
+ *     schedules, layers of one op each way) both run only when the search
+ *     below and the proof leave a gap: the proof needs tens of engine runs
+ *     where branch and bound needs thousands, and when it closes the plan
+ *     is the same optimum (a tie may pick another plan of the same step);
  *   - more layers: seeded with every fixed policy (resident, async on all
  *     and on the first N, sync, full and selective checkpointing, every-k
  *     checkpointing), then improved by local search (one layer's action at

@@ -539,16 +539,16 @@ prove(Ctx *c, Best *best, double *bound, guint64 *states, GError **error)
   return TRUE;
 }
 
-/* Past PLANNER_PROVEN_LAYERS: a narrow beam (layers x PLANNER_BEAM_LARGE
- * states) may improve the plan, and *bound receives the Lagrangian bound
- * of every schedule (the least): linear in the layers, proving nothing but
- * how far the plan may be. */
+/* Past PLANNER_PROVEN_LAYERS: a beam of PLANNER_BEAM_STATES / layers
+ * states per key (at least PLANNER_BEAM_LARGE) may improve the plan, and
+ * *bound receives the Lagrangian bound of every schedule (the least):
+ * linear in the layers, proving nothing but how far the plan may be. */
 static gboolean
 improve(Ctx *c, Best *best, double *bound, guint64 *states, GError **error)
 {
   g_autoptr(PlannerExact) x = planner_exact_new(c->s, c->policy, c->n_actions);
   g_autofree SimAction *actions = g_new(SimAction, c->n);
-  if (!beam(c, x, best, PLANNER_BEAM_LARGE, actions, states, error))
+  if (!beam(c, x, best, MAX(PLANNER_BEAM_LARGE, PLANNER_BEAM_STATES / c->n), actions, states, error))
     return FALSE;
   double least = INFINITY;
   for (guint o = 0; o < c->n_opts; o++)

@@ -72,6 +72,10 @@ cli_plan_json(const PlannerPlan *p, const SimResult *r, guint64 budget)
                                                      : "analytical");
   MEMBER("states");
   json_builder_add_int_value(b, (gint64)p->states);
+  MEMBER("peak_reserved_bytes");
+  json_builder_add_int_value(b, (gint64)r->peak_reserved_bytes);
+  MEMBER("fits");
+  json_builder_add_boolean_value(b, r->fits);
   MEMBER("layers");
   json_builder_begin_array(b);
   for (guint i = 0; i < p->notes->len; i++) {

@@ -77,6 +77,8 @@ static const Field fields[] = {
   FIELD("host_wait_ms", FIELD_DOUBLE, host_wait_ms),
   FIELD("optimizer_ms", FIELD_DOUBLE, optimizer_ms),
   FIELD("comm_ms", FIELD_DOUBLE, comm_ms),
+  FIELD("peak_reserved_bytes", FIELD_UINT64, peak_reserved_bytes),
+  FIELD("fragmentation_bytes", FIELD_UINT64, fragmentation_bytes),
 };
 
 #define FIELD_AT(r, f, type) (*(const type *)((const char *)(r) + (f)->offset))
@@ -354,7 +356,8 @@ format_table(const SimScenario *s, GPtrArray *results)
                              s->parallel.dp);
     g_string_append_c(out, ')');
   }
-  g_string_append_printf(out, "; %s device, fits if peak <= %s\n", mem, cap);
+  /* `fits` judges what PyTorch's caching allocator reserves (sim/result/reserved.h). */
+  g_string_append_printf(out, "; %s device, fits if reserved <= %s\n", mem, cap);
   g_string_append_printf(out, "link: H2D %s, D2H %s, both %s, %.3g us per copy", h2d, d2h, bidir, link->latency * 1e6);
   if (link->compute_slowdown > 0)
     g_string_append_printf(out, ", compute -%.3g%% during copies", link->compute_slowdown * 100);
@@ -382,9 +385,11 @@ format_table(const SimScenario *s, GPtrArray *results)
   for (guint i = 0; i < results->len; i++) {
     const SimResult *r = g_ptr_array_index(results, i);
     g_autofree char *pd = sim_units_format_size((guint64)r->peak_device.bytes);
+    g_autofree char *rs = sim_units_format_size(r->peak_reserved_bytes);
     const char *where = r->peak_device.where;
-    g_string_append_printf(out, "  %s: %s at %.2f ms (%s%s%s)\n    %s\n", r->policy, pd, r->peak_device.time_ms,
-                           r->peak_device.phase, *where ? " " : "", where, r->peak_device.live);
+    g_string_append_printf(out, "  %s: %s at %.2f ms (%s%s%s), %s reserved at most\n    %s\n", r->policy, pd,
+                           r->peak_device.time_ms, r->peak_device.phase, *where ? " " : "", where, rs,
+                           r->peak_device.live);
   }
   return g_string_free(out, FALSE);
 }

@@ -638,6 +638,63 @@ planner_plan_notes(SimEvaluator *evaluator, const SimScenario *s, SimPolicy *scr
   return g_steal_pointer(&notes);
 }
 
+/* The plan's result and resident's judged against `budget`. */
+static gboolean
+judge_against(PlannerPlan *p, const SimScenario *s, guint64 budget, GError **error)
+{
+  g_autoptr(SimEvaluator) evaluator = sim_evaluate_new();
+  SimEvaluateOptions eval = { .budget = budget, .detail = TRUE };
+  g_autoptr(SimResult) result = sim_evaluate(evaluator, s, p->policy, &eval, error);
+  g_autoptr(SimPolicy) resident = sim_scenario_policy_new("resident", SIM_POLICY_RESIDENT);
+  g_autoptr(SimResult) kept = result ? sim_evaluate(evaluator, s, resident, &eval, error) : NULL;
+  if (kept == NULL)
+    return FALSE;
+  sim_result_free(p->result);
+  sim_result_free(p->resident);
+  p->result = g_steal_pointer(&result);
+  p->resident = g_steal_pointer(&kept);
+  return TRUE;
+}
+
+PlannerPlan *
+planner_plan_framework(const SimScenario *s, guint64 budget, SimFramework framework, GError **error)
+{
+  /* The searches judge allocated bytes, PyTorch's out-of-memory error
+   * reserved ones (sim/result/reserved.h).  A plan whose reserved peak
+   * passes the budget is searched again under the budget less the excess,
+   * up to PLANNER_RESERVE_ROUNDS times, and judged against the budget
+   * given.  Such a plan proves nothing (the exact search's space is the
+   * allocated one); its bound stays the first search's, a relaxation (a
+   * plan that reserves within the budget allocates within it).  A plan
+   * that still does not fit says so (fits NO). */
+  g_autoptr(PlannerPlan) best = planner_plan_allocated(s, budget, framework, error);
+  if (best == NULL)
+    return NULL;
+  double bound_ms = best->lower_bound_ms;
+  guint64 search = budget, evaluations = best->evaluations, states = best->states;
+  for (guint round = 0; round < PLANNER_RESERVE_ROUNDS && best->feasible && !best->result->fits; round++) {
+    guint64 over = best->result->peak_reserved_bytes - MIN(best->result->peak_reserved_bytes, budget);
+    if (over == 0 || over >= search)
+      break;
+    search -= over;
+    g_autoptr(PlannerPlan) p = planner_plan_allocated(s, search, framework, error);
+    if (p == NULL || (p->feasible && !judge_against(p, s, budget, error)))
+      return NULL;
+    evaluations += p->evaluations;
+    states += p->states;
+    if (!p->feasible)
+      break; /* the last plan that fits the allocated budget stays */
+    p->proven = p->optimal = p->lagrangian = p->infeasible_proven = FALSE;
+    p->lower_bound_ms = MIN(bound_ms, p->result->step_ms);
+    p->gap = p->lower_bound_ms > 0 ? MAX(0.0, p->result->step_ms / p->lower_bound_ms - 1) : 0;
+    planner_plan_free(best);
+    best = g_steal_pointer(&p);
+  }
+  best->evaluations = evaluations;
+  best->states = states;
+  return g_steal_pointer(&best);
+}
+
 PlannerPlan *
 planner_plan(const SimScenario *s, guint64 budget, GError **error)
 {
@@ -645,7 +702,7 @@ planner_plan(const SimScenario *s, guint64 budget, GError **error)
 }
 
 PlannerPlan *
-planner_plan_framework(const SimScenario *s, guint64 budget, SimFramework framework, GError **error)
+planner_plan_allocated(const SimScenario *s, guint64 budget, SimFramework framework, GError **error)
 {
   /* A pipeline is planned per stage: the exact search below models one GPU. */
   if (sim_parallel_active(&s->parallel))

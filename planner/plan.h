@@ -65,6 +65,9 @@ G_BEGIN_DECLS
  * plan: the lower bound is the least step any plan of the search space
  * can have. */
 #define PLANNER_PROVEN_LAYERS 96
+/* Times a plan is searched again under a smaller budget when what the
+ * caching allocator reserves for it passes the budget given. */
+#define PLANNER_RESERVE_ROUNDS 4
 /* A plan within this of its proven bound is optimal (the model and the
  * engine agree to about 1e-15; this is their rounding, not a tolerance). */
 #define PLANNER_OPTIMAL_GAP 1e-9
@@ -140,6 +143,13 @@ PlannerPlan *planner_plan(const SimScenario *scenario, guint64 budget, GError **
 /* The same with `framework`'s schedule (sim/model/framework.h) for every
  * offloaded layer, the one schedule tried (SIM_FRAMEWORK_NONE: the
  * options above); the plan's policy says `framework = NAME`. */
+/* The search alone: the plan whose allocated peak (what the engine's
+ * programs count) fits `budget`, its result judged against `budget`.
+ * planner_plan_framework searches again when the caching allocator's
+ * reserved bytes do not fit. */
+PlannerPlan *planner_plan_allocated(const SimScenario *scenario, guint64 budget, SimFramework framework,
+                                    GError **error);
+
 PlannerPlan *planner_plan_framework(const SimScenario *scenario, guint64 budget, SimFramework framework,
                                     GError **error);
 

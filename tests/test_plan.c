@@ -98,7 +98,8 @@ START_TEST(plan_equals_the_best_of_every_plan_on_small_models)
         Best feasible, least;
         enumerate(s, budget, &feasible, &least);
         g_autoptr(GError) error = NULL;
-        g_autoptr(PlannerPlan) p = planner_plan(s, budget, &error);
+        /* The search against the enumeration, both of allocated bytes. */
+        g_autoptr(PlannerPlan) p = planner_plan_allocated(s, budget, SIM_FRAMEWORK_NONE, &error);
         ck_assert_msg(p != NULL, "%s", error ? error->message : "");
         ck_assert_msg(p->feasible == feasible.found, "shape %u link %u budget %.2f: feasible %d vs %d", sh, l,
                       fractions[f], p->feasible, feasible.found);
@@ -344,7 +345,7 @@ START_TEST(plan_is_proven_at_96_layers)
       for (guint b = 0; b < 2; b++) {
         guint64 budget = s->workload->static_bytes + (guint64)((b ? 0.6 : 0.3) * (double)activations);
         g_autoptr(GError) error = NULL;
-        g_autoptr(PlannerPlan) p = planner_plan(s, budget, &error);
+        g_autoptr(PlannerPlan) p = planner_plan_allocated(s, budget, SIM_FRAMEWORK_NONE, &error);
         ck_assert_msg(p != NULL && p->feasible, "%s", error ? error->message : "infeasible");
         ck_assert(p->lower_bound_ms <= p->result->step_ms * (1 + 1e-9));
         if (layers <= PLANNER_PROVEN_LAYERS) {

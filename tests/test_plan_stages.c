@@ -207,7 +207,8 @@ START_TEST(pipeline_plan_against_every_plan_on_small_pipelines)
       double best = best_of_every_plan(s, budget);
       ck_assert(isfinite(best));
       g_autoptr(GError) error = NULL;
-      g_autoptr(PlannerPlan) p = planner_plan(s, budget, &error);
+      /* The search against the enumeration, both of allocated bytes. */
+      g_autoptr(PlannerPlan) p = planner_plan_allocated(s, budget, SIM_FRAMEWORK_NONE, &error);
       ck_assert_msg(p != NULL && p->feasible, "%s", error ? error->message : "infeasible");
       ck_assert((guint64)p->result->peak_device.bytes <= budget);
       ck_assert_msg(p->result->step_ms >= best * (1 - 1e-12), "case %u budget %" G_GUINT64_FORMAT
@@ -268,7 +269,7 @@ START_TEST(pipeline_plan_cli_text_and_json)
                                    "prefetch", "lower_bound_ms", "gap", "verdict", "feasible", "budget_bytes",
                                    "min_budget_bytes", "mode", "inflight", "resident_step_ms",
                                    "resident_peak_device_bytes", "verdict_reason", "evaluations", "optimal", "bound",
-                                   "states", "layers", "stages" };
+                                   "states", "peak_reserved_bytes", "fits", "layers", "stages" };
   g_autoptr(GList) names = json_object_get_members(o);
   ck_assert_uint_eq(g_list_length(names), G_N_ELEMENTS(members));
   GList *m = names;

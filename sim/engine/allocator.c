@@ -1,10 +1,10 @@
 #include "allocator.h"
 
-/* Blocks live in one array, indexed by handle; handle 0 is the search key
- * of lookups (g_tree_lower_bound compares a key with the tree's keys) and
- * never a block.  A segment is a chain of blocks by prev/next, addresses
- * contiguous; a free block is in `cached` (ordered as the allocator's
- * BlockComparatorSize: pool, stream, size, address). */
+/* Blocks live in one array, indexed by handle (0 is never one).  A
+ * segment is a chain of blocks by prev/next, addresses contiguous.  The
+ * free blocks of each pool and stream are listed by size (SizeList below),
+ * threaded through the blocks themselves, so that caching a block
+ * allocates nothing: a replay makes thousands of requests per step. */
 
 #define NONE G_MAXUINT32
 
@@ -13,6 +13,7 @@ enum { POOL_SMALL, POOL_LARGE };
 typedef struct {
   guint64 addr, size;
   guint32 prev, next; /* neighbours in the segment, NONE at its ends */
+  guint32 left, right; /* free: the blocks of its size, pool and stream before and after it */
   guint32 stream;
   guint8 pool;
   guint8 allocated;
@@ -28,7 +29,7 @@ typedef struct {
 struct SimAllocator {
   GArray *blocks;   /* Block */
   GArray *recycled; /* guint32 handles to reuse */
-  GTree *cached;    /* free blocks */
+  GPtrArray *sets;  /* per stream × 2 + pool: a FreeSet */
   GHashTable *expandable; /* (stream << 1 | pool) -> Expandable* */
   guint64 capacity; /* 0: none */
   gboolean expand;
@@ -42,18 +43,154 @@ block_at(const SimAllocator *a, guint32 id)
   return &g_array_index(a->blocks, Block, id);
 }
 
-static gint
-block_cmp(gconstpointer x, gconstpointer y, gpointer data)
+/* The free blocks of one pool and stream: every size that was ever free,
+ * sorted, each with the list of its free blocks (most recently freed
+ * first, linked by Block.left and right); a bitmap of the sizes with at
+ * least one; and a hash from a size to its index.  Sizes stay once seen (a
+ * step repeats its sizes), so caching a block is a hash lookup and taking
+ * one a lookup (the same size) or a binary search and a bit scan (the next
+ * larger); only a size never seen before moves the arrays. */
+typedef struct {
+  guint64 size;
+  guint32 head;
+  guint32 count;
+} SizeList;
+
+typedef struct {
+  GArray *sizes;  /* SizeList */
+  GArray *bits;   /* guint64 words: bit i set when sizes[i] has a block */
+  /* Open addressing, linear probing: size (0: empty; sizes are >= 512) ->
+   * its index in `sizes`; at most half full. */
+  guint64 *keys;
+  guint32 *index;
+  guint cap;
+} FreeSet;
+
+static void
+free_set_free(gpointer data)
 {
-  const SimAllocator *a = data;
-  const Block *p = block_at(a, GPOINTER_TO_UINT(x)), *q = block_at(a, GPOINTER_TO_UINT(y));
-  if (p->pool != q->pool)
-    return p->pool < q->pool ? -1 : 1;
-  if (p->stream != q->stream)
-    return p->stream < q->stream ? -1 : 1;
-  if (p->size != q->size)
-    return p->size < q->size ? -1 : 1;
-  return p->addr < q->addr ? -1 : p->addr > q->addr ? 1 : 0;
+  FreeSet *f = data;
+  g_array_unref(f->sizes);
+  g_array_unref(f->bits);
+  g_free(f->keys);
+  g_free(f->index);
+  g_free(f);
+}
+
+static guint
+slot_of(const FreeSet *f, guint64 size)
+{
+  guint i = (guint)((size * G_GUINT64_CONSTANT(0x9E3779B97F4A7C15)) >> 32) & (f->cap - 1);
+  while (f->keys[i] != 0 && f->keys[i] != size)
+    i = (i + 1) & (f->cap - 1);
+  return i;
+}
+
+/* Maps `size` to index i, growing the table to stay at most half full. */
+static void
+index_set(FreeSet *f, guint64 size, guint32 i)
+{
+  if (2 * f->sizes->len > f->cap) {
+    guint old = f->cap;
+    guint64 *keys = f->keys;
+    guint32 *index = f->index;
+    f->cap = MAX(64u, 2 * old);
+    f->keys = g_new0(guint64, f->cap);
+    f->index = g_new(guint32, f->cap);
+    for (guint k = 0; k < old; k++)
+      if (keys[k]) {
+        guint j = slot_of(f, keys[k]);
+        f->keys[j] = keys[k];
+        f->index[j] = index[k];
+      }
+    g_free(keys);
+    g_free(index);
+  }
+  guint j = slot_of(f, size);
+  f->keys[j] = size;
+  f->index[j] = i;
+}
+
+/* The index of `size` in f->sizes, or G_MAXUINT when it was never free. */
+static guint
+index_get(const FreeSet *f, guint64 size)
+{
+  if (f->cap == 0)
+    return G_MAXUINT;
+  guint j = slot_of(f, size);
+  return f->keys[j] == size ? f->index[j] : G_MAXUINT;
+}
+
+static FreeSet *
+free_set(SimAllocator *a, guint32 stream, guint8 pool)
+{
+  guint i = stream * 2u + pool;
+  while (a->sets->len <= i) {
+    FreeSet *f = g_new0(FreeSet, 1);
+    f->sizes = g_array_new(FALSE, FALSE, sizeof(SizeList));
+    f->bits = g_array_new(FALSE, TRUE, sizeof(guint64));
+    g_ptr_array_add(a->sets, f);
+  }
+  return g_ptr_array_index(a->sets, i);
+}
+
+/* The index of the first size >= `size` (f->sizes->len: none). */
+static guint
+size_at(const FreeSet *f, guint64 size)
+{
+  guint lo = 0, hi = f->sizes->len;
+  while (lo < hi) {
+    guint mid = lo + (hi - lo) / 2;
+    if (g_array_index(f->sizes, SizeList, mid).size < size)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  return lo;
+}
+
+static void
+bit_set(FreeSet *f, guint i, gboolean on)
+{
+  guint64 *w = &g_array_index(f->bits, guint64, i / 64);
+  *w = on ? *w | (G_GUINT64_CONSTANT(1) << (i % 64)) : *w & ~(G_GUINT64_CONSTANT(1) << (i % 64));
+}
+
+/* The first size at or after index i with a free block (f->sizes->len: none). */
+static guint
+next_nonempty(const FreeSet *f, guint i)
+{
+  guint n = f->sizes->len;
+  for (guint w = i / 64; w * 64 < n; w++) {
+    guint64 word = g_array_index(f->bits, guint64, w);
+    if (w == i / 64)
+      word &= ~G_GUINT64_CONSTANT(0) << (i % 64);
+    if (word)
+      return MIN(n, w * 64 + (guint)__builtin_ctzll(word));
+  }
+  return n;
+}
+
+/* The index of `size` in f->sizes, added (empty) when new. */
+static guint
+size_index(FreeSet *f, guint64 size)
+{
+  guint known = index_get(f, size);
+  if (known != G_MAXUINT)
+    return known;
+  guint i = size_at(f, size);
+  SizeList fresh = { size, NONE, 0 };
+  g_array_insert_val(f->sizes, i, fresh);
+  /* The sizes from i on move up by one: their bits and indices with them. */
+  g_array_set_size(f->bits, (f->sizes->len + 63) / 64);
+  for (guint k = f->sizes->len - 1; k > i; k--) {
+    const SizeList *l = &g_array_index(f->sizes, SizeList, k);
+    bit_set(f, k, l->count > 0);
+    index_set(f, l->size, k);
+  }
+  bit_set(f, i, FALSE);
+  index_set(f, size, i);
+  return i;
 }
 
 SimAllocator *
@@ -61,9 +198,9 @@ sim_allocator_new(guint64 capacity, gboolean expandable)
 {
   SimAllocator *a = g_new0(SimAllocator, 1);
   a->blocks = g_array_new(FALSE, TRUE, sizeof(Block));
-  g_array_set_size(a->blocks, 1); /* the search key */
+  g_array_set_size(a->blocks, 1); /* handle 0: none */
   a->recycled = g_array_new(FALSE, FALSE, sizeof(guint32));
-  a->cached = g_tree_new_with_data(block_cmp, a);
+  a->sets = g_ptr_array_new_with_free_func(free_set_free);
   a->expandable = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL, g_free);
   a->capacity = capacity;
   a->expand = expandable;
@@ -76,8 +213,8 @@ sim_allocator_free(SimAllocator *a)
 {
   if (a == NULL)
     return;
-  g_tree_unref(a->cached);
   g_hash_table_unref(a->expandable);
+  g_ptr_array_unref(a->sets);
   g_array_unref(a->blocks);
   g_array_unref(a->recycled);
   g_free(a);
@@ -120,8 +257,8 @@ block_new(SimAllocator *a, guint64 addr, guint64 size, guint32 stream, guint8 po
     id = a->blocks->len;
     g_array_set_size(a->blocks, id + 1);
   }
-  *block_at(a, id) = (Block){ .addr = addr, .size = size, .prev = NONE, .next = NONE, .stream = stream,
-                              .pool = pool, .live = TRUE };
+  *block_at(a, id) = (Block){ .addr = addr, .size = size, .prev = NONE, .next = NONE, .left = NONE, .right = NONE,
+                              .stream = stream, .pool = pool, .live = TRUE };
   return id;
 }
 
@@ -135,14 +272,35 @@ block_recycle(SimAllocator *a, guint32 id)
 static void
 cache(SimAllocator *a, guint32 id)
 {
-  g_tree_insert(a->cached, GUINT_TO_POINTER(id), NULL);
+  Block *b = block_at(a, id);
+  FreeSet *f = free_set(a, b->stream, b->pool);
+  guint i = size_index(f, b->size);
+  SizeList *l = &g_array_index(f->sizes, SizeList, i);
+  b->left = NONE;
+  b->right = l->head;
+  if (l->head != NONE)
+    block_at(a, l->head)->left = id;
+  l->head = id;
+  if (l->count++ == 0)
+    bit_set(f, i, TRUE);
 }
 
 static void
 uncache(SimAllocator *a, guint32 id)
 {
-  gboolean removed = g_tree_remove(a->cached, GUINT_TO_POINTER(id));
-  g_assert(removed);
+  Block *b = block_at(a, id);
+  FreeSet *f = free_set(a, b->stream, b->pool);
+  guint i = index_get(f, b->size);
+  g_assert(i < f->sizes->len && g_array_index(f->sizes, SizeList, i).size == b->size);
+  SizeList *l = &g_array_index(f->sizes, SizeList, i);
+  if (b->left != NONE)
+    block_at(a, b->left)->right = b->right;
+  else
+    l->head = b->right;
+  if (b->right != NONE)
+    block_at(a, b->right)->left = b->left;
+  if (--l->count == 0)
+    bit_set(f, i, FALSE);
 }
 
 /* get_free_block: the smallest cached block of the pool and stream that
@@ -150,14 +308,13 @@ uncache(SimAllocator *a, guint32 id)
 static guint32
 take_cached(SimAllocator *a, guint8 pool, guint32 stream, guint64 size)
 {
-  *block_at(a, 0) = (Block){ .addr = 0, .size = size, .stream = stream, .pool = pool };
-  GTreeNode *node = g_tree_lower_bound(a->cached, GUINT_TO_POINTER(0));
-  if (node == NULL)
+  FreeSet *f = free_set(a, stream, pool);
+  guint i = index_get(f, size); /* the same size, the common case */
+  if (i == G_MAXUINT || g_array_index(f->sizes, SizeList, i).count == 0)
+    i = next_nonempty(f, size_at(f, size));
+  if (i == f->sizes->len)
     return NONE;
-  guint32 id = GPOINTER_TO_UINT(g_tree_node_key(node));
-  const Block *b = block_at(a, id);
-  if (b->pool != pool || b->stream != stream)
-    return NONE;
+  guint32 id = g_array_index(f->sizes, SizeList, i).head;
   uncache(a, id);
   return id;
 }
@@ -181,12 +338,13 @@ reserve(SimAllocator *a, guint64 bytes)
 static gboolean
 release_cached(SimAllocator *a)
 {
+  /* Every free block is cached: the whole ones are the free blocks
+   * without neighbours, in handle order (the order does not change what
+   * is released). */
   g_autoptr(GArray) whole = g_array_new(FALSE, FALSE, sizeof(guint32));
-  GTreeNode *node = g_tree_node_first(a->cached);
-  for (; node; node = g_tree_node_next(node)) {
-    guint32 id = GPOINTER_TO_UINT(g_tree_node_key(node));
+  for (guint32 id = 1; id < a->blocks->len; id++) {
     const Block *b = block_at(a, id);
-    if (b->prev == NONE && b->next == NONE)
+    if (b->live && !b->allocated && b->prev == NONE && b->next == NONE)
       g_array_append_val(whole, id);
   }
   guint64 released = 0;
@@ -381,6 +539,12 @@ sim_allocator_release(SimAllocator *a, guint32 id)
   merge(a, id, block_at(a, id)->prev);
   merge(a, id, block_at(a, id)->next);
   cache(a, id);
+}
+
+void
+sim_allocator_set_capacity(SimAllocator *a, guint64 capacity)
+{
+  a->capacity = capacity;
 }
 
 guint64

@@ -17,8 +17,9 @@
  *     the large pool; pools never lend to each other, and a block freed
  *     by one stream serves only that stream again;
  *   - the cached block it takes is the smallest of its pool and stream
- *     that fits, the lowest address among equal sizes (the allocator's
- *     std::set ordered by stream, size, address);
+ *     that fits (the allocator's std::set ordered by stream, size,
+ *     address); among blocks of one size PyTorch takes the lowest address,
+ *     offsim, whose addresses are not CUDA's, the most recently freed;
  *   - a block larger than the request is split when what remains is at
  *     least 512 bytes (small pool) or more than 1 MiB (large pool); the
  *     rest stays cached;
@@ -42,12 +43,12 @@
  * default), garbage_collection_threshold, recordStream's deferred frees
  * (a block is cached when freed), CUDA graph pools, the driver's own
  * context and kernels (reserved is what the allocator holds).  Addresses
- * are the order in which segments were reserved, not CUDA's: a tie among
- * equal-size blocks may resolve otherwise on a GPU.
+ * are the order in which segments were reserved, not CUDA's.
  *
  * Ownership: the caller owns a SimAllocator (sim_allocator_new /
- * sim_allocator_free).  Cost: O(log blocks) per request and free (a
- * balanced tree of the cached blocks).
+ * sim_allocator_free).  Cost per request and free: a binary search over
+ * the distinct sizes cached for the pool and stream (few: a step repeats
+ * its sizes), no allocation once the arrays have grown.
  */
 #pragma once
 
@@ -73,6 +74,10 @@ typedef struct SimAllocator SimAllocator;
 SimAllocator *sim_allocator_new(guint64 capacity, gboolean expandable);
 void sim_allocator_free(SimAllocator *allocator);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(SimAllocator, sim_allocator_free)
+
+/* Changes the capacity (0: unlimited), for a replay that goes on past an
+ * out-of-memory error. */
+void sim_allocator_set_capacity(SimAllocator *allocator, guint64 capacity);
 
 /* Allocates `bytes` (> 0) for `stream`; returns the block's handle, to be
  * given back to sim_allocator_release, or SIM_ALLOCATOR_OOM. */

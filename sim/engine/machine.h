@@ -51,6 +51,9 @@ typedef struct {
   double launch_overhead;          /* host seconds to issue one kernel */
   SimGemmPoint gemm_table[SIM_DEVICE_MAX_GEMM_POINTS];
   guint gemm_points;
+  /* PyTorch's caching allocator runs with expandable_segments:True
+   * (sim/engine/allocator.h): what the reserved bytes are replayed under. */
+  gboolean expandable_segments;
 } SimDevice;
 
 /* A measured size -> bandwidth point (offsim-calib writes them). */

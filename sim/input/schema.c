@@ -131,6 +131,12 @@ static const SimSchemaKey keys[SIM_KEY_COUNT] = {
                                        .expect = "a time such as 5us" },
   [SIM_KEY_DEVICE_GEMM_TABLE] = { SIM_GROUP_DEVICE, "gemm_table", SIM_VALUE_LIST, .offset = HAND,
                                   .doc_default = "none", .expect = gemm_table_expect },
+  /* PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True: the caching
+   * allocator's segments grow instead of one per large request
+   * (sim/engine/allocator.h); what `peak_reserved_bytes` replays. */
+  [SIM_KEY_DEVICE_EXPANDABLE_SEGMENTS] = { SIM_GROUP_DEVICE, "expandable_segments", SIM_VALUE_BOOL,
+                                           .offset = M(device.expandable_segments), .fallback = "false",
+                                           .expect = "true or false" },
 
   [SIM_KEY_LINK_H2D_BANDWIDTH] = { SIM_GROUP_LINK, "h2d_bandwidth", SIM_VALUE_RATE, SIM_NEED_REQUIRED,
                                    .offset = M(link.h2d_bandwidth), .expect = "a rate such as 55GB/s" },

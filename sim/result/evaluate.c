@@ -84,11 +84,16 @@ sim_evaluate(SimEvaluator *ev, const SimScenario *s, const SimPolicy *policy, co
   SimRun *run = lower_and_run(use->engine, program, s, policy, &engine_options, error);
   if (run == NULL)
     return NULL;
+  gboolean expandable = s->machine.device.expandable_segments;
   if (!detail) {
     g_autoptr(SimRun) borrowed = run;
-    return sim_result_new_parallel(s->name, policy->name, s->workload, &s->parallel, program, borrowed, capacity,
-                                   FALSE);
+    SimResult *r = sim_result_new_parallel(s->name, policy->name, s->workload, &s->parallel, program, borrowed,
+                                           capacity, FALSE);
+    sim_result_reserve(r, borrowed, program, expandable);
+    return r;
   }
-  return sim_result_new_parallel(s->name, policy->name, s->workload, &s->parallel, g_steal_pointer(&kept), run,
-                                 capacity, TRUE);
+  SimResult *r = sim_result_new_parallel(s->name, policy->name, s->workload, &s->parallel, g_steal_pointer(&kept),
+                                         run, capacity, TRUE);
+  sim_result_reserve(r, run, r->program, expandable);
+  return r;
 }

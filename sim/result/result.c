@@ -1,4 +1,5 @@
 #include "result.h"
+#include "reserved.h"
 
 #include "units.h"
 
@@ -258,6 +259,16 @@ sim_result_new_parallel(const char *scenario, const char *policy, const SimWorkl
     r->run = run;
   }
   return r;
+}
+
+void
+sim_result_reserve(SimResult *r, const SimRun *run, const SimProgram *program, gboolean expandable)
+{
+  SimReserved reserved;
+  sim_reserved_replay(run, program, r->capacity_bytes, expandable, &reserved);
+  r->peak_reserved_bytes = reserved.peak_reserved;
+  r->fragmentation_bytes = reserved.peak_reserved - MIN(reserved.peak_reserved, reserved.peak_allocated);
+  r->fits = !reserved.out_of_memory;
 }
 
 void

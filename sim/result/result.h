@@ -21,7 +21,19 @@
  *                are every GPU's;
  *   saved_bytes  the distinct tensors saved for backward (what resident
  *                keeps), whatever the policy does with them;
- *   fits         peak device bytes <= capacity (device memory or --budget).
+ *   peak_reserved_bytes  what PyTorch's caching allocator holds from CUDA
+ *                at its most (sim/result/reserved.h: the run's device
+ *                allocations replayed through sim/engine/allocator.h on the
+ *                GPU that reserves the most);
+ *   fragmentation_bytes  peak_reserved_bytes minus that allocator's peak
+ *                of allocated blocks: what segments, rounding and the
+ *                per-stream cache hold beyond what the tensors ever held
+ *                at once;
+ *   fits         every allocation of the replay fitted the capacity (device
+ *                memory or --budget), cached segments released first as
+ *                PyTorch does before its out-of-memory error: a judgement of
+ *                reserved bytes, not allocated ones (sim_result_reserve;
+ *                before it, peak device bytes <= capacity).
  */
 #pragma once
 
@@ -60,6 +72,7 @@ typedef struct {
   guint d2h_copies, h2d_copies;
   SimResultPeak peak_device, peak_host;
   guint64 capacity_bytes;
+  guint64 peak_reserved_bytes, fragmentation_bytes;
   gboolean fits;
   /* How the compute was timed (SimWorkload.time_model: given, flat,
    * kernel), a static string; nominal compute per kernel class of the ops
@@ -85,6 +98,11 @@ SimResult *sim_result_new_parallel(const char *scenario, const char *policy, con
                                    const SimParallel *parallel, SimProgram *program, SimRun *run, guint64 capacity,
                                    gboolean keep);
 void sim_result_free(SimResult *result);
+
+/* Replays the device allocations of `run` (made by `program`) through the
+ * caching allocator (expandable segments or not) and sets
+ * peak_reserved_bytes, fragmentation_bytes and fits from it. */
+void sim_result_reserve(SimResult *result, const SimRun *run, const SimProgram *program, gboolean expandable);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(SimResult, sim_result_free)
 
 /* "static 7.36 GiB + saved L0-L23 1.19 GiB + workspace L23 20.0 MiB":

@@ -1,0 +1,247 @@
+#include "reserved.h"
+
+#include "allocator.h"
+
+#include <string.h>
+
+#define NONE G_MAXUINT32
+
+/* One allocation still held: its block, its bytes, and the allocation of
+ * the same tag and layer made before it (NONE). */
+typedef struct {
+  guint32 block;
+  guint32 below;
+  guint64 bytes;
+} Held;
+
+/* The latest allocation of each (tag, layer): an open-addressing table
+ * of 64-bit keys (linear probing; a key, once in, stays, with NONE when
+ * nothing of it is held).  The replay looks up every action, and a
+ * GHashTable's calls through pointers cost more than the allocator. */
+#define EMPTY_KEY G_MAXUINT64
+
+typedef struct {
+  guint64 *keys;
+  guint32 *tops;   /* index of the key's latest Held, or NONE */
+  guint cap, len;  /* cap a power of two */
+} Tops;
+
+/* A GPU's replay: its allocator, and what it holds per (tag, layer): a
+ * stack per key, threaded through one array (no allocation per key). */
+typedef struct {
+  SimAllocator *allocator;
+  GArray *held;       /* Held */
+  GArray *spare;      /* guint32 indices of `held` to reuse */
+  Tops top;
+} Gpu;
+
+static guint64
+held_key(guint32 tag, gint32 layer)
+{
+  return (guint64)tag << 32 | (guint32)layer;
+}
+
+static guint
+tops_slot(const Tops *t, guint64 key)
+{
+  guint64 h = key * G_GUINT64_CONSTANT(0x9E3779B97F4A7C15);
+  guint i = (guint)(h >> 32) & (t->cap - 1);
+  while (t->keys[i] != EMPTY_KEY && t->keys[i] != key)
+    i = (i + 1) & (t->cap - 1);
+  return i;
+}
+
+static void
+tops_alloc(Tops *t, guint cap)
+{
+  t->cap = cap;
+  t->len = 0;
+  t->keys = g_new(guint64, cap);
+  t->tops = g_new(guint32, cap);
+  memset(t->keys, 0xff, cap * sizeof(guint64));
+}
+
+static void
+tops_clear(Tops *t)
+{
+  g_free(t->keys);
+  g_free(t->tops);
+}
+
+static guint32
+tops_get(const Tops *t, guint64 key)
+{
+  guint i = tops_slot(t, key);
+  return t->keys[i] == key ? t->tops[i] : NONE;
+}
+
+static void
+tops_set(Tops *t, guint64 key, guint32 top)
+{
+  if (2 * (t->len + 1) > t->cap) {
+    Tops bigger;
+    tops_alloc(&bigger, 2 * t->cap);
+    for (guint i = 0; i < t->cap; i++)
+      if (t->keys[i] != EMPTY_KEY) {
+        guint j = tops_slot(&bigger, t->keys[i]);
+        bigger.keys[j] = t->keys[i];
+        bigger.tops[j] = t->tops[i];
+        bigger.len++;
+      }
+    tops_clear(t);
+    *t = bigger;
+  }
+  guint i = tops_slot(t, key);
+  if (t->keys[i] == EMPTY_KEY) {
+    t->keys[i] = key;
+    t->len++;
+  }
+  t->tops[i] = top;
+}
+
+static guint32
+malloc_anyway(SimAllocator *a, guint64 bytes, guint32 stream, gboolean *oom)
+{
+  guint32 block = sim_allocator_malloc(a, bytes, stream);
+  if (block != SIM_ALLOCATOR_OOM)
+    return block;
+  /* Out of memory: noted, and the replay goes on past the capacity. */
+  *oom = TRUE;
+  sim_allocator_set_capacity(a, 0);
+  return sim_allocator_malloc(a, bytes, stream);
+}
+
+static void
+hold(Gpu *g, guint64 key, guint32 block, guint64 bytes)
+{
+  Held h = { block, tops_get(&g->top, key), bytes };
+  guint32 at;
+  if (g->spare->len) {
+    at = g_array_index(g->spare, guint32, g->spare->len - 1);
+    g_array_set_size(g->spare, g->spare->len - 1);
+    g_array_index(g->held, Held, at) = h;
+  } else {
+    at = g->held->len;
+    g_array_append_val(g->held, h);
+  }
+  tops_set(&g->top, key, at);
+}
+
+/* Frees up to *need bytes of `key`, latest first; a block larger than
+ * what is left to free is freed and its rest allocated again. */
+static void
+release_key(Gpu *g, guint64 key, guint64 *need, guint32 stream, gboolean *oom)
+{
+  guint32 at = tops_get(&g->top, key);
+  if (at == NONE)
+    return;
+  while (*need > 0 && at != NONE) {
+    Held *h = &g_array_index(g->held, Held, at);
+    sim_allocator_release(g->allocator, h->block);
+    if (h->bytes > *need) {
+      h->bytes -= *need;
+      h->block = malloc_anyway(g->allocator, h->bytes, stream, oom);
+      *need = 0;
+      break;
+    }
+    *need -= h->bytes;
+    g_array_append_val(g->spare, at);
+    at = h->below;
+  }
+  tops_set(&g->top, key, at);
+}
+
+static gint
+key_cmp(gconstpointer a, gconstpointer b)
+{
+  guint64 x = *(const guint64 *)a, y = *(const guint64 *)b;
+  return x < y ? -1 : x > y;
+}
+
+/* A free of `bytes` of (tag, layer): that key's allocations, then (none
+ * left, or no layer given) the tag's of any layer, in key order.  Returns
+ * what no allocation matched. */
+static guint64
+release(Gpu *g, guint32 tag, gint32 layer, guint64 bytes, guint32 stream, gboolean *oom)
+{
+  guint64 need = bytes;
+  release_key(g, held_key(tag, layer), &need, stream, oom);
+  if (need == 0)
+    return 0;
+  /* Keys sorted, so that which layer's go first does not depend on the hash table. */
+  g_autoptr(GArray) keys = g_array_new(FALSE, FALSE, sizeof(guint64));
+  for (guint i = 0; i < g->top.cap; i++)
+    if (g->top.keys[i] != EMPTY_KEY && g->top.keys[i] >> 32 == tag && g->top.tops[i] != NONE)
+      g_array_append_val(keys, g->top.keys[i]);
+  g_array_sort(keys, key_cmp);
+  for (guint i = 0; i < keys->len && need > 0; i++)
+    release_key(g, g_array_index(keys, guint64, i), &need, stream, oom);
+  return need;
+}
+
+/* Each action's op: actions are grouped by op (SimOp.mem_first, mem_count). */
+static guint32 *
+action_ops(const SimProgram *p)
+{
+  guint32 *op_of = g_new(guint32, MAX(p->n_mem, 1u));
+  for (guint32 i = 0; i < p->n_ops; i++)
+    for (guint32 m = p->ops[i].mem_first; m < p->ops[i].mem_first + p->ops[i].mem_count; m++)
+      op_of[m] = i;
+  return op_of;
+}
+
+/* The first stream of GPU g: where the static memory was allocated. */
+static guint32
+first_stream(const SimProgram *p, guint g)
+{
+  for (guint32 s = 0; s < p->streams->len; s++)
+    if (((const SimStream *)g_ptr_array_index(p->streams, s))->gpu == g)
+      return s;
+  return 0;
+}
+
+void
+sim_reserved_replay(const SimRun *run, const SimProgram *p, guint64 capacity, gboolean expandable, SimReserved *out)
+{
+  *out = (SimReserved){ 0 };
+  guint n_gpus = MAX(p->n_gpus, 1u);
+  g_autofree Gpu *gpus = g_new0(Gpu, n_gpus);
+  g_autofree guint32 *op_of = action_ops(p);
+  for (guint g = 0; g < n_gpus; g++) {
+    gpus[g].allocator = sim_allocator_new(capacity, expandable);
+    gpus[g].held = g_array_new(FALSE, FALSE, sizeof(Held));
+    gpus[g].spare = g_array_new(FALSE, FALSE, sizeof(guint32));
+    tops_alloc(&gpus[g].top, 64);
+    guint64 base = p->baseline[SIM_POOL_INDEX(g, SIM_POOL_DEVICE)];
+    if (base) {
+      guint32 s = first_stream(p, g);
+      hold(&gpus[g], held_key(p->baseline_tag, SIM_NO_LAYER),
+           malloc_anyway(gpus[g].allocator, base, s, &out->out_of_memory), base);
+    }
+  }
+  for (guint i = 0; i < run->applied->len; i++) {
+    guint32 m = g_array_index(run->applied, guint32, i);
+    const SimMemAction *a = &p->mem[m];
+    if (a->pool != SIM_POOL_DEVICE || a->delta == 0)
+      continue;
+    Gpu *g = &gpus[a->gpu];
+    guint32 stream = p->ops[op_of[m]].stream;
+    if (a->delta > 0)
+      hold(g, held_key(a->tag, a->layer), malloc_anyway(g->allocator, (guint64)a->delta, stream, &out->out_of_memory),
+           (guint64)a->delta);
+    else
+      out->unmatched += release(g, a->tag, a->layer, (guint64)-a->delta, stream, &out->out_of_memory);
+  }
+  for (guint g = 0; g < n_gpus; g++) {
+    guint64 peak = sim_allocator_peak_reserved(gpus[g].allocator);
+    if (g == 0 || peak > out->peak_reserved) {
+      out->gpu = g;
+      out->peak_reserved = peak;
+      out->peak_allocated = sim_allocator_peak_allocated(gpus[g].allocator);
+    }
+    tops_clear(&gpus[g].top);
+    g_array_unref(gpus[g].held);
+    g_array_unref(gpus[g].spare);
+    sim_allocator_free(gpus[g].allocator);
+  }
+}

@@ -112,8 +112,19 @@ torchtune     torchtune/training/_activation_offloading.py (read at 05cda5e):
               offloaded tensor (exact for these models, whose first such node,
               the final RMSNorm's weight multiply, unpacks one).
 
-deepspeed     deepspeed/runtime/activation_checkpointing/checkpointing.py
-              (read at 02f59ea) with cpu_checkpointing: CheckpointFunction
+deepspeed     deepspeed/runtime/activation_checkpointing/checkpointing.py at the
+              latest release, v0.19.5 (cf44300), with cpu_checkpointing:
+              CheckpointFunction (reentrant) around every layer;
+              copy_to_device(args, torch.device('cpu')) before the layer runs
+              (l. 530-531: `.to('cpu')`, a blocking pageable copy), the layer
+              under no_grad, the caller's input emptied (arg.data = empty,
+              get_cpu_activations_for_backward l. 474-485); backward copies it
+              back with t.saved_data.to(t.device) (l. 615-618, blocking,
+              pageable), recomputes and back-propagates.  No input is kept.
+
+deepspeed-master
+              the same file on master (read at 02f59ea and again at edaa722,
+              after #8282, in no release) with cpu_checkpointing: CheckpointFunction
               (reentrant) around every layer, forward under no_grad; the
               layer's floating-point inputs go to _ActivationOffloadEngine
               (offload_activations.py: keep_last_count = 1, min_offload_bytes
@@ -176,11 +187,11 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "record"))
 import hf_models  # noqa: E402
 
-PRESETS = ("save_on_cpu", "verl", "te", "megatron", "torchtune", "deepspeed")
+PRESETS = ("save_on_cpu", "verl", "te", "megatron", "torchtune", "deepspeed", "deepspeed-master")
 DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
 DEFAULT_CONFIG = os.path.join(HERE, "..", "tests", "data", "hf", "configs", "qwen2-fw.json")
 # Which presets reload every byte they offload (the others reuse device copies).
-RELOADS_EVERYTHING = ("save_on_cpu", "verl", "te", "megatron")
+RELOADS_EVERYTHING = ("save_on_cpu", "verl", "te", "megatron", "deepspeed")
 
 
 def next_pow2(n):
@@ -1322,8 +1333,53 @@ class DeepSpeedEngine:
         return dev
 
 
+def recompute_backward(run_function, inputs, grads):
+    """CheckpointFunction.backward once the inputs are back: recompute the
+    layer on detached inputs and back-propagate; the inputs' gradients."""
+    detached = [x.detach().requires_grad_(x.requires_grad) if torch.is_tensor(x) else x for x in inputs]
+    with torch.enable_grad():
+        outputs = run_function(*detached)
+    if isinstance(outputs, torch.Tensor):
+        outputs = (outputs,)
+    pairs = [(o, g) for o, g in zip(outputs, grads) if o.requires_grad]
+    torch.autograd.backward([p[0] for p in pairs], [p[1] for p in pairs])
+    return (None, None) + tuple(x.grad if torch.is_tensor(x) else None for x in detached)
+
+
+class DeepSpeedReleaseCheckpoint(torch.autograd.Function):
+    """CheckpointFunction with CPU_CHECKPOINT as every release runs it
+    (v0.19.5 checkpointing.py l. 530-555, 615-630)."""
+
+    @staticmethod
+    def forward(ctx, run_function, rt, *args):
+        ctx.run_function, ctx.rt = run_function, rt
+        # copy_to_device(args, cpu, is_activation_to_checkpoint): .to('cpu') of
+        # every floating-point input, before the layer runs.
+        saved = [rt.to_host_pageable(a, what_of(a)) if torch.is_tensor(a) and a.is_floating_point() else None
+                 for a in args]
+        with torch.no_grad():
+            outputs = run_function(*args)
+        # get_cpu_activations_for_backward: the device input is emptied.
+        ctx.where = [rt.where(a) if h is not None else None for a, h in zip(args, saved)]
+        for a, h in zip(args, saved):
+            if h is not None:
+                a.data = torch.empty([], device=a.device, dtype=a.dtype).data
+        ctx.saved, ctx.args = saved, args
+        return outputs
+
+    @staticmethod
+    def backward(ctx, *grads):
+        rt, inputs = ctx.rt, []
+        for a, h, where in zip(ctx.args, ctx.saved, ctx.where):
+            if h is not None:
+                a.data = rt.to_device(h, where).data  # t.saved_data.to(t.device): blocking, pageable
+            inputs.append(a)
+        ctx.saved = ctx.args = None
+        return recompute_backward(ctx.run_function, inputs, grads)
+
+
 class DeepSpeedCheckpoint(torch.autograd.Function):
-    """CheckpointFunction with CPU_CHECKPOINT and the offload engine."""
+    """CheckpointFunction with CPU_CHECKPOINT and the offload engine (master)."""
 
     @staticmethod
     def forward(ctx, run_function, engine, *args):
@@ -1355,35 +1411,33 @@ class DeepSpeedCheckpoint(torch.autograd.Function):
                 t.data = ctx.engine.restore_input(token).data
                 t.ds_offload_id = None
             inputs.append(t)
-        detached = [x.detach().requires_grad_(x.requires_grad) if torch.is_tensor(x) else x for x in inputs]
-        with torch.enable_grad():
-            outputs = ctx.run_function(*detached)
-        if isinstance(outputs, torch.Tensor):
-            outputs = (outputs,)
-        pairs = [(o, g) for o, g in zip(outputs, grads) if o.requires_grad]
-        torch.autograd.backward([p[0] for p in pairs], [p[1] for p in pairs])
         ctx.saved = None
-        return (None, None) + tuple(x.grad if torch.is_tensor(x) else None for x in detached)
+        return recompute_backward(ctx.run_function, inputs, grads)
 
 
 class DeepSpeed:
-    """deepspeed.checkpointing with cpu_checkpointing = true around every layer."""
-    name = "deepspeed"
+    """deepspeed.checkpointing with cpu_checkpointing = true around every
+    layer: the release's blocking copies, or master's engine."""
 
-    def __init__(self, rt, model):
-        self.rt = rt
+    def __init__(self, rt, model, master=False):
+        self.rt, self.master = rt, master
+        self.name = "deepspeed-master" if master else "deepspeed"
         self.layers = decoder_layers(model)
-        self.engine = DeepSpeedEngine(rt)
+        self.engine = DeepSpeedEngine(rt) if master else None
 
     def begin_step(self):
-        self.engine.reset()
+        if self.engine:
+            self.engine.reset()
 
     def install(self, model):
-        engine = self.engine
+        engine, rt = self.engine, self.rt
 
         def make(original):
             def wrapped(hidden_states, *args, **kwargs):
-                return DeepSpeedCheckpoint.apply(lambda x: original(x, *args, **kwargs), engine, hidden_states)
+                run = lambda x: original(x, *args, **kwargs)  # noqa: E731
+                if engine is None:
+                    return DeepSpeedReleaseCheckpoint.apply(run, rt, hidden_states)
+                return DeepSpeedCheckpoint.apply(run, engine, hidden_states)
             return wrapped
         return [patch_forward(layer, make) for layer in self.layers]
 
@@ -1406,8 +1460,8 @@ def make_handler(name, rt, model, args):
         return Megatron(rt, model, args.megatron_modules.split(","), args.megatron_min)
     if name == "torchtune":
         return Torchtune(rt, model)
-    if name == "deepspeed":
-        return DeepSpeed(rt, model)
+    if name in ("deepspeed", "deepspeed-master"):
+        return DeepSpeed(rt, model, master=name == "deepspeed-master")
     raise ValueError(f"unknown preset {name!r} (known: {', '.join(PRESETS)})")
 
 
@@ -1518,7 +1572,9 @@ def scenario_text(args, out_path):
         "kind = resident",
     ]
     for name in args.presets:
-        lines += ["", f"[policy.{name}]", "kind = offload", f"framework = {name}"]
+        lines += ["", f"[policy.{name}]", "kind = offload", f"framework = {name.split('-')[0]}"]
+        if name == "deepspeed-master":
+            lines.append("version = master")
         if name == "save_on_cpu" and args.pin_memory:
             lines.append("pin_memory = true")
         if name == "te" and args.te_layers is not None:

@@ -737,6 +737,9 @@ static const struct {
                                   "inflight is an async option" },
   /* Sizes in PiB were printed but refused when read back: every line reads now. */
   { "units-pib.txt", NULL },
+  /* `version` beside a preset other than deepspeed's. */
+  { "scenario-version-without-deepspeed.ini", "[policy.tt] version: chooses the code framework = deepspeed follows "
+                                              "(release or master); framework = torchtune has no versions" },
 };
 
 static const char *

@@ -229,6 +229,47 @@ START_TEST(caching_rounds_host_blocks)
 }
 END_TEST
 
+/* The cudaHostAlloc ops of a result's program. */
+static guint
+host_allocs(const SimResult *r)
+{
+  guint n = 0;
+  for (guint op = 0; op < r->program->n_ops; op++)
+    n += r->program->ops[op].kind == SIM_OP_HOST_ALLOC;
+  return n;
+}
+
+/* TransformerEngine and torchtune pin each host buffer with
+ * torch.empty_like(..., pin_memory=True): the caching host allocator.  A
+ * steady step allocates nothing (the blocks the step before freed serve
+ * it), a first step one cudaHostAlloc per copy, and every block is rounded
+ * up to a power of two.  By hand, on the uniform model: te offloads layers
+ * 0-2 (keep_last 1), 6 tensors of 10^6 B, all on the host when the forward
+ * ends (layer 0 reloads when its own backward is due: the window of n = 3
+ * of 4 layers has no slack), 6 x 2^20 B; torchtune every layer's 8, 8 x
+ * 2^20 B. */
+START_TEST(te_and_torchtune_pin_through_the_caching_allocator)
+{
+  static const struct {
+    const char *framework, *extra;
+    guint copies;
+  } cases[] = { { "te", "min_elements = 0\n", 6 }, { "torchtune", "", 8 } };
+  for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
+    for (int first = 0; first < 2; first++) {
+      g_autofree char *text = g_strdup_printf("[scenario]\nstep = %s\n%s[policy.p]\nkind = offload\nframework = %s\n%s",
+                                              first ? "first" : "steady", base, cases[i].framework, cases[i].extra);
+      g_autoptr(SimScenario) s = test_scenario_from_text(text);
+      ck_assert_int_eq(sim_scenario_policy(s, "p")->pinned, SIM_PINNED_CACHING);
+      g_autoptr(SimResult) r = test_evaluate(s, "p");
+      ck_assert_uint_eq(r->d2h_copies, cases[i].copies);
+      ck_assert_msg(host_allocs(r) == (first ? cases[i].copies : 0), "%s, %s step: %u allocations",
+                    cases[i].framework, first ? "first" : "steady", host_allocs(r));
+      ck_assert_int_eq(r->peak_host.bytes, (gint64)cases[i].copies * 1048576);
+    }
+  }
+}
+END_TEST
+
 /* Checkpointing that offloads its inputs moves exactly the kept inputs
  * (4 x 1 MB each way) and lowers the checkpoint peak by them. */
 START_TEST(offload_inputs_moves_the_kept_inputs)
@@ -250,6 +291,71 @@ START_TEST(offload_inputs_moves_the_kept_inputs)
   ck_assert_int_eq(off->peak_device.bytes, 2000000 + 2000000);
   g_autoptr(SimResult) verl = test_evaluate(s, "verl-ckpt");
   ck_assert_uint_eq(verl->d2h_bytes, 4 * 1000000);
+}
+END_TEST
+
+/* The start of each copy of `dir` in a result's run, in issue order. */
+static GArray *
+copy_starts(const SimResult *r, SimDir dir)
+{
+  GArray *starts = g_array_new(FALSE, FALSE, sizeof(double));
+  for (guint op = 0; op < r->program->n_ops; op++)
+    if (r->program->ops[op].kind == SIM_OP_COPY && r->program->ops[op].dir == dir)
+      g_array_append_val(starts, g_array_index(r->run->op_start, double, op));
+  return starts;
+}
+
+/* A run's step, exposed and recompute milliseconds, copies out and device peak. */
+static void
+assert_step(const SimResult *r, double step_ms, double exposed_ms, double recompute_ms, guint copies, gint64 peak)
+{
+  ck_assert_close(r->step_ms, step_ms, 1e-9);
+  ck_assert_close(r->exposed_transfer_ms, exposed_ms, 1e-9);
+  ck_assert_close(r->recompute_ms, recompute_ms, 1e-9);
+  ck_assert_uint_eq(r->d2h_copies, copies);
+  ck_assert_int_eq(r->peak_device.bytes, peak);
+}
+
+/* DeepSpeed's cpu_checkpointing, each version as its code runs it, on the
+ * uniform model (pageable copies at half the link: 1 MB in 2 ms).
+ *
+ * release: every layer's input goes to pageable memory on the compute
+ * stream before the layer runs and comes back, blocking, before its
+ * recompute: a layer's forward is 2 + 1 ms (12 ms), its backward 2 + 1 + 2
+ * ms (20 ms): 32 ms, 16 of them copies.  The forward holds one input; the
+ * backward the reloaded input and the recomputed a and b: 3 MB.
+ *
+ * master: layers 0-2 offload their inputs (the last one is kept, and still
+ * recomputed), each only after the next layer's forward (input k
+ * leaves when input k + 1 registers): pinned copies of 1 ms at 2, 3
+ * and 4 ms on the one side stream.  Layer 3 recomputes 4-5 and runs its
+ * backward 5-7; each layer below asks for its input when its backward is
+ * due (7, 11, 15: 1 ms each, after the copies out), recomputes 1 ms and
+ * runs 2: 7 + 3 x 4 = 19 ms, 3 exposed.  Peak at 4 ms, layer 3's recompute:
+ * inputs 2 (its copy 4-5) and 3 and layer 3's a and b, 4 MB. */
+START_TEST(deepspeed_release_and_master)
+{
+  g_autoptr(SimScenario) s = scenario("[policy.release]\nkind = offload\nframework = deepspeed\n"
+                                      "[policy.master]\nkind = offload\nframework = deepspeed\nversion = master\n");
+  const SimPolicy *rel = sim_scenario_policy(s, "release"), *mas = sim_scenario_policy(s, "master");
+  ck_assert(!rel->async && rel->input_first && rel->pinned == SIM_PINNED_PAGEABLE && rel->keep_last == 0);
+  ck_assert(mas->async && mas->defer_offload && mas->shared_stream && mas->pinned == SIM_PINNED_CACHING &&
+            mas->keep_last == 1);
+  g_autoptr(SimResult) release = test_evaluate(s, "release");
+  assert_step(release, 32.0, 16.0, 4.0, 4, 3000000);
+  /* Each input leaves before its layer's forward: at 0, 3, 6 and 9 ms. */
+  g_autoptr(GArray) out = copy_starts(release, SIM_DIR_D2H);
+  ck_assert_uint_eq(out->len, 4);
+  for (guint i = 0; i < 4; i++)
+    ck_assert_close(g_array_index(out, double, i) * 1e3, 3.0 * i, 1e-9);
+
+  g_autoptr(SimResult) master = test_evaluate(s, "master");
+  assert_step(master, 19.0, 3.0, 4.0, 3, 4000000);
+  ck_assert_close(master->peak_device.time_ms, 4.0, 1e-9);
+  g_autoptr(GArray) later = copy_starts(master, SIM_DIR_D2H);
+  ck_assert_uint_eq(later->len, 3);
+  for (guint i = 0; i < 3; i++)
+    ck_assert_close(g_array_index(later, double, i) * 1e3, 2.0 + i, 1e-9);
 }
 END_TEST
 
@@ -342,6 +448,8 @@ START_TEST(impossible_combinations_are_named)
     { "kind = offload\nmode = sync\nstreams = shared\n", "streams: mode = sync copies on the compute stream" },
     { "kind = offload\nframework = megatron\n", "framework: counts elements" },
     { "kind = offload\nframework = flax\n", "framework" },
+    { "kind = offload\nframework = verl\nversion = master\n", "version: chooses the code framework = deepspeed follows" },
+    { "kind = offload\nversion = master\n", "version: chooses the code framework = deepspeed follows" },
   };
   for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
     g_autofree char *text = g_strconcat(base, "[policy.x]\n", cases[i].policy, NULL);
@@ -393,7 +501,9 @@ schedules_suite(void)
   tcase_add_test(c, start_tensor_sync_moves_each_tensor_at_once);
   tcase_add_test(c, start_tensor_async_and_inflight_tensors);
   tcase_add_test(c, caching_rounds_host_blocks);
+  tcase_add_test(c, te_and_torchtune_pin_through_the_caching_allocator);
   tcase_add_test(c, offload_inputs_moves_the_kept_inputs);
+  tcase_add_test(c, deepspeed_release_and_master);
   tcase_add_test(c, min_elements_by_element_type);
   tcase_add_test(c, presets_and_overrides);
   tcase_add_test(c, impossible_combinations_are_named);

@@ -941,6 +941,12 @@ check_schedule(const SimConfigGroup *g, const SimPolicy *p, const SimWorkload *w
   if ((e = entry_of(g, SIM_KEY_POLICY_PIN_MEMORY)) && get(g, SIM_KEY_POLICY_PIN_MEMORY, &pin, NULL) && pin &&
       p->framework != SIM_FRAMEWORK_SAVE_ON_CPU)
     return fail(error, g, e, "is save_on_cpu's argument (framework = save_on_cpu); otherwise set pinned");
+  /* Like pin_memory, a version other than the default is deepspeed's alone
+   * (`offsim show` writes the default out for every policy). */
+  if ((e = entry_of(g, SIM_KEY_POLICY_VERSION)) && p->version != SIM_VERSION_RELEASE &&
+      p->framework != SIM_FRAMEWORK_DEEPSPEED)
+    return fail(error, g, e, "chooses the code framework = deepspeed follows (release or master); framework = %s "
+                "has no versions", fw);
   if (p->checkpoint && !sim_framework_offloads_checkpoints(p->framework))
     return fail(error, g, entry_of(g, SIM_KEY_POLICY_CHECKPOINT),
                 "%s does not offload checkpoint inputs (verl and deepspeed do)", fw);
@@ -972,6 +978,7 @@ check_schedule(const SimConfigGroup *g, const SimPolicy *p, const SimWorkload *w
      * writes out): a sync offload has no copies in flight to count and
      * nothing to prefetch. */
     g_autoptr(SimPolicy) plain = sim_scenario_policy_new(p->name, p->kind);
+    plain->version = p->version;
     sim_framework_preset(plain, p->framework);
     const struct {
       SimKeyId id;
@@ -994,10 +1001,12 @@ check_schedule(const SimConfigGroup *g, const SimPolicy *p, const SimWorkload *w
 static gboolean
 apply_framework(const SimConfigGroup *g, SimPolicy *p, GError **error)
 {
-  guint framework = SIM_FRAMEWORK_NONE;
+  guint framework = SIM_FRAMEWORK_NONE, version = SIM_VERSION_RELEASE;
   gboolean pin = FALSE;
-  if (!get(g, SIM_KEY_POLICY_FRAMEWORK, &framework, error) || !get(g, SIM_KEY_POLICY_PIN_MEMORY, &pin, error))
+  if (!get(g, SIM_KEY_POLICY_FRAMEWORK, &framework, error) || !get(g, SIM_KEY_POLICY_PIN_MEMORY, &pin, error) ||
+      !get(g, SIM_KEY_POLICY_VERSION, &version, error))
     return FALSE;
+  p->version = (SimVersion)version;
   sim_framework_preset(p, (SimFramework)framework);
   /* save_on_cpu(pin_memory=True): torch.empty(pin_memory=True) per tensor, the caching host allocator. */
   if (pin)

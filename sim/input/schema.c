@@ -406,6 +406,10 @@ static const SimSchemaKey keys[SIM_KEY_COUNT] = {
                                  .expect = "none, save_on_cpu, verl, te, megatron, torchtune or deepspeed" },
   [SIM_KEY_POLICY_PIN_MEMORY] = { SIM_GROUP_POLICY, "pin_memory", SIM_VALUE_BOOL, .offset = HAND, .fallback = "false",
                                   .kinds = OFFLOAD_PLAN, .expect = "true or false (with framework = save_on_cpu)" },
+  /* Read by hand before the preset is applied: which code the preset follows. */
+  [SIM_KEY_POLICY_VERSION] = { SIM_GROUP_POLICY, "version", SIM_VALUE_CHOICE, .offset = HAND, .names = sim_version_names,
+                               .fallback = "release", .kinds = OFFLOAD_PLAN,
+                               .expect = "release or master (with framework = deepspeed)" },
   [SIM_KEY_POLICY_PINNED] = { SIM_GROUP_POLICY, "pinned", SIM_VALUE_CHOICE, .offset = P(pinned),
                               .names = pinned_names, .fallback = "pooled",
                               .kinds = OFFLOAD_PLAN, .expect = "pooled, per-tensor, pageable or caching" },

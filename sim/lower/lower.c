@@ -83,8 +83,13 @@ policy_actions(const SimPolicy *p, guint base, guint n, SimAction *actions)
     case SIM_POLICY_RESIDENT:
       break;
     case SIM_POLICY_OFFLOAD:
+      /* checkpoint = true: every selected layer is checkpointed, the last
+       * keep_last keep their inputs on the device (DeepSpeed's
+       * keep_last_count, verl's last layer). */
       if (policy_selects(p, i) && k + p->keep_last < n)
         a = p->checkpoint ? SIM_ACTION_RECOMPUTE_OFFLOAD : SIM_ACTION_OFFLOAD;
+      else if (policy_selects(p, i) && p->checkpoint)
+        a = SIM_ACTION_RECOMPUTE;
       break;
     case SIM_POLICY_CHECKPOINT:
       if (policy_selects(p, i) && i % p->every == 0)
@@ -441,10 +446,12 @@ alloc_saved(const Lower *l, guint g, guint32 op)
 
 /* After the group's forward: its copies to the host, on the compute stream
  * (sync) or on the d2h stream once the forward is done (async). */
+static gboolean input_first(const Lower *l, guint g);
+
 static void
 emit_offload(Lower *l, guint g)
 {
-  if (!offloads(action_at(l, g)))
+  if (!offloads(action_at(l, g)) || input_first(l, g))
     return;
   SimProgram *p = l->p;
   emit_pinning(l, g);
@@ -752,7 +759,7 @@ emit_commit(Lower *l, guint g)
   gint32 index = group_index(l, g);
   sim_program_wait(l->p, l->s_compute, l->ev_d2h[g]);
   guint32 op = sim_program_compute_inline(l->p, l->s_compute, 0, SIM_PHASE_FORWARD, index, l->label_commit);
-  if (action_at(l, g) == SIM_ACTION_RECOMPUTE_OFFLOAD)
+  if (action_at(l, g) == SIM_ACTION_RECOMPUTE_OFFLOAD && !input_first(l, g))
     sim_program_mem_inline(l->p, op, SIM_AT_END, SIM_POOL_DEVICE, -(gint64)layer->input_bytes, l->label_input, index);
   for (guint k = 0; k < layer->tensors->len; k++)
     if (tensor_fate(l, g, k) == SIM_FATE_OFFLOAD)
@@ -781,24 +788,20 @@ emit_head_wait(Lower *l)
     }
 }
 
-/* start = tensor: tensor k of group g goes to the host as soon as it is
+/* `n` copies of `bytes` of group g go to the host as soon as they are
  * saved: on the compute stream right there (sync), or on the d2h stream
- * once what saved it is done (async); under inflight_unit = tensors the
+ * once what saved them is done (async); under inflight_unit = tensors the
  * save first waits until the copy `inflight` saves back is done
- * (torchtune). */
+ * (torchtune).  The hook pins their host buffers right before. */
 static void
-issue_tensor_offload(Lower *l, guint g, guint k)
+issue_offload(Lower *l, guint g, guint64 bytes, guint n, guint32 label, gboolean frees)
 {
   SimProgram *p = l->p;
-  const SimTensor *t = &g_array_index(group_layer(l, g)->tensors, SimTensor, k);
   gint32 index = group_index(l, g);
-  gboolean frees = tensor_fate(l, g, k) == SIM_FATE_OFFLOAD;
-  /* The hook pins the tensor's host buffers right before its copy. */
   if (pins_each_copy(l))
-    emit_pins(l, g, copies_of(l, t));
+    emit_pins(l, g, n);
   if (!l->policy->async) {
-    emit_tensor_copies(p, copy_mode(l), index, SIM_DIR_D2H, l->s_compute, t->bytes, copies_of(l, t),
-                       tensor_label(l, g, k), frees);
+    emit_tensor_copies(p, copy_mode(l), index, SIM_DIR_D2H, l->s_compute, bytes, n, label, frees);
     return;
   }
   if (l->policy->inflight_unit == SIM_INFLIGHT_TENSORS && l->saved->len >= l->inflight)
@@ -806,12 +809,53 @@ issue_tensor_offload(Lower *l, guint g, guint k)
   guint32 saved = sim_program_add_event(p, l->label_saved, index);
   sim_program_record(p, l->s_compute, saved);
   sim_program_wait(p, l->s_d2h, saved);
-  emit_tensor_copies(p, copy_mode(l), index, SIM_DIR_D2H, l->s_d2h, t->bytes, copies_of(l, t), tensor_label(l, g, k),
-                     frees);
+  emit_tensor_copies(p, copy_mode(l), index, SIM_DIR_D2H, l->s_d2h, bytes, n, label, frees);
   guint32 done = sim_program_add_event(p, l->label_offloaded, index);
   sim_program_record(p, l->s_d2h, done);
   g_array_append_val(l->saved, done);
   l->ev_d2h[g] = done;
+}
+
+/* start = tensor: tensor k of group g goes to the host as soon as it is
+ * saved (issue_offload). */
+static void
+issue_tensor_offload(Lower *l, guint g, guint k)
+{
+  const SimTensor *t = &g_array_index(group_layer(l, g)->tensors, SimTensor, k);
+  issue_offload(l, g, t->bytes, copies_of(l, t), tensor_label(l, g, k), tensor_fate(l, g, k) == SIM_FATE_OFFLOAD);
+}
+
+/* input_first: group g's kept input is saved, and offloaded, before its
+ * forward (DeepSpeed releases' .to('cpu') before the layer runs; a
+ * non-reentrant checkpoint saves its inputs before its region). */
+static inline gboolean
+input_first(const Lower *l, guint g)
+{
+  return l->policy->input_first && action_at(l, g) == SIM_ACTION_RECOMPUTE_OFFLOAD;
+}
+
+/* Before group g's forward under input_first: a zero-time op from which
+ * its input is device memory, and the input's copy to the host (the
+ * forward still reads the input: its last op frees it, free_input_first). */
+static void
+emit_input_first(Lower *l, guint g)
+{
+  if (!input_first(l, g))
+    return;
+  gint32 index = group_index(l, g);
+  guint64 bytes = group_layer(l, g)->input_bytes;
+  guint32 op = sim_program_compute_inline(l->p, l->s_compute, 0, SIM_PHASE_FORWARD, index, l->label_checkpoint);
+  sim_program_mem_inline(l->p, op, SIM_AT_START, SIM_POOL_DEVICE, (gint64)bytes, l->label_input, index);
+  issue_offload(l, g, bytes, 1, l->label_input, FALSE);
+}
+
+/* input_first: the forward's last op `op` frees the input. */
+static void
+free_input_first(Lower *l, guint g, guint32 op)
+{
+  if (input_first(l, g))
+    sim_program_mem_inline(l->p, op, SIM_AT_END, SIM_POOL_DEVICE, -(gint64)group_layer(l, g)->input_bytes,
+                           l->label_input, group_index(l, g));
 }
 
 /* start = tensor: layer i's forward as one op per saved tensor that
@@ -1093,7 +1137,7 @@ emit_forward_ops(Lower *l, guint g, Replay r)
     if (!replays(o, r))
       continue;
     op = emit_op(l, g, o, phase);
-    if (f == 0 && r == REPLAY_FORWARD && recomputes(action_at(l, g)))
+    if (f == 0 && r == REPLAY_FORWARD && recomputes(action_at(l, g)) && !input_first(l, g))
       sim_program_mem_inline(p, op, SIM_AT_START, SIM_POOL_DEVICE, (gint64)layer->input_bytes, l->label_input, index);
     for (guint k = first; k < next; k++)
       if (allocated_by(tensor_fate(l, g, k), r))
@@ -1279,16 +1323,33 @@ emit_stage(Lower *l, guint g, const char *name, SimPhase phase)
   return op;
 }
 
+/* After layer i's forward: its copies out, or under defer_offload those
+ * of the layer whose copies waited for this forward (DeepSpeed master:
+ * input k leaves when input k + 1 registers, after layer k + 1's forward;
+ * lower_slice_forward sends the last one). */
+static void
+emit_offload_after(Lower *l, guint i)
+{
+  if (!l->policy->defer_offload) {
+    emit_offload(l, i);
+    return;
+  }
+  if (l->deferred != G_MAXUINT)
+    emit_offload(l, l->deferred);
+  l->deferred = offloads(action_at(l, i)) ? i : G_MAXUINT;
+}
+
 static void
 emit_forward(Lower *l, guint i)
 {
   const SimLayer *layer = group_layer(l, i);
   SimProgram *p = l->p;
   emit_inflight_wait(l, i);
+  emit_input_first(l, i);
   if (sim_layer_has_ops(layer)) {
-    emit_forward_ops(l, i, REPLAY_FORWARD);
+    free_input_first(l, i, emit_forward_ops(l, i, REPLAY_FORWARD));
     if (!copies_by_tensor(l, i))
-      emit_offload(l, i);
+      emit_offload_after(l, i);
     emit_commit_before(l, i);
     return;
   }
@@ -1299,11 +1360,12 @@ emit_forward(Lower *l, guint i)
   }
   guint32 op = sim_program_compute_inline(p, l->s_compute, layer->forward, SIM_PHASE_FORWARD, group_index(l, i),
                                           l->label_fwd);
-  if (recomputes(action_at(l, i)))
+  if (recomputes(action_at(l, i)) && !input_first(l, i))
     sim_program_mem_inline(p, op, SIM_AT_START, SIM_POOL_DEVICE, (gint64)layer->input_bytes, l->label_input, group_index(l, i));
+  free_input_first(l, i, op);
   alloc_saved(l, i, op);
   workspace(l, op, layer->workspace_bytes, group_index(l, i));
-  emit_offload(l, i);
+  emit_offload_after(l, i);
   emit_commit_before(l, i);
 }
 
@@ -1381,6 +1443,7 @@ lower_labels(Lower *l)
   l->label_boundary = sim_program_intern(p, "forward pass done");
   l->label_saved = sim_program_intern(p, "saved");
   l->label_commit = sim_program_intern(p, "commit");
+  l->label_checkpoint = sim_program_intern(p, "checkpoint");
   l->label_comm_ready = sim_program_intern(p, "ready to communicate");
   l->label_comm_done = sim_program_intern(p, "communicated");
 }
@@ -1480,6 +1543,7 @@ lower_slice_begin(Lower *l)
 {
   l->n_groups = l->n + 2;
   l->saved = g_array_new(FALSE, FALSE, sizeof(guint32));
+  l->deferred = G_MAXUINT;
   l->grads = 0;
   l->gathered = l->dp && l->dp->sharding == SIM_SHARDING_FULL ? g_new(guint32, l->n_groups) : NULL;
   slice_tensors(l);
@@ -1533,6 +1597,10 @@ void
 lower_slice_forward(Lower *l)
 {
   emit_groups(l, FALSE);
+  /* defer_offload: the last deferred group leaves when the forward pass ends. */
+  if (l->deferred != G_MAXUINT)
+    emit_offload(l, l->deferred);
+  l->deferred = G_MAXUINT;
   /* free = next-commit: what no later group committed is freed when the forward pass ends. */
   for (guint g = 0; g < l->n_groups; g++)
     emit_commit(l, g);

@@ -46,7 +46,15 @@
  *   reload = on-demand: prefetch 0, each group asks when its backward is due.
  *   head_wait: the head's forward waits for the last offload.
  *   recompute+offload: full recompute whose kept input travels like an
- *          offloaded tensor.
+ *          offloaded tensor.  Under offload's checkpoint = true every selected
+ *          layer recomputes; the last keep_last keep their inputs.
+ *   input_first: a recompute+offload layer's input is device memory from a
+ *          zero-time op before its forward, copied from there (sync: on the
+ *          compute stream; async: as a start = tensor copy) and freed by the
+ *          forward's last op (DeepSpeed releases, a non-reentrant
+ *          checkpoint under torchtune).
+ *   defer_offload: a layer's copies out are issued after the next layer's
+ *          forward (DeepSpeed master's keep_last_count = 1).
  *   pinned = caching: host blocks rounded up to a power of two.
  *   pinned = per-tensor: each copy to the host first pays host_alloc on the
  *          compute stream (cudaHostAlloc blocks the issuing thread and

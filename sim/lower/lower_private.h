@@ -76,7 +76,8 @@ typedef struct {
   guint32 h2d_stream; /* SIM_LOWER_STREAM_H2D, or the d2h stream when streams = shared */
   GArray *saved;   /* guint32 per copied tensor, in save order: its D2H is done (start = tensor) */
   gboolean *committed; /* per group: its offloaded sources are freed (free = next-commit) */
-  guint32 label_saved, label_commit;
+  guint32 label_saved, label_commit, label_checkpoint;
+  guint deferred;  /* defer_offload: the group whose copies out wait for the next group's forward, or G_MAXUINT */
   /* The interned names of the last op list lowered (layers share one:
    * interning once per list, not per op, is a fifth of a lowering). */
   const GArray *label_ops;

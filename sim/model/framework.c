@@ -55,7 +55,11 @@ verl(SimPolicy *p)
  * waits for layer j's copies and layer j reloads at the backward of
  * L - 1 - n + j (the window), at most L - 1 layers; tensors under 2^18
  * elements and parameters stay; whole-size views replaced by their base
- * (dedup); pinned buffers allocated per step. */
+ * (dedup).  Its host buffers are torch.empty_like(..., pin_memory=True)
+ * each step (NVIDIA/TransformerEngine@d0067d0 cpu_offload.py l. 274-294,
+ * freed by release_all_memory l. 446-452): PyTorch's caching host
+ * allocator, which serves a step's requests from the blocks the step
+ * before freed. */
 static void
 te(SimPolicy *p)
 {
@@ -69,7 +73,7 @@ te(SimPolicy *p)
   p->params = SIM_PARAMS_SKIP;
   p->dedup = TRUE;
   p->keep_last = 1;
-  p->pinned = SIM_PINNED_PER_TENSOR;
+  p->pinned = SIM_PINNED_CACHING;
 }
 
 /* Megatron-LM pipeline_parallel/fine_grained_activation_offload.py: groups
@@ -101,8 +105,10 @@ megatron(SimPolicy *p)
  * copies five save-ids back, reload on demand when autograd unpacks
  * (compute waits at once); under 1 KiB, nn.Parameter objects and the
  * output head stay, but views of parameters (nn.Linear saves weight.t())
- * are copied (gpu_calib/frameworks.py found them); pinned per tensor; no
- * dedup. */
+ * are copied (gpu_calib/frameworks.py found them); no dedup.  Each host
+ * buffer is torch.empty_like(activation, pin_memory=True, device="cpu")
+ * (pytorch/torchtune@bd2a0fc _activation_offloading.py l. 182-184): the
+ * caching host allocator. */
 static void
 torchtune(SimPolicy *p)
 {
@@ -117,24 +123,53 @@ torchtune(SimPolicy *p)
   p->params = SIM_PARAMS_VIEWS; /* it skips nn.Parameter objects, not nn.Linear's weight.t() */
   p->dedup = FALSE;
   p->keep_last = 0;
-  p->pinned = SIM_PINNED_PER_TENSOR;
+  p->pinned = SIM_PINNED_CACHING;
 }
 
 /* DeepSpeed runtime/activation_checkpointing/checkpointing.py with
  * cpu_checkpointing: every layer checkpointed, only its input moved to the
- * host on a side stream (current; older releases use .to('cpu') on the
- * compute stream) but the last layer's, reloaded on demand by the
- * recompute; a pinned pool. */
+ * host, reloaded on demand by the recompute.
+ *
+ * release (deepspeedai/DeepSpeed v0.19.5, cf44300, the latest release):
+ * CheckpointFunction.forward copies the input with copy_to_device(args,
+ * torch.device('cpu')) before running the layer (l. 530-531, 544;
+ * runtime/utils.py l. 164-177: item.to(device)), a blocking copy into
+ * pageable memory on the compute stream, and empties the device input
+ * after the layer (get_cpu_activations_for_backward, l. 474-485, 553-555);
+ * backward copies it back with t.saved_data.to(t.device) (l. 615-618),
+ * blocking and pageable again.  No layer is kept.
+ *
+ * master (edaa722, after #8282 of August 2026, in no release):
+ * _ActivationOffloadEngine (offload_activations.py) registers the input
+ * after the layer's forward (checkpointing.py l. 628, 638; l. 519-550)
+ * and keeps the newest keep_last_count = 1 on the device (l. 210-230,
+ * checkpointing.py l. 510), so input k leaves when input k + 1 registers,
+ * after layer k + 1's forward; one side stream s1 carries both directions
+ * (l. 102, 186-193, 267-276), with no compute wait on the copies out
+ * (record_stream, l. 202-207); the reload is issued by the recompute and
+ * the compute stream waits for it (l. 272-276); host buffers come from a
+ * pool of tensor.pin_memory() blocks (l. 168-181): the caching host
+ * allocator's, reused. */
 static void
 deepspeed(SimPolicy *p)
 {
-  p->async = TRUE;
   p->checkpoint = TRUE;
   p->on_demand = TRUE;
   p->prefetch = 0;
-  p->keep_last = 1; /* the last layer's input stays (keep_last_count) */
   p->dedup = TRUE;
-  p->pinned = SIM_PINNED_POOLED;
+  if (p->version == SIM_VERSION_RELEASE) {
+    p->async = FALSE;
+    p->input_first = TRUE;
+    p->keep_last = 0;
+    p->pinned = SIM_PINNED_PAGEABLE;
+    return;
+  }
+  p->async = TRUE;
+  p->defer_offload = TRUE;
+  p->shared_stream = TRUE;
+  p->inflight = UNLIMITED;
+  p->keep_last = 1; /* the last layer's input stays (keep_last_count) */
+  p->pinned = SIM_PINNED_CACHING;
 }
 
 void

@@ -20,7 +20,8 @@
 G_BEGIN_DECLS
 
 /* Sets every option `framework` decides on `policy` (an offload policy at
- * its defaults); SIM_FRAMEWORK_NONE changes nothing. */
+ * its defaults, its `version` set: the code the preset follows);
+ * SIM_FRAMEWORK_NONE changes nothing. */
 void sim_framework_preset(SimPolicy *policy, SimFramework framework);
 
 /* Whether the framework offloads checkpoint inputs at all (verl with its

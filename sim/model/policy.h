@@ -85,6 +85,13 @@ typedef enum {
   SIM_FRAMEWORK_COUNT,
 } SimFramework;
 
+/* Which code of a framework a preset follows (`version`, DeepSpeed's only):
+ * its latest release, or its main branch where that has moved on. */
+typedef enum {
+  SIM_VERSION_RELEASE,
+  SIM_VERSION_MASTER,
+} SimVersion;
+
 typedef struct {
   char *name;
   SimPolicyKind kind;
@@ -115,6 +122,16 @@ typedef struct {
   guint64 min_elements;    /* smaller tensors stay (elements; 0: no filter) */
   gboolean checkpoint;     /* offload: the selected layers are checkpointed and only their inputs move;
                             * checkpoint: `offload_inputs`, the same */
+  /* When a checkpointed layer's kept input (recompute+offload) leaves:
+   * input_first, saved before the layer's forward (DeepSpeed releases copy
+   * it with .to('cpu') before running the layer; a non-reentrant checkpoint
+   * saves its inputs before its region) and copied there, the forward
+   * still reading it; defer_offload, a group's copies issued after the
+   * forward of the next group (DeepSpeed master keeps the newest input
+   * until the next one registers). */
+  gboolean input_first;
+  gboolean defer_offload;
+  SimVersion version;      /* `version`: the code the preset follows */
   SimFramework framework;  /* the preset the options came from, for reports */
   GArray *actions;    /* SimAction per layer (kind = plan), else NULL */
   GArray *stages;     /* gboolean per pipeline stage, from `stages`: the stages the policy acts on (the
@@ -134,6 +151,7 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(SimPolicy, sim_policy_free)
 extern const char *const sim_policy_kind_names[];
 extern const char *const sim_action_names[];
 extern const char *const sim_framework_names[];
+extern const char *const sim_version_names[];
 
 const char *sim_policy_kind_name(SimPolicyKind kind);
 const char *sim_action_name(SimAction action);

@@ -89,10 +89,16 @@ megatron      megatron/core/pipeline_parallel/fine_grained_activation_offload.py
               the newest offloaded group on the H2D stream after its offload
               event; on_group_commit_backward makes compute wait for that
               group's reload; tensor_pop reloads inline what was not reloaded
-              (the warm-up iteration's last groups).  Modules: attn_norm
-              (input_layernorm), core_attn (the attention function, from q),
-              attn_proj (o_proj), mlp_norm (post_attention_layernorm): the
-              dense choices of --offload-modules (--megatron-modules).
+              (the warm-up iteration's last groups).  Modules, as
+              TransformerLayer and SelfAttention wrap them (transformer_layer.py
+              l. 709-764, 818-830, 1109-1115; attention.py l. 1386-1395,
+              1552-1607, 1626-1629): attn_norm (started at the layer input,
+              hooks around input_layernorm, committed after the residual add),
+              qkv_linear (the q, k and v projections, committed on q),
+              core_attn (the attention function, from q), attn_proj (o_proj),
+              mlp_norm (as attn_norm, around post_attention_layernorm): the
+              dense choices of --offload-modules (--megatron-modules, all five
+              by default).
               Single chunk: no pipeline parallelism, CUDA graphs, delayed
               offload, offload fraction or per-rank deltas.
 
@@ -885,7 +891,9 @@ class Megatron:
     """PipelineOffloadManager and one ChunkOffloadHandler (no pipeline
     parallelism): module groups, D2H and H2D streams, a pinned pool."""
     name = "megatron"
-    MODULES = ("attn_norm", "core_attn", "attn_proj", "mlp_norm")
+    MODULES = ("attn_norm", "qkv_linear", "core_attn", "attn_proj", "mlp_norm")
+    # ChunkOffloadHandler.BASE_OFFLOAD_MIN_COVERAGE (l. 887-892)
+    BASE_OFFLOAD_MIN_COVERAGE = 0.5
 
     def __init__(self, rt, model, modules=MODULES, min_elements=1024 * 1024):
         self.rt, self.modules, self.min_elements = rt, tuple(modules), min_elements
@@ -975,19 +983,35 @@ class Megatron:
         return True
 
     def offload(self, src):
+        """ChunkOffloadHandler.offload (l. 895-934): a non-contiguous view over
+        at least half its storage goes as the whole flat storage (and comes
+        back as_strided), a smaller one as a gathered contiguous copy."""
         rt = self.rt
+        view_meta = None
         if not src.is_contiguous():
-            src = src.contiguous()
+            storage = src.untyped_storage() if hasattr(src, "untyped_storage") else src.storage()
+            nbytes_storage = storage.nbytes()
+            element = src.element_size()
+            if nbytes_storage % element == 0 and src.numel() * element >= self.BASE_OFFLOAD_MIN_COVERAGE * nbytes_storage:
+                view_meta = (src.size(), src.stride(), src.storage_offset())
+                src = torch.empty(0, dtype=src.dtype, device=src.device).set_(src.storage() if not hasattr(
+                    src, "untyped_storage") else src.untyped_storage())
+                rt.traffic.skipped["view offloaded as its whole storage"][0] += 1
+            else:
+                src = src.contiguous()
+                rt.traffic.skipped["view gathered into a contiguous copy"][0] += 1
         host = self.pool.allocate(src.shape, src.dtype)
         rt.copy(host, src, non_blocking=True, what=what_of(src))
-        return (rt.where(src), host)
+        return (rt.where(src), host, view_meta)
 
     def reload(self, state):
         rt = self.rt
-        where, host = state
+        where, host, view_meta = state
         dev = rt.device_empty(host.size(), host.dtype)
         rt.copy(dev, host, non_blocking=True)
         self.pool.free(host)
+        if view_meta is not None:
+            dev = dev.as_strided(*view_meta)
         return dev
 
     def should_bulk_offload(self, name):
@@ -1051,27 +1075,72 @@ class Megatron:
                 break
 
     # wiring: FineGrainedActivationOffloadingInterface around each module
-    def _group(self, name, first, call):
-        first = MegatronStart.apply(first, self, name)
-        with torch.autograd.graph.saved_tensors_hooks(self.tensor_push, self.tensor_pop):
-            out = call(first)
+    def _start(self, name, first):
+        return MegatronStart.apply(first, self, name) if name in self.modules else first
+
+    def _hooks(self, name):
+        if name not in self.modules:
+            return contextlib.nullcontext()
+        return torch.autograd.graph.saved_tensors_hooks(self.tensor_push, self.tensor_pop)
+
+    def _commit(self, name, out):
+        """fine_grained_offloading_group_offload: on a tuple, its first tensor (l. 1404-1413)."""
+        if name not in self.modules:
+            return out
+        if isinstance(out, tuple):
+            return (MegatronCommit.apply(out[0], self, name),) + out[1:]
         return MegatronCommit.apply(out, self, name)
+
+    def _group(self, name, first, call):
+        first = self._start(name, first)
+        with self._hooks(name):
+            out = call(first)
+        return self._commit(name, out)
+
+    def _layer_forward(self, layer):
+        """TransformerLayer's forward as Megatron wraps it (transformer_layer.py
+        l. 709-729, 760-764, 818-830, 1109-1115; attention.py l. 1386-1395):
+        each norm's group starts at the block's input, its hooks around the
+        norm only, committed after the block's residual add (the residual is
+        the group's start output and is released then); the qkv_linear
+        group around the three projections, committed on the query."""
+        attn = layer.self_attn
+
+        def attention(h, position_embeddings, attention_mask, position_ids):
+            input_shape = h.shape[:-1]
+            hidden_shape = (*input_shape, -1, attn.head_dim)
+            q, k, v = self._group("qkv_linear", h, lambda x: (attn.q_proj(x), attn.k_proj(x), attn.v_proj(x)))
+            q, k, v = (t.view(hidden_shape).transpose(1, 2) for t in (q, k, v))
+            cos, sin = position_embeddings if position_embeddings is not None else attn.rotary_emb(h, position_ids)
+            q, k = hf_models.apply_rotary_pos_emb(q, k, cos, sin)
+            interface = {"eager": hf_models.eager_attention, "sdpa": hf_models.sdpa_attention,
+                         "sdpa-gqa": hf_models.sdpa_attention, "flash": hf_models.flash_attention}[attn.attention]
+            out = interface(attn, q, k, v, attention_mask, attn.scaling, 0.0 if not attn.training else
+                            attn.attention_dropout)
+            out = out.reshape(*input_shape, -1).contiguous()
+            return attn.o_proj(out)
+
+        def forward(hidden_states, attention_mask=None, position_ids=None, position_embeddings=None):
+            hidden_states = self._start("attn_norm", hidden_states)
+            residual = hidden_states
+            with self._hooks("attn_norm"):
+                h = layer.input_layernorm(hidden_states)
+            h = attention(h, position_embeddings, attention_mask, position_ids)
+            hidden_states = self._commit("attn_norm", residual + h)
+            hidden_states = self._start("mlp_norm", hidden_states)
+            residual = hidden_states
+            with self._hooks("mlp_norm"):
+                h = layer.post_attention_layernorm(hidden_states)
+            return self._commit("mlp_norm", residual + layer.mlp(h))
+        return forward
 
     def install(self, model):
         undo = []
-        targets = {"attn_norm": "input_layernorm", "attn_proj": "self_attn.o_proj",
-                   "mlp_norm": "post_attention_layernorm"}
         for layer in self.layers:
-            for name, path in targets.items():
-                if name not in self.modules:
-                    continue
-                module = layer.get_submodule(path)
-
-                def make(original, name=name):
-                    def wrapped(x, *args, **kwargs):
-                        return self._group(name, x, lambda y: original(y, *args, **kwargs))
-                    return wrapped
-                undo.append(patch_forward(module, make))
+            undo.append(patch_forward(layer, lambda original, layer=layer: self._layer_forward(layer)))
+            if "attn_proj" in self.modules:
+                undo.append(patch_forward(layer.self_attn.o_proj, lambda original: (
+                    lambda x, *args, **kwargs: self._group("attn_proj", x, lambda y: original(y, *args, **kwargs)))))
         if "core_attn" in self.modules:
             # The attention function is looked up by name at each call.
             for fname in ("sdpa_attention", "eager_attention"):

@@ -12,9 +12,10 @@ those named, the bytes and copies must be equal:
 
   save_on_cpu  every norm (2 per layer + the final one) and the embedding weight;
   verl         the norms of the offloaded layers (L - 1: the last layer kept);
+  megatron     the same: its attn_norm and mlp_norm groups hold the norms' saves;
   deepspeed    nothing: only the checkpointed layers' inputs move (release: L; master: L - 1).
 
-TE, Megatron and torchtune differ for reasons offsim's presets cannot
+TE and torchtune differ for reasons offsim's presets cannot
 express; the test prints those differences (README, Framework presets) and
 checks only that both sides ran.
 
@@ -62,6 +63,7 @@ with tempfile.TemporaryDirectory() as tmp:
 explained = {
     "save_on_cpu": ((2 * L + 1) * MEAN + EMBED, 2 * L + 1 + 1),
     "verl": (2 * (L - 1) * MEAN, 2 * (L - 1)),
+    "megatron": (2 * (L - 1) * MEAN, 2 * (L - 1)),
     "deepspeed": (0, 0),
     "deepspeed-master": (0, 0),
 }

@@ -359,6 +359,170 @@ START_TEST(deepspeed_release_and_master)
 }
 END_TEST
 
+/* A generated transformer of 4 layers whose residual stream is 2^20 bf16
+ * elements (batch 1 x seq 4096 x hidden 256, 2 MiB), so that every N x h
+ * tensor passes Megatron's 1,048,576-element filter and the statistics
+ * (N x 4 B, 4096 elements) do not. */
+static const char megatron_machine[] = "[device]\nmemory = 80GiB\nmatmul_tflops = 100\nhbm_bandwidth = 1TB/s\n"
+                                       "[link]\nh2d_bandwidth = 10GB/s\nd2h_bandwidth = 10GB/s\n"
+                                       "[transformer]\nhidden = 256\nlayers = 4\nheads = 4\nffn = 1024\n"
+                                       "vocab = 1000\nbatch = 1\nseq = 4096\n";
+
+/* The (layer, label) of each copy of `dir`, in issue order: "L2 attn_out". */
+static GPtrArray *
+copy_names(const SimResult *r, SimDir dir)
+{
+  GPtrArray *names = g_ptr_array_new_with_free_func(g_free);
+  for (guint op = 0; op < r->program->n_ops; op++) {
+    const SimOp *o = &r->program->ops[op];
+    if (o->kind == SIM_OP_COPY && o->dir == dir)
+      g_ptr_array_add(names, g_strdup_printf("L%d %s", o->layer, sim_program_label(r->program, o->label)));
+  }
+  return names;
+}
+
+/* Megatron's fine-grained offload moves the saved references of the
+ * modules in offload_modules, one group per module of each layer, and
+ * never the MLP's (fc1, act, fc2).  By hand, on ops = fused (Megatron's own
+ * layer) with every dense module: layers 0-2 offload (the last group of
+ * each name stays), each 10 references of 2 MiB: attn_norm's input (1),
+ * qkv_in (3: q, k and v's projections), core_attn's q, k, v and attn_out
+ * (4; the log-sum-exp is under 1M elements), attn_proj's attn_out (1, a
+ * second copy of the same storage: no dedup) and mlp_norm's input (1): 30
+ * copies, 60 MiB.  Reloads are Megatron's LIFO: layer 3's backward ends
+ * mlp_norm, attn_proj, core_attn, qkv_linear and attn_norm in turn, each
+ * end reloading the newest group of layer 2 not reloaded yet, which were
+ * committed qkv, core_attn, attn_proj, attn_norm (after the attention's
+ * residual add), mlp_norm: mlp_norm, attn_norm, attn_proj, core_attn, qkv.
+ * With core_attn alone attn_out is still read by attn_proj, which saved it
+ * outside the hooks: it is copied (1 of its 2 references) and stays. */
+START_TEST(megatron_groups_by_module)
+{
+  g_autofree char *text =
+    g_strconcat(megatron_machine, "[policy.mg]\nkind = offload\nframework = megatron\n"
+                "[policy.core]\nkind = offload\nframework = megatron\noffload_modules = core_attn\n", NULL);
+  g_autoptr(SimScenario) s = test_scenario_from_text(text);
+  const guint64 row = 2 * 1048576;
+  g_autoptr(SimResult) mg = test_evaluate(s, "mg");
+  ck_assert_uint_eq(mg->d2h_copies, 30);
+  ck_assert_uint_eq(mg->d2h_bytes, 30 * row);
+  ck_assert_uint_eq(mg->h2d_bytes, 30 * row);
+  g_autoptr(GPtrArray) out = copy_names(mg, SIM_DIR_D2H);
+  static const char *const layer0[] = { "L0 qkv_in",    "L0 qkv_in", "L0 qkv_in", "L0 q",           "L0 k",
+                                        "L0 v",         "L0 attn_out", "L0 attn_out", "L0 attn_norm_in",
+                                        "L0 mlp_norm_in" };
+  for (guint i = 0; i < G_N_ELEMENTS(layer0); i++)
+    ck_assert_str_eq(g_ptr_array_index(out, i), layer0[i]);
+  g_autoptr(GPtrArray) back = copy_names(mg, SIM_DIR_H2D);
+  static const char *const layer2[] = { "L2 mlp_norm_in", "L2 attn_norm_in", "L2 attn_out", "L2 q",      "L2 k",
+                                        "L2 v",           "L2 attn_out",     "L2 qkv_in",   "L2 qkv_in", "L2 qkv_in" };
+  for (guint i = 0; i < G_N_ELEMENTS(layer2); i++)
+    ck_assert_str_eq(g_ptr_array_index(back, i), layer2[i]);
+  for (guint i = 0; i < out->len; i++)
+    ck_assert_msg(!strstr(g_ptr_array_index(out, i), "gate") && !strstr(g_ptr_array_index(out, i), "mlp_in") &&
+                    !strstr(g_ptr_array_index(out, i), "down_in"),
+                  "an MLP tensor moved: %s", (const char *)g_ptr_array_index(out, i));
+
+  g_autoptr(SimResult) core = test_evaluate(s, "core");
+  ck_assert_uint_eq(core->d2h_copies, 3 * 4);
+  ck_assert_uint_eq(core->d2h_bytes, 3 * 4 * row);
+  /* attn_out stays on the device beside its copy: the peak of `core` is
+   * above that of the same moves without it. */
+  guint8 fates[64];
+  guint ncopies[64];
+  const SimLayer *l0 = sim_workload_layer(s->workload, 0);
+  g_assert(l0->tensors->len <= G_N_ELEMENTS(fates));
+  sim_lower_fates(sim_scenario_policy(s, "core"), l0, SIM_ACTION_OFFLOAD, fates, ncopies);
+  for (guint k = 0; k < l0->tensors->len; k++) {
+    const char *name = g_array_index(l0->tensors, SimTensor, k).name;
+    SimFate want = strcmp(name, "attn_out") == 0                                               ? SIM_FATE_KEPT_COPIED
+                   : strcmp(name, "q") == 0 || strcmp(name, "k") == 0 || strcmp(name, "v") == 0 ? SIM_FATE_OFFLOAD
+                                                                                                : SIM_FATE_KEEP;
+    ck_assert_msg(fates[k] == want, "%s: fate %u", name, fates[k]);
+    ck_assert_uint_eq(ncopies[k], want == SIM_FATE_KEEP ? 0 : 1);
+  }
+}
+END_TEST
+
+/* Megatron's view rule on HF's GPT-2 under SDPA: q, k and v are thirds of
+ * c_attn's output (N x 3h), each a view over less than half of it, so each
+ * is a gathered copy of its third (2 MiB) with a device temporary of that
+ * size; SDPA's output is a transposed view of all of its storage, copied
+ * whole.  Per offloaded layer (0-2): 3 x 2 MiB of qkv and 2 MiB of
+ * attn_out in core_attn's group. */
+START_TEST(megatron_views_whole_and_gathered)
+{
+  g_autofree char *text = g_strconcat(megatron_machine, "ops = hf\nattention = sdpa\nnorm = layernorm\nmlp = gelu\n"
+                                      "positions = 4096\nlinear_bias = true\n[policy.mg]\nkind = offload\nframework = megatron\n"
+                                      "offload_modules = core_attn\n", NULL);
+  g_autoptr(SimScenario) s = test_scenario_from_text(text);
+  g_autoptr(SimResult) r = test_evaluate(s, "mg");
+  guint64 qkv = 0, out = 0;
+  guint n_qkv = 0;
+  for (guint op = 0; op < r->program->n_ops; op++) {
+    const SimOp *o = &r->program->ops[op];
+    if (o->kind != SIM_OP_COPY || o->dir != SIM_DIR_D2H)
+      continue;
+    const char *name = sim_program_label(r->program, o->label);
+    if (strcmp(name, "qkv") == 0) {
+      qkv += o->bytes;
+      n_qkv++;
+      ck_assert_uint_eq(o->bytes, 2 * 1048576);
+      /* the gather's temporary: device memory during the copy */
+      const SimMemAction *a = &r->program->mem[o->mem_first];
+      ck_assert(o->mem_starts == 2 && a[1].pool == SIM_POOL_DEVICE && a[1].delta == 2 * 1048576);
+    } else if (strcmp(name, "attn_out") == 0) {
+      out += o->bytes;
+    }
+  }
+  ck_assert_uint_eq(n_qkv, 3 * 3);
+  ck_assert_uint_eq(qkv, 3 * 3 * 2 * 1048576);
+  ck_assert_uint_eq(out, 3 * 2 * 1048576);
+}
+END_TEST
+
+/* A policy text and the words its one-line refusal must hold. */
+typedef struct {
+  const char *policy, *expect;
+} Refusal;
+
+/* Each case's policy after `prelude` (a scenario up to its policy's
+ * [policy.x] line) is refused in one line holding its words. */
+static void
+assert_refusals(const char *prelude, const Refusal *cases, guint n)
+{
+  for (guint i = 0; i < n; i++) {
+    g_autofree char *text = g_strconcat(prelude, cases[i].policy, NULL);
+    g_autofree char *why = test_scenario_error(text);
+    ck_assert_msg(strstr(why, cases[i].expect) != NULL, "case %u: %s", i, why);
+    ck_assert_msg(strchr(why, '\n') == NULL, "case %u: more than one line: %s", i, why);
+  }
+}
+
+/* Megatron's module list as TransformerConfig checks it, and what its
+ * groups cannot have: one line each, naming the key. */
+START_TEST(megatron_refuses_what_it_cannot_run)
+{
+  static const Refusal cases[] = {
+    { "offload_modules = attn_proj\n", "offload_modules: attn_proj needs core_attn" },
+    { "offload_modules = core_attn, expert_fc1\n", "offload_modules: expert_fc1 offloads inside a MoE layer" },
+    { "offload_modules = core_attention\n", "offload_modules: expected Megatron's module names" },
+    { "offload_modules = \n", "offload_modules: Megatron offloads at least one module" },
+    { "dedup = true\n", "dedup: megatron copies every saved reference" },
+    { "prefetch = 2\n", "prefetch: megatron copies each module's group when the module ends" },
+    { "reload = on-demand\n", "reload: megatron copies each module's group" },
+    { "mode = sync\n", "mode: megatron copies each module's group" },
+  };
+  g_autofree char *prelude = g_strconcat(megatron_machine, "[policy.x]\nkind = offload\nframework = megatron\n", NULL);
+  assert_refusals(prelude, cases, G_N_ELEMENTS(cases));
+  /* The preset's own values, as `offsim show` writes them, load. */
+  g_autofree char *shown = g_strconcat(megatron_machine, "[policy.x]\nkind = offload\nframework = megatron\n"
+                                       "mode = async\nprefetch = 1\nreload = prefetch\ndedup = false\n", NULL);
+  g_autoptr(SimScenario) s = test_scenario_from_text(shown);
+  ck_assert(sim_scenario_policy(s, "x")->module_groups);
+}
+END_TEST
+
 /* min_elements counts elements by each tensor's element type: on a
  * generated transformer in bf16, 2^18 elements is 512 KiB. */
 START_TEST(min_elements_by_element_type)
@@ -437,9 +601,7 @@ END_TEST
 /* What a framework cannot have, one line naming the key. */
 START_TEST(impossible_combinations_are_named)
 {
-  static const struct {
-    const char *policy, *expect;
-  } cases[] = {
+  static const Refusal cases[] = {
     { "kind = offload\nframework = te\ncheckpoint = true\n", "checkpoint: te does not offload checkpoint inputs" },
     { "kind = offload\nframework = deepspeed\ncheckpoint = false\n", "checkpoint: deepspeed moves only" },
     { "kind = offload\nframework = verl\npin_memory = true\n", "pin_memory: is save_on_cpu's argument" },
@@ -450,13 +612,10 @@ START_TEST(impossible_combinations_are_named)
     { "kind = offload\nframework = flax\n", "framework" },
     { "kind = offload\nframework = verl\nversion = master\n", "version: chooses the code framework = deepspeed follows" },
     { "kind = offload\nversion = master\n", "version: chooses the code framework = deepspeed follows" },
+    { "kind = offload\nframework = verl\noffload_modules = core_attn\n", "offload_modules: is Megatron's option" },
   };
-  for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
-    g_autofree char *text = g_strconcat(base, "[policy.x]\n", cases[i].policy, NULL);
-    g_autofree char *why = test_scenario_error(text);
-    ck_assert_msg(strstr(why, cases[i].expect) != NULL, "case %u: %s", i, why);
-    ck_assert_msg(strchr(why, '\n') == NULL, "case %u: more than one line: %s", i, why);
-  }
+  g_autofree char *prelude = g_strconcat(base, "[policy.x]\n", NULL);
+  assert_refusals(prelude, cases, G_N_ELEMENTS(cases));
 }
 END_TEST
 
@@ -504,6 +663,9 @@ schedules_suite(void)
   tcase_add_test(c, te_and_torchtune_pin_through_the_caching_allocator);
   tcase_add_test(c, offload_inputs_moves_the_kept_inputs);
   tcase_add_test(c, deepspeed_release_and_master);
+  tcase_add_test(c, megatron_groups_by_module);
+  tcase_add_test(c, megatron_views_whole_and_gathered);
+  tcase_add_test(c, megatron_refuses_what_it_cannot_run);
   tcase_add_test(c, min_elements_by_element_type);
   tcase_add_test(c, presets_and_overrides);
   tcase_add_test(c, impossible_combinations_are_named);

@@ -410,6 +410,12 @@ static const SimSchemaKey keys[SIM_KEY_COUNT] = {
   [SIM_KEY_POLICY_VERSION] = { SIM_GROUP_POLICY, "version", SIM_VALUE_CHOICE, .offset = HAND, .names = sim_version_names,
                                .fallback = "release", .kinds = OFFLOAD_PLAN,
                                .expect = "release or master (with framework = deepspeed)" },
+  /* Read by hand into the preset's hooked modules (scenario.c, get_offload_modules). */
+  [SIM_KEY_POLICY_OFFLOAD_MODULES] = { SIM_GROUP_POLICY, "offload_modules", SIM_VALUE_LIST, .offset = HAND,
+                                       .doc_default = "`attn_norm, qkv_linear, core_attn, attn_proj, mlp_norm`",
+                                       .kinds = OFFLOAD_PLAN,
+                                       .expect = "Megatron's module names, comma-separated: attn_norm, qkv_linear, "
+                                                 "core_attn, attn_proj, mlp_norm (with framework = megatron)" },
   [SIM_KEY_POLICY_PINNED] = { SIM_GROUP_POLICY, "pinned", SIM_VALUE_CHOICE, .offset = P(pinned),
                               .names = pinned_names, .fallback = "pooled",
                               .kinds = OFFLOAD_PLAN, .expect = "pooled, per-tensor, pageable or caching" },

@@ -186,14 +186,32 @@ fate_of(const SimPolicy *p, SimAction a, const SimTensor *t)
 static inline gboolean
 travels(SimFate f)
 {
-  return f == SIM_FATE_OFFLOAD || f == SIM_FATE_MIRROR;
+  return f == SIM_FATE_OFFLOAD || f == SIM_FATE_MIRROR || f == SIM_FATE_KEPT_COPIED;
 }
 
 /* Device memory of its group while the forward runs (dropped ones only until its end). */
 static inline gboolean
 exists_in_forward(SimFate f)
 {
-  return f == SIM_FATE_KEEP || f == SIM_FATE_OFFLOAD || f == SIM_FATE_DROP;
+  return f == SIM_FATE_KEEP || f == SIM_FATE_OFFLOAD || f == SIM_FATE_DROP || f == SIM_FATE_KEPT_COPIED;
+}
+
+/* Whether the hook sees reference `u` of `layer` (a layer with ops): its
+ * module is hooked and, under skip_strided, it is contiguous. */
+static inline gboolean
+hook_sees(const SimPolicy *p, const SimLayer *layer, const SimUse *u)
+{
+  if (p->skip_strided && u->view != SIM_VIEW_CONTIGUOUS)
+    return FALSE;
+  return p->hooked == 0 || ((p->hooked >> sim_layer_use_module(layer, u)) & 1u) != 0;
+}
+
+/* Whether the hook sees only some of `layer`'s references (a layer with
+ * ops: its uses say which). */
+static inline gboolean
+hook_scoped(const SimPolicy *p, const SimLayer *layer)
+{
+  return (p->hooked != 0 || p->skip_strided) && sim_layer_has_ops(layer);
 }
 
 /* The fate of tensor k of group g, decided once per lowering. */
@@ -210,37 +228,64 @@ copies(gboolean dedup, const SimTensor *t)
   return dedup ? 1 : MAX(t->refs, 1u);
 }
 
+/* Tensor k of group g: its copies each way, decided with its fate. */
 static inline guint
-copies_of(const Lower *l, const SimTensor *t)
+copies_of(const Lower *l, guint g, guint k)
 {
-  return copies(l->policy->dedup, t);
+  return l->copies[l->first[g] + k];
 }
 
-/* Each tensor's fate under action `a` into fates[]; FALSE when `a`
- * offloads and nothing of the group travels (an offload with nothing to
- * move), TRUE otherwise. */
+/* Each tensor's fate under action `a` into fates[] and its copies each
+ * way into ncopies[] (unless NULL); FALSE when `a` offloads and nothing of
+ * the group travels (an offload with nothing to move), TRUE otherwise.
+ * Under a scoped hook a travelling tensor's seen references decide: none,
+ * it stays (or, held elsewhere, is not copied); some, it stays held by the
+ * others and the seen ones are copied (kept+copied); all, it moves. */
 static gboolean
-decide_fates(const SimPolicy *p, const SimLayer *layer, SimAction a, guint8 *fates)
+decide_fates(const SimPolicy *p, const SimLayer *layer, SimAction a, guint8 *fates, guint *ncopies)
 {
   /* recompute+offload moves the input it keeps. */
   gboolean moving = a == SIM_ACTION_RECOMPUTE_OFFLOAD && layer->input_bytes > 0;
-  for (guint k = 0; k < layer->tensors->len; k++) {
-    SimFate f = fate_of(p, a, &g_array_index(layer->tensors, SimTensor, k));
+  guint len = layer->tensors->len;
+  g_autofree guint *seen = NULL;
+  if (offloads(a) && hook_scoped(p, layer)) {
+    seen = g_new0(guint, MAX(len, 1u));
+    for (guint u = 0; u < layer->uses->len; u++) {
+      const SimUse *use = &g_array_index(layer->uses, SimUse, u);
+      seen[use->tensor] += hook_sees(p, layer, use);
+    }
+  }
+  for (guint k = 0; k < len; k++) {
+    const SimTensor *t = &g_array_index(layer->tensors, SimTensor, k);
+    SimFate f = fate_of(p, a, t);
+    guint n = travels(f) ? copies(p->dedup, t) : 0;
+    if (seen && travels(f)) {
+      if (seen[k] == 0) {
+        f = f == SIM_FATE_OFFLOAD ? SIM_FATE_KEEP : SIM_FATE_ELSEWHERE;
+        n = 0;
+      } else {
+        if (seen[k] < MAX(t->refs, 1u) && f == SIM_FATE_OFFLOAD)
+          f = SIM_FATE_KEPT_COPIED;
+        n = p->dedup ? 1 : seen[k];
+      }
+    }
     fates[k] = (guint8)f;
+    if (ncopies)
+      ncopies[k] = n;
     moving |= travels(f);
   }
   return moving || !offloads(a);
 }
 
 SimAction
-sim_lower_fates(const SimPolicy *policy, const SimLayer *layer, SimAction action, guint8 *fates)
+sim_lower_fates(const SimPolicy *policy, const SimLayer *layer, SimAction action, guint8 *fates, guint *ncopies)
 {
-  if (decide_fates(policy, layer, action, fates))
+  if (decide_fates(policy, layer, action, fates, ncopies))
     return action;
   SimAction a = action == SIM_ACTION_OFFLOAD           ? SIM_ACTION_KEEP
                 : action == SIM_ACTION_RECOMPUTE_OFFLOAD ? SIM_ACTION_RECOMPUTE
                                                          : SIM_ACTION_SELECTIVE;
-  decide_fates(policy, layer, a, fates);
+  decide_fates(policy, layer, a, fates, ncopies);
   return a;
 }
 
@@ -331,12 +376,14 @@ emit_tensor_copies(SimProgram *p, CopyMode m, gint32 index, SimDir dir, guint32 
 
 /* Whether group g's tensors come back reference by reference when the
  * backward op that unpacks each runs (a group with ops, under a hook that
- * reloads on unpack: sync offload, reload = on-demand) rather than with
- * their group. */
+ * reloads on unpack: sync offload, reload = on-demand; or by module group,
+ * Megatron) rather than with their group. */
+static inline gboolean groups_by_module(const Lower *l, guint g);
+
 static inline gboolean
 reloads_on_unpack(const Lower *l, guint g)
 {
-  return sim_layer_has_ops(group_layer(l, g)) && (!l->policy->async || l->policy->on_demand);
+  return sim_layer_has_ops(group_layer(l, g)) && (!l->policy->async || l->policy->on_demand || groups_by_module(l, g));
 }
 
 /* Whether group g reloads anything as a group: its input under
@@ -365,7 +412,7 @@ emit_copies(const Lower *l, guint g, SimDir dir, guint32 stream)
   for (guint k = 0; k < layer->tensors->len; k++) {
     const SimTensor *t = &g_array_index(layer->tensors, SimTensor, k);
     if (travels((SimFate)fates[k]))
-      emit_tensor_copies(p, m, index, dir, stream, t->bytes, copies(m.dedup, t), labels[k],
+      emit_tensor_copies(p, m, index, dir, stream, t->bytes, copies_of(l, g, k), labels[k],
                          fates[k] == SIM_FATE_OFFLOAD);
   }
 }
@@ -408,7 +455,7 @@ emit_pinning(const Lower *l, guint g)
     emit_pins(l, g, 1);
   for (guint k = 0; k < layer->tensors->len; k++)
     if (travels(tensor_fate(l, g, k)))
-      emit_pins(l, g, copies_of(l, &g_array_index(layer->tensors, SimTensor, k)));
+      emit_pins(l, g, copies_of(l, g, k));
 }
 
 /* Async reload of group j, started by `trigger` and never before j's own
@@ -507,6 +554,15 @@ emit_reload_for_backward(Lower *l, guint g)
     emit_copies(l, g, SIM_DIR_H2D, l->s_compute);
 }
 
+/* The device copies of tensor k of group g its backward frees at once: the
+ * tensor, or its reloaded copies, or (kept+copied) both. */
+static inline guint
+held_copies(const Lower *l, guint g, guint k)
+{
+  SimFate fate = tensor_fate(l, g, k);
+  return fate == SIM_FATE_KEPT_COPIED ? 1 + copies_of(l, g, k) : travels(fate) ? copies_of(l, g, k) : 1;
+}
+
 /* The backward's memory: each tensor (and each reloaded copy) freed at its end. */
 static void
 free_saved(Lower *l, guint g, guint32 op)
@@ -520,8 +576,8 @@ free_saved(Lower *l, guint g, guint32 op)
     SimFate fate = (SimFate)fates[k];
     if (fate == SIM_FATE_ELSEWHERE)
       continue;
-    guint n = travels(fate) ? copies_of(l, t) : 1;
-    sim_program_mem_inline(l->p, op, SIM_AT_END, SIM_POOL_DEVICE, -(gint64)(t->bytes * n), labels[k], index);
+    sim_program_mem_inline(l->p, op, SIM_AT_END, SIM_POOL_DEVICE, -(gint64)(t->bytes * held_copies(l, g, k)),
+                           labels[k], index);
   }
 }
 
@@ -822,7 +878,7 @@ static void
 issue_tensor_offload(Lower *l, guint g, guint k)
 {
   const SimTensor *t = &g_array_index(group_layer(l, g)->tensors, SimTensor, k);
-  issue_offload(l, g, t->bytes, copies_of(l, t), tensor_label(l, g, k), tensor_fate(l, g, k) == SIM_FATE_OFFLOAD);
+  issue_offload(l, g, t->bytes, copies_of(l, g, k), tensor_label(l, g, k), tensor_fate(l, g, k) == SIM_FATE_OFFLOAD);
 }
 
 /* input_first: group g's kept input is saved, and offloaded, before its
@@ -910,6 +966,206 @@ emit_forward_by_tensor(Lower *l, guint i)
     }
     issue_tensor_offload(l, i, k);
     start = k + 1;
+  }
+}
+
+/* ---- Megatron's module groups --------------------------------------------
+ *
+ * Under module_groups each hooked module of an offloading layer is a group
+ * of its own: the saved references the module's backward unpacks (the
+ * module that saved them).  Its copies out leave after its commit op, one
+ * per reference; the compute stream waits for its reload before its wait
+ * op; and after the end op of each hooked module of any layer the newest
+ * offloaded group not reloaded yet comes back (Megatron's LIFO of groups:
+ * framework.c, megatron).  A group whose wait comes before any pop reloads
+ * there, on the compute stream (tensor_pop's inline reload). */
+
+static inline gboolean
+groups_by_module(const Lower *l, guint g)
+{
+  SimAction a = action_at(l, g);
+  return l->policy->module_groups && g < l->n && sim_layer_has_ops(group_layer(l, g)) &&
+         (a == SIM_ACTION_OFFLOAD || a == SIM_ACTION_SELECTIVE_OFFLOAD);
+}
+
+/* The bytes one copy of reference `use` of `t` moves: its whole storage,
+ * or, for a view over part of it, Megatron's gathered contiguous copy of
+ * the view (fine_grained_activation_offload.py l. 909-923). */
+static inline guint64
+ref_bytes(const SimTensor *t, const SimUse *use)
+{
+  return use->view == SIM_VIEW_PART ? t->bytes / MAX(t->refs, 1u) : t->bytes;
+}
+
+/* The commit, wait and end ops of each module of `layer`'s op list: its
+ * last forward op (a norm's group commits after its block's residual add,
+ * transformer_layer.py l. 760-764, 1109-1115), its first backward op (a
+ * norm's, the first of its block: the commit's backward comes before the
+ * residual's) and its last backward op (its start function's backward). */
+static void
+module_ops(Lower *l, const SimLayer *layer)
+{
+  if (layer->ops == l->mod_ops)
+    return;
+  l->mod_ops = layer->ops;
+  for (guint m = 0; m < SIM_MODULE_COUNT; m++)
+    l->mod_commit[m] = l->mod_wait[m] = l->mod_end[m] = G_MAXUINT16;
+  for (guint i = 0; i < layer->ops->len; i++) {
+    const SimLayerOp *o = sim_layer_op(layer, i);
+    if (!o->backward) {
+      l->mod_commit[o->module] = (guint16)i;
+      continue;
+    }
+    if (l->mod_wait[o->module] == G_MAXUINT16)
+      l->mod_wait[o->module] = (guint16)i;
+    l->mod_end[o->module] = (guint16)i;
+  }
+  static const struct {
+    guint norm, last;
+  } blocks[] = { { SIM_MODULE_ATTN_NORM, SIM_MODULE_ATTN_RESIDUAL }, { SIM_MODULE_MLP_NORM, SIM_MODULE_MLP_RESIDUAL } };
+  for (guint b = 0; b < G_N_ELEMENTS(blocks); b++) {
+    guint norm = blocks[b].norm;
+    if (l->mod_commit[blocks[b].last] != G_MAXUINT16)
+      l->mod_commit[norm] = l->mod_commit[blocks[b].last];
+    for (guint m = norm; m <= blocks[b].last; m++)
+      l->mod_wait[norm] = MIN(l->mod_wait[norm], l->mod_wait[m]);
+  }
+}
+
+/* One copy of reference `use` of tensor k of group g, direction `dir`, on
+ * `stream`: host memory while it is out; a gathered view's device
+ * temporary during the copy out; the source freed after its last copy out
+ * (`frees`); the reloaded copy device memory until its use ends. */
+static void
+emit_ref_copy(Lower *l, guint g, guint k, const SimUse *use, SimDir dir, guint32 stream, gboolean frees)
+{
+  SimProgram *p = l->p;
+  const SimTensor *t = &g_array_index(group_layer(l, g)->tensors, SimTensor, k);
+  gint32 index = group_index(l, g);
+  CopyMode m = copy_mode(l);
+  guint64 bytes = ref_bytes(t, use);
+  guint32 label = tensor_label(l, g, k);
+  guint32 op = sim_program_copy_inline(p, stream, dir, bytes, m.pageable, index, label);
+  if (dir == SIM_DIR_H2D) {
+    sim_program_mem_inline(p, op, SIM_AT_START, SIM_POOL_DEVICE, (gint64)bytes, label, index);
+    sim_program_mem_inline(p, op, SIM_AT_END, SIM_POOL_HOST, -host_bytes(m, bytes), label, index);
+    return;
+  }
+  sim_program_mem_inline(p, op, SIM_AT_START, SIM_POOL_HOST, host_bytes(m, bytes), label, index);
+  if (use->view == SIM_VIEW_PART) { /* src_tensor.contiguous() */
+    sim_program_mem_inline(p, op, SIM_AT_START, SIM_POOL_DEVICE, (gint64)bytes, l->label_workspace, index);
+    sim_program_mem_inline(p, op, SIM_AT_END, SIM_POOL_DEVICE, -(gint64)bytes, l->label_workspace, index);
+  }
+  if (frees)
+    sim_program_mem_inline(p, op, SIM_AT_END, SIM_POOL_DEVICE, -(gint64)t->bytes, label, index);
+}
+
+/* Whether reference `use` of group g's layer is in module m's group and
+ * travels. */
+static inline gboolean
+in_module_group(const Lower *l, guint g, const SimLayer *layer, const SimUse *use, guint m)
+{
+  return sim_layer_use_module(layer, use) == m && travels(tensor_fate(l, g, use->tensor)) &&
+         hook_sees(l->policy, layer, use);
+}
+
+/* Module m's group of layer g leaves after its commit op: the d2h stream
+ * waits for the compute stream and copies each reference, pinned first
+ * where the step pins. */
+static void
+emit_module_offload(Lower *l, guint g, guint m)
+{
+  SimProgram *p = l->p;
+  const SimLayer *layer = group_layer(l, g);
+  gint32 index = group_index(l, g);
+  guint n = 0;
+  for (guint u = 0; u < layer->uses->len; u++)
+    n += in_module_group(l, g, layer, &g_array_index(layer->uses, SimUse, u), m);
+  if (pins_each_copy(l))
+    emit_pins(l, g, n);
+  guint32 ready = sim_program_add_event(p, l->label_fwd_done, index);
+  sim_program_record(p, l->s_compute, ready);
+  sim_program_wait(p, l->s_d2h, ready);
+  for (guint u = 0; u < layer->uses->len; u++) {
+    const SimUse *use = &g_array_index(layer->uses, SimUse, u);
+    if (!in_module_group(l, g, layer, use, m))
+      continue;
+    guint *left = &l->left[l->first[g] + use->tensor];
+    gboolean frees = tensor_fate(l, g, use->tensor) == SIM_FATE_OFFLOAD && --*left == 0;
+    emit_ref_copy(l, g, use->tensor, use, SIM_DIR_D2H, l->s_d2h, frees);
+  }
+  guint slot = g * SIM_MODULE_COUNT + m;
+  l->ev_mod_d2h[slot] = l->ev_d2h[g] = sim_program_add_event(p, l->label_offloaded, index);
+  sim_program_record(p, l->s_d2h, l->ev_mod_d2h[slot]);
+  g_array_append_val(l->mod_stack, slot);
+}
+
+/* Module group `slot` comes back on `stream` (after `trigger`, unless
+ * SIM_NO_EVENT, and its own copies out). */
+static void
+emit_module_reload(Lower *l, guint slot, guint32 stream, guint32 trigger)
+{
+  SimProgram *p = l->p;
+  guint g = slot / SIM_MODULE_COUNT, m = slot % SIM_MODULE_COUNT;
+  const SimLayer *layer = group_layer(l, g);
+  if (trigger != SIM_NO_EVENT)
+    sim_program_wait(p, stream, trigger);
+  if (stream != l->s_d2h)
+    sim_program_wait(p, stream, l->ev_mod_d2h[slot]);
+  for (guint u = 0; u < layer->uses->len; u++) {
+    const SimUse *use = &g_array_index(layer->uses, SimUse, u);
+    if (in_module_group(l, g, layer, use, m))
+      emit_ref_copy(l, g, use->tensor, use, SIM_DIR_H2D, stream, FALSE);
+  }
+  l->ev_mod_h2d[slot] = sim_program_add_event(p, l->label_reloaded, group_index(l, g));
+  sim_program_record(p, stream, l->ev_mod_h2d[slot]);
+}
+
+/* After forward op f of layer g: the module groups it commits. */
+static void
+emit_module_commits(Lower *l, guint g, guint f)
+{
+  for (guint m = 0; m < SIM_MODULE_COUNT; m++)
+    if (((l->policy->hooked >> m) & 1u) && l->mod_commit[m] == f)
+      emit_module_offload(l, g, m);
+}
+
+/* Before backward op b of layer g: the compute stream waits for each
+ * module group of g whose wait op b is (reloaded there if no pop came). */
+static void
+emit_module_waits(Lower *l, guint g, guint b)
+{
+  for (guint m = 0; m < SIM_MODULE_COUNT; m++) {
+    guint slot = g * SIM_MODULE_COUNT + m;
+    if (!((l->policy->hooked >> m) & 1u) || l->mod_wait[m] != b || l->ev_mod_d2h[slot] == SIM_NO_EVENT)
+      continue;
+    if (l->ev_mod_h2d[slot] == SIM_NO_EVENT) {
+      for (guint i = 0; i < l->mod_stack->len; i++) /* reloaded inline: off the stack */
+        if (g_array_index(l->mod_stack, guint, i) == slot) {
+          g_array_remove_index(l->mod_stack, i);
+          break;
+        }
+      emit_module_reload(l, slot, l->s_compute, SIM_NO_EVENT);
+    } else {
+      sim_program_wait(l->p, l->s_compute, l->ev_mod_h2d[slot]);
+    }
+  }
+}
+
+/* After backward op b of a layer with ops: for each hooked module whose
+ * end op b is, the newest offloaded group not reloaded yet comes back on
+ * the h2d stream, after the compute stream got here. */
+static void
+emit_module_pops(Lower *l, guint g, guint b)
+{
+  for (guint m = 0; m < SIM_MODULE_COUNT; m++) {
+    if (!((l->policy->hooked >> m) & 1u) || l->mod_end[m] != b || l->mod_stack->len == 0)
+      continue;
+    guint slot = g_array_index(l->mod_stack, guint, l->mod_stack->len - 1);
+    g_array_set_size(l->mod_stack, l->mod_stack->len - 1);
+    guint32 now = sim_program_add_event(l->p, l->label_started, group_index(l, g));
+    sim_program_record(l->p, l->s_compute, now);
+    emit_module_reload(l, slot, l->h2d_stream, now);
   }
 }
 
@@ -1127,6 +1383,9 @@ emit_forward_ops(Lower *l, guint g, Replay r)
   gint32 index = group_index(l, g);
   SimPhase phase = r == REPLAY_FORWARD ? SIM_PHASE_FORWARD : SIM_PHASE_RECOMPUTE;
   gboolean by_tensor = r == REPLAY_FORWARD && copies_by_tensor(l, g);
+  gboolean by_module = r == REPLAY_FORWARD && groups_by_module(l, g);
+  if (by_module)
+    module_ops(l, layer);
   guint last = last_replayed(layer, r), next = 0; /* next: the first tensor not yet saved */
   guint32 op = SIM_NO_OP;
   for (guint f = 0; f < layer->n_forward; f++) {
@@ -1154,10 +1413,31 @@ emit_forward_ops(Lower *l, guint g, Replay r)
       for (guint k = first; k < next; k++)
         if (travels(tensor_fate(l, g, k)))
           issue_tensor_offload(l, g, k);
+    if (by_module)
+      emit_module_commits(l, g, f);
   }
   g_assert(next == layer->tensors->len); /* tensors are listed in save order */
   comm_wait_all(l);
   return op;
+}
+
+/* Whether use u (at index `ui` of `layer`'s uses) of group g brings a
+ * copy back: its tensor travels and the hook saw it; with dedup only the
+ * storage's first seen reference. */
+static gboolean
+use_reloads(const Lower *l, guint g, const SimLayer *layer, guint ui)
+{
+  const SimUse *use = &g_array_index(layer->uses, SimUse, ui);
+  if (!travels(tensor_fate(l, g, use->tensor)) || !hook_sees(l->policy, layer, use))
+    return FALSE;
+  if (!l->policy->dedup)
+    return TRUE;
+  for (guint v = layer->index->first_use[use->tensor]; v < ui; v++) {
+    const SimUse *before = &g_array_index(layer->uses, SimUse, v);
+    if (before->tensor == use->tensor && hook_sees(l->policy, layer, before))
+      return FALSE; /* the storage's first seen unpack copies it */
+  }
+  return TRUE;
 }
 
 /* Before backward op b: the references it unpacks that a hook reloads on
@@ -1175,10 +1455,8 @@ emit_use_reloads(Lower *l, guint g, guint b)
   gboolean any = FALSE;
   for (guint u = x->use_off[b]; u < x->use_off[b + 1]; u++) {
     const SimUse *use = &g_array_index(layer->uses, SimUse, u);
-    if (!travels(tensor_fate(l, g, use->tensor)))
+    if (!use_reloads(l, g, layer, u))
       continue;
-    if (m.dedup && x->first_use[use->tensor] != u)
-      continue; /* the storage's first unpack copies it */
     if (!any && l->policy->async) {
       guint32 due = sim_program_add_event(p, l->label_due, index);
       sim_program_record(p, l->s_compute, due);
@@ -1199,7 +1477,8 @@ emit_use_reloads(Lower *l, guint g, guint b)
 
 /* Backward op b's memory when it ends: the storages whose last reference
  * it unpacked (each reloaded copy of a travelling one: per use without
- * dedup, else the one copy), its spans, its gradients. */
+ * dedup, else the one copy; a kept+copied one's source), its spans, its
+ * gradients. */
 static void
 free_after_use(Lower *l, guint g, guint b, guint32 op)
 {
@@ -1210,10 +1489,10 @@ free_after_use(Lower *l, guint g, guint b, guint32 op)
   for (guint i = x->free_off[b]; i < x->free_off[b + 1]; i++) {
     guint k = x->frees[i];
     SimFate fate = tensor_fate(l, g, k);
-    if (fate == SIM_FATE_ELSEWHERE || (travels(fate) && per_use))
+    if (fate == SIM_FATE_ELSEWHERE || (travels(fate) && per_use && fate != SIM_FATE_KEPT_COPIED))
       continue;
     const SimTensor *t = &g_array_index(layer->tensors, SimTensor, k);
-    guint n = travels(fate) ? copies_of(l, t) : 1;
+    guint n = per_use ? 1 : held_copies(l, g, k);
     sim_program_mem_inline(l->p, op, SIM_AT_END, SIM_POOL_DEVICE, -(gint64)(t->bytes * n), tensor_label(l, g, k),
                            index);
   }
@@ -1221,10 +1500,11 @@ free_after_use(Lower *l, guint g, guint b, guint32 op)
     return;
   /* Each reference reloaded at its unpack is freed after it. */
   for (guint u = x->use_off[b]; u < x->use_off[b + 1]; u++) {
-    guint k = g_array_index(layer->uses, SimUse, u).tensor;
-    if (travels(tensor_fate(l, g, k)))
+    const SimUse *use = &g_array_index(layer->uses, SimUse, u);
+    if (travels(tensor_fate(l, g, use->tensor)) && hook_sees(l->policy, layer, use))
       sim_program_mem_inline(l->p, op, SIM_AT_END, SIM_POOL_DEVICE,
-                             -(gint64)g_array_index(layer->tensors, SimTensor, k).bytes, tensor_label(l, g, k), index);
+                             -(gint64)ref_bytes(&g_array_index(layer->tensors, SimTensor, use->tensor), use),
+                             tensor_label(l, g, use->tensor), index);
   }
 }
 
@@ -1236,13 +1516,18 @@ emit_backward_ops(Lower *l, guint g)
   const SimLayer *layer = group_layer(l, g);
   SimProgram *p = l->p;
   gint32 index = group_index(l, g);
-  gboolean per_use = reloads_on_unpack(l, g) && offloads(action_at(l, g));
+  gboolean by_module = l->policy->module_groups && g < l->n;
+  gboolean per_use = reloads_on_unpack(l, g) && offloads(action_at(l, g)) && !groups_by_module(l, g);
+  if (by_module)
+    module_ops(l, layer);
   guint32 op = SIM_NO_OP;
   for (guint b = layer->n_forward; b < layer->ops->len; b++) {
     const SimLayerOp *o = sim_layer_op(layer, b);
     comm_issue(l); /* the previous op's collective starts before these reloads */
     if (per_use)
       emit_use_reloads(l, g, b);
+    if (by_module)
+      emit_module_waits(l, g, b);
     op = emit_op(l, g, o, SIM_PHASE_BACKWARD);
     emit_op_spans(l, layer, b, b, REPLAY_FORWARD, op, index); /* one op's spans: either phase */
     free_after_use(l, g, b, op);
@@ -1252,6 +1537,8 @@ emit_backward_ops(Lower *l, guint g)
     }
     if (l->reduces && o->reduce_bytes)
       lower_dp_add(l, o->reduce_bytes, o->grad_bytes, index);
+    if (by_module)
+      emit_module_pops(l, g, b);
   }
   comm_wait_all(l);
   return op;
@@ -1348,7 +1635,7 @@ emit_forward(Lower *l, guint i)
   emit_input_first(l, i);
   if (sim_layer_has_ops(layer)) {
     free_input_first(l, i, emit_forward_ops(l, i, REPLAY_FORWARD));
-    if (!copies_by_tensor(l, i))
+    if (!copies_by_tensor(l, i) && !groups_by_module(l, i))
       emit_offload_after(l, i);
     emit_commit_before(l, i);
     return;
@@ -1504,11 +1791,22 @@ decide(Lower *l)
     policy_actions(l->policy, l->base, l->n, l->actions);
     l->actions[group_embed(l)] = l->actions[group_head(l)] = stage_action(l->policy);
   }
-  l->fates = g_new(guint8, MAX(l->first[l->n_groups], 1u));
+  guint tensors = MAX(l->first[l->n_groups], 1u);
+  l->fates = g_new(guint8, tensors);
+  l->copies = g_new(guint, tensors);
   for (guint g = 0; g < l->n_groups; g++) {
     const SimLayer *layer = group_layer(l, g);
     if (layer != NULL)
-      l->actions[g] = sim_lower_fates(l->policy, layer, l->actions[g], &l->fates[l->first[g]]);
+      l->actions[g] =
+        sim_lower_fates(l->policy, layer, l->actions[g], &l->fates[l->first[g]], &l->copies[l->first[g]]);
+  }
+  if (l->policy->module_groups) {
+    l->left = g_memdup2(l->copies, sizeof(guint) * tensors);
+    l->ev_mod_d2h = g_new(guint32, l->n_groups * SIM_MODULE_COUNT);
+    l->ev_mod_h2d = g_new(guint32, l->n_groups * SIM_MODULE_COUNT);
+    for (guint i = 0; i < l->n_groups * SIM_MODULE_COUNT; i++)
+      l->ev_mod_d2h[i] = l->ev_mod_h2d[i] = SIM_NO_EVENT;
+    l->mod_stack = g_array_new(FALSE, FALSE, sizeof(guint));
   }
   l->ev_d2h = g_new(guint32, l->n_groups);
   l->ev_h2d = g_new(guint32, l->n_groups);
@@ -1623,7 +1921,13 @@ lower_slice_end(Lower *l)
   g_free(l->ev_h2d);
   g_free(l->labels);
   g_free(l->fates);
+  g_free(l->copies);
   g_free(l->first);
+  g_clear_pointer(&l->left, g_free);
+  g_clear_pointer(&l->ev_mod_d2h, g_free);
+  g_clear_pointer(&l->ev_mod_h2d, g_free);
+  g_clear_pointer(&l->mod_stack, g_array_unref);
+  l->mod_ops = NULL;
   g_clear_pointer(&l->op_labels, g_free);
   g_clear_pointer(&l->comm_labels, g_free);
   g_clear_pointer(&l->gathered, g_free);

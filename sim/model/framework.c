@@ -1,4 +1,5 @@
 #include "framework.h"
+#include "workload.h"
 
 /* Element and byte thresholds of the frameworks' size filters. */
 #define TE_MIN_ELEMENTS (1u << 18)       /* cpu_offload.py: tensors under 2^18 elements stay */
@@ -76,12 +77,50 @@ te(SimPolicy *p)
   p->pinned = SIM_PINNED_CACHING;
 }
 
-/* Megatron-LM pipeline_parallel/fine_grained_activation_offload.py: groups
- * committed per module on a D2H stream, freed at copy end (record_stream),
- * no in-flight limit by default, the next group reloaded on the H2D stream
- * after the current one's backward, compute waits at the group's backward
- * start; under 1M elements stay, the last group kept, no dedup, a pinned
- * pool reused across steps. */
+/* Megatron-LM's offload_modules (transformer_config.py l. 1328-1342, the
+ * dense layer's choices; the MoE and GatedDeltaProduct ones have no module
+ * in offsim's layers) and the modules of offsim's ops they wrap
+ * (transformer_layer.py l. 709-729, 760-764, 818-830, 1109-1115:
+ * input_layernorm, committed after the attention's residual add;
+ * attention.py l. 1386-1395, 1552-1607, 1626-1629: get_query_key_value_
+ * tensors, core_attention, linear_proj; the pre-MLP layernorm). */
+const char *const sim_framework_megatron_modules[] = { "attn_norm", "qkv_linear", "core_attn", "attn_proj", "mlp_norm",
+                                                       NULL };
+static const guint8 megatron_module_of[] = { SIM_MODULE_ATTN_NORM, SIM_MODULE_QKV, SIM_MODULE_CORE_ATTN,
+                                             SIM_MODULE_ATTN_PROJ, SIM_MODULE_MLP_NORM };
+G_STATIC_ASSERT(G_N_ELEMENTS(megatron_module_of) + 1 == G_N_ELEMENTS(sim_framework_megatron_modules));
+G_STATIC_ASSERT(SIM_FRAMEWORK_MEGATRON_ALL == (1u << G_N_ELEMENTS(megatron_module_of)) - 1);
+
+guint32
+sim_framework_megatron_hooked(guint names)
+{
+  guint32 hooked = 0;
+  for (guint i = 0; i < G_N_ELEMENTS(megatron_module_of); i++)
+    if (names & (1u << i))
+      hooked |= 1u << megatron_module_of[i];
+  return hooked;
+}
+
+/* Megatron-LM megatron/core/pipeline_parallel/fine_grained_activation_
+ * offload.py (NVIDIA/Megatron-LM@d98e8a6): a group per module of
+ * offload_modules in each layer (FineGrainedOffloadingGroupStartFunction
+ * on its input, l. 1439-1469; the hooks only inside the module, l.
+ * 1504-1514, 835-878), committed on its output (l. 1357-1387): the D2H
+ * stream waits for the compute stream and copies every reference the
+ * group saved of at least min_offloaded_tensor_size = 1,048,576 elements
+ * (transformer_config.py l. 1343; l. 1077-1091, 1093-1130), no dedup, the
+ * device memory freed at copy end (record_stream, l. 1125), no compute
+ * wait (max_inflight_offloads None, l. 1250-1260).  A non-contiguous view
+ * covering at least half its storage copies the whole storage, a smaller
+ * one a gathered contiguous copy (l. 887-934).  Backward: the commit's
+ * backward, at the module's backward start, makes compute wait for its
+ * group's reload (l. 1288-1308); the start's, at its end, reloads the
+ * newest offloaded group not yet reloaded on the H2D stream after the
+ * compute stream and its offload (l. 1176-1196, 1271-1287, 1332-1342).
+ * The last group of each name stays (l. 609-639, 1206-1227): the last
+ * layer.  Host buffers: OffloadTensorPool, torch.empty(pin_memory=True)
+ * keyed by shape, reset and reused every iteration (l. 150-259, 480,
+ * 551-558): the caching host allocator's blocks. */
 static void
 megatron(SimPolicy *p)
 {
@@ -97,7 +136,9 @@ megatron(SimPolicy *p)
   p->params = SIM_PARAMS_SKIP;
   p->dedup = FALSE;
   p->keep_last = 1;
-  p->pinned = SIM_PINNED_POOLED;
+  p->pinned = SIM_PINNED_CACHING;
+  p->hooked = sim_framework_megatron_hooked(SIM_FRAMEWORK_MEGATRON_ALL);
+  p->module_groups = TRUE;
 }
 
 /* torchtune training/_activation_offloading.py: each saved tensor on one

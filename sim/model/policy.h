@@ -131,6 +131,19 @@ typedef struct {
    * until the next one registers). */
   gboolean input_first;
   gboolean defer_offload;
+  /* Which saved references a hook sees, on layers with ops (SimLayer.ops):
+   * `hooked`, bits of SimModule (sim/model/workload.h) whose references it
+   * packs, 0 for all (Megatron's offload_modules; torchtune's context,
+   * which leaves the output head out); `skip_strided`, non-contiguous
+   * references stay on the device (TransformerEngine).  A storage some of
+   * whose references stay is held on the device and its seen references
+   * copied anyway (SIM_FATE_KEPT_COPIED). */
+  guint32 hooked;
+  gboolean skip_strided;
+  /* Megatron's fine-grained offload: one group per hooked module of each
+   * offloading layer, each copied when its module ends and reloaded,
+   * newest first, as the backward of each module of a layer above ends. */
+  gboolean module_groups;
   SimVersion version;      /* `version`: the code the preset follows */
   SimFramework framework;  /* the preset the options came from, for reports */
   GArray *actions;    /* SimAction per layer (kind = plan), else NULL */

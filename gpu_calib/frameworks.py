@@ -102,7 +102,8 @@ megatron      megatron/core/pipeline_parallel/fine_grained_activation_offload.py
               Single chunk: no pipeline parallelism, CUDA graphs, delayed
               offload, offload fraction or per-rank deltas.
 
-torchtune     torchtune/training/_activation_offloading.py (read at 05cda5e):
+torchtune     torchtune/training/_activation_offloading.py (read at 05cda5e, again at
+              bd2a0fc):
               OffloadActivations around the model's forward (the loss outside,
               as the recipes compute it), NoOpManager around the output head.
               pack_tensor: every save takes a tensor id; tensors of >= 1024
@@ -117,6 +118,15 @@ torchtune     torchtune/training/_activation_offloading.py (read at 05cda5e):
               node: the stash is then emptied after the first unpack of an
               offloaded tensor (exact for these models, whose first such node,
               the final RMSNorm's weight multiply, unpacks one).
+
+torchtune-ckpt
+              the same with every decoder layer checkpointed (torchtune's
+              recommended mode): PyTorch >= 2.1's non-reentrant checkpoint
+              saves the layer's input with save_for_backward before its
+              region (torch/utils/checkpoint.py, _NoopSaveInputs), so the hook
+              moves exactly the checkpoint inputs; the harness stands in
+              such a checkpoint (SaveInputsCheckpoint), since torch 1.13's
+              keeps its inputs in a closure no hook sees.
 
 deepspeed     deepspeed/runtime/activation_checkpointing/checkpointing.py at the
               latest release, v0.19.5 (cf44300), with cpu_checkpointing:
@@ -193,7 +203,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "record"))
 import hf_models  # noqa: E402
 
-PRESETS = ("save_on_cpu", "verl", "te", "megatron", "torchtune", "deepspeed", "deepspeed-master")
+PRESETS = ("save_on_cpu", "verl", "te", "megatron", "torchtune", "torchtune-ckpt", "deepspeed", "deepspeed-master")
 DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
 DEFAULT_CONFIG = os.path.join(HERE, "..", "tests", "data", "hf", "configs", "qwen2-fw.json")
 # Which presets reload every byte they offload (the others reuse device copies).
@@ -1160,12 +1170,37 @@ class Megatron:
 
 # -------------------------------------------------------------- torchtune --
 
+class SaveInputsCheckpoint(torch.autograd.Function):
+    """What a non-reentrant torch.utils.checkpoint of PyTorch >= 2.1 hands
+    the saved-tensor hooks around it: its inputs, through save_for_backward
+    (_NoopSaveInputs), before its region, whose own saves its inner hooks
+    keep and recompute.  Here the region runs under no_grad and is
+    recomputed in backward, after the inputs are unpacked.  torch 1.13's
+    non-reentrant checkpoint holds its inputs in a closure instead, which no
+    hook sees: on 1.13 the outer hook would move nothing."""
+
+    @staticmethod
+    def forward(ctx, run_function, *args):
+        ctx.run_function = run_function
+        ctx.save_for_backward(*args)
+        with torch.no_grad():
+            return run_function(*args)
+
+    @staticmethod
+    def backward(ctx, *grads):
+        inputs = list(ctx.saved_tensors)  # unpacked: the hook reloads them
+        return recompute_backward(ctx.run_function, inputs, grads)[1:]
+
+
 class Torchtune:
     """OffloadActivations(use_pin_memory=True, use_streams=True,
-    max_fwd_stash_size=5, min_offload_size=1024)."""
-    name = "torchtune"
+    max_fwd_stash_size=5, min_offload_size=1024); with checkpoint, every
+    decoder layer under a non-reentrant activation checkpoint, as torchtune's
+    recipes wrap them (training/_activation_checkpointing.py)."""
 
-    def __init__(self, rt, model, max_fwd_stash_size=5, min_offload_size=1024):
+    def __init__(self, rt, model, max_fwd_stash_size=5, min_offload_size=1024, checkpoint=False):
+        self.name = "torchtune-ckpt" if checkpoint else "torchtune"
+        self.checkpoint, self.layers = checkpoint, decoder_layers(model)
         self.rt = rt
         self.max_fwd_stash_size, self.min_bytes = max_fwd_stash_size, min_offload_size
         self.s1 = rt.new_stream("s1")  # one side stream, both directions
@@ -1285,7 +1320,14 @@ class Torchtune:
                 with torch.autograd.graph.saved_tensors_hooks(lambda t: t, lambda t: t):
                     return original(*args, **kwargs)
             return wrapped
-        return [patch_forward(self.head, make)]
+        undo = [patch_forward(self.head, make)]
+        if self.checkpoint:
+            def checkpointed(original):
+                def wrapped(hidden_states, *args, **kwargs):
+                    return SaveInputsCheckpoint.apply(lambda x: original(x, *args, **kwargs), hidden_states)
+                return wrapped
+            undo += [patch_forward(layer, checkpointed) for layer in self.layers]
+        return undo
 
     def model_context(self):
         return torch.autograd.graph.saved_tensors_hooks(self.pack, self.unpack)
@@ -1527,8 +1569,8 @@ def make_handler(name, rt, model, args):
         return TransformerEngine(rt, model, args.te_layers, args.te_min)
     if name == "megatron":
         return Megatron(rt, model, args.megatron_modules.split(","), args.megatron_min)
-    if name == "torchtune":
-        return Torchtune(rt, model)
+    if name in ("torchtune", "torchtune-ckpt"):
+        return Torchtune(rt, model, checkpoint=name == "torchtune-ckpt")
     if name in ("deepspeed", "deepspeed-master"):
         return DeepSpeed(rt, model, master=name == "deepspeed-master")
     raise ValueError(f"unknown preset {name!r} (known: {', '.join(PRESETS)})")
@@ -1644,6 +1686,8 @@ def scenario_text(args, out_path):
         lines += ["", f"[policy.{name}]", "kind = offload", f"framework = {name.split('-')[0]}"]
         if name == "deepspeed-master":
             lines.append("version = master")
+        if name == "torchtune-ckpt":
+            lines.append("checkpoint = true")
         if name == "save_on_cpu" and args.pin_memory:
             lines.append("pin_memory = true")
         if name == "te" and args.te_layers is not None:

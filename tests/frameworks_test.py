@@ -95,6 +95,12 @@ def main():
     expect(tt["d2h_bytes"] - tt["h2d_bytes"] == stash["bytes"] and tt["d2h_copies"] - tt["h2d_copies"] == stash["tensors"],
            "torchtune: what is not reloaded is what was still in the forward stash")
     layer_input = 4 * 64 * 64 * 4  # batch x seq x hidden x fp32
+    tc = p["torchtune-ckpt"]
+    # The checkpoint inputs (L), the token ids, and the final norm's saves
+    # (torch 1.13: to(float32) twice, its mean's input, rsqrt twice, the
+    # normed tensor): nothing else of the layers.
+    expect(tc["d2h_copies"] == L + 1 + 6 and tc["h2d_copies"] <= tc["d2h_copies"],
+           f"torchtune-ckpt: the checkpoint inputs, the ids and the final norm move (got {tc['d2h_copies']})")
     ds = p["deepspeed"]
     expect((ds["d2h_copies"], ds["d2h_bytes"]) == (L, L * layer_input),
            "deepspeed (release): every layer's input goes to the host")

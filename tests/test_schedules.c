@@ -523,6 +523,71 @@ START_TEST(megatron_refuses_what_it_cannot_run)
 }
 END_TEST
 
+/* reload = on-unpack (torchtune): a node's reloads wait only for the end
+ * of the node before the previous one that reloaded.  Each layer is one
+ * node: layer 3's reload (nothing to wait for but its own copy out) 9-11,
+ * backward 11-13; layer 2's (nothing either) 11-13 on the h2d stream,
+ * backward 13-15; layer 1's after layer 3's end, 13-15, backward 15-17;
+ * layer 0's after layer 2's, 15-17, backward 17-19: 19 ms (7 not computing)
+ * as a prefetch of one layer, against on-demand's 25. */
+START_TEST(on_unpack_waits_for_the_node_before_the_previous)
+{
+  g_autoptr(SimScenario) s = scenario("[policy.unpack]\n" ASYNC "inflight = 8\nreload = on-unpack\n");
+  g_autoptr(SimResult) r = test_evaluate(s, "unpack");
+  ck_assert_close(r->step_ms, 19.0, 1e-9);
+  ck_assert_close(r->exposed_transfer_ms, 7.0, 1e-9);
+  g_autoptr(GArray) back = copy_starts(r, SIM_DIR_H2D);
+  static const double starts[] = { 9, 9, 11, 11, 13, 13, 15, 15 }; /* a and b of layers 3 to 0 */
+  ck_assert_uint_eq(back->len, G_N_ELEMENTS(starts));
+  for (guint i = 0; i < back->len; i += 2)
+    ck_assert_close(g_array_index(back, double, i) * 1e3, starts[i], 1e-9);
+}
+END_TEST
+
+/* torchtune with activation checkpointing: a non-reentrant checkpoint
+ * saves its inputs first, so the hook moves exactly the checkpoint inputs,
+ * each as its layer starts (1 ms each on the one side stream: 0-1, ..., 3-4,
+ * under the forward's 0-4), and nothing else.  Backward, at unpack: layer
+ * 3's input 4-5 (behind the copies out), its recompute 5-6 and backward
+ * 6-8; layer 2's 5-6, 8-9, 9-11; layer 1's after layer 3's end, 8-9, then
+ * 11-12, 12-14; layer 0's after layer 2's, 11-12, then 14-15, 15-17: 17
+ * ms, 1 exposed.  Peak in layer 3's backward: its input and a and b, and
+ * layer 2's input back, 4 MB. */
+START_TEST(torchtune_moves_the_checkpoint_inputs)
+{
+  g_autoptr(SimScenario) s = scenario("[policy.tt]\nkind = offload\nframework = torchtune\ncheckpoint = true\n");
+  g_autoptr(SimResult) r = test_evaluate(s, "tt");
+  assert_step(r, 17.0, 1.0, 4.0, 4, 4000000);
+  ck_assert_uint_eq(r->d2h_bytes, 4 * 1000000);
+  g_autoptr(GArray) out = copy_starts(r, SIM_DIR_D2H);
+  for (guint i = 0; i < out->len; i++)
+    ck_assert_close(g_array_index(out, double, i) * 1e3, (double)i, 1e-9);
+}
+END_TEST
+
+/* torchtune's context wraps the model but its output head, and the loss is
+ * computed outside it: on a generated transformer its copies include the
+ * embedding's token ids and the final norm's tensors, never the LM head's
+ * input, the log-softmax or the labels. */
+START_TEST(torchtune_leaves_the_output_head)
+{
+  g_autofree char *text = g_strconcat(megatron_machine, "ops = hf\n[policy.tt]\nkind = offload\nframework = torchtune\n",
+                                      NULL);
+  g_autoptr(SimScenario) s = test_scenario_from_text(text);
+  g_autoptr(SimResult) r = test_evaluate(s, "tt");
+  g_autoptr(GPtrArray) out = copy_names(r, SIM_DIR_D2H);
+  gboolean ids = FALSE, norm = FALSE;
+  for (guint i = 0; i < out->len; i++) {
+    const char *name = g_ptr_array_index(out, i);
+    ids |= strcmp(name, "L-1 token_ids") == 0;
+    norm |= strcmp(name, "L-1 final_norm.in_fp32") == 0;
+    ck_assert_msg(!strstr(name, "lm_head") && !strstr(name, "log_softmax") && !strstr(name, "labels"),
+                  "the output head's %s moved", name);
+  }
+  ck_assert(ids && norm);
+}
+END_TEST
+
 /* min_elements counts elements by each tensor's element type: on a
  * generated transformer in bf16, 2^18 elements is 512 KiB. */
 START_TEST(min_elements_by_element_type)
@@ -587,7 +652,7 @@ START_TEST(presets_and_overrides)
   ck_assert(te->shared_stream && te->start_tensor && te->inflight_unit == SIM_INFLIGHT_WINDOW &&
             te->min_elements == 262144);
   const SimPolicy *tt = sim_scenario_policy(s, "tt");
-  ck_assert(tt->on_demand && tt->inflight_unit == SIM_INFLIGHT_TENSORS && tt->inflight == 5 && tt->min_tensor == 1024);
+  ck_assert(tt->reload == SIM_RELOAD_ON_UNPACK && tt->inflight_unit == SIM_INFLIGHT_TENSORS && tt->inflight == 5 && tt->min_tensor == 1024);
   ck_assert(sim_scenario_policy(s, "ds")->checkpoint);
   /* Every preset runs, its invariants hold (test_evaluate checks them). */
   static const char *const names[] = { "verl", "verl3", "soc", "soc-pin", "te", "tt", "ds", "mg" };
@@ -666,6 +731,9 @@ schedules_suite(void)
   tcase_add_test(c, megatron_groups_by_module);
   tcase_add_test(c, megatron_views_whole_and_gathered);
   tcase_add_test(c, megatron_refuses_what_it_cannot_run);
+  tcase_add_test(c, on_unpack_waits_for_the_node_before_the_previous);
+  tcase_add_test(c, torchtune_moves_the_checkpoint_inputs);
+  tcase_add_test(c, torchtune_leaves_the_output_head);
   tcase_add_test(c, min_elements_by_element_type);
   tcase_add_test(c, presets_and_overrides);
   tcase_add_test(c, impossible_combinations_are_named);

@@ -959,14 +959,14 @@ check_schedule(const SimConfigGroup *g, const SimPolicy *p, const SimWorkload *w
                 "has no versions", fw);
   if (p->checkpoint && !sim_framework_offloads_checkpoints(p->framework))
     return fail(error, g, entry_of(g, SIM_KEY_POLICY_CHECKPOINT),
-                "%s does not offload checkpoint inputs (verl and deepspeed do)", fw);
+                "%s does not offload checkpoint inputs (verl, deepspeed and torchtune do)", fw);
   if (!p->checkpoint && p->framework == SIM_FRAMEWORK_DEEPSPEED)
     return fail(error, g, entry_of(g, SIM_KEY_POLICY_CHECKPOINT),
                 "deepspeed moves only the inputs of checkpointed layers (checkpoint = true)");
   if (p->inflight_unit == SIM_INFLIGHT_TENSORS && !p->start_tensor)
     return fail(error, g, entry_of(g, SIM_KEY_POLICY_INFLIGHT_UNIT),
                 "tensors counts saves, which needs start = tensor");
-  if (p->on_demand && p->prefetch > 0 && (e = entry_of(g, SIM_KEY_POLICY_PREFETCH)))
+  if (sim_policy_on_demand(p) && p->prefetch > 0 && (e = entry_of(g, SIM_KEY_POLICY_PREFETCH)))
     return fail(error, g, e, "reload = on-demand issues each reload when its backward needs it: no prefetch");
   if (!p->async) {
     /* The async options away from their defaults. */
@@ -1015,7 +1015,7 @@ check_schedule(const SimConfigGroup *g, const SimPolicy *p, const SimWorkload *w
                            { SIM_KEY_POLICY_START, p->start_tensor != plain->start_tensor },
                            { SIM_KEY_POLICY_INFLIGHT_UNIT, p->inflight_unit != plain->inflight_unit },
                            { SIM_KEY_POLICY_FREE, p->free_next_commit != plain->free_next_commit },
-                           { SIM_KEY_POLICY_RELOAD, p->on_demand != plain->on_demand },
+                           { SIM_KEY_POLICY_RELOAD, p->reload != plain->reload },
                            { SIM_KEY_POLICY_HEAD_WAIT, p->head_wait != plain->head_wait } };
     for (guint i = 0; i < G_N_ELEMENTS(group_schedule); i++)
       if (group_schedule[i].set && (e = entry_of(g, group_schedule[i].id)))

@@ -20,6 +20,7 @@ G_STATIC_ASSERT(sizeof(SimAttention) == sizeof(guint));
 G_STATIC_ASSERT(sizeof(SimActivation) == sizeof(guint));
 G_STATIC_ASSERT(sizeof(SimInflightUnit) == sizeof(guint));
 G_STATIC_ASSERT(sizeof(SimParams) == sizeof(guint));
+G_STATIC_ASSERT(sizeof(SimReload) == sizeof(guint));
 G_STATIC_ASSERT(sizeof(SimFramework) == sizeof(guint));
 G_STATIC_ASSERT(sizeof(SimPipeSchedule) == sizeof(guint));
 G_STATIC_ASSERT(sizeof(SimSharding) == sizeof(guint));
@@ -42,7 +43,7 @@ static const char *const step_names[] = { "steady", "first", NULL };
 static const char *const streams_names[] = { "separate", "shared", NULL };
 static const char *const inflight_unit_names[] = { "groups", "tensors", "window", NULL };
 static const char *const free_names[] = { "copy-end", "next-commit", NULL };
-static const char *const reload_names[] = { "prefetch", "on-demand", NULL };
+static const char *const reload_names[] = { "prefetch", "on-demand", "on-unpack", NULL };
 static const char *const scope_names[] = { "layers", "all", NULL };
 static const char *const params_names[] = { "skip", "copy", "views", NULL };
 static const char *const leaves_names[] = { "keep", "copy", NULL };
@@ -437,8 +438,8 @@ static const SimSchemaKey keys[SIM_KEY_COUNT] = {
                                      .expect = "groups, tensors or window" },
   [SIM_KEY_POLICY_FREE] = { SIM_GROUP_POLICY, "free", SIM_VALUE_CHOICE, .offset = P(free_next_commit), .names = free_names,
                             .fallback = "copy-end", .kinds = OFFLOAD_PLAN, .expect = "copy-end or next-commit" },
-  [SIM_KEY_POLICY_RELOAD] = { SIM_GROUP_POLICY, "reload", SIM_VALUE_CHOICE, .offset = P(on_demand), .names = reload_names,
-                              .fallback = "prefetch", .kinds = OFFLOAD_PLAN, .expect = "prefetch or on-demand" },
+  [SIM_KEY_POLICY_RELOAD] = { SIM_GROUP_POLICY, "reload", SIM_VALUE_CHOICE, .offset = P(reload), .names = reload_names,
+                              .fallback = "prefetch", .kinds = OFFLOAD_PLAN, .expect = "prefetch, on-demand or on-unpack" },
   [SIM_KEY_POLICY_HEAD_WAIT] = { SIM_GROUP_POLICY, "head_wait", SIM_VALUE_BOOL, .offset = P(head_wait),
                                  .fallback = "false", .kinds = OFFLOAD_PLAN, .expect = "true or false" },
   [SIM_KEY_POLICY_MIN_ELEMENTS] = { SIM_GROUP_POLICY, "min_elements", SIM_VALUE_COUNT64, .offset = P(min_elements),

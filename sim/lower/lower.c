@@ -383,7 +383,7 @@ static inline gboolean groups_by_module(const Lower *l, guint g);
 static inline gboolean
 reloads_on_unpack(const Lower *l, guint g)
 {
-  return sim_layer_has_ops(group_layer(l, g)) && (!l->policy->async || l->policy->on_demand || groups_by_module(l, g));
+  return sim_layer_has_ops(group_layer(l, g)) && (!l->policy->async || sim_policy_on_demand(l->policy) || groups_by_module(l, g));
 }
 
 /* Whether group g reloads anything as a group: its input under
@@ -458,12 +458,55 @@ emit_pinning(const Lower *l, guint g)
       emit_pins(l, g, copies_of(l, g, k));
 }
 
-/* Async reload of group j, started by `trigger` and never before j's own
- * offload has finished. */
+/* reload = on-unpack: the host unpacks a node's saved tensors while the
+ * GPU still runs the nodes before, and torchtune's hook at the end of each
+ * node makes its copy stream wait for the end of the node before it that
+ * reloaded (pytorch/torchtune@bd2a0fc _activation_offloading.py l.
+ * 269-297, 316-357): a node's reloads wait for the end of the node before
+ * the previous one that reloaded, or, for the first two, nothing.  The
+ * event they wait for (SIM_NO_EVENT: none, or another schedule). */
+static inline guint32
+unpack_trigger(Lower *l)
+{
+  if (l->policy->reload != SIM_RELOAD_ON_UNPACK)
+    return SIM_NO_EVENT;
+  l->node_pending = TRUE;
+  return l->n_nodes >= 2 ? l->nodes[l->n_nodes % 2] : SIM_NO_EVENT;
+}
+
+/* What the reloads asked for by the backward op about to run wait for: at
+ * unpack, unpack_trigger's; on demand, the compute stream getting here
+ * (an event recorded now, of layer `index`). */
+static guint32
+reload_trigger(Lower *l, gint32 index)
+{
+  if (l->policy->reload == SIM_RELOAD_ON_UNPACK)
+    return unpack_trigger(l);
+  guint32 due = sim_program_add_event(l->p, l->label_due, index);
+  sim_program_record(l->p, l->s_compute, due);
+  return due;
+}
+
+/* After a backward op: if its reloads were issued at unpack, its end is a
+ * node's (unpack_trigger). */
+static void
+node_done(Lower *l, gint32 index)
+{
+  if (!l->node_pending)
+    return;
+  l->node_pending = FALSE;
+  guint32 done = sim_program_add_event(l->p, l->label_unpacked, index);
+  sim_program_record(l->p, l->s_compute, done);
+  l->nodes[l->n_nodes++ % 2] = done;
+}
+
+/* Async reload of group j, started by `trigger` (unless SIM_NO_EVENT) and
+ * never before j's own offload has finished. */
 static void
 emit_reload(Lower *l, guint j, guint32 trigger)
 {
-  sim_program_wait(l->p, l->h2d_stream, trigger);
+  if (trigger != SIM_NO_EVENT)
+    sim_program_wait(l->p, l->h2d_stream, trigger);
   if (l->h2d_stream != l->s_d2h) /* one stream: its order already waits */
     sim_program_wait(l->p, l->h2d_stream, l->ev_d2h[j]);
   emit_copies(l, j, SIM_DIR_H2D, l->h2d_stream);
@@ -537,9 +580,7 @@ emit_reload_for_backward(Lower *l, guint g)
   guint prefetch = l->prefetch;
   gint32 index = group_index(l, g);
   if (prefetch == 0 && is_async_group_reload(l, g)) {
-    guint32 due = sim_program_add_event(p, l->label_due, index);
-    sim_program_record(p, l->s_compute, due);
-    emit_reload(l, g, due);
+    emit_reload(l, g, reload_trigger(l, index));
   }
   if (is_async_group_reload(l, g))
     sim_program_wait(p, l->s_compute, l->ev_h2d[g]);
@@ -1442,7 +1483,8 @@ use_reloads(const Lower *l, guint g, const SimLayer *layer, guint ui)
 
 /* Before backward op b: the references it unpacks that a hook reloads on
  * unpack, on the compute stream (sync) or on the h2d stream when b is due
- * (reload = on-demand); with dedup only a storage's first unpack copies. */
+ * (reload = on-demand) or after the node before the previous one
+ * (on-unpack); with dedup only a storage's first unpack copies. */
 static void
 emit_use_reloads(Lower *l, guint g, guint b)
 {
@@ -1458,9 +1500,9 @@ emit_use_reloads(Lower *l, guint g, guint b)
     if (!use_reloads(l, g, layer, u))
       continue;
     if (!any && l->policy->async) {
-      guint32 due = sim_program_add_event(p, l->label_due, index);
-      sim_program_record(p, l->s_compute, due);
-      sim_program_wait(p, stream, due);
+      guint32 due = reload_trigger(l, index);
+      if (due != SIM_NO_EVENT)
+        sim_program_wait(p, stream, due);
       if (stream != l->s_d2h && l->ev_d2h[g] != SIM_NO_EVENT)
         sim_program_wait(p, stream, l->ev_d2h[g]);
     }
@@ -1537,6 +1579,7 @@ emit_backward_ops(Lower *l, guint g)
     }
     if (l->reduces && o->reduce_bytes)
       lower_dp_add(l, o->reduce_bytes, o->grad_bytes, index);
+    node_done(l, index);
     if (by_module)
       emit_module_pops(l, g, b);
   }
@@ -1606,6 +1649,7 @@ emit_stage(Lower *l, guint g, const char *name, SimPhase phase)
   } else {
     free_saved(l, g, op);
     alloc_grads(l, g, op);
+    node_done(l, SIM_NO_LAYER);
   }
   return op;
 }
@@ -1708,6 +1752,7 @@ emit_backward(Lower *l, guint i)
   if (full)
     sim_program_mem_inline(p, op, SIM_AT_END, SIM_POOL_DEVICE, -(gint64)layer->input_bytes, l->label_input, group_index(l, i));
   alloc_grads(l, i, op);
+  node_done(l, group_index(l, i));
   return op;
 }
 
@@ -1731,6 +1776,7 @@ lower_labels(Lower *l)
   l->label_saved = sim_program_intern(p, "saved");
   l->label_commit = sim_program_intern(p, "commit");
   l->label_checkpoint = sim_program_intern(p, "checkpoint");
+  l->label_unpacked = sim_program_intern(p, "unpacked");
   l->label_comm_ready = sim_program_intern(p, "ready to communicate");
   l->label_comm_done = sim_program_intern(p, "communicated");
 }
@@ -1766,7 +1812,7 @@ static void
 derive_schedule(Lower *l)
 {
   const SimPolicy *p = l->policy;
-  l->prefetch = p->on_demand ? 0 : p->prefetch;
+  l->prefetch = sim_policy_on_demand(p) ? 0 : p->prefetch;
   l->inflight = MAX(p->inflight, 1u);
   l->h2d_stream = p->shared_stream ? l->s_d2h : l->s_h2d;
   if (p->inflight_unit != SIM_INFLIGHT_WINDOW)
@@ -1775,7 +1821,7 @@ derive_schedule(Lower *l)
   for (guint i = 0; i < l->n; i++)
     n_off += offloads(l->actions[i]);
   l->inflight = MAX(l->n - n_off, 1u);
-  l->prefetch = p->on_demand || n_off >= l->n ? 0 : l->n - 1 - n_off;
+  l->prefetch = sim_policy_on_demand(p) || n_off >= l->n ? 0 : l->n - 1 - n_off;
 }
 
 /* Each group's action and each tensor's fate, decided once.  An offload
@@ -1842,6 +1888,8 @@ lower_slice_begin(Lower *l)
   l->n_groups = l->n + 2;
   l->saved = g_array_new(FALSE, FALSE, sizeof(guint32));
   l->deferred = G_MAXUINT;
+  l->n_nodes = 0;
+  l->node_pending = FALSE;
   l->grads = 0;
   l->gathered = l->dp && l->dp->sharding == SIM_SHARDING_FULL ? g_new(guint32, l->n_groups) : NULL;
   slice_tensors(l);

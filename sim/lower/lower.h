@@ -44,6 +44,9 @@
  *   free = next-commit: sources stay until the next group's forward ends,
  *          which waits for their copies and frees them (verl).
  *   reload = on-demand: prefetch 0, each group asks when its backward is due.
+ *   reload = on-unpack: as on-demand, but a backward op's reloads wait only
+ *          for the end of the op before the previous one that reloaded
+ *          (torchtune: the host unpacks a node ahead of the GPU).
  *   head_wait: the head's forward waits for the last offload.
  *   recompute+offload: full recompute whose kept input travels like an
  *          offloaded tensor.  Under offload's checkpoint = true every selected

@@ -77,8 +77,14 @@ typedef struct {
   guint32 h2d_stream; /* SIM_LOWER_STREAM_H2D, or the d2h stream when streams = shared */
   GArray *saved;   /* guint32 per copied tensor, in save order: its D2H is done (start = tensor) */
   gboolean *committed; /* per group: its offloaded sources are freed (free = next-commit) */
-  guint32 label_saved, label_commit, label_checkpoint;
+  guint32 label_saved, label_commit, label_checkpoint, label_unpacked;
   guint deferred;  /* defer_offload: the group whose copies out wait for the next group's forward, or G_MAXUINT */
+  /* reload = on-unpack: the ends of the last two backward ops that
+   * reloaded (nodes[n_nodes % 2] the older), and whether the op emitted
+   * next is one (its reloads are issued). */
+  guint32 nodes[2];
+  guint n_nodes;
+  gboolean node_pending;
   /* module_groups (Megatron): per group and SimModule (g * SIM_MODULE_COUNT
    * + m) its offload's and its reload's events, or SIM_NO_EVENT; the
    * groups offloaded and not reloaded yet, newest last; per group tensor

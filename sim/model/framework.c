@@ -23,7 +23,7 @@ save_on_cpu(SimPolicy *p)
   p->params = SIM_PARAMS_COPY;
   p->copy_leaves = TRUE;
   p->pinned = SIM_PINNED_PAGEABLE;
-  p->on_demand = TRUE;
+  p->reload = SIM_RELOAD_ON_DEMAND;
   p->prefetch = 0;
 }
 
@@ -42,7 +42,7 @@ verl(SimPolicy *p)
   p->inflight_unit = SIM_INFLIGHT_GROUPS;
   p->inflight = 2;
   p->free_next_commit = TRUE;
-  p->on_demand = FALSE;
+  p->reload = SIM_RELOAD_PREFETCH;
   p->prefetch = 1;
   p->head_wait = TRUE;
   p->dedup = TRUE;
@@ -69,7 +69,7 @@ te(SimPolicy *p)
   p->shared_stream = TRUE;
   p->inflight_unit = SIM_INFLIGHT_WINDOW;
   p->free_next_commit = FALSE;
-  p->on_demand = FALSE;
+  p->reload = SIM_RELOAD_PREFETCH;
   p->min_elements = TE_MIN_ELEMENTS;
   p->params = SIM_PARAMS_SKIP;
   p->dedup = TRUE;
@@ -130,7 +130,7 @@ megatron(SimPolicy *p)
   p->inflight_unit = SIM_INFLIGHT_GROUPS;
   p->inflight = UNLIMITED;
   p->free_next_commit = FALSE;
-  p->on_demand = FALSE;
+  p->reload = SIM_RELOAD_PREFETCH;
   p->prefetch = 1;
   p->min_elements = MEGATRON_MIN_ELEMENTS;
   p->params = SIM_PARAMS_SKIP;
@@ -141,15 +141,25 @@ megatron(SimPolicy *p)
   p->module_groups = TRUE;
 }
 
-/* torchtune training/_activation_offloading.py: each saved tensor on one
- * side stream for both directions as it is saved, each save waits for the
- * copies five save-ids back, reload on demand when autograd unpacks
- * (compute waits at once); under 1 KiB, nn.Parameter objects and the
- * output head stay, but views of parameters (nn.Linear saves weight.t())
- * are copied (gpu_calib/frameworks.py found them); no dedup.  Each host
- * buffer is torch.empty_like(activation, pin_memory=True, device="cpu")
- * (pytorch/torchtune@bd2a0fc _activation_offloading.py l. 182-184): the
- * caching host allocator. */
+/* torchtune training/_activation_offloading.py (pytorch/torchtune@bd2a0fc):
+ * each saved tensor on one side stream for both directions as it is saved
+ * (l. 177-194), each save waiting for the copies five save-ids back (l.
+ * 165-174); no dedup; under 1 KiB, nn.Parameter objects and buffers stay
+ * (l. 149-164), but views of parameters (nn.Linear saves weight.t()) are
+ * copied (gpu_calib/frameworks.py found them).  Each host buffer is
+ * torch.empty_like(activation, pin_memory=True, device="cpu") (l.
+ * 182-184): the caching host allocator.  Its context wraps the model's
+ * forward but the output head, under a NoOpManager (l. 409-434), and the
+ * recipes compute the loss outside it: the embedding and the final norm
+ * are offloaded, the LM head and the loss are not.  Reloads are per tensor
+ * at unpack (l. 240-361): the copy is issued when autograd unpacks, the
+ * compute stream waits for it at once, and the copy stream waits only for
+ * what the hook of the node before made it wait for, the end of the node
+ * before that.  With activation checkpointing (its recommended mode), a
+ * non-reentrant checkpoint of PyTorch >= 2.1 saves its inputs with
+ * save_for_backward before its region (torch/utils/checkpoint.py,
+ * _NoopSaveInputs), which the hook offloads: only the checkpoint inputs
+ * move. */
 static void
 torchtune(SimPolicy *p)
 {
@@ -158,13 +168,16 @@ torchtune(SimPolicy *p)
   p->shared_stream = TRUE;
   p->inflight_unit = SIM_INFLIGHT_TENSORS;
   p->inflight = TORCHTUNE_INFLIGHT;
-  p->on_demand = TRUE;
+  p->reload = SIM_RELOAD_ON_UNPACK;
   p->prefetch = 0;
   p->min_tensor = TORCHTUNE_MIN_BYTES;
   p->params = SIM_PARAMS_VIEWS; /* it skips nn.Parameter objects, not nn.Linear's weight.t() */
   p->dedup = FALSE;
   p->keep_last = 0;
   p->pinned = SIM_PINNED_CACHING;
+  p->scope_all = TRUE;
+  p->hooked = ((1u << SIM_MODULE_COUNT) - 1) & ~((1u << SIM_MODULE_LM_HEAD) | (1u << SIM_MODULE_LOSS));
+  p->input_first = TRUE;
 }
 
 /* DeepSpeed runtime/activation_checkpointing/checkpointing.py with
@@ -195,7 +208,7 @@ static void
 deepspeed(SimPolicy *p)
 {
   p->checkpoint = TRUE;
-  p->on_demand = TRUE;
+  p->reload = SIM_RELOAD_ON_DEMAND;
   p->prefetch = 0;
   p->dedup = TRUE;
   if (p->version == SIM_VERSION_RELEASE) {
@@ -229,5 +242,6 @@ sim_framework_preset(SimPolicy *p, SimFramework f)
 gboolean
 sim_framework_offloads_checkpoints(SimFramework f)
 {
-  return f == SIM_FRAMEWORK_NONE || f == SIM_FRAMEWORK_VERL || f == SIM_FRAMEWORK_DEEPSPEED;
+  return f == SIM_FRAMEWORK_NONE || f == SIM_FRAMEWORK_VERL || f == SIM_FRAMEWORK_DEEPSPEED ||
+         f == SIM_FRAMEWORK_TORCHTUNE;
 }

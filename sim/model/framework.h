@@ -32,8 +32,8 @@ guint32 sim_framework_megatron_hooked(guint names);
 #define SIM_FRAMEWORK_MEGATRON_ALL 0x1fu
 
 /* Whether the framework offloads checkpoint inputs at all (verl with its
- * checkpointing, DeepSpeed's cpu_checkpointing); the others refuse or have
- * no such mode. */
+ * checkpointing, DeepSpeed's cpu_checkpointing, torchtune under a
+ * non-reentrant checkpoint); the others refuse or have no such mode. */
 gboolean sim_framework_offloads_checkpoints(SimFramework framework);
 
 G_END_DECLS

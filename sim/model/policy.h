@@ -66,6 +66,14 @@ typedef enum {
                      * nn.Linear's weight.t(): torchtune) */
 } SimParams;
 
+/* When reloads are issued (`reload`). */
+typedef enum {
+  SIM_RELOAD_PREFETCH,  /* the group `prefetch` positions below each backward (async) */
+  SIM_RELOAD_ON_DEMAND, /* each group (or, with ops, each reference) when its backward is due */
+  SIM_RELOAD_ON_UNPACK, /* each reference as autograd unpacks it, which the host does a node ahead: the copy
+                         * waits for the end of the node before the previous one that reloaded (torchtune) */
+} SimReload;
+
 /* How many offloads may be on their way at once (async). */
 typedef enum {
   SIM_INFLIGHT_GROUPS,  /* the forward of group i waits until group i - inflight is on the host */
@@ -117,7 +125,7 @@ typedef struct {
   gboolean shared_stream;  /* streams = shared: one copy stream for both directions */
   SimInflightUnit inflight_unit;
   gboolean free_next_commit; /* free = next-commit: group k freed at the commit of k + 1 */
-  gboolean on_demand;      /* reload = on-demand: each group's H2D issued when its backward needs it */
+  SimReload reload;        /* when a reload is issued (SimReload) */
   gboolean head_wait;      /* the loss head waits for every offload before it */
   guint64 min_elements;    /* smaller tensors stay (elements; 0: no filter) */
   gboolean checkpoint;     /* offload: the selected layers are checkpointed and only their inputs move;
@@ -150,6 +158,14 @@ typedef struct {
   GArray *stages;     /* gboolean per pipeline stage, from `stages`: the stages the policy acts on (the
                        * others keep everything); NULL = all */
 } SimPolicy;
+
+/* Whether reloads are issued when their backward asks (on demand or at
+ * unpack), not prefetched. */
+static inline gboolean
+sim_policy_on_demand(const SimPolicy *p)
+{
+  return p->reload != SIM_RELOAD_PREFETCH;
+}
 
 /* A policy of `kind` called `name` with every option zero, FALSE or NULL;
  * the caller sets what the kind needs.  What a scenario file means by a

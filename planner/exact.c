@@ -62,7 +62,7 @@ gboolean
 planner_exact_supports(const SimPolicy *p)
 {
   return p->framework == SIM_FRAMEWORK_NONE && p->pinned == SIM_PINNED_POOLED && !p->scope_all && !p->start_tensor &&
-         !p->shared_stream && p->inflight_unit == SIM_INFLIGHT_GROUPS && !p->free_next_commit && !sim_policy_on_demand(p) &&
+         !p->shared_stream && p->inflight_unit == SIM_INFLIGHT_GROUPS && p->free == SIM_FREE_COPY_END && !sim_policy_on_demand(p) &&
          !p->head_wait && p->dedup;
 }
 

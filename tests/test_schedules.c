@@ -588,6 +588,92 @@ START_TEST(torchtune_leaves_the_output_head)
 }
 END_TEST
 
+/* The most device memory held while the run is before `ms`. */
+static gint64
+device_before(const SimResult *r, double ms)
+{
+  gint64 most = 0;
+  for (guint i = 0; i < r->run->curve->len; i++) {
+    const SimMemPoint *m = &g_array_index(r->run->curve, SimMemPoint, i);
+    if (m->time * 1e3 < ms - 1e-9)
+      most = MAX(most, m->device);
+  }
+  return most;
+}
+
+/* free = wait (TransformerEngine's release_activation_forward_gpu_memory):
+ * a layer's copied tensors stay until the forward that waits for them.
+ * Three 1 MB tensors a layer, each copied (0.1 ms at 10 GB/s) as it is
+ * saved, at a third, two thirds and the end of a 1 ms forward; the window
+ * of one layer makes layer 1 wait for layer 0's last copy (1.0-1.1 ms).
+ * Freed at copy end, layer 0 holds at most two (a's copy ends at 0.43 ms,
+ * before c is made at 0.67); freed at the wait, all three until 1.1 ms. */
+START_TEST(te_frees_after_the_window_wait)
+{
+  static const char text[] = "[device]\nmemory = 1GiB\n[link]\nh2d_bandwidth = 10GB/s\nd2h_bandwidth = 10GB/s\n"
+                             "latency = 0\n[model]\nlayers = 4\nforward = 1ms\ninput = 1MB\n"
+                             "tensors = a:1MB, b:1MB, c:1MB\n"
+                             "[policy.wait]\nkind = offload\nkeep_last = 1\nstart = tensor\ninflight_unit = window\n"
+                             "free = wait\n"
+                             "[policy.end]\nkind = offload\nkeep_last = 1\nstart = tensor\ninflight_unit = window\n";
+  g_autoptr(SimScenario) s = test_scenario_from_text(text);
+  g_autoptr(SimResult) wait = test_evaluate(s, "wait");
+  g_autoptr(SimResult) end = test_evaluate(s, "end");
+  ck_assert_int_eq(device_before(wait, 1.0), 3000000);
+  ck_assert_int_eq(device_before(end, 1.0), 2000000);
+  ck_assert_close(wait->step_ms, end->step_ms, 1e-12); /* the window waits for the copies either way */
+  g_autofree char *why = test_scenario_error("[device]\nmemory = 1GiB\n[link]\nh2d_bandwidth = 1GB/s\n"
+                                             "d2h_bandwidth = 1GB/s\n[model]\nlayers = 2\nforward = 1ms\n"
+                                             "input = 1MB\ntensors = a:1MB\n[policy.x]\nkind = offload\n"
+                                             "start = tensor\ninflight_unit = tensors\nfree = wait\n");
+  ck_assert_msg(strstr(why, "free: wait frees a group when the forward waits"), "%s", why);
+}
+END_TEST
+
+/* How HF's code on CUDA lays out what it saves (SimUse.view), and
+ * TransformerEngine leaving the non-contiguous references on the device.
+ * Llama-like with grouped-query attention (4 heads, 2 key/value heads)
+ * under SDPA: q, RoPE's output, is a transposed view (STRIDED); k and v
+ * are repeat_kv's contiguous copies; SDPA saves its output as a transposed
+ * view, o_proj a contiguous view of the same storage.  So TE keeps q, moves
+ * k and v, and copies attn_out (o_proj's reference) while SDPA's reference
+ * holds it on the device (kept+copied).  Under flash_attention_2 every
+ * reference is contiguous. */
+START_TEST(te_leaves_non_contiguous_references)
+{
+  for (guint flash = 0; flash < 2; flash++) {
+    g_autofree char *text =
+      g_strdup_printf("%sops = hf\nkv_heads = 2\nattention = %s\n[policy.te]\nkind = offload\nframework = te\n",
+                      megatron_machine, flash ? "flash" : "sdpa");
+    g_autoptr(SimScenario) s = test_scenario_from_text(text);
+    const SimLayer *l0 = sim_workload_layer(s->workload, 0);
+    for (guint u = 0; u < l0->uses->len; u++) {
+      const SimUse *use = &g_array_index(l0->uses, SimUse, u);
+      const char *name = g_array_index(l0->tensors, SimTensor, use->tensor).name;
+      const char *op = sim_layer_op(l0, use->op)->name;
+      gboolean strided = !flash && (strcmp(name, "q") == 0 || (strcmp(name, "attn_out") == 0 && strcmp(op, "attention") == 0));
+      ck_assert_msg(use->view == (strided ? SIM_VIEW_STRIDED : SIM_VIEW_CONTIGUOUS), "%s by %s: view %u", name, op,
+                    use->view);
+    }
+    guint8 fates[64];
+    guint ncopies[64];
+    g_assert(l0->tensors->len <= G_N_ELEMENTS(fates));
+    sim_lower_fates(sim_scenario_policy(s, "te"), l0, SIM_ACTION_OFFLOAD, fates, ncopies);
+    for (guint k = 0; k < l0->tensors->len; k++) {
+      const char *name = g_array_index(l0->tensors, SimTensor, k).name;
+      if (strcmp(name, "q") == 0)
+        ck_assert_int_eq(fates[k], flash ? SIM_FATE_OFFLOAD : SIM_FATE_KEEP);
+      else if (strcmp(name, "attn_out") == 0)
+        ck_assert_int_eq(fates[k], flash ? SIM_FATE_OFFLOAD : SIM_FATE_KEPT_COPIED);
+      else if (strcmp(name, "k") == 0 || strcmp(name, "v") == 0)
+        ck_assert_int_eq(fates[k], SIM_FATE_OFFLOAD);
+      if (fates[k] == SIM_FATE_OFFLOAD || fates[k] == SIM_FATE_KEPT_COPIED)
+        ck_assert_uint_eq(ncopies[k], 1); /* dedup */
+    }
+  }
+}
+END_TEST
+
 /* min_elements counts elements by each tensor's element type: on a
  * generated transformer in bf16, 2^18 elements is 512 KiB. */
 START_TEST(min_elements_by_element_type)
@@ -640,10 +726,10 @@ START_TEST(presets_and_overrides)
                                       "[policy.mg]\nkind = offload\nframework = megatron\n", NULL);
   g_autoptr(SimScenario) s = test_scenario_from_text(text);
   const SimPolicy *v = sim_scenario_policy(s, "verl"), *v3 = sim_scenario_policy(s, "verl3");
-  ck_assert(v->async && v->free_next_commit && v->head_wait && v->dedup && v->keep_last == 1 && v->inflight == 2 &&
+  ck_assert(v->async && v->free == SIM_FREE_NEXT_COMMIT && v->head_wait && v->dedup && v->keep_last == 1 && v->inflight == 2 &&
             v->pinned == SIM_PINNED_CACHING && v->params == SIM_PARAMS_SKIP && v->framework == SIM_FRAMEWORK_VERL);
   ck_assert_uint_eq(v3->inflight, 3);
-  ck_assert(v3->free_next_commit);
+  ck_assert(v3->free == SIM_FREE_NEXT_COMMIT);
   const SimPolicy *soc = sim_scenario_policy(s, "soc"), *pin = sim_scenario_policy(s, "soc-pin");
   ck_assert(!soc->async && soc->params == SIM_PARAMS_COPY && soc->scope_all && !soc->dedup && soc->start_tensor &&
             soc->pinned == SIM_PINNED_PAGEABLE);
@@ -734,6 +820,8 @@ schedules_suite(void)
   tcase_add_test(c, on_unpack_waits_for_the_node_before_the_previous);
   tcase_add_test(c, torchtune_moves_the_checkpoint_inputs);
   tcase_add_test(c, torchtune_leaves_the_output_head);
+  tcase_add_test(c, te_frees_after_the_window_wait);
+  tcase_add_test(c, te_leaves_non_contiguous_references);
   tcase_add_test(c, min_elements_by_element_type);
   tcase_add_test(c, presets_and_overrides);
   tcase_add_test(c, impossible_combinations_are_named);

@@ -963,6 +963,11 @@ check_schedule(const SimConfigGroup *g, const SimPolicy *p, const SimWorkload *w
   if (!p->checkpoint && p->framework == SIM_FRAMEWORK_DEEPSPEED)
     return fail(error, g, entry_of(g, SIM_KEY_POLICY_CHECKPOINT),
                 "deepspeed moves only the inputs of checkpointed layers (checkpoint = true)");
+  if (p->free == SIM_FREE_WAIT && p->inflight_unit == SIM_INFLIGHT_TENSORS)
+    return fail(error, g, entry_of(g, SIM_KEY_POLICY_FREE) ? entry_of(g, SIM_KEY_POLICY_FREE)
+                                                           : entry_of(g, SIM_KEY_POLICY_INFLIGHT_UNIT),
+                "wait frees a group when the forward waits for its copies, which inflight_unit = tensors does "
+                "tensor by tensor: use groups or window");
   if (p->inflight_unit == SIM_INFLIGHT_TENSORS && !p->start_tensor)
     return fail(error, g, entry_of(g, SIM_KEY_POLICY_INFLIGHT_UNIT),
                 "tensors counts saves, which needs start = tensor");
@@ -974,7 +979,7 @@ check_schedule(const SimConfigGroup *g, const SimPolicy *p, const SimWorkload *w
       SimKeyId id;
       gboolean set;
     } async_only[] = { { SIM_KEY_POLICY_STREAMS, p->shared_stream },
-                       { SIM_KEY_POLICY_FREE, p->free_next_commit },
+                       { SIM_KEY_POLICY_FREE, p->free != SIM_FREE_COPY_END },
                        { SIM_KEY_POLICY_HEAD_WAIT, p->head_wait },
                        { SIM_KEY_POLICY_INFLIGHT_UNIT, p->inflight_unit != SIM_INFLIGHT_GROUPS } };
     for (guint i = 0; i < G_N_ELEMENTS(async_only); i++)
@@ -1014,7 +1019,7 @@ check_schedule(const SimConfigGroup *g, const SimPolicy *p, const SimWorkload *w
                            { SIM_KEY_POLICY_INFLIGHT, p->inflight != plain->inflight },
                            { SIM_KEY_POLICY_START, p->start_tensor != plain->start_tensor },
                            { SIM_KEY_POLICY_INFLIGHT_UNIT, p->inflight_unit != plain->inflight_unit },
-                           { SIM_KEY_POLICY_FREE, p->free_next_commit != plain->free_next_commit },
+                           { SIM_KEY_POLICY_FREE, p->free != plain->free },
                            { SIM_KEY_POLICY_RELOAD, p->reload != plain->reload },
                            { SIM_KEY_POLICY_HEAD_WAIT, p->head_wait != plain->head_wait } };
     for (guint i = 0; i < G_N_ELEMENTS(group_schedule); i++)

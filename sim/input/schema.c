@@ -21,6 +21,7 @@ G_STATIC_ASSERT(sizeof(SimActivation) == sizeof(guint));
 G_STATIC_ASSERT(sizeof(SimInflightUnit) == sizeof(guint));
 G_STATIC_ASSERT(sizeof(SimParams) == sizeof(guint));
 G_STATIC_ASSERT(sizeof(SimReload) == sizeof(guint));
+G_STATIC_ASSERT(sizeof(SimFree) == sizeof(guint));
 G_STATIC_ASSERT(sizeof(SimFramework) == sizeof(guint));
 G_STATIC_ASSERT(sizeof(SimPipeSchedule) == sizeof(guint));
 G_STATIC_ASSERT(sizeof(SimSharding) == sizeof(guint));
@@ -42,7 +43,7 @@ static const char *const start_names[] = { "group", "tensor", NULL };
 static const char *const step_names[] = { "steady", "first", NULL };
 static const char *const streams_names[] = { "separate", "shared", NULL };
 static const char *const inflight_unit_names[] = { "groups", "tensors", "window", NULL };
-static const char *const free_names[] = { "copy-end", "next-commit", NULL };
+static const char *const free_names[] = { "copy-end", "next-commit", "wait", NULL };
 static const char *const reload_names[] = { "prefetch", "on-demand", "on-unpack", NULL };
 static const char *const scope_names[] = { "layers", "all", NULL };
 static const char *const params_names[] = { "skip", "copy", "views", NULL };
@@ -436,7 +437,7 @@ static const SimSchemaKey keys[SIM_KEY_COUNT] = {
   [SIM_KEY_POLICY_INFLIGHT_UNIT] = { SIM_GROUP_POLICY, "inflight_unit", SIM_VALUE_CHOICE, .offset = P(inflight_unit),
                                      .names = inflight_unit_names, .fallback = "groups", .kinds = OFFLOAD_PLAN,
                                      .expect = "groups, tensors or window" },
-  [SIM_KEY_POLICY_FREE] = { SIM_GROUP_POLICY, "free", SIM_VALUE_CHOICE, .offset = P(free_next_commit), .names = free_names,
+  [SIM_KEY_POLICY_FREE] = { SIM_GROUP_POLICY, "free", SIM_VALUE_CHOICE, .offset = P(free), .names = free_names,
                             .fallback = "copy-end", .kinds = OFFLOAD_PLAN, .expect = "copy-end or next-commit" },
   [SIM_KEY_POLICY_RELOAD] = { SIM_GROUP_POLICY, "reload", SIM_VALUE_CHOICE, .offset = P(reload), .names = reload_names,
                               .fallback = "prefetch", .kinds = OFFLOAD_PLAN, .expect = "prefetch, on-demand or on-unpack" },

@@ -325,7 +325,7 @@ static inline CopyMode
 copy_mode(const Lower *l)
 {
   const SimPolicy *p = l->policy;
-  return (CopyMode){ p->pinned == SIM_PINNED_PAGEABLE, p->pinned == SIM_PINNED_CACHING, !p->free_next_commit,
+  return (CopyMode){ p->pinned == SIM_PINNED_PAGEABLE, p->pinned == SIM_PINNED_CACHING, p->free == SIM_FREE_COPY_END,
                      p->dedup };
 }
 
@@ -557,15 +557,23 @@ emit_offload(Lower *l, guint g)
   sim_program_record(p, l->s_d2h, l->ev_d2h[g]);
 }
 
+static void emit_commit(Lower *l, guint g);
+
 /* Async: the forward of a group waits until the group `inflight` positions
- * before it is on the host. */
+ * before it is on the host (free = wait: and frees its offloaded sources,
+ * as TransformerEngine's release_activation_forward_gpu_memory does,
+ * cpu_offload.py l. 314-329, 636-637). */
 static void
 emit_inflight_wait(Lower *l, guint g)
 {
   if (!l->policy->async || l->policy->inflight_unit == SIM_INFLIGHT_TENSORS)
     return;
   guint before = group_at(l, group_position(l, g) - (gint64)l->inflight);
-  if (before != G_MAXUINT && l->ev_d2h[before] != SIM_NO_EVENT)
+  if (before == G_MAXUINT || l->ev_d2h[before] == SIM_NO_EVENT)
+    return;
+  if (l->policy->free == SIM_FREE_WAIT)
+    emit_commit(l, before); /* waits for its copies, then frees them */
+  else
     sim_program_wait(l->p, l->s_compute, l->ev_d2h[before]);
 }
 
@@ -845,11 +853,12 @@ alloc_grads(Lower *l, guint g, guint32 op)
 
 /* free = next-commit (verl): group g's offloaded sources stay on the device
  * until the next group commits, which first waits for g's copies; a
- * zero-time op on the compute stream frees them. */
+ * zero-time op on the compute stream frees them.  free = wait: the same at
+ * the in-flight wait for g (emit_inflight_wait). */
 static void
 emit_commit(Lower *l, guint g)
 {
-  if (g == G_MAXUINT || !l->policy->free_next_commit || l->committed[g] || l->ev_d2h[g] == SIM_NO_EVENT)
+  if (g == G_MAXUINT || l->policy->free == SIM_FREE_COPY_END || l->committed[g] || l->ev_d2h[g] == SIM_NO_EVENT)
     return;
   l->committed[g] = TRUE;
   const SimLayer *layer = group_layer(l, g);
@@ -868,7 +877,8 @@ emit_commit(Lower *l, guint g)
 static void
 emit_commit_before(Lower *l, guint g)
 {
-  emit_commit(l, group_at(l, group_position(l, g) - 1));
+  if (l->policy->free == SIM_FREE_NEXT_COMMIT)
+    emit_commit(l, group_at(l, group_position(l, g) - 1));
 }
 
 /* head_wait (verl): the loss head's forward waits until every offload is

@@ -43,6 +43,9 @@
  *          and prefetch = L - 1 - n (TransformerEngine).
  *   free = next-commit: sources stay until the next group's forward ends,
  *          which waits for their copies and frees them (verl).
+ *   free = wait: sources stay until the forward that the in-flight limit
+ *          makes wait for their copies, which frees them before it runs
+ *          (TransformerEngine's window).
  *   reload = on-demand: prefetch 0, each group asks when its backward is due.
  *   reload = on-unpack: as on-demand, but a backward op's reloads wait only
  *          for the end of the op before the previous one that reloaded

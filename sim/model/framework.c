@@ -41,7 +41,7 @@ verl(SimPolicy *p)
   p->shared_stream = FALSE;
   p->inflight_unit = SIM_INFLIGHT_GROUPS;
   p->inflight = 2;
-  p->free_next_commit = TRUE;
+  p->free = SIM_FREE_NEXT_COMMIT;
   p->reload = SIM_RELOAD_PREFETCH;
   p->prefetch = 1;
   p->head_wait = TRUE;
@@ -51,14 +51,19 @@ verl(SimPolicy *p)
   p->pinned = SIM_PINNED_CACHING;
 }
 
-/* TransformerEngine pytorch/cpu_offload.py: each tensor offloaded as it is
- * saved, one stream for both directions, the forward of layer L - n + j
- * waits for layer j's copies and layer j reloads at the backward of
- * L - 1 - n + j (the window), at most L - 1 layers; tensors under 2^18
- * elements and parameters stay; whole-size views replaced by their base
- * (dedup).  Its host buffers are torch.empty_like(..., pin_memory=True)
- * each step (NVIDIA/TransformerEngine@d0067d0 cpu_offload.py l. 274-294,
- * freed by release_all_memory l. 446-452): PyTorch's caching host
+/* TransformerEngine pytorch/cpu_offload.py (NVIDIA/TransformerEngine@d0067d0):
+ * each tensor offloaded as it is saved (push_tensor's event, l. 366-400;
+ * start_offload, l. 259-312), one stream for both directions (l. 509), the
+ * forward of layer L - n + j waits for layer j's copies and then frees
+ * them (release_activation_forward_gpu_memory, l. 314-329, 636-637) and
+ * layer j reloads at the backward of L - 1 - n + j (the window, l.
+ * 602-647), at most L - 1 layers; tensors under 2^18 elements, parameters
+ * and non-contiguous tensors stay (_check_if_offload, l. 454-475: in HF's
+ * code q after RoPE and SDPA's output, whose storage o_proj's input shares
+ * and so stays held on the device while o_proj's reference is copied);
+ * whole-size views replaced by their base (dedup, l. 138-197).  Its host
+ * buffers are torch.empty_like(..., pin_memory=True) each step (l.
+ * 274-294, freed by release_all_memory l. 446-452): PyTorch's caching host
  * allocator, which serves a step's requests from the blocks the step
  * before freed. */
 static void
@@ -68,13 +73,14 @@ te(SimPolicy *p)
   p->start_tensor = TRUE;
   p->shared_stream = TRUE;
   p->inflight_unit = SIM_INFLIGHT_WINDOW;
-  p->free_next_commit = FALSE;
+  p->free = SIM_FREE_WAIT;
   p->reload = SIM_RELOAD_PREFETCH;
   p->min_elements = TE_MIN_ELEMENTS;
   p->params = SIM_PARAMS_SKIP;
   p->dedup = TRUE;
   p->keep_last = 1;
   p->pinned = SIM_PINNED_CACHING;
+  p->skip_strided = TRUE;
 }
 
 /* Megatron-LM's offload_modules (transformer_config.py l. 1328-1342, the
@@ -129,7 +135,7 @@ megatron(SimPolicy *p)
   p->shared_stream = FALSE;
   p->inflight_unit = SIM_INFLIGHT_GROUPS;
   p->inflight = UNLIMITED;
-  p->free_next_commit = FALSE;
+  p->free = SIM_FREE_COPY_END;
   p->reload = SIM_RELOAD_PREFETCH;
   p->prefetch = 1;
   p->min_elements = MEGATRON_MIN_ELEMENTS;

@@ -66,6 +66,14 @@ typedef enum {
                      * nn.Linear's weight.t(): torchtune) */
 } SimParams;
 
+/* When an offloaded tensor's device memory is freed (`free`, async). */
+typedef enum {
+  SIM_FREE_COPY_END,    /* when its copy ends */
+  SIM_FREE_NEXT_COMMIT, /* group k at the commit of k + 1, which first waits for its copies (verl) */
+  SIM_FREE_WAIT,        /* group k when the compute stream waits for its copies before the forward `inflight`
+                         * groups later (TransformerEngine's window) */
+} SimFree;
+
 /* When reloads are issued (`reload`). */
 typedef enum {
   SIM_RELOAD_PREFETCH,  /* the group `prefetch` positions below each backward (async) */
@@ -124,7 +132,7 @@ typedef struct {
   gboolean start_tensor;   /* start = tensor: each tensor's D2H as soon as it is saved; FALSE: group */
   gboolean shared_stream;  /* streams = shared: one copy stream for both directions */
   SimInflightUnit inflight_unit;
-  gboolean free_next_commit; /* free = next-commit: group k freed at the commit of k + 1 */
+  SimFree free;            /* when an offloaded source's device memory is freed (SimFree) */
   SimReload reload;        /* when a reload is issued (SimReload) */
   gboolean head_wait;      /* the loss head waits for every offload before it */
   guint64 min_elements;    /* smaller tensors stay (elements; 0: no filter) */

@@ -89,14 +89,21 @@ megatron      megatron/core/pipeline_parallel/fine_grained_activation_offload.py
               the newest offloaded group on the H2D stream after its offload
               event; on_group_commit_backward makes compute wait for that
               group's reload; tensor_pop reloads inline what was not reloaded
-              (the warm-up iteration's last groups).  Modules: attn_norm
-              (input_layernorm), core_attn (the attention function, from q),
-              attn_proj (o_proj), mlp_norm (post_attention_layernorm): the
-              dense choices of --offload-modules (--megatron-modules).
+              (the warm-up iteration's last groups).  Modules, as
+              TransformerLayer and SelfAttention wrap them (transformer_layer.py
+              l. 709-764, 818-830, 1109-1115; attention.py l. 1386-1395,
+              1552-1607, 1626-1629): attn_norm (started at the layer input,
+              hooks around input_layernorm, committed after the residual add),
+              qkv_linear (the q, k and v projections, committed on q),
+              core_attn (the attention function, from q), attn_proj (o_proj),
+              mlp_norm (as attn_norm, around post_attention_layernorm): the
+              dense choices of --offload-modules (--megatron-modules, all five
+              by default).
               Single chunk: no pipeline parallelism, CUDA graphs, delayed
               offload, offload fraction or per-rank deltas.
 
-torchtune     torchtune/training/_activation_offloading.py (read at 05cda5e):
+torchtune     torchtune/training/_activation_offloading.py (read at 05cda5e, again at
+              bd2a0fc):
               OffloadActivations around the model's forward (the loss outside,
               as the recipes compute it), NoOpManager around the output head.
               pack_tensor: every save takes a tensor id; tensors of >= 1024
@@ -112,8 +119,28 @@ torchtune     torchtune/training/_activation_offloading.py (read at 05cda5e):
               offloaded tensor (exact for these models, whose first such node,
               the final RMSNorm's weight multiply, unpacks one).
 
-deepspeed     deepspeed/runtime/activation_checkpointing/checkpointing.py
-              (read at 02f59ea) with cpu_checkpointing: CheckpointFunction
+torchtune-ckpt
+              the same with every decoder layer checkpointed (torchtune's
+              recommended mode): PyTorch >= 2.1's non-reentrant checkpoint
+              saves the layer's input with save_for_backward before its
+              region (torch/utils/checkpoint.py, _NoopSaveInputs), so the hook
+              moves exactly the checkpoint inputs; the harness stands in
+              such a checkpoint (SaveInputsCheckpoint), since torch 1.13's
+              keeps its inputs in a closure no hook sees.
+
+deepspeed     deepspeed/runtime/activation_checkpointing/checkpointing.py at the
+              latest release, v0.19.5 (cf44300), with cpu_checkpointing:
+              CheckpointFunction (reentrant) around every layer;
+              copy_to_device(args, torch.device('cpu')) before the layer runs
+              (l. 530-531: `.to('cpu')`, a blocking pageable copy), the layer
+              under no_grad, the caller's input emptied (arg.data = empty,
+              get_cpu_activations_for_backward l. 474-485); backward copies it
+              back with t.saved_data.to(t.device) (l. 615-618, blocking,
+              pageable), recomputes and back-propagates.  No input is kept.
+
+deepspeed-master
+              the same file on master (read at 02f59ea and again at edaa722,
+              after #8282, in no release) with cpu_checkpointing: CheckpointFunction
               (reentrant) around every layer, forward under no_grad; the
               layer's floating-point inputs go to _ActivationOffloadEngine
               (offload_activations.py: keep_last_count = 1, min_offload_bytes
@@ -176,11 +203,11 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "record"))
 import hf_models  # noqa: E402
 
-PRESETS = ("save_on_cpu", "verl", "te", "megatron", "torchtune", "deepspeed")
+PRESETS = ("save_on_cpu", "verl", "te", "megatron", "torchtune", "torchtune-ckpt", "deepspeed", "deepspeed-master")
 DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
 DEFAULT_CONFIG = os.path.join(HERE, "..", "tests", "data", "hf", "configs", "qwen2-fw.json")
 # Which presets reload every byte they offload (the others reuse device copies).
-RELOADS_EVERYTHING = ("save_on_cpu", "verl", "te", "megatron")
+RELOADS_EVERYTHING = ("save_on_cpu", "verl", "te", "megatron", "deepspeed")
 
 
 def next_pow2(n):
@@ -874,7 +901,9 @@ class Megatron:
     """PipelineOffloadManager and one ChunkOffloadHandler (no pipeline
     parallelism): module groups, D2H and H2D streams, a pinned pool."""
     name = "megatron"
-    MODULES = ("attn_norm", "core_attn", "attn_proj", "mlp_norm")
+    MODULES = ("attn_norm", "qkv_linear", "core_attn", "attn_proj", "mlp_norm")
+    # ChunkOffloadHandler.BASE_OFFLOAD_MIN_COVERAGE (l. 887-892)
+    BASE_OFFLOAD_MIN_COVERAGE = 0.5
 
     def __init__(self, rt, model, modules=MODULES, min_elements=1024 * 1024):
         self.rt, self.modules, self.min_elements = rt, tuple(modules), min_elements
@@ -964,19 +993,35 @@ class Megatron:
         return True
 
     def offload(self, src):
+        """ChunkOffloadHandler.offload (l. 895-934): a non-contiguous view over
+        at least half its storage goes as the whole flat storage (and comes
+        back as_strided), a smaller one as a gathered contiguous copy."""
         rt = self.rt
+        view_meta = None
         if not src.is_contiguous():
-            src = src.contiguous()
+            storage = src.untyped_storage() if hasattr(src, "untyped_storage") else src.storage()
+            nbytes_storage = storage.nbytes()
+            element = src.element_size()
+            if nbytes_storage % element == 0 and src.numel() * element >= self.BASE_OFFLOAD_MIN_COVERAGE * nbytes_storage:
+                view_meta = (src.size(), src.stride(), src.storage_offset())
+                src = torch.empty(0, dtype=src.dtype, device=src.device).set_(src.storage() if not hasattr(
+                    src, "untyped_storage") else src.untyped_storage())
+                rt.traffic.skipped["view offloaded as its whole storage"][0] += 1
+            else:
+                src = src.contiguous()
+                rt.traffic.skipped["view gathered into a contiguous copy"][0] += 1
         host = self.pool.allocate(src.shape, src.dtype)
         rt.copy(host, src, non_blocking=True, what=what_of(src))
-        return (rt.where(src), host)
+        return (rt.where(src), host, view_meta)
 
     def reload(self, state):
         rt = self.rt
-        where, host = state
+        where, host, view_meta = state
         dev = rt.device_empty(host.size(), host.dtype)
         rt.copy(dev, host, non_blocking=True)
         self.pool.free(host)
+        if view_meta is not None:
+            dev = dev.as_strided(*view_meta)
         return dev
 
     def should_bulk_offload(self, name):
@@ -1040,27 +1085,72 @@ class Megatron:
                 break
 
     # wiring: FineGrainedActivationOffloadingInterface around each module
-    def _group(self, name, first, call):
-        first = MegatronStart.apply(first, self, name)
-        with torch.autograd.graph.saved_tensors_hooks(self.tensor_push, self.tensor_pop):
-            out = call(first)
+    def _start(self, name, first):
+        return MegatronStart.apply(first, self, name) if name in self.modules else first
+
+    def _hooks(self, name):
+        if name not in self.modules:
+            return contextlib.nullcontext()
+        return torch.autograd.graph.saved_tensors_hooks(self.tensor_push, self.tensor_pop)
+
+    def _commit(self, name, out):
+        """fine_grained_offloading_group_offload: on a tuple, its first tensor (l. 1404-1413)."""
+        if name not in self.modules:
+            return out
+        if isinstance(out, tuple):
+            return (MegatronCommit.apply(out[0], self, name),) + out[1:]
         return MegatronCommit.apply(out, self, name)
+
+    def _group(self, name, first, call):
+        first = self._start(name, first)
+        with self._hooks(name):
+            out = call(first)
+        return self._commit(name, out)
+
+    def _layer_forward(self, layer):
+        """TransformerLayer's forward as Megatron wraps it (transformer_layer.py
+        l. 709-729, 760-764, 818-830, 1109-1115; attention.py l. 1386-1395):
+        each norm's group starts at the block's input, its hooks around the
+        norm only, committed after the block's residual add (the residual is
+        the group's start output and is released then); the qkv_linear
+        group around the three projections, committed on the query."""
+        attn = layer.self_attn
+
+        def attention(h, position_embeddings, attention_mask, position_ids):
+            input_shape = h.shape[:-1]
+            hidden_shape = (*input_shape, -1, attn.head_dim)
+            q, k, v = self._group("qkv_linear", h, lambda x: (attn.q_proj(x), attn.k_proj(x), attn.v_proj(x)))
+            q, k, v = (t.view(hidden_shape).transpose(1, 2) for t in (q, k, v))
+            cos, sin = position_embeddings if position_embeddings is not None else attn.rotary_emb(h, position_ids)
+            q, k = hf_models.apply_rotary_pos_emb(q, k, cos, sin)
+            interface = {"eager": hf_models.eager_attention, "sdpa": hf_models.sdpa_attention,
+                         "sdpa-gqa": hf_models.sdpa_attention, "flash": hf_models.flash_attention}[attn.attention]
+            out = interface(attn, q, k, v, attention_mask, attn.scaling, 0.0 if not attn.training else
+                            attn.attention_dropout)
+            out = out.reshape(*input_shape, -1).contiguous()
+            return attn.o_proj(out)
+
+        def forward(hidden_states, attention_mask=None, position_ids=None, position_embeddings=None):
+            hidden_states = self._start("attn_norm", hidden_states)
+            residual = hidden_states
+            with self._hooks("attn_norm"):
+                h = layer.input_layernorm(hidden_states)
+            h = attention(h, position_embeddings, attention_mask, position_ids)
+            hidden_states = self._commit("attn_norm", residual + h)
+            hidden_states = self._start("mlp_norm", hidden_states)
+            residual = hidden_states
+            with self._hooks("mlp_norm"):
+                h = layer.post_attention_layernorm(hidden_states)
+            return self._commit("mlp_norm", residual + layer.mlp(h))
+        return forward
 
     def install(self, model):
         undo = []
-        targets = {"attn_norm": "input_layernorm", "attn_proj": "self_attn.o_proj",
-                   "mlp_norm": "post_attention_layernorm"}
         for layer in self.layers:
-            for name, path in targets.items():
-                if name not in self.modules:
-                    continue
-                module = layer.get_submodule(path)
-
-                def make(original, name=name):
-                    def wrapped(x, *args, **kwargs):
-                        return self._group(name, x, lambda y: original(y, *args, **kwargs))
-                    return wrapped
-                undo.append(patch_forward(module, make))
+            undo.append(patch_forward(layer, lambda original, layer=layer: self._layer_forward(layer)))
+            if "attn_proj" in self.modules:
+                undo.append(patch_forward(layer.self_attn.o_proj, lambda original: (
+                    lambda x, *args, **kwargs: self._group("attn_proj", x, lambda y: original(y, *args, **kwargs)))))
         if "core_attn" in self.modules:
             # The attention function is looked up by name at each call.
             for fname in ("sdpa_attention", "eager_attention"):
@@ -1080,12 +1170,37 @@ class Megatron:
 
 # -------------------------------------------------------------- torchtune --
 
+class SaveInputsCheckpoint(torch.autograd.Function):
+    """What a non-reentrant torch.utils.checkpoint of PyTorch >= 2.1 hands
+    the saved-tensor hooks around it: its inputs, through save_for_backward
+    (_NoopSaveInputs), before its region, whose own saves its inner hooks
+    keep and recompute.  Here the region runs under no_grad and is
+    recomputed in backward, after the inputs are unpacked.  torch 1.13's
+    non-reentrant checkpoint holds its inputs in a closure instead, which no
+    hook sees: on 1.13 the outer hook would move nothing."""
+
+    @staticmethod
+    def forward(ctx, run_function, *args):
+        ctx.run_function = run_function
+        ctx.save_for_backward(*args)
+        with torch.no_grad():
+            return run_function(*args)
+
+    @staticmethod
+    def backward(ctx, *grads):
+        inputs = list(ctx.saved_tensors)  # unpacked: the hook reloads them
+        return recompute_backward(ctx.run_function, inputs, grads)[1:]
+
+
 class Torchtune:
     """OffloadActivations(use_pin_memory=True, use_streams=True,
-    max_fwd_stash_size=5, min_offload_size=1024)."""
-    name = "torchtune"
+    max_fwd_stash_size=5, min_offload_size=1024); with checkpoint, every
+    decoder layer under a non-reentrant activation checkpoint, as torchtune's
+    recipes wrap them (training/_activation_checkpointing.py)."""
 
-    def __init__(self, rt, model, max_fwd_stash_size=5, min_offload_size=1024):
+    def __init__(self, rt, model, max_fwd_stash_size=5, min_offload_size=1024, checkpoint=False):
+        self.name = "torchtune-ckpt" if checkpoint else "torchtune"
+        self.checkpoint, self.layers = checkpoint, decoder_layers(model)
         self.rt = rt
         self.max_fwd_stash_size, self.min_bytes = max_fwd_stash_size, min_offload_size
         self.s1 = rt.new_stream("s1")  # one side stream, both directions
@@ -1205,7 +1320,14 @@ class Torchtune:
                 with torch.autograd.graph.saved_tensors_hooks(lambda t: t, lambda t: t):
                     return original(*args, **kwargs)
             return wrapped
-        return [patch_forward(self.head, make)]
+        undo = [patch_forward(self.head, make)]
+        if self.checkpoint:
+            def checkpointed(original):
+                def wrapped(hidden_states, *args, **kwargs):
+                    return SaveInputsCheckpoint.apply(lambda x: original(x, *args, **kwargs), hidden_states)
+                return wrapped
+            undo += [patch_forward(layer, checkpointed) for layer in self.layers]
+        return undo
 
     def model_context(self):
         return torch.autograd.graph.saved_tensors_hooks(self.pack, self.unpack)
@@ -1322,8 +1444,53 @@ class DeepSpeedEngine:
         return dev
 
 
+def recompute_backward(run_function, inputs, grads):
+    """CheckpointFunction.backward once the inputs are back: recompute the
+    layer on detached inputs and back-propagate; the inputs' gradients."""
+    detached = [x.detach().requires_grad_(x.requires_grad) if torch.is_tensor(x) else x for x in inputs]
+    with torch.enable_grad():
+        outputs = run_function(*detached)
+    if isinstance(outputs, torch.Tensor):
+        outputs = (outputs,)
+    pairs = [(o, g) for o, g in zip(outputs, grads) if o.requires_grad]
+    torch.autograd.backward([p[0] for p in pairs], [p[1] for p in pairs])
+    return (None, None) + tuple(x.grad if torch.is_tensor(x) else None for x in detached)
+
+
+class DeepSpeedReleaseCheckpoint(torch.autograd.Function):
+    """CheckpointFunction with CPU_CHECKPOINT as every release runs it
+    (v0.19.5 checkpointing.py l. 530-555, 615-630)."""
+
+    @staticmethod
+    def forward(ctx, run_function, rt, *args):
+        ctx.run_function, ctx.rt = run_function, rt
+        # copy_to_device(args, cpu, is_activation_to_checkpoint): .to('cpu') of
+        # every floating-point input, before the layer runs.
+        saved = [rt.to_host_pageable(a, what_of(a)) if torch.is_tensor(a) and a.is_floating_point() else None
+                 for a in args]
+        with torch.no_grad():
+            outputs = run_function(*args)
+        # get_cpu_activations_for_backward: the device input is emptied.
+        ctx.where = [rt.where(a) if h is not None else None for a, h in zip(args, saved)]
+        for a, h in zip(args, saved):
+            if h is not None:
+                a.data = torch.empty([], device=a.device, dtype=a.dtype).data
+        ctx.saved, ctx.args = saved, args
+        return outputs
+
+    @staticmethod
+    def backward(ctx, *grads):
+        rt, inputs = ctx.rt, []
+        for a, h, where in zip(ctx.args, ctx.saved, ctx.where):
+            if h is not None:
+                a.data = rt.to_device(h, where).data  # t.saved_data.to(t.device): blocking, pageable
+            inputs.append(a)
+        ctx.saved = ctx.args = None
+        return recompute_backward(ctx.run_function, inputs, grads)
+
+
 class DeepSpeedCheckpoint(torch.autograd.Function):
-    """CheckpointFunction with CPU_CHECKPOINT and the offload engine."""
+    """CheckpointFunction with CPU_CHECKPOINT and the offload engine (master)."""
 
     @staticmethod
     def forward(ctx, run_function, engine, *args):
@@ -1355,35 +1522,33 @@ class DeepSpeedCheckpoint(torch.autograd.Function):
                 t.data = ctx.engine.restore_input(token).data
                 t.ds_offload_id = None
             inputs.append(t)
-        detached = [x.detach().requires_grad_(x.requires_grad) if torch.is_tensor(x) else x for x in inputs]
-        with torch.enable_grad():
-            outputs = ctx.run_function(*detached)
-        if isinstance(outputs, torch.Tensor):
-            outputs = (outputs,)
-        pairs = [(o, g) for o, g in zip(outputs, grads) if o.requires_grad]
-        torch.autograd.backward([p[0] for p in pairs], [p[1] for p in pairs])
         ctx.saved = None
-        return (None, None) + tuple(x.grad if torch.is_tensor(x) else None for x in detached)
+        return recompute_backward(ctx.run_function, inputs, grads)
 
 
 class DeepSpeed:
-    """deepspeed.checkpointing with cpu_checkpointing = true around every layer."""
-    name = "deepspeed"
+    """deepspeed.checkpointing with cpu_checkpointing = true around every
+    layer: the release's blocking copies, or master's engine."""
 
-    def __init__(self, rt, model):
-        self.rt = rt
+    def __init__(self, rt, model, master=False):
+        self.rt, self.master = rt, master
+        self.name = "deepspeed-master" if master else "deepspeed"
         self.layers = decoder_layers(model)
-        self.engine = DeepSpeedEngine(rt)
+        self.engine = DeepSpeedEngine(rt) if master else None
 
     def begin_step(self):
-        self.engine.reset()
+        if self.engine:
+            self.engine.reset()
 
     def install(self, model):
-        engine = self.engine
+        engine, rt = self.engine, self.rt
 
         def make(original):
             def wrapped(hidden_states, *args, **kwargs):
-                return DeepSpeedCheckpoint.apply(lambda x: original(x, *args, **kwargs), engine, hidden_states)
+                run = lambda x: original(x, *args, **kwargs)  # noqa: E731
+                if engine is None:
+                    return DeepSpeedReleaseCheckpoint.apply(run, rt, hidden_states)
+                return DeepSpeedCheckpoint.apply(run, engine, hidden_states)
             return wrapped
         return [patch_forward(layer, make) for layer in self.layers]
 
@@ -1404,10 +1569,10 @@ def make_handler(name, rt, model, args):
         return TransformerEngine(rt, model, args.te_layers, args.te_min)
     if name == "megatron":
         return Megatron(rt, model, args.megatron_modules.split(","), args.megatron_min)
-    if name == "torchtune":
-        return Torchtune(rt, model)
-    if name == "deepspeed":
-        return DeepSpeed(rt, model)
+    if name in ("torchtune", "torchtune-ckpt"):
+        return Torchtune(rt, model, checkpoint=name == "torchtune-ckpt")
+    if name in ("deepspeed", "deepspeed-master"):
+        return DeepSpeed(rt, model, master=name == "deepspeed-master")
     raise ValueError(f"unknown preset {name!r} (known: {', '.join(PRESETS)})")
 
 
@@ -1518,7 +1683,11 @@ def scenario_text(args, out_path):
         "kind = resident",
     ]
     for name in args.presets:
-        lines += ["", f"[policy.{name}]", "kind = offload", f"framework = {name}"]
+        lines += ["", f"[policy.{name}]", "kind = offload", f"framework = {name.split('-')[0]}"]
+        if name == "deepspeed-master":
+            lines.append("version = master")
+        if name == "torchtune-ckpt":
+            lines.append("checkpoint = true")
         if name == "save_on_cpu" and args.pin_memory:
             lines.append("pin_memory = true")
         if name == "te" and args.te_layers is not None:

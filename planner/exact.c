@@ -62,7 +62,7 @@ gboolean
 planner_exact_supports(const SimPolicy *p)
 {
   return p->framework == SIM_FRAMEWORK_NONE && p->pinned == SIM_PINNED_POOLED && !p->scope_all && !p->start_tensor &&
-         !p->shared_stream && p->inflight_unit == SIM_INFLIGHT_GROUPS && !p->free_next_commit && !p->on_demand &&
+         !p->shared_stream && p->inflight_unit == SIM_INFLIGHT_GROUPS && p->free == SIM_FREE_COPY_END && !sim_policy_on_demand(p) &&
          !p->head_wait && p->dedup;
 }
 
@@ -105,7 +105,7 @@ act_fill(PlannerExact *x, const SimPolicy *policy, const SimLayer *layer, SimAct
 {
   guint len = layer->tensors->len;
   g_autofree guint8 *fates = g_new(guint8, MAX(len, 1u));
-  SimAction low = sim_lower_fates(policy, layer, action, fates);
+  SimAction low = sim_lower_fates(policy, layer, action, fates, NULL);
   gboolean full = low == SIM_ACTION_RECOMPUTE || low == SIM_ACTION_RECOMPUTE_OFFLOAD;
   gboolean sel = low == SIM_ACTION_SELECTIVE || low == SIM_ACTION_SELECTIVE_OFFLOAD;
   gboolean any_selective = FALSE;
@@ -141,6 +141,12 @@ act_fill(PlannerExact *x, const SimPolicy *policy, const SimLayer *layer, SimAct
       copy_add(x, a, t->bytes, TRUE);
       break;
     case SIM_FATE_MIRROR:
+      copy_add(x, a, t->bytes, FALSE);
+      break;
+    case SIM_FATE_KEPT_COPIED: /* only under a framework's hook scope, which the exact search does not run */
+      a->fwd_alloc += b;
+      a->keep += b;
+      a->bwd_free += b;
       copy_add(x, a, t->bytes, FALSE);
       break;
     case SIM_FATE_DROP:

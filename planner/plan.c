@@ -561,6 +561,7 @@ SimPolicy *
 planner_plan_policy_new(const SimPolicy *scratch, const SimAction *actions, guint n, const PlannerOption *o)
 {
   SimPolicy *p = sim_scenario_policy_new("plan", SIM_POLICY_PLAN);
+  p->version = scratch->version;
   sim_framework_preset(p, scratch->framework);
   p->dedup = scratch->dedup;
   p->actions = g_array_sized_new(FALSE, FALSE, sizeof(SimAction), n);

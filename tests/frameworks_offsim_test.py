@@ -12,11 +12,13 @@ those named, the bytes and copies must be equal:
 
   save_on_cpu  every norm (2 per layer + the final one) and the embedding weight;
   verl         the norms of the offloaded layers (L - 1: the last layer kept);
-  deepspeed    nothing: only the checkpointed layers' inputs move (L - 1).
+  te           the same (its window offloads L - 1 layers);
+  megatron     the same: its attn_norm and mlp_norm groups hold the norms' saves;
+  torchtune    every norm (2 per layer + the final one: its context covers the final norm);
+  torchtune-ckpt  the final norm's (the layers' saves are inside the checkpoints);
+  deepspeed    nothing: only the checkpointed layers' inputs move (release: L; master: L - 1).
 
-TE, Megatron and torchtune differ for reasons offsim's presets cannot
-express; the test prints those differences (README, Framework presets) and
-checks only that both sides ran.
+The test prints every preset's figures on both sides and checks that both ran.
 
 Usage: frameworks_offsim_test.py OFFSIM_BINARY REPO_ROOT (exit 77 without torch).
 """
@@ -62,9 +64,14 @@ with tempfile.TemporaryDirectory() as tmp:
 explained = {
     "save_on_cpu": ((2 * L + 1) * MEAN + EMBED, 2 * L + 1 + 1),
     "verl": (2 * (L - 1) * MEAN, 2 * (L - 1)),
+    "te": (2 * (L - 1) * MEAN, 2 * (L - 1)),
+    "megatron": (2 * (L - 1) * MEAN, 2 * (L - 1)),
+    "torchtune": ((2 * L + 1) * MEAN, 2 * L + 1),
+    "torchtune-ckpt": (MEAN, 1),
     "deepspeed": (0, 0),
+    "deepspeed-master": (0, 0),
 }
-for name in ("save_on_cpu", "verl", "te", "megatron", "torchtune", "deepspeed"):
+for name in ("save_on_cpu", "verl", "te", "megatron", "torchtune", "torchtune-ckpt", "deepspeed", "deepspeed-master"):
     h, o = harness[name], predicted[name]
     print(f"{name}: harness D2H {h['d2h_bytes']:,} B in {h['d2h_copies']}, offsim {o['d2h_bytes']:,} B in "
           f"{o['d2h_copies']} (difference {h['d2h_bytes'] - o['d2h_bytes']:+,} B, {h['d2h_copies'] - o['d2h_copies']:+})")

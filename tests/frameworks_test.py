@@ -94,12 +94,23 @@ def main():
     stash = tt["skipped"]["reload skipped: still in the forward stash"]
     expect(tt["d2h_bytes"] - tt["h2d_bytes"] == stash["bytes"] and tt["d2h_copies"] - tt["h2d_copies"] == stash["tensors"],
            "torchtune: what is not reloaded is what was still in the forward stash")
-    ds = p["deepspeed"]
     layer_input = 4 * 64 * 64 * 4  # batch x seq x hidden x fp32
-    expect((ds["d2h_copies"], ds["d2h_bytes"]) == (L - 1, (L - 1) * layer_input),
-           "deepspeed: the inputs of all layers but the last go to the host")
-    expect((ds["h2d_copies"], ds["h2d_bytes"]) == (L - 2, (L - 2) * layer_input),
-           "deepspeed: the newest offloaded input is reused from the forward stash")
+    tc = p["torchtune-ckpt"]
+    # The checkpoint inputs (L), the token ids, and the final norm's saves
+    # (torch 1.13: to(float32) twice, its mean's input, rsqrt twice, the
+    # normed tensor): nothing else of the layers.
+    expect(tc["d2h_copies"] == L + 1 + 6 and tc["h2d_copies"] <= tc["d2h_copies"],
+           f"torchtune-ckpt: the checkpoint inputs, the ids and the final norm move (got {tc['d2h_copies']})")
+    ds = p["deepspeed"]
+    expect((ds["d2h_copies"], ds["d2h_bytes"]) == (L, L * layer_input),
+           "deepspeed (release): every layer's input goes to the host")
+    expect(ds["host_peak_bytes"] == ds["host_peak_rounded"] == L * layer_input and ds["pinned_allocs"] == 0,
+           "deepspeed (release): pageable host memory, every input alive at once")
+    dm = p["deepspeed-master"]
+    expect((dm["d2h_copies"], dm["d2h_bytes"]) == (L - 1, (L - 1) * layer_input),
+           "deepspeed-master: the inputs of all layers but the last go to the host")
+    expect((dm["h2d_copies"], dm["h2d_bytes"]) == (L - 2, (L - 2) * layer_input),
+           "deepspeed-master: the newest offloaded input is reused from the forward stash")
 
     # Host memory: pageable save_on_cpu exact and all alive at the head; pinned
     # buffers rounded, and the second step served from the first step's cache.
@@ -121,7 +132,7 @@ def main():
             expect(r["param_object_copies"] == 0, f"{name}: no nn.Parameter copied")
     expect(p["save_on_cpu"]["param_object_copies"] > 0 and p["save_on_cpu"]["param_storage_copies"] > 0,
            "save_on_cpu: parameters are copied")
-    for name in ("verl", "te", "megatron", "deepspeed"):
+    for name in ("verl", "te", "megatron", "deepspeed", "deepspeed-master"):
         expect(p[name]["param_storage_copies"] == 0, f"{name}: no copy of a parameter's storage")
     expect(p["torchtune"]["param_storage_copies"] > 0, "torchtune: weight.t() views pass its filter")
     expect(p["te"]["skipped"][f"< {TE_MIN} elements"]["tensors"] > 0, "te: small tensors stay")
@@ -145,7 +156,10 @@ def main():
     expect("ops = hf" in scenario and "attention = sdpa" in scenario and "hf_config = " in scenario,
            "scenario: [transformer] with hf_config, sdpa, ops = hf")
     for name in fw.PRESETS:
-        expect(f"[policy.{name}]\nkind = offload\nframework = {name}\n" in scenario, f"scenario: [policy.{name}]")
+        expect(f"[policy.{name}]\nkind = offload\nframework = {name.split('-')[0]}\n" in scenario,
+               f"scenario: [policy.{name}]")
+    expect("[policy.deepspeed-master]\nkind = offload\nframework = deepspeed\nversion = master\n" in scenario,
+           "scenario: deepspeed-master follows master")
     expect(f"min_elements = {TE_MIN}" in scenario and f"min_elements = {MEGATRON_MIN}" in scenario,
            "scenario: the scaled filters")
 

@@ -737,6 +737,11 @@ static const struct {
                                   "inflight is an async option" },
   /* Sizes in PiB were printed but refused when read back: every line reads now. */
   { "units-pib.txt", NULL },
+  /* `version` beside a preset other than deepspeed's. */
+  { "scenario-version-without-deepspeed.ini", "[policy.tt] version: chooses the code framework = deepspeed follows "
+                                              "(release or master); framework = torchtune has no versions" },
+  /* Megatron's attn_proj group without core_attn. */
+  { "scenario-megatron-attn-proj-alone.ini", "[policy.mg] offload_modules: attn_proj needs core_attn" },
 };
 
 static const char *

@@ -374,7 +374,7 @@ START_TEST(plan_with_a_framework_schedule)
   g_autoptr(PlannerPlan) p = planner_plan_framework(s, budget, SIM_FRAMEWORK_VERL, &error);
   ck_assert_msg(p != NULL, "%s", error ? error->message : "");
   ck_assert_int_eq(p->policy->framework, SIM_FRAMEWORK_VERL);
-  ck_assert(p->policy->free_next_commit && p->policy->head_wait && p->policy->async);
+  ck_assert(p->policy->free == SIM_FREE_NEXT_COMMIT && p->policy->head_wait && p->policy->async);
   g_autofree char *ini = planner_plan_format_policy(p->policy);
   ck_assert_ptr_nonnull(strstr(ini, "framework = verl\n"));
   g_autoptr(SimResult) again = NULL;

@@ -946,6 +946,16 @@ check_kind_keys(const SimConfigGroup *g, SimPolicyKind kind, GError **error)
   return TRUE;
 }
 
+/* Whether every layer of `w` is described op by op. */
+static gboolean
+workload_has_layer_ops(const SimWorkload *w)
+{
+  for (guint i = 0; i < sim_workload_n_layers(w); i++)
+    if (!sim_layer_has_ops(sim_workload_layer(w, i)))
+      return FALSE;
+  return sim_workload_n_layers(w) > 0;
+}
+
 /* Option combinations no schedule has, each one line naming the key and
  * why; `w` is the workload the policy runs on. */
 static gboolean
@@ -957,16 +967,27 @@ check_schedule(const SimConfigGroup *g, const SimPolicy *p, const SimWorkload *w
   if ((e = entry_of(g, SIM_KEY_POLICY_PIN_MEMORY)) && get(g, SIM_KEY_POLICY_PIN_MEMORY, &pin, NULL) && pin &&
       p->framework != SIM_FRAMEWORK_SAVE_ON_CPU)
     return fail(error, g, e, "is save_on_cpu's argument (framework = save_on_cpu); otherwise set pinned");
+  /* Like pin_memory, a version other than the default is deepspeed's alone
+   * (`offsim show` writes the default out for every policy). */
+  if ((e = entry_of(g, SIM_KEY_POLICY_VERSION)) && p->version != SIM_VERSION_RELEASE &&
+      p->framework != SIM_FRAMEWORK_DEEPSPEED)
+    return fail(error, g, e, "chooses the code framework = deepspeed follows (release or master); framework = %s "
+                "has no versions", fw);
   if (p->checkpoint && !sim_framework_offloads_checkpoints(p->framework))
     return fail(error, g, entry_of(g, SIM_KEY_POLICY_CHECKPOINT),
-                "%s does not offload checkpoint inputs (verl and deepspeed do)", fw);
+                "%s does not offload checkpoint inputs (verl, deepspeed and torchtune do)", fw);
   if (!p->checkpoint && p->framework == SIM_FRAMEWORK_DEEPSPEED)
     return fail(error, g, entry_of(g, SIM_KEY_POLICY_CHECKPOINT),
                 "deepspeed moves only the inputs of checkpointed layers (checkpoint = true)");
+  if (p->free == SIM_FREE_WAIT && p->inflight_unit == SIM_INFLIGHT_TENSORS)
+    return fail(error, g, entry_of(g, SIM_KEY_POLICY_FREE) ? entry_of(g, SIM_KEY_POLICY_FREE)
+                                                           : entry_of(g, SIM_KEY_POLICY_INFLIGHT_UNIT),
+                "wait frees a group when the forward waits for its copies, which inflight_unit = tensors does "
+                "tensor by tensor: use groups or window");
   if (p->inflight_unit == SIM_INFLIGHT_TENSORS && !p->start_tensor)
     return fail(error, g, entry_of(g, SIM_KEY_POLICY_INFLIGHT_UNIT),
                 "tensors counts saves, which needs start = tensor");
-  if (p->on_demand && p->prefetch > 0 && (e = entry_of(g, SIM_KEY_POLICY_PREFETCH)))
+  if (sim_policy_on_demand(p) && p->prefetch > 0 && (e = entry_of(g, SIM_KEY_POLICY_PREFETCH)))
     return fail(error, g, e, "reload = on-demand issues each reload when its backward needs it: no prefetch");
   if (!p->async) {
     /* The async options away from their defaults. */
@@ -974,7 +995,7 @@ check_schedule(const SimConfigGroup *g, const SimPolicy *p, const SimWorkload *w
       SimKeyId id;
       gboolean set;
     } async_only[] = { { SIM_KEY_POLICY_STREAMS, p->shared_stream },
-                       { SIM_KEY_POLICY_FREE, p->free_next_commit },
+                       { SIM_KEY_POLICY_FREE, p->free != SIM_FREE_COPY_END },
                        { SIM_KEY_POLICY_HEAD_WAIT, p->head_wait },
                        { SIM_KEY_POLICY_INFLIGHT_UNIT, p->inflight_unit != SIM_INFLIGHT_GROUPS } };
     for (guint i = 0; i < G_N_ELEMENTS(async_only); i++)
@@ -988,6 +1009,7 @@ check_schedule(const SimConfigGroup *g, const SimPolicy *p, const SimWorkload *w
      * writes out): a sync offload has no copies in flight to count and
      * nothing to prefetch. */
     g_autoptr(SimPolicy) plain = sim_scenario_policy_new(p->name, p->kind);
+    plain->version = p->version;
     sim_framework_preset(plain, p->framework);
     const struct {
       SimKeyId id;
@@ -999,10 +1021,80 @@ check_schedule(const SimConfigGroup *g, const SimPolicy *p, const SimWorkload *w
         return fail(error, g, e, "mode = sync copies on the compute stream, in order: %s is an async option",
                     sim_schema_key(schedule_keys[i].id)->key);
   }
+  if (p->module_groups) {
+    /* Megatron's groups follow its own schedule (framework.c): a key of the
+     * layer-group schedule given away from the preset's value has nothing
+     * to act on (`offsim show` writes the preset's values out). */
+    g_autoptr(SimPolicy) plain = sim_scenario_policy_new(p->name, p->kind);
+    sim_framework_preset(plain, p->framework);
+    const struct {
+      SimKeyId id;
+      gboolean set;
+    } group_schedule[] = { { SIM_KEY_POLICY_MODE, p->async != plain->async },
+                           { SIM_KEY_POLICY_PREFETCH, p->prefetch != plain->prefetch },
+                           { SIM_KEY_POLICY_INFLIGHT, p->inflight != plain->inflight },
+                           { SIM_KEY_POLICY_START, p->start_tensor != plain->start_tensor },
+                           { SIM_KEY_POLICY_INFLIGHT_UNIT, p->inflight_unit != plain->inflight_unit },
+                           { SIM_KEY_POLICY_FREE, p->free != plain->free },
+                           { SIM_KEY_POLICY_RELOAD, p->reload != plain->reload },
+                           { SIM_KEY_POLICY_HEAD_WAIT, p->head_wait != plain->head_wait } };
+    for (guint i = 0; i < G_N_ELEMENTS(group_schedule); i++)
+      if (group_schedule[i].set && (e = entry_of(g, group_schedule[i].id)))
+        return fail(error, g, e, "megatron copies each module's group when the module ends and reloads it as a "
+                    "module of the layer above ends its backward: %s has no say there",
+                    sim_schema_key(group_schedule[i].id)->key);
+  }
+  if (p->module_groups && p->dedup)
+    return fail(error, g, entry_of(g, SIM_KEY_POLICY_DEDUP),
+                "megatron copies every saved reference of its groups (no storage table): dedup = true has no "
+                "schedule there");
   if (p->min_elements && w && !sim_workload_elements_known(w))
     return fail(error, g, entry_of(g, SIM_KEY_POLICY_MIN_ELEMENTS) ? entry_of(g, SIM_KEY_POLICY_MIN_ELEMENTS)
                                                                    : entry_of(g, SIM_KEY_POLICY_FRAMEWORK),
                 "counts elements, and explicit [model] layers have no element type (use min_tensor)");
+  if (p->module_groups && w && !workload_has_layer_ops(w))
+    return fail(error, g, entry_of(g, SIM_KEY_POLICY_OFFLOAD_MODULES) ? entry_of(g, SIM_KEY_POLICY_OFFLOAD_MODULES)
+                                                                      : entry_of(g, SIM_KEY_POLICY_FRAMEWORK),
+                "megatron offloads by module, which needs layers described op by op ([transformer]), not "
+                "explicit [model] layers or a recording");
+  return TRUE;
+}
+
+/* `offload_modules` (framework = megatron): the modules whose saved
+ * tensors Megatron offloads, as TransformerConfig checks them
+ * (megatron/core/transformer/transformer_config.py l. 2127-2153: a
+ * non-empty list of its names, attn_proj only with core_attn). */
+static gboolean
+get_offload_modules(const SimConfigGroup *g, SimPolicy *p, GError **error)
+{
+  SimConfigEntry *e = sim_config_lookup(g, sim_schema_key(SIM_KEY_POLICY_OFFLOAD_MODULES)->key);
+  if (e == NULL)
+    return TRUE;
+  if (p->framework != SIM_FRAMEWORK_MEGATRON)
+    return fail(error, g, e, "is Megatron's option (framework = megatron)");
+  static const char *const moe[] = { "expert_fc1", "moe_act", "fused_group_mlp", "gdp_qkv", NULL };
+  g_auto(GStrv) items = g_strsplit(e->value, ",", -1);
+  guint names = 0;
+  for (guint i = 0; items[i]; i++) {
+    g_strstrip(items[i]);
+    if (*items[i] == '\0' && items[1] == NULL)
+      break;
+    if (g_strv_contains(moe, items[i]))
+      return fail(error, g, e, "%s offloads inside a MoE layer or a GatedDeltaProduct mixer, which offsim's layers "
+                  "do not have", items[i]);
+    guint k;
+    for (k = 0; sim_framework_megatron_modules[k] && strcmp(sim_framework_megatron_modules[k], items[i]) != 0; k++)
+      ;
+    if (sim_framework_megatron_modules[k] == NULL)
+      return fail_got(error, g, e, items[i], "expected %s", sim_schema_key(SIM_KEY_POLICY_OFFLOAD_MODULES)->expect);
+    names |= 1u << k;
+  }
+  if (names == 0)
+    return fail(error, g, e, "Megatron offloads at least one module (an empty list is refused)");
+  if ((names & (1u << 3)) && !(names & (1u << 2)))
+    return fail(error, g, e, "attn_proj needs core_attn: attn_proj's input is core_attn's output, which "
+                "core_attn's backward needs too (Megatron refuses attn_proj alone)");
+  p->hooked = sim_framework_megatron_hooked(names);
   return TRUE;
 }
 
@@ -1010,11 +1102,15 @@ check_schedule(const SimConfigGroup *g, const SimPolicy *p, const SimWorkload *w
 static gboolean
 apply_framework(const SimConfigGroup *g, SimPolicy *p, GError **error)
 {
-  guint framework = SIM_FRAMEWORK_NONE;
+  guint framework = SIM_FRAMEWORK_NONE, version = SIM_VERSION_RELEASE;
   gboolean pin = FALSE;
-  if (!get(g, SIM_KEY_POLICY_FRAMEWORK, &framework, error) || !get(g, SIM_KEY_POLICY_PIN_MEMORY, &pin, error))
+  if (!get(g, SIM_KEY_POLICY_FRAMEWORK, &framework, error) || !get(g, SIM_KEY_POLICY_PIN_MEMORY, &pin, error) ||
+      !get(g, SIM_KEY_POLICY_VERSION, &version, error))
     return FALSE;
+  p->version = (SimVersion)version;
   sim_framework_preset(p, (SimFramework)framework);
+  if (!get_offload_modules(g, p, error))
+    return FALSE;
   /* save_on_cpu(pin_memory=True): torch.empty(pin_memory=True) per tensor, the caching host allocator. */
   if (pin)
     p->pinned = SIM_PINNED_CACHING;

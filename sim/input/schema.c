@@ -20,6 +20,8 @@ G_STATIC_ASSERT(sizeof(SimAttention) == sizeof(guint));
 G_STATIC_ASSERT(sizeof(SimActivation) == sizeof(guint));
 G_STATIC_ASSERT(sizeof(SimInflightUnit) == sizeof(guint));
 G_STATIC_ASSERT(sizeof(SimParams) == sizeof(guint));
+G_STATIC_ASSERT(sizeof(SimReload) == sizeof(guint));
+G_STATIC_ASSERT(sizeof(SimFree) == sizeof(guint));
 G_STATIC_ASSERT(sizeof(SimFramework) == sizeof(guint));
 G_STATIC_ASSERT(sizeof(SimPipeSchedule) == sizeof(guint));
 G_STATIC_ASSERT(sizeof(SimSharding) == sizeof(guint));
@@ -41,8 +43,8 @@ static const char *const start_names[] = { "group", "tensor", NULL };
 static const char *const step_names[] = { "steady", "first", NULL };
 static const char *const streams_names[] = { "separate", "shared", NULL };
 static const char *const inflight_unit_names[] = { "groups", "tensors", "window", NULL };
-static const char *const free_names[] = { "copy-end", "next-commit", NULL };
-static const char *const reload_names[] = { "prefetch", "on-demand", NULL };
+static const char *const free_names[] = { "copy-end", "next-commit", "wait", NULL };
+static const char *const reload_names[] = { "prefetch", "on-demand", "on-unpack", NULL };
 static const char *const scope_names[] = { "layers", "all", NULL };
 static const char *const params_names[] = { "skip", "copy", "views", NULL };
 static const char *const leaves_names[] = { "keep", "copy", NULL };
@@ -412,6 +414,16 @@ static const SimSchemaKey keys[SIM_KEY_COUNT] = {
                                  .expect = "none, save_on_cpu, verl, te, megatron, torchtune or deepspeed" },
   [SIM_KEY_POLICY_PIN_MEMORY] = { SIM_GROUP_POLICY, "pin_memory", SIM_VALUE_BOOL, .offset = HAND, .fallback = "false",
                                   .kinds = OFFLOAD_PLAN, .expect = "true or false (with framework = save_on_cpu)" },
+  /* Read by hand before the preset is applied: which code the preset follows. */
+  [SIM_KEY_POLICY_VERSION] = { SIM_GROUP_POLICY, "version", SIM_VALUE_CHOICE, .offset = HAND, .names = sim_version_names,
+                               .fallback = "release", .kinds = OFFLOAD_PLAN,
+                               .expect = "release or master (with framework = deepspeed)" },
+  /* Read by hand into the preset's hooked modules (scenario.c, get_offload_modules). */
+  [SIM_KEY_POLICY_OFFLOAD_MODULES] = { SIM_GROUP_POLICY, "offload_modules", SIM_VALUE_LIST, .offset = HAND,
+                                       .doc_default = "`attn_norm, qkv_linear, core_attn, attn_proj, mlp_norm`",
+                                       .kinds = OFFLOAD_PLAN,
+                                       .expect = "Megatron's module names, comma-separated: attn_norm, qkv_linear, "
+                                                 "core_attn, attn_proj, mlp_norm (with framework = megatron)" },
   [SIM_KEY_POLICY_PINNED] = { SIM_GROUP_POLICY, "pinned", SIM_VALUE_CHOICE, .offset = P(pinned),
                               .names = pinned_names, .fallback = "pooled",
                               .kinds = OFFLOAD_PLAN, .expect = "pooled, per-tensor, pageable or caching" },
@@ -431,10 +443,10 @@ static const SimSchemaKey keys[SIM_KEY_COUNT] = {
   [SIM_KEY_POLICY_INFLIGHT_UNIT] = { SIM_GROUP_POLICY, "inflight_unit", SIM_VALUE_CHOICE, .offset = P(inflight_unit),
                                      .names = inflight_unit_names, .fallback = "groups", .kinds = OFFLOAD_PLAN,
                                      .expect = "groups, tensors or window" },
-  [SIM_KEY_POLICY_FREE] = { SIM_GROUP_POLICY, "free", SIM_VALUE_CHOICE, .offset = P(free_next_commit), .names = free_names,
+  [SIM_KEY_POLICY_FREE] = { SIM_GROUP_POLICY, "free", SIM_VALUE_CHOICE, .offset = P(free), .names = free_names,
                             .fallback = "copy-end", .kinds = OFFLOAD_PLAN, .expect = "copy-end or next-commit" },
-  [SIM_KEY_POLICY_RELOAD] = { SIM_GROUP_POLICY, "reload", SIM_VALUE_CHOICE, .offset = P(on_demand), .names = reload_names,
-                              .fallback = "prefetch", .kinds = OFFLOAD_PLAN, .expect = "prefetch or on-demand" },
+  [SIM_KEY_POLICY_RELOAD] = { SIM_GROUP_POLICY, "reload", SIM_VALUE_CHOICE, .offset = P(reload), .names = reload_names,
+                              .fallback = "prefetch", .kinds = OFFLOAD_PLAN, .expect = "prefetch, on-demand or on-unpack" },
   [SIM_KEY_POLICY_HEAD_WAIT] = { SIM_GROUP_POLICY, "head_wait", SIM_VALUE_BOOL, .offset = P(head_wait),
                                  .fallback = "false", .kinds = OFFLOAD_PLAN, .expect = "true or false" },
   [SIM_KEY_POLICY_MIN_ELEMENTS] = { SIM_GROUP_POLICY, "min_elements", SIM_VALUE_COUNT64, .offset = P(min_elements),

@@ -23,7 +23,15 @@ typedef struct {
   double pending[SIM_KERNEL_CLASSES];
   guint kernels;
   gboolean *saved; /* per tensor: an op saves it */
+  guint8 module;   /* the SimModule of the ops being added (in()) */
 } Ops;
+
+/* The ops added from here on are module `module`'s (SimLayerOp.module). */
+static void
+in(Ops *o, SimModule module)
+{
+  o->module = (guint8)module;
+}
 
 static void
 kernel(Ops *o, const SimKernel *k)
@@ -86,6 +94,7 @@ op(Ops *o, const char *name, gboolean backward)
       kclass = c;
   }
   guint i = sim_layer_add_op(o->l, name, backward, kclass, seconds, o->kernels);
+  g_array_index(o->l->ops, SimLayerOp, i).module = o->module;
   memset(o->pending, 0, sizeof o->pending);
   o->kernels = 0;
   return i;
@@ -116,19 +125,26 @@ saves(Ops *o, guint f, const char *const *names)
 }
 
 /* Backward op `b` unpacks one reference to each tensor named (a name twice:
- * two references). */
+ * two references), each lying in its storage as `view` (SimView). */
 static void
-uses(Ops *o, guint b, const char *const *names)
+uses_as(Ops *o, guint b, SimView view, const char *const *names)
 {
   for (; *names; names++) {
     gint k = find(o, *names);
     if (k >= 0)
-      sim_layer_add_use(o->l, (guint)k, b);
+      sim_layer_add_use(o->l, (guint)k, b, view);
   }
+}
+
+static void
+uses(Ops *o, guint b, const char *const *names)
+{
+  uses_as(o, b, SIM_VIEW_CONTIGUOUS, names);
 }
 
 #define SAVES(o, f, ...) saves(o, f, (const char *const[]){ __VA_ARGS__, NULL })
 #define USES(o, b, ...) uses(o, b, (const char *const[]){ __VA_ARGS__, NULL })
+#define USES_AS(o, b, view, ...) uses_as(o, b, view, (const char *const[]){ __VA_ARGS__, NULL })
 
 static void
 grads(Ops *o, guint b, guint64 bytes)
@@ -373,7 +389,11 @@ eager_backward(Ops *o, const Shape *m, guint *pv_out, guint *qk_out)
   gemm(o, m->s, m->d, m->s, m->b * m->a);
   gemm(o, m->s, m->d, m->s, m->b * m->a);
   *qk_out = op(o, "qk_matmul", TRUE);
-  USES(o, *qk_out, "q", "k");
+  /* torch.matmul folds its operands to 3-D: q (RoPE's transposed output)
+   * and k without repeat_kv are copied contiguous; repeat_kv's contiguous
+   * k is saved as k.transpose(2, 3), a view of all of it (HF's code only). */
+  USES(o, *qk_out, "q");
+  USES_AS(o, *qk_out, m->hf && m->repeat ? SIM_VIEW_STRIDED : SIM_VIEW_CONTIGUOUS, "k");
 }
 
 /* Attention as one fused kernel (SDPA's flash or memory-efficient kernel,
@@ -397,12 +417,22 @@ fused_attention_backward(Ops *o, const Shape *m)
   guint64 kvh = m->repeat ? m->a : m->kv;
   attention(o, m->b, m->a / m->t, kvh / m->t, m->s, m->d, TRUE);
   guint b = op(o, "attention", TRUE);
-  if (find(o, "qkv") >= 0)
-    USES(o, b, "qkv", "qkv", "qkv");
-  else
-    USES(o, b, "q", "k", "v");
-  USES(o, b, m->padded ? "attn_out_padded" : "attn_out", "softmax_lse", "philox_seed", "philox_offset",
-       "rng_state");
+  /* How the kernel's saved references lie (HF's code on CUDA): gpt2's q, k
+   * and v are thirds of c_attn's output, split and transposed; under SDPA
+   * q (and k and v without repeat_kv) is RoPE's output, a (batch, heads,
+   * seq, dim) view of a (batch, seq, heads, dim) storage, and so is the
+   * output the kernel saves (it writes (batch, seq, heads, dim) and returns
+   * it transposed); flash_attention_2 gets them transposed back,
+   * contiguous, and padded copies are contiguous. */
+  SimView qv = m->sdpa && !m->padded ? SIM_VIEW_STRIDED : SIM_VIEW_CONTIGUOUS;
+  if (find(o, "qkv") >= 0) {
+    USES_AS(o, b, SIM_VIEW_PART, "qkv", "qkv", "qkv");
+  } else {
+    USES_AS(o, b, qv, "q");
+    USES_AS(o, b, m->repeat ? SIM_VIEW_CONTIGUOUS : qv, "k", "v");
+  }
+  USES_AS(o, b, m->sdpa ? SIM_VIEW_STRIDED : SIM_VIEW_CONTIGUOUS, m->padded ? "attn_out_padded" : "attn_out");
+  USES(o, b, "softmax_lse", "philox_seed", "philox_offset", "rng_state");
   span(o, m->n * m->a * m->d * 4 / m->t, b, b); /* dq accumulated in fp32 */
   return b;
 }
@@ -452,8 +482,10 @@ hf_layer_ops(Ops *o, const Shape *m, const SimTransformer *c)
   guint64 e = m->e, n = m->n, h = m->h, f = m->f, qd = m->a * m->d, kvd = m->kv * m->d, row_h = n * h * e;
   gboolean bias = c->qkv_bias || c->linear_bias;
   /* Forward. */
+  in(o, SIM_MODULE_ATTN_NORM);
   guint norm1 = norm_forward(o, m, "attn_norm", "qkv_in");
   guint qf, kf = 0, vf = 0;
+  in(o, SIM_MODULE_QKV);
   if (m->gpt2) {
     qf = linear(o, m, "c_attn", h, 3 * h);
     SAVES(o, qf, "attn.c_attn.weight", "qkv");
@@ -476,6 +508,7 @@ hf_layer_ops(Ops *o, const Shape *m, const SimTransformer *c)
     if (!m->repeat && !m->padded)
       SAVES(o, vf, "v");
     /* RoPE on q and k: q * cos + rotate_half(q) * sin, two of each live. */
+    in(o, SIM_MODULE_ROPE);
     memory(o, 10, 3 * (qd + kvd) * n * e, 4 * (qd + kvd) * n * e);
     guint rope = op(o, "rope", FALSE);
     SAVES(o, rope, "rope_cos", "rope_sin");
@@ -489,23 +522,29 @@ hf_layer_ops(Ops *o, const Shape *m, const SimTransformer *c)
     if (m->repeat) {
       span(o, n * kvd * e, vf, rope + 1);
       span(o, n * kvd * e, rope, rope + 1);
+      in(o, SIM_MODULE_CORE_ATTN); /* HF calls repeat_kv inside the attention function */
       memory(o, 2, 2 * n * kvd * e, 2 * n * qd * e);
       guint rep = op(o, "repeat_kv", FALSE);
       SAVES(o, rep, "k", "v");
     }
   }
+  in(o, SIM_MODULE_CORE_ATTN);
   if (m->eager) {
     guint merge;
     eager_forward(o, m, &merge);
   } else {
     fused_attention_forward(o, m);
   }
+  in(o, SIM_MODULE_ATTN_PROJ);
   guint of = linear(o, m, m->gpt2 ? "attn.c_proj" : "o_proj", qd, h);
   SAVES(o, of, m->gpt2 ? "attn.c_proj.weight" : "o_proj.weight");
+  in(o, SIM_MODULE_ATTN_RESIDUAL);
   guint add1 = residual_forward(o, m, of, "attn_resid_dropout", "attn_resid_mask", "attn_residual");
   if (!m->gpt2)
     span(o, row_h, norm1, add1); /* the layer's input, read again by the add */
+  in(o, SIM_MODULE_MLP_NORM);
   norm_forward(o, m, "mlp_norm", "mlp_in");
+  in(o, SIM_MODULE_MLP);
   guint fc2;
   if (m->gpt2) {
     guint fc1 = linear(o, m, "mlp.c_fc", h, f);
@@ -525,6 +564,7 @@ hf_layer_ops(Ops *o, const Shape *m, const SimTransformer *c)
     fc2 = linear(o, m, "down_proj", f, h);
     SAVES(o, fc2, "down_proj.weight");
   }
+  in(o, SIM_MODULE_MLP_RESIDUAL);
   guint add2 = residual_forward(o, m, fc2, "mlp_resid_dropout", "mlp_resid_mask", "mlp_residual");
   if (!m->gpt2)
     span(o, row_h, add1, add2); /* the residual between the two adds */
@@ -536,11 +576,13 @@ hf_layer_ops(Ops *o, const Shape *m, const SimTransformer *c)
   guint g0 = 0;
   if (m->gpt2) {
     if (m->drop) {
+      in(o, SIM_MODULE_MLP_RESIDUAL);
       memory(o, 1, row_h + n * h, row_h);
       g0 = op(o, "mlp_resid_dropout", TRUE);
       USES(o, g0, "mlp_resid_mask");
       span(o, row_h, g0, g0 + 1);
     }
+    in(o, SIM_MODULE_MLP);
     guint b2 = linear_backward(o, m, "mlp.c_proj", "fc2_in", "mlp.c_proj.weight", f, h, TRUE);
     if (!m->drop)
       g0 = b2;
@@ -555,6 +597,7 @@ hf_layer_ops(Ops *o, const Shape *m, const SimTransformer *c)
     guint b1 = linear_backward(o, m, "mlp.c_fc", "mlp_in", "mlp.c_fc.weight", h, f, TRUE);
     span(o, row_h, b1, b1 + 1);
   } else {
+    in(o, SIM_MODULE_MLP);
     guint b2 = linear_backward(o, m, "down_proj", "down_in", "down_proj.weight", f, h, FALSE);
     g0 = b2;
     span(o, n * f * e, b2, b2 + 1);
@@ -572,18 +615,22 @@ hf_layer_ops(Ops *o, const Shape *m, const SimTransformer *c)
     span(o, n * f * e, ab, gb);
     span(o, row_h, gb, gb + 1);
   }
+  in(o, SIM_MODULE_MLP_NORM);
   guint nb2 = norm_backward(o, m, "mlp_norm");
   span(o, row_h, g0, nb2); /* the incoming stream gradient */
   if (m->gpt2 && m->drop) {
+    in(o, SIM_MODULE_ATTN_RESIDUAL);
     memory(o, 1, row_h + n * h, row_h);
     guint d = op(o, "attn_resid_dropout", TRUE);
     USES(o, d, "attn_resid_mask");
     span(o, row_h, d, d + 1);
   }
+  in(o, SIM_MODULE_ATTN_PROJ);
   guint ob = linear_backward(o, m, m->gpt2 ? "attn.c_proj" : "o_proj", "attn_out",
                              m->gpt2 ? "attn.c_proj.weight" : "o_proj.weight", qd, h, m->gpt2);
   span(o, n * qd * e, ob, ob + 1);
   guint dq, dv;
+  in(o, SIM_MODULE_CORE_ATTN);
   if (m->eager) {
     guint pv, qk;
     eager_backward(o, m, &pv, &qk);
@@ -597,6 +644,7 @@ hf_layer_ops(Ops *o, const Shape *m, const SimTransformer *c)
     /* q, k and v's gradients are concatenated back into c_attn's output. */
     span(o, n * qd * e, dv, dq);
     span(o, 2 * n * qd * e, dq, dq + 1);
+    in(o, SIM_MODULE_QKV); /* the split is in the attention's projection step (Megatron's qkv_linear) */
     memory(o, 1, 3 * n * qd * e, 3 * n * qd * e);
     guint split = op(o, "qkv_split", TRUE);
     span(o, 3 * n * h * e, split, split + 1);
@@ -613,16 +661,19 @@ hf_layer_ops(Ops *o, const Shape *m, const SimTransformer *c)
       prev = op(o, "repeat_kv", TRUE);
       span(o, 2 * n * kvd * e, prev, prev + 2);
     }
+    in(o, SIM_MODULE_ROPE);
     memory(o, 12, 4 * n * (qd + kvd) * e, 4 * n * (qd + kvd) * e);
     guint rb = op(o, "rope", TRUE);
     USES(o, rb, "rope_cos", "rope_sin", "rope_cos", "rope_sin");
     span(o, 2 * n * qd * e, rb, rb);
     span(o, n * (qd + kvd) * e, rb, rb + 3);
+    in(o, SIM_MODULE_QKV);
     guint vb = linear_backward(o, m, "v_proj", "qkv_in", "v_proj.weight", h, kvd, bias);
     linear_backward(o, m, "k_proj", "qkv_in", "k_proj.weight", h, kvd, bias);
     guint qb = linear_backward(o, m, "q_proj", "qkv_in", "q_proj.weight", h, qd, bias);
     span(o, row_h, vb, qb + 1); /* d qkv_in, accumulated */
   }
+  in(o, SIM_MODULE_ATTN_NORM);
   guint nb1 = norm_backward(o, m, "attn_norm");
   span(o, row_h, nb2, nb1);   /* the stream gradient past the MLP */
   span(o, row_h, nb1, nb1);   /* the new stream gradient: the next layer's */
@@ -684,6 +735,7 @@ fused_layer_ops(Ops *o, const Shape *m, const SimTransformer *c)
   gboolean swiglu = !c->gelu, sp = m->sr > 1, split = t > 1;
   SimCollectiveKind after_row = sp ? SIM_COLLECTIVE_REDUCE_SCATTER : SIM_COLLECTIVE_ALL_REDUCE;
   /* Forward. */
+  in(o, SIM_MODULE_ATTN_NORM);
   memory(o, 1, row_h, row_h + 8 * n / m->sr);
   guint norm1 = op(o, "attn_norm", FALSE);
   SAVES(o, norm1, "attn_norm_in", "attn_norm_stats", "qkv_in");
@@ -691,9 +743,11 @@ fused_layer_ops(Ops *o, const Shape *m, const SimTransformer *c)
     tp_collective(o, m, norm1, SIM_COLLECTIVE_ALL_GATHER, whole, 0);
     span(o, whole, norm1, norm1 + 1); /* the gathered input, read by the GEMM */
   }
+  in(o, SIM_MODULE_QKV);
   gemm(o, n, (qd + 2 * kvd) / t, h, 1);
   guint qkv = op(o, "qkv_proj", FALSE);
   SAVES(o, qkv, "q", "k", "v");
+  in(o, SIM_MODULE_CORE_ATTN);
   if (m->eager) {
     guint merge;
     eager_forward(o, m, &merge);
@@ -701,13 +755,16 @@ fused_layer_ops(Ops *o, const Shape *m, const SimTransformer *c)
     attention(o, m->b, m->a / t, m->kv / t, m->s, m->d, FALSE);
     SAVES(o, op(o, "attention", FALSE), "softmax_lse", "attn_out");
   }
+  in(o, SIM_MODULE_ATTN_PROJ);
   gemm(o, n, h, qd / t, 1);
   guint proj = op(o, "attn_proj", FALSE);
   tp_collective(o, m, proj, after_row, whole, 0);
   span(o, n * h * e, proj, proj + 1);
+  in(o, SIM_MODULE_ATTN_RESIDUAL);
   memory(o, 1, 2 * row_h, row_h + (m->drop ? n * h / m->sr : 0));
   guint add1 = op(o, "attn_residual", FALSE);
   SAVES(o, add1, "attn_resid_mask"); /* the layer's input is the first norm's saved attn_norm_in */
+  in(o, SIM_MODULE_MLP_NORM);
   memory(o, 1, row_h, row_h + 8 * n / m->sr);
   guint norm2 = op(o, "mlp_norm", FALSE);
   SAVES(o, norm2, "mlp_norm_in", "mlp_norm_stats", "mlp_in");
@@ -715,6 +772,7 @@ fused_layer_ops(Ops *o, const Shape *m, const SimTransformer *c)
     tp_collective(o, m, norm2, SIM_COLLECTIVE_ALL_GATHER, whole, 0);
     span(o, whole, norm2, norm2 + 1);
   }
+  in(o, SIM_MODULE_MLP);
   gemm(o, n, swiglu ? 2 * f : f, h, 1);
   guint fc1 = op(o, "fc1", FALSE);
   SAVES(o, fc1, "fc1_out", "gate", "up");
@@ -724,6 +782,7 @@ fused_layer_ops(Ops *o, const Shape *m, const SimTransformer *c)
   guint fc2 = op(o, "fc2", FALSE);
   tp_collective(o, m, fc2, after_row, whole, 0);
   span(o, n * h * e, fc2, fc2 + 1);
+  in(o, SIM_MODULE_MLP_RESIDUAL);
   memory(o, 1, 2 * row_h, row_h + (m->drop ? n * h / m->sr : 0));
   guint add2 = op(o, "mlp_residual", FALSE);
   SAVES(o, add2, "mlp_resid_mask");
@@ -736,6 +795,7 @@ fused_layer_ops(Ops *o, const Shape *m, const SimTransformer *c)
   if (sp)
     tp_collective(o, m, d2, SIM_COLLECTIVE_ALL_GATHER, whole, 0); /* fc2's output gradient, whole */
   span(o, n * h * e, d2, d2 + 1);
+  in(o, SIM_MODULE_MLP);
   gemm_backward(o, n, f, h);
   guint b2 = op(o, "fc2", TRUE);
   USES(o, b2, swiglu ? "down_in" : "fc2_in");
@@ -765,20 +825,24 @@ fused_layer_ops(Ops *o, const Shape *m, const SimTransformer *c)
     USES(o, b1, "mlp_in");
   grads(o, b1, (swiglu ? 2 : 1) * f * h * e);
   span(o, n * h * e, b1d, b1 + 1);
+  in(o, SIM_MODULE_MLP_NORM);
   guint nb2 = fused_norm_backward(o, m, c, "mlp_norm", "mlp_norm_in", "mlp_norm_stats");
   span(o, row_h, d2, nb2);
+  in(o, SIM_MODULE_ATTN_RESIDUAL);
   memory(o, 1, row_h + (m->drop ? n * h / m->sr : 0), row_h);
   guint d1 = op(o, "attn_residual", TRUE);
   USES(o, d1, "attn_resid_mask");
   if (sp)
     tp_collective(o, m, d1, SIM_COLLECTIVE_ALL_GATHER, whole, 0); /* attn_proj's output gradient */
   span(o, n * h * e, d1, d1 + 1);
+  in(o, SIM_MODULE_ATTN_PROJ);
   gemm_backward(o, n, qd / t, h);
   guint pb = op(o, "attn_proj", TRUE);
   USES(o, pb, "attn_out");
   grads(o, pb, qd / t * h * e);
   span(o, n * qd / t * e, pb, pb + 1);
   guint dq, readers = split ? 2 : 1; /* the ops that read q, k and v's gradients: dgrad (and wgrad) */
+  in(o, SIM_MODULE_CORE_ATTN);
   if (m->eager) {
     guint pv;
     eager_backward(o, m, &pv, &dq);
@@ -791,6 +855,7 @@ fused_layer_ops(Ops *o, const Shape *m, const SimTransformer *c)
     span(o, n * kvd / t * e, dq, dq + readers);
   }
   guint qb, qbd;
+  in(o, SIM_MODULE_QKV);
   if (split) {
     span(o, n * (qd + kvd) / t * e, dq, dq + 2);
     if (sp) {
@@ -806,6 +871,7 @@ fused_layer_ops(Ops *o, const Shape *m, const SimTransformer *c)
   USES(o, qb, "qkv_in", "qkv_in", "qkv_in");
   grads(o, qb, (qd + 2 * kvd) / t * h * e);
   span(o, n * h * e, qbd, qb + 1);
+  in(o, SIM_MODULE_ATTN_NORM);
   guint nb1 = fused_norm_backward(o, m, c, "attn_norm", "attn_norm_in", "attn_norm_stats");
   span(o, row_h, nb2, nb1);
   span(o, row_h, nb1, nb1);
@@ -820,6 +886,7 @@ static void
 embed_ops(Ops *o, const Shape *m, const SimTransformer *c)
 {
   guint64 row_h = m->n * m->h * m->e / m->sr, table = m->v * m->h * m->e / m->t;
+  in(o, SIM_MODULE_EMBEDDING);
   memory(o, m->gpt2 ? 2 + m->drop : 1, m->n * 8 + 2 * row_h, row_h + (m->drop ? m->n * m->h : 0));
   guint f = op(o, "embedding", FALSE);
   SAVES(o, f, "token_ids", "position_ids", "embed_dropout_mask");
@@ -841,6 +908,7 @@ head_ops(Ops *o, const Shape *m, const SimTransformer *c)
 {
   guint64 e = m->e, n = m->n, row_h = n * m->h * e, logits = n * m->v / m->t, up = e == 4 ? 0 : logits * 4;
   guint norm;
+  in(o, SIM_MODULE_FINAL_NORM);
   if (m->hf) {
     norm = norm_forward(o, m, "final_norm", "lm_head_in");
   } else {
@@ -849,9 +917,11 @@ head_ops(Ops *o, const Shape *m, const SimTransformer *c)
     SAVES(o, norm, "final_norm_in", "final_norm_stats", "lm_head_in");
   }
   span(o, row_h / m->sr, norm, norm); /* the last layer's output */
+  in(o, SIM_MODULE_LM_HEAD);
   gemm(o, n, m->v / m->t, m->h, 1);
   guint lm = op(o, "lm_head", FALSE);
   SAVES(o, lm, "lm_head.weight");
+  in(o, SIM_MODULE_LOSS);
   if (!m->hf) {
     /* The fused loss (Megatron's vocab-parallel cross entropy): the fp32
      * softmax it saves is also where its backward writes the gradient. */
@@ -863,11 +933,13 @@ head_ops(Ops *o, const Shape *m, const SimTransformer *c)
     memory(o, 2, 2 * logits * 4, logits * e);
     guint lb0 = op(o, "loss", TRUE);
     USES(o, lb0, "log_softmax", "log_softmax", "labels");
+    in(o, SIM_MODULE_LM_HEAD);
     gemm_backward(o, n, m->h, m->v / m->t);
     guint lb = op(o, "lm_head", TRUE);
     USES(o, lb, "lm_head_in");
     span(o, logits * e, lb0, lb);
     span(o, row_h, lb, lb + 1);
+    in(o, SIM_MODULE_FINAL_NORM);
     memory(o, 1, 2 * row_h / m->sr, row_h / m->sr);
     guint nb = op(o, "final_norm", TRUE);
     USES(o, nb, "final_norm_in", "final_norm_stats");
@@ -902,11 +974,13 @@ head_ops(Ops *o, const Shape *m, const SimTransformer *c)
     prev = op(o, "logits_float", TRUE);
     span(o, logits * 4, lsb, prev);
   }
+  in(o, SIM_MODULE_LM_HEAD);
   gemm_backward(o, n, m->h, m->v / m->t);
   guint lb = op(o, "lm_head", TRUE);
   USES(o, lb, "lm_head_in", "lm_head.weight");
   span(o, logits * e, prev, lb); /* d logits: log_softmax's own output in fp32 */
   span(o, row_h, lb, lb + 1);
+  in(o, SIM_MODULE_FINAL_NORM);
   guint nb2 = norm_backward(o, m, "final_norm");
   span(o, row_h, nb2, nb2); /* the stream gradient, to the last layer */
   (void)c;

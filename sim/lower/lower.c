@@ -83,8 +83,13 @@ policy_actions(const SimPolicy *p, guint base, guint n, SimAction *actions)
     case SIM_POLICY_RESIDENT:
       break;
     case SIM_POLICY_OFFLOAD:
+      /* checkpoint = true: every selected layer is checkpointed, the last
+       * keep_last keep their inputs on the device (DeepSpeed's
+       * keep_last_count, verl's last layer). */
       if (policy_selects(p, i) && k + p->keep_last < n)
         a = p->checkpoint ? SIM_ACTION_RECOMPUTE_OFFLOAD : SIM_ACTION_OFFLOAD;
+      else if (policy_selects(p, i) && p->checkpoint)
+        a = SIM_ACTION_RECOMPUTE;
       break;
     case SIM_POLICY_CHECKPOINT:
       if (policy_selects(p, i) && i % p->every == 0)
@@ -181,14 +186,32 @@ fate_of(const SimPolicy *p, SimAction a, const SimTensor *t)
 static inline gboolean
 travels(SimFate f)
 {
-  return f == SIM_FATE_OFFLOAD || f == SIM_FATE_MIRROR;
+  return f == SIM_FATE_OFFLOAD || f == SIM_FATE_MIRROR || f == SIM_FATE_KEPT_COPIED;
 }
 
 /* Device memory of its group while the forward runs (dropped ones only until its end). */
 static inline gboolean
 exists_in_forward(SimFate f)
 {
-  return f == SIM_FATE_KEEP || f == SIM_FATE_OFFLOAD || f == SIM_FATE_DROP;
+  return f == SIM_FATE_KEEP || f == SIM_FATE_OFFLOAD || f == SIM_FATE_DROP || f == SIM_FATE_KEPT_COPIED;
+}
+
+/* Whether the hook sees reference `u` of `layer` (a layer with ops): its
+ * module is hooked and, under skip_strided, it is contiguous. */
+static inline gboolean
+hook_sees(const SimPolicy *p, const SimLayer *layer, const SimUse *u)
+{
+  if (p->skip_strided && u->view != SIM_VIEW_CONTIGUOUS)
+    return FALSE;
+  return p->hooked == 0 || ((p->hooked >> sim_layer_use_module(layer, u)) & 1u) != 0;
+}
+
+/* Whether the hook sees only some of `layer`'s references (a layer with
+ * ops: its uses say which). */
+static inline gboolean
+hook_scoped(const SimPolicy *p, const SimLayer *layer)
+{
+  return (p->hooked != 0 || p->skip_strided) && sim_layer_has_ops(layer);
 }
 
 /* The fate of tensor k of group g, decided once per lowering. */
@@ -205,37 +228,64 @@ copies(gboolean dedup, const SimTensor *t)
   return dedup ? 1 : MAX(t->refs, 1u);
 }
 
+/* Tensor k of group g: its copies each way, decided with its fate. */
 static inline guint
-copies_of(const Lower *l, const SimTensor *t)
+copies_of(const Lower *l, guint g, guint k)
 {
-  return copies(l->policy->dedup, t);
+  return l->copies[l->first[g] + k];
 }
 
-/* Each tensor's fate under action `a` into fates[]; FALSE when `a`
- * offloads and nothing of the group travels (an offload with nothing to
- * move), TRUE otherwise. */
+/* Each tensor's fate under action `a` into fates[] and its copies each
+ * way into ncopies[] (unless NULL); FALSE when `a` offloads and nothing of
+ * the group travels (an offload with nothing to move), TRUE otherwise.
+ * Under a scoped hook a travelling tensor's seen references decide: none,
+ * it stays (or, held elsewhere, is not copied); some, it stays held by the
+ * others and the seen ones are copied (kept+copied); all, it moves. */
 static gboolean
-decide_fates(const SimPolicy *p, const SimLayer *layer, SimAction a, guint8 *fates)
+decide_fates(const SimPolicy *p, const SimLayer *layer, SimAction a, guint8 *fates, guint *ncopies)
 {
   /* recompute+offload moves the input it keeps. */
   gboolean moving = a == SIM_ACTION_RECOMPUTE_OFFLOAD && layer->input_bytes > 0;
-  for (guint k = 0; k < layer->tensors->len; k++) {
-    SimFate f = fate_of(p, a, &g_array_index(layer->tensors, SimTensor, k));
+  guint len = layer->tensors->len;
+  g_autofree guint *seen = NULL;
+  if (offloads(a) && hook_scoped(p, layer)) {
+    seen = g_new0(guint, MAX(len, 1u));
+    for (guint u = 0; u < layer->uses->len; u++) {
+      const SimUse *use = &g_array_index(layer->uses, SimUse, u);
+      seen[use->tensor] += hook_sees(p, layer, use);
+    }
+  }
+  for (guint k = 0; k < len; k++) {
+    const SimTensor *t = &g_array_index(layer->tensors, SimTensor, k);
+    SimFate f = fate_of(p, a, t);
+    guint n = travels(f) ? copies(p->dedup, t) : 0;
+    if (seen && travels(f)) {
+      if (seen[k] == 0) {
+        f = f == SIM_FATE_OFFLOAD ? SIM_FATE_KEEP : SIM_FATE_ELSEWHERE;
+        n = 0;
+      } else {
+        if (seen[k] < MAX(t->refs, 1u) && f == SIM_FATE_OFFLOAD)
+          f = SIM_FATE_KEPT_COPIED;
+        n = p->dedup ? 1 : seen[k];
+      }
+    }
     fates[k] = (guint8)f;
+    if (ncopies)
+      ncopies[k] = n;
     moving |= travels(f);
   }
   return moving || !offloads(a);
 }
 
 SimAction
-sim_lower_fates(const SimPolicy *policy, const SimLayer *layer, SimAction action, guint8 *fates)
+sim_lower_fates(const SimPolicy *policy, const SimLayer *layer, SimAction action, guint8 *fates, guint *ncopies)
 {
-  if (decide_fates(policy, layer, action, fates))
+  if (decide_fates(policy, layer, action, fates, ncopies))
     return action;
   SimAction a = action == SIM_ACTION_OFFLOAD           ? SIM_ACTION_KEEP
                 : action == SIM_ACTION_RECOMPUTE_OFFLOAD ? SIM_ACTION_RECOMPUTE
                                                          : SIM_ACTION_SELECTIVE;
-  decide_fates(policy, layer, a, fates);
+  decide_fates(policy, layer, a, fates, ncopies);
   return a;
 }
 
@@ -275,7 +325,7 @@ static inline CopyMode
 copy_mode(const Lower *l)
 {
   const SimPolicy *p = l->policy;
-  return (CopyMode){ p->pinned == SIM_PINNED_PAGEABLE, p->pinned == SIM_PINNED_CACHING, !p->free_next_commit,
+  return (CopyMode){ p->pinned == SIM_PINNED_PAGEABLE, p->pinned == SIM_PINNED_CACHING, p->free == SIM_FREE_COPY_END,
                      p->dedup };
 }
 
@@ -326,12 +376,14 @@ emit_tensor_copies(SimProgram *p, CopyMode m, gint32 index, SimDir dir, guint32 
 
 /* Whether group g's tensors come back reference by reference when the
  * backward op that unpacks each runs (a group with ops, under a hook that
- * reloads on unpack: sync offload, reload = on-demand) rather than with
- * their group. */
+ * reloads on unpack: sync offload, reload = on-demand; or by module group,
+ * Megatron) rather than with their group. */
+static inline gboolean groups_by_module(const Lower *l, guint g);
+
 static inline gboolean
 reloads_on_unpack(const Lower *l, guint g)
 {
-  return sim_layer_has_ops(group_layer(l, g)) && (!l->policy->async || l->policy->on_demand);
+  return sim_layer_has_ops(group_layer(l, g)) && (!l->policy->async || sim_policy_on_demand(l->policy) || groups_by_module(l, g));
 }
 
 /* Whether group g reloads anything as a group: its input under
@@ -360,7 +412,7 @@ emit_copies(const Lower *l, guint g, SimDir dir, guint32 stream)
   for (guint k = 0; k < layer->tensors->len; k++) {
     const SimTensor *t = &g_array_index(layer->tensors, SimTensor, k);
     if (travels((SimFate)fates[k]))
-      emit_tensor_copies(p, m, index, dir, stream, t->bytes, copies(m.dedup, t), labels[k],
+      emit_tensor_copies(p, m, index, dir, stream, t->bytes, copies_of(l, g, k), labels[k],
                          fates[k] == SIM_FATE_OFFLOAD);
   }
 }
@@ -403,15 +455,58 @@ emit_pinning(const Lower *l, guint g)
     emit_pins(l, g, 1);
   for (guint k = 0; k < layer->tensors->len; k++)
     if (travels(tensor_fate(l, g, k)))
-      emit_pins(l, g, copies_of(l, &g_array_index(layer->tensors, SimTensor, k)));
+      emit_pins(l, g, copies_of(l, g, k));
 }
 
-/* Async reload of group j, started by `trigger` and never before j's own
- * offload has finished. */
+/* reload = on-unpack: the host unpacks a node's saved tensors while the
+ * GPU still runs the nodes before, and torchtune's hook at the end of each
+ * node makes its copy stream wait for the end of the node before it that
+ * reloaded (pytorch/torchtune@bd2a0fc _activation_offloading.py l.
+ * 269-297, 316-357): a node's reloads wait for the end of the node before
+ * the previous one that reloaded, or, for the first two, nothing.  The
+ * event they wait for (SIM_NO_EVENT: none, or another schedule). */
+static inline guint32
+unpack_trigger(Lower *l)
+{
+  if (l->policy->reload != SIM_RELOAD_ON_UNPACK)
+    return SIM_NO_EVENT;
+  l->node_pending = TRUE;
+  return l->n_nodes >= 2 ? l->nodes[l->n_nodes % 2] : SIM_NO_EVENT;
+}
+
+/* What the reloads asked for by the backward op about to run wait for: at
+ * unpack, unpack_trigger's; on demand, the compute stream getting here
+ * (an event recorded now, of layer `index`). */
+static guint32
+reload_trigger(Lower *l, gint32 index)
+{
+  if (l->policy->reload == SIM_RELOAD_ON_UNPACK)
+    return unpack_trigger(l);
+  guint32 due = sim_program_add_event(l->p, l->label_due, index);
+  sim_program_record(l->p, l->s_compute, due);
+  return due;
+}
+
+/* After a backward op: if its reloads were issued at unpack, its end is a
+ * node's (unpack_trigger). */
+static void
+node_done(Lower *l, gint32 index)
+{
+  if (!l->node_pending)
+    return;
+  l->node_pending = FALSE;
+  guint32 done = sim_program_add_event(l->p, l->label_unpacked, index);
+  sim_program_record(l->p, l->s_compute, done);
+  l->nodes[l->n_nodes++ % 2] = done;
+}
+
+/* Async reload of group j, started by `trigger` (unless SIM_NO_EVENT) and
+ * never before j's own offload has finished. */
 static void
 emit_reload(Lower *l, guint j, guint32 trigger)
 {
-  sim_program_wait(l->p, l->h2d_stream, trigger);
+  if (trigger != SIM_NO_EVENT)
+    sim_program_wait(l->p, l->h2d_stream, trigger);
   if (l->h2d_stream != l->s_d2h) /* one stream: its order already waits */
     sim_program_wait(l->p, l->h2d_stream, l->ev_d2h[j]);
   emit_copies(l, j, SIM_DIR_H2D, l->h2d_stream);
@@ -441,10 +536,12 @@ alloc_saved(const Lower *l, guint g, guint32 op)
 
 /* After the group's forward: its copies to the host, on the compute stream
  * (sync) or on the d2h stream once the forward is done (async). */
+static gboolean input_first(const Lower *l, guint g);
+
 static void
 emit_offload(Lower *l, guint g)
 {
-  if (!offloads(action_at(l, g)))
+  if (!offloads(action_at(l, g)) || input_first(l, g))
     return;
   SimProgram *p = l->p;
   emit_pinning(l, g);
@@ -460,15 +557,23 @@ emit_offload(Lower *l, guint g)
   sim_program_record(p, l->s_d2h, l->ev_d2h[g]);
 }
 
+static void emit_commit(Lower *l, guint g);
+
 /* Async: the forward of a group waits until the group `inflight` positions
- * before it is on the host. */
+ * before it is on the host (free = wait: and frees its offloaded sources,
+ * as TransformerEngine's release_activation_forward_gpu_memory does,
+ * cpu_offload.py l. 314-329, 636-637). */
 static void
 emit_inflight_wait(Lower *l, guint g)
 {
   if (!l->policy->async || l->policy->inflight_unit == SIM_INFLIGHT_TENSORS)
     return;
   guint before = group_at(l, group_position(l, g) - (gint64)l->inflight);
-  if (before != G_MAXUINT && l->ev_d2h[before] != SIM_NO_EVENT)
+  if (before == G_MAXUINT || l->ev_d2h[before] == SIM_NO_EVENT)
+    return;
+  if (l->policy->free == SIM_FREE_WAIT)
+    emit_commit(l, before); /* waits for its copies, then frees them */
+  else
     sim_program_wait(l->p, l->s_compute, l->ev_d2h[before]);
 }
 
@@ -483,9 +588,7 @@ emit_reload_for_backward(Lower *l, guint g)
   guint prefetch = l->prefetch;
   gint32 index = group_index(l, g);
   if (prefetch == 0 && is_async_group_reload(l, g)) {
-    guint32 due = sim_program_add_event(p, l->label_due, index);
-    sim_program_record(p, l->s_compute, due);
-    emit_reload(l, g, due);
+    emit_reload(l, g, reload_trigger(l, index));
   }
   if (is_async_group_reload(l, g))
     sim_program_wait(p, l->s_compute, l->ev_h2d[g]);
@@ -498,6 +601,15 @@ emit_reload_for_backward(Lower *l, guint g)
   }
   if (offloads(action_at(l, g)) && !l->policy->async)
     emit_copies(l, g, SIM_DIR_H2D, l->s_compute);
+}
+
+/* The device copies of tensor k of group g its backward frees at once: the
+ * tensor, or its reloaded copies, or (kept+copied) both. */
+static inline guint
+held_copies(const Lower *l, guint g, guint k)
+{
+  SimFate fate = tensor_fate(l, g, k);
+  return fate == SIM_FATE_KEPT_COPIED ? 1 + copies_of(l, g, k) : travels(fate) ? copies_of(l, g, k) : 1;
 }
 
 /* The backward's memory: each tensor (and each reloaded copy) freed at its end. */
@@ -513,8 +625,8 @@ free_saved(Lower *l, guint g, guint32 op)
     SimFate fate = (SimFate)fates[k];
     if (fate == SIM_FATE_ELSEWHERE)
       continue;
-    guint n = travels(fate) ? copies_of(l, t) : 1;
-    sim_program_mem_inline(l->p, op, SIM_AT_END, SIM_POOL_DEVICE, -(gint64)(t->bytes * n), labels[k], index);
+    sim_program_mem_inline(l->p, op, SIM_AT_END, SIM_POOL_DEVICE, -(gint64)(t->bytes * held_copies(l, g, k)),
+                           labels[k], index);
   }
 }
 
@@ -741,18 +853,19 @@ alloc_grads(Lower *l, guint g, guint32 op)
 
 /* free = next-commit (verl): group g's offloaded sources stay on the device
  * until the next group commits, which first waits for g's copies; a
- * zero-time op on the compute stream frees them. */
+ * zero-time op on the compute stream frees them.  free = wait: the same at
+ * the in-flight wait for g (emit_inflight_wait). */
 static void
 emit_commit(Lower *l, guint g)
 {
-  if (g == G_MAXUINT || !l->policy->free_next_commit || l->committed[g] || l->ev_d2h[g] == SIM_NO_EVENT)
+  if (g == G_MAXUINT || l->policy->free == SIM_FREE_COPY_END || l->committed[g] || l->ev_d2h[g] == SIM_NO_EVENT)
     return;
   l->committed[g] = TRUE;
   const SimLayer *layer = group_layer(l, g);
   gint32 index = group_index(l, g);
   sim_program_wait(l->p, l->s_compute, l->ev_d2h[g]);
   guint32 op = sim_program_compute_inline(l->p, l->s_compute, 0, SIM_PHASE_FORWARD, index, l->label_commit);
-  if (action_at(l, g) == SIM_ACTION_RECOMPUTE_OFFLOAD)
+  if (action_at(l, g) == SIM_ACTION_RECOMPUTE_OFFLOAD && !input_first(l, g))
     sim_program_mem_inline(l->p, op, SIM_AT_END, SIM_POOL_DEVICE, -(gint64)layer->input_bytes, l->label_input, index);
   for (guint k = 0; k < layer->tensors->len; k++)
     if (tensor_fate(l, g, k) == SIM_FATE_OFFLOAD)
@@ -764,7 +877,8 @@ emit_commit(Lower *l, guint g)
 static void
 emit_commit_before(Lower *l, guint g)
 {
-  emit_commit(l, group_at(l, group_position(l, g) - 1));
+  if (l->policy->free == SIM_FREE_NEXT_COMMIT)
+    emit_commit(l, group_at(l, group_position(l, g) - 1));
 }
 
 /* head_wait (verl): the loss head's forward waits until every offload is
@@ -781,24 +895,20 @@ emit_head_wait(Lower *l)
     }
 }
 
-/* start = tensor: tensor k of group g goes to the host as soon as it is
+/* `n` copies of `bytes` of group g go to the host as soon as they are
  * saved: on the compute stream right there (sync), or on the d2h stream
- * once what saved it is done (async); under inflight_unit = tensors the
+ * once what saved them is done (async); under inflight_unit = tensors the
  * save first waits until the copy `inflight` saves back is done
- * (torchtune). */
+ * (torchtune).  The hook pins their host buffers right before. */
 static void
-issue_tensor_offload(Lower *l, guint g, guint k)
+issue_offload(Lower *l, guint g, guint64 bytes, guint n, guint32 label, gboolean frees)
 {
   SimProgram *p = l->p;
-  const SimTensor *t = &g_array_index(group_layer(l, g)->tensors, SimTensor, k);
   gint32 index = group_index(l, g);
-  gboolean frees = tensor_fate(l, g, k) == SIM_FATE_OFFLOAD;
-  /* The hook pins the tensor's host buffers right before its copy. */
   if (pins_each_copy(l))
-    emit_pins(l, g, copies_of(l, t));
+    emit_pins(l, g, n);
   if (!l->policy->async) {
-    emit_tensor_copies(p, copy_mode(l), index, SIM_DIR_D2H, l->s_compute, t->bytes, copies_of(l, t),
-                       tensor_label(l, g, k), frees);
+    emit_tensor_copies(p, copy_mode(l), index, SIM_DIR_D2H, l->s_compute, bytes, n, label, frees);
     return;
   }
   if (l->policy->inflight_unit == SIM_INFLIGHT_TENSORS && l->saved->len >= l->inflight)
@@ -806,12 +916,53 @@ issue_tensor_offload(Lower *l, guint g, guint k)
   guint32 saved = sim_program_add_event(p, l->label_saved, index);
   sim_program_record(p, l->s_compute, saved);
   sim_program_wait(p, l->s_d2h, saved);
-  emit_tensor_copies(p, copy_mode(l), index, SIM_DIR_D2H, l->s_d2h, t->bytes, copies_of(l, t), tensor_label(l, g, k),
-                     frees);
+  emit_tensor_copies(p, copy_mode(l), index, SIM_DIR_D2H, l->s_d2h, bytes, n, label, frees);
   guint32 done = sim_program_add_event(p, l->label_offloaded, index);
   sim_program_record(p, l->s_d2h, done);
   g_array_append_val(l->saved, done);
   l->ev_d2h[g] = done;
+}
+
+/* start = tensor: tensor k of group g goes to the host as soon as it is
+ * saved (issue_offload). */
+static void
+issue_tensor_offload(Lower *l, guint g, guint k)
+{
+  const SimTensor *t = &g_array_index(group_layer(l, g)->tensors, SimTensor, k);
+  issue_offload(l, g, t->bytes, copies_of(l, g, k), tensor_label(l, g, k), tensor_fate(l, g, k) == SIM_FATE_OFFLOAD);
+}
+
+/* input_first: group g's kept input is saved, and offloaded, before its
+ * forward (DeepSpeed releases' .to('cpu') before the layer runs; a
+ * non-reentrant checkpoint saves its inputs before its region). */
+static inline gboolean
+input_first(const Lower *l, guint g)
+{
+  return l->policy->input_first && action_at(l, g) == SIM_ACTION_RECOMPUTE_OFFLOAD;
+}
+
+/* Before group g's forward under input_first: a zero-time op from which
+ * its input is device memory, and the input's copy to the host (the
+ * forward still reads the input: its last op frees it, free_input_first). */
+static void
+emit_input_first(Lower *l, guint g)
+{
+  if (!input_first(l, g))
+    return;
+  gint32 index = group_index(l, g);
+  guint64 bytes = group_layer(l, g)->input_bytes;
+  guint32 op = sim_program_compute_inline(l->p, l->s_compute, 0, SIM_PHASE_FORWARD, index, l->label_checkpoint);
+  sim_program_mem_inline(l->p, op, SIM_AT_START, SIM_POOL_DEVICE, (gint64)bytes, l->label_input, index);
+  issue_offload(l, g, bytes, 1, l->label_input, FALSE);
+}
+
+/* input_first: the forward's last op `op` frees the input. */
+static void
+free_input_first(Lower *l, guint g, guint32 op)
+{
+  if (input_first(l, g))
+    sim_program_mem_inline(l->p, op, SIM_AT_END, SIM_POOL_DEVICE, -(gint64)group_layer(l, g)->input_bytes,
+                           l->label_input, group_index(l, g));
 }
 
 /* start = tensor: layer i's forward as one op per saved tensor that
@@ -866,6 +1017,206 @@ emit_forward_by_tensor(Lower *l, guint i)
     }
     issue_tensor_offload(l, i, k);
     start = k + 1;
+  }
+}
+
+/* ---- Megatron's module groups --------------------------------------------
+ *
+ * Under module_groups each hooked module of an offloading layer is a group
+ * of its own: the saved references the module's backward unpacks (the
+ * module that saved them).  Its copies out leave after its commit op, one
+ * per reference; the compute stream waits for its reload before its wait
+ * op; and after the end op of each hooked module of any layer the newest
+ * offloaded group not reloaded yet comes back (Megatron's LIFO of groups:
+ * framework.c, megatron).  A group whose wait comes before any pop reloads
+ * there, on the compute stream (tensor_pop's inline reload). */
+
+static inline gboolean
+groups_by_module(const Lower *l, guint g)
+{
+  SimAction a = action_at(l, g);
+  return l->policy->module_groups && g < l->n && sim_layer_has_ops(group_layer(l, g)) &&
+         (a == SIM_ACTION_OFFLOAD || a == SIM_ACTION_SELECTIVE_OFFLOAD);
+}
+
+/* The bytes one copy of reference `use` of `t` moves: its whole storage,
+ * or, for a view over part of it, Megatron's gathered contiguous copy of
+ * the view (fine_grained_activation_offload.py l. 909-923). */
+static inline guint64
+ref_bytes(const SimTensor *t, const SimUse *use)
+{
+  return use->view == SIM_VIEW_PART ? t->bytes / MAX(t->refs, 1u) : t->bytes;
+}
+
+/* The commit, wait and end ops of each module of `layer`'s op list: its
+ * last forward op (a norm's group commits after its block's residual add,
+ * transformer_layer.py l. 760-764, 1109-1115), its first backward op (a
+ * norm's, the first of its block: the commit's backward comes before the
+ * residual's) and its last backward op (its start function's backward). */
+static void
+module_ops(Lower *l, const SimLayer *layer)
+{
+  if (layer->ops == l->mod_ops)
+    return;
+  l->mod_ops = layer->ops;
+  for (guint m = 0; m < SIM_MODULE_COUNT; m++)
+    l->mod_commit[m] = l->mod_wait[m] = l->mod_end[m] = G_MAXUINT16;
+  for (guint i = 0; i < layer->ops->len; i++) {
+    const SimLayerOp *o = sim_layer_op(layer, i);
+    if (!o->backward) {
+      l->mod_commit[o->module] = (guint16)i;
+      continue;
+    }
+    if (l->mod_wait[o->module] == G_MAXUINT16)
+      l->mod_wait[o->module] = (guint16)i;
+    l->mod_end[o->module] = (guint16)i;
+  }
+  static const struct {
+    guint norm, last;
+  } blocks[] = { { SIM_MODULE_ATTN_NORM, SIM_MODULE_ATTN_RESIDUAL }, { SIM_MODULE_MLP_NORM, SIM_MODULE_MLP_RESIDUAL } };
+  for (guint b = 0; b < G_N_ELEMENTS(blocks); b++) {
+    guint norm = blocks[b].norm;
+    if (l->mod_commit[blocks[b].last] != G_MAXUINT16)
+      l->mod_commit[norm] = l->mod_commit[blocks[b].last];
+    for (guint m = norm; m <= blocks[b].last; m++)
+      l->mod_wait[norm] = MIN(l->mod_wait[norm], l->mod_wait[m]);
+  }
+}
+
+/* One copy of reference `use` of tensor k of group g, direction `dir`, on
+ * `stream`: host memory while it is out; a gathered view's device
+ * temporary during the copy out; the source freed after its last copy out
+ * (`frees`); the reloaded copy device memory until its use ends. */
+static void
+emit_ref_copy(Lower *l, guint g, guint k, const SimUse *use, SimDir dir, guint32 stream, gboolean frees)
+{
+  SimProgram *p = l->p;
+  const SimTensor *t = &g_array_index(group_layer(l, g)->tensors, SimTensor, k);
+  gint32 index = group_index(l, g);
+  CopyMode m = copy_mode(l);
+  guint64 bytes = ref_bytes(t, use);
+  guint32 label = tensor_label(l, g, k);
+  guint32 op = sim_program_copy_inline(p, stream, dir, bytes, m.pageable, index, label);
+  if (dir == SIM_DIR_H2D) {
+    sim_program_mem_inline(p, op, SIM_AT_START, SIM_POOL_DEVICE, (gint64)bytes, label, index);
+    sim_program_mem_inline(p, op, SIM_AT_END, SIM_POOL_HOST, -host_bytes(m, bytes), label, index);
+    return;
+  }
+  sim_program_mem_inline(p, op, SIM_AT_START, SIM_POOL_HOST, host_bytes(m, bytes), label, index);
+  if (use->view == SIM_VIEW_PART) { /* src_tensor.contiguous() */
+    sim_program_mem_inline(p, op, SIM_AT_START, SIM_POOL_DEVICE, (gint64)bytes, l->label_workspace, index);
+    sim_program_mem_inline(p, op, SIM_AT_END, SIM_POOL_DEVICE, -(gint64)bytes, l->label_workspace, index);
+  }
+  if (frees)
+    sim_program_mem_inline(p, op, SIM_AT_END, SIM_POOL_DEVICE, -(gint64)t->bytes, label, index);
+}
+
+/* Whether reference `use` of group g's layer is in module m's group and
+ * travels. */
+static inline gboolean
+in_module_group(const Lower *l, guint g, const SimLayer *layer, const SimUse *use, guint m)
+{
+  return sim_layer_use_module(layer, use) == m && travels(tensor_fate(l, g, use->tensor)) &&
+         hook_sees(l->policy, layer, use);
+}
+
+/* Module m's group of layer g leaves after its commit op: the d2h stream
+ * waits for the compute stream and copies each reference, pinned first
+ * where the step pins. */
+static void
+emit_module_offload(Lower *l, guint g, guint m)
+{
+  SimProgram *p = l->p;
+  const SimLayer *layer = group_layer(l, g);
+  gint32 index = group_index(l, g);
+  guint n = 0;
+  for (guint u = 0; u < layer->uses->len; u++)
+    n += in_module_group(l, g, layer, &g_array_index(layer->uses, SimUse, u), m);
+  if (pins_each_copy(l))
+    emit_pins(l, g, n);
+  guint32 ready = sim_program_add_event(p, l->label_fwd_done, index);
+  sim_program_record(p, l->s_compute, ready);
+  sim_program_wait(p, l->s_d2h, ready);
+  for (guint u = 0; u < layer->uses->len; u++) {
+    const SimUse *use = &g_array_index(layer->uses, SimUse, u);
+    if (!in_module_group(l, g, layer, use, m))
+      continue;
+    guint *left = &l->left[l->first[g] + use->tensor];
+    gboolean frees = tensor_fate(l, g, use->tensor) == SIM_FATE_OFFLOAD && --*left == 0;
+    emit_ref_copy(l, g, use->tensor, use, SIM_DIR_D2H, l->s_d2h, frees);
+  }
+  guint slot = g * SIM_MODULE_COUNT + m;
+  l->ev_mod_d2h[slot] = l->ev_d2h[g] = sim_program_add_event(p, l->label_offloaded, index);
+  sim_program_record(p, l->s_d2h, l->ev_mod_d2h[slot]);
+  g_array_append_val(l->mod_stack, slot);
+}
+
+/* Module group `slot` comes back on `stream` (after `trigger`, unless
+ * SIM_NO_EVENT, and its own copies out). */
+static void
+emit_module_reload(Lower *l, guint slot, guint32 stream, guint32 trigger)
+{
+  SimProgram *p = l->p;
+  guint g = slot / SIM_MODULE_COUNT, m = slot % SIM_MODULE_COUNT;
+  const SimLayer *layer = group_layer(l, g);
+  if (trigger != SIM_NO_EVENT)
+    sim_program_wait(p, stream, trigger);
+  if (stream != l->s_d2h)
+    sim_program_wait(p, stream, l->ev_mod_d2h[slot]);
+  for (guint u = 0; u < layer->uses->len; u++) {
+    const SimUse *use = &g_array_index(layer->uses, SimUse, u);
+    if (in_module_group(l, g, layer, use, m))
+      emit_ref_copy(l, g, use->tensor, use, SIM_DIR_H2D, stream, FALSE);
+  }
+  l->ev_mod_h2d[slot] = sim_program_add_event(p, l->label_reloaded, group_index(l, g));
+  sim_program_record(p, stream, l->ev_mod_h2d[slot]);
+}
+
+/* After forward op f of layer g: the module groups it commits. */
+static void
+emit_module_commits(Lower *l, guint g, guint f)
+{
+  for (guint m = 0; m < SIM_MODULE_COUNT; m++)
+    if (((l->policy->hooked >> m) & 1u) && l->mod_commit[m] == f)
+      emit_module_offload(l, g, m);
+}
+
+/* Before backward op b of layer g: the compute stream waits for each
+ * module group of g whose wait op b is (reloaded there if no pop came). */
+static void
+emit_module_waits(Lower *l, guint g, guint b)
+{
+  for (guint m = 0; m < SIM_MODULE_COUNT; m++) {
+    guint slot = g * SIM_MODULE_COUNT + m;
+    if (!((l->policy->hooked >> m) & 1u) || l->mod_wait[m] != b || l->ev_mod_d2h[slot] == SIM_NO_EVENT)
+      continue;
+    if (l->ev_mod_h2d[slot] == SIM_NO_EVENT) {
+      for (guint i = 0; i < l->mod_stack->len; i++) /* reloaded inline: off the stack */
+        if (g_array_index(l->mod_stack, guint, i) == slot) {
+          g_array_remove_index(l->mod_stack, i);
+          break;
+        }
+      emit_module_reload(l, slot, l->s_compute, SIM_NO_EVENT);
+    } else {
+      sim_program_wait(l->p, l->s_compute, l->ev_mod_h2d[slot]);
+    }
+  }
+}
+
+/* After backward op b of a layer with ops: for each hooked module whose
+ * end op b is, the newest offloaded group not reloaded yet comes back on
+ * the h2d stream, after the compute stream got here. */
+static void
+emit_module_pops(Lower *l, guint g, guint b)
+{
+  for (guint m = 0; m < SIM_MODULE_COUNT; m++) {
+    if (!((l->policy->hooked >> m) & 1u) || l->mod_end[m] != b || l->mod_stack->len == 0)
+      continue;
+    guint slot = g_array_index(l->mod_stack, guint, l->mod_stack->len - 1);
+    g_array_set_size(l->mod_stack, l->mod_stack->len - 1);
+    guint32 now = sim_program_add_event(l->p, l->label_started, group_index(l, g));
+    sim_program_record(l->p, l->s_compute, now);
+    emit_module_reload(l, slot, l->h2d_stream, now);
   }
 }
 
@@ -1083,6 +1434,9 @@ emit_forward_ops(Lower *l, guint g, Replay r)
   gint32 index = group_index(l, g);
   SimPhase phase = r == REPLAY_FORWARD ? SIM_PHASE_FORWARD : SIM_PHASE_RECOMPUTE;
   gboolean by_tensor = r == REPLAY_FORWARD && copies_by_tensor(l, g);
+  gboolean by_module = r == REPLAY_FORWARD && groups_by_module(l, g);
+  if (by_module)
+    module_ops(l, layer);
   guint last = last_replayed(layer, r), next = 0; /* next: the first tensor not yet saved */
   guint32 op = SIM_NO_OP;
   for (guint f = 0; f < layer->n_forward; f++) {
@@ -1093,7 +1447,7 @@ emit_forward_ops(Lower *l, guint g, Replay r)
     if (!replays(o, r))
       continue;
     op = emit_op(l, g, o, phase);
-    if (f == 0 && r == REPLAY_FORWARD && recomputes(action_at(l, g)))
+    if (f == 0 && r == REPLAY_FORWARD && recomputes(action_at(l, g)) && !input_first(l, g))
       sim_program_mem_inline(p, op, SIM_AT_START, SIM_POOL_DEVICE, (gint64)layer->input_bytes, l->label_input, index);
     for (guint k = first; k < next; k++)
       if (allocated_by(tensor_fate(l, g, k), r))
@@ -1110,15 +1464,37 @@ emit_forward_ops(Lower *l, guint g, Replay r)
       for (guint k = first; k < next; k++)
         if (travels(tensor_fate(l, g, k)))
           issue_tensor_offload(l, g, k);
+    if (by_module)
+      emit_module_commits(l, g, f);
   }
   g_assert(next == layer->tensors->len); /* tensors are listed in save order */
   comm_wait_all(l);
   return op;
 }
 
+/* Whether use u (at index `ui` of `layer`'s uses) of group g brings a
+ * copy back: its tensor travels and the hook saw it; with dedup only the
+ * storage's first seen reference. */
+static gboolean
+use_reloads(const Lower *l, guint g, const SimLayer *layer, guint ui)
+{
+  const SimUse *use = &g_array_index(layer->uses, SimUse, ui);
+  if (!travels(tensor_fate(l, g, use->tensor)) || !hook_sees(l->policy, layer, use))
+    return FALSE;
+  if (!l->policy->dedup)
+    return TRUE;
+  for (guint v = layer->index->first_use[use->tensor]; v < ui; v++) {
+    const SimUse *before = &g_array_index(layer->uses, SimUse, v);
+    if (before->tensor == use->tensor && hook_sees(l->policy, layer, before))
+      return FALSE; /* the storage's first seen unpack copies it */
+  }
+  return TRUE;
+}
+
 /* Before backward op b: the references it unpacks that a hook reloads on
  * unpack, on the compute stream (sync) or on the h2d stream when b is due
- * (reload = on-demand); with dedup only a storage's first unpack copies. */
+ * (reload = on-demand) or after the node before the previous one
+ * (on-unpack); with dedup only a storage's first unpack copies. */
 static void
 emit_use_reloads(Lower *l, guint g, guint b)
 {
@@ -1131,14 +1507,12 @@ emit_use_reloads(Lower *l, guint g, guint b)
   gboolean any = FALSE;
   for (guint u = x->use_off[b]; u < x->use_off[b + 1]; u++) {
     const SimUse *use = &g_array_index(layer->uses, SimUse, u);
-    if (!travels(tensor_fate(l, g, use->tensor)))
+    if (!use_reloads(l, g, layer, u))
       continue;
-    if (m.dedup && x->first_use[use->tensor] != u)
-      continue; /* the storage's first unpack copies it */
     if (!any && l->policy->async) {
-      guint32 due = sim_program_add_event(p, l->label_due, index);
-      sim_program_record(p, l->s_compute, due);
-      sim_program_wait(p, stream, due);
+      guint32 due = reload_trigger(l, index);
+      if (due != SIM_NO_EVENT)
+        sim_program_wait(p, stream, due);
       if (stream != l->s_d2h && l->ev_d2h[g] != SIM_NO_EVENT)
         sim_program_wait(p, stream, l->ev_d2h[g]);
     }
@@ -1155,7 +1529,8 @@ emit_use_reloads(Lower *l, guint g, guint b)
 
 /* Backward op b's memory when it ends: the storages whose last reference
  * it unpacked (each reloaded copy of a travelling one: per use without
- * dedup, else the one copy), its spans, its gradients. */
+ * dedup, else the one copy; a kept+copied one's source), its spans, its
+ * gradients. */
 static void
 free_after_use(Lower *l, guint g, guint b, guint32 op)
 {
@@ -1166,10 +1541,10 @@ free_after_use(Lower *l, guint g, guint b, guint32 op)
   for (guint i = x->free_off[b]; i < x->free_off[b + 1]; i++) {
     guint k = x->frees[i];
     SimFate fate = tensor_fate(l, g, k);
-    if (fate == SIM_FATE_ELSEWHERE || (travels(fate) && per_use))
+    if (fate == SIM_FATE_ELSEWHERE || (travels(fate) && per_use && fate != SIM_FATE_KEPT_COPIED))
       continue;
     const SimTensor *t = &g_array_index(layer->tensors, SimTensor, k);
-    guint n = travels(fate) ? copies_of(l, t) : 1;
+    guint n = per_use ? 1 : held_copies(l, g, k);
     sim_program_mem_inline(l->p, op, SIM_AT_END, SIM_POOL_DEVICE, -(gint64)(t->bytes * n), tensor_label(l, g, k),
                            index);
   }
@@ -1177,10 +1552,11 @@ free_after_use(Lower *l, guint g, guint b, guint32 op)
     return;
   /* Each reference reloaded at its unpack is freed after it. */
   for (guint u = x->use_off[b]; u < x->use_off[b + 1]; u++) {
-    guint k = g_array_index(layer->uses, SimUse, u).tensor;
-    if (travels(tensor_fate(l, g, k)))
+    const SimUse *use = &g_array_index(layer->uses, SimUse, u);
+    if (travels(tensor_fate(l, g, use->tensor)) && hook_sees(l->policy, layer, use))
       sim_program_mem_inline(l->p, op, SIM_AT_END, SIM_POOL_DEVICE,
-                             -(gint64)g_array_index(layer->tensors, SimTensor, k).bytes, tensor_label(l, g, k), index);
+                             -(gint64)ref_bytes(&g_array_index(layer->tensors, SimTensor, use->tensor), use),
+                             tensor_label(l, g, use->tensor), index);
   }
 }
 
@@ -1192,13 +1568,18 @@ emit_backward_ops(Lower *l, guint g)
   const SimLayer *layer = group_layer(l, g);
   SimProgram *p = l->p;
   gint32 index = group_index(l, g);
-  gboolean per_use = reloads_on_unpack(l, g) && offloads(action_at(l, g));
+  gboolean by_module = l->policy->module_groups && g < l->n;
+  gboolean per_use = reloads_on_unpack(l, g) && offloads(action_at(l, g)) && !groups_by_module(l, g);
+  if (by_module)
+    module_ops(l, layer);
   guint32 op = SIM_NO_OP;
   for (guint b = layer->n_forward; b < layer->ops->len; b++) {
     const SimLayerOp *o = sim_layer_op(layer, b);
     comm_issue(l); /* the previous op's collective starts before these reloads */
     if (per_use)
       emit_use_reloads(l, g, b);
+    if (by_module)
+      emit_module_waits(l, g, b);
     op = emit_op(l, g, o, SIM_PHASE_BACKWARD);
     emit_op_spans(l, layer, b, b, REPLAY_FORWARD, op, index); /* one op's spans: either phase */
     free_after_use(l, g, b, op);
@@ -1208,6 +1589,9 @@ emit_backward_ops(Lower *l, guint g)
     }
     if (l->reduces && o->reduce_bytes)
       lower_dp_add(l, o->reduce_bytes, o->grad_bytes, index);
+    node_done(l, index);
+    if (by_module)
+      emit_module_pops(l, g, b);
   }
   comm_wait_all(l);
   return op;
@@ -1275,8 +1659,25 @@ emit_stage(Lower *l, guint g, const char *name, SimPhase phase)
   } else {
     free_saved(l, g, op);
     alloc_grads(l, g, op);
+    node_done(l, SIM_NO_LAYER);
   }
   return op;
+}
+
+/* After layer i's forward: its copies out, or under defer_offload those
+ * of the layer whose copies waited for this forward (DeepSpeed master:
+ * input k leaves when input k + 1 registers, after layer k + 1's forward;
+ * lower_slice_forward sends the last one). */
+static void
+emit_offload_after(Lower *l, guint i)
+{
+  if (!l->policy->defer_offload) {
+    emit_offload(l, i);
+    return;
+  }
+  if (l->deferred != G_MAXUINT)
+    emit_offload(l, l->deferred);
+  l->deferred = offloads(action_at(l, i)) ? i : G_MAXUINT;
 }
 
 static void
@@ -1285,10 +1686,11 @@ emit_forward(Lower *l, guint i)
   const SimLayer *layer = group_layer(l, i);
   SimProgram *p = l->p;
   emit_inflight_wait(l, i);
+  emit_input_first(l, i);
   if (sim_layer_has_ops(layer)) {
-    emit_forward_ops(l, i, REPLAY_FORWARD);
-    if (!copies_by_tensor(l, i))
-      emit_offload(l, i);
+    free_input_first(l, i, emit_forward_ops(l, i, REPLAY_FORWARD));
+    if (!copies_by_tensor(l, i) && !groups_by_module(l, i))
+      emit_offload_after(l, i);
     emit_commit_before(l, i);
     return;
   }
@@ -1299,11 +1701,12 @@ emit_forward(Lower *l, guint i)
   }
   guint32 op = sim_program_compute_inline(p, l->s_compute, layer->forward, SIM_PHASE_FORWARD, group_index(l, i),
                                           l->label_fwd);
-  if (recomputes(action_at(l, i)))
+  if (recomputes(action_at(l, i)) && !input_first(l, i))
     sim_program_mem_inline(p, op, SIM_AT_START, SIM_POOL_DEVICE, (gint64)layer->input_bytes, l->label_input, group_index(l, i));
+  free_input_first(l, i, op);
   alloc_saved(l, i, op);
   workspace(l, op, layer->workspace_bytes, group_index(l, i));
-  emit_offload(l, i);
+  emit_offload_after(l, i);
   emit_commit_before(l, i);
 }
 
@@ -1359,6 +1762,7 @@ emit_backward(Lower *l, guint i)
   if (full)
     sim_program_mem_inline(p, op, SIM_AT_END, SIM_POOL_DEVICE, -(gint64)layer->input_bytes, l->label_input, group_index(l, i));
   alloc_grads(l, i, op);
+  node_done(l, group_index(l, i));
   return op;
 }
 
@@ -1381,6 +1785,8 @@ lower_labels(Lower *l)
   l->label_boundary = sim_program_intern(p, "forward pass done");
   l->label_saved = sim_program_intern(p, "saved");
   l->label_commit = sim_program_intern(p, "commit");
+  l->label_checkpoint = sim_program_intern(p, "checkpoint");
+  l->label_unpacked = sim_program_intern(p, "unpacked");
   l->label_comm_ready = sim_program_intern(p, "ready to communicate");
   l->label_comm_done = sim_program_intern(p, "communicated");
 }
@@ -1416,7 +1822,7 @@ static void
 derive_schedule(Lower *l)
 {
   const SimPolicy *p = l->policy;
-  l->prefetch = p->on_demand ? 0 : p->prefetch;
+  l->prefetch = sim_policy_on_demand(p) ? 0 : p->prefetch;
   l->inflight = MAX(p->inflight, 1u);
   l->h2d_stream = p->shared_stream ? l->s_d2h : l->s_h2d;
   if (p->inflight_unit != SIM_INFLIGHT_WINDOW)
@@ -1425,7 +1831,7 @@ derive_schedule(Lower *l)
   for (guint i = 0; i < l->n; i++)
     n_off += offloads(l->actions[i]);
   l->inflight = MAX(l->n - n_off, 1u);
-  l->prefetch = p->on_demand || n_off >= l->n ? 0 : l->n - 1 - n_off;
+  l->prefetch = sim_policy_on_demand(p) || n_off >= l->n ? 0 : l->n - 1 - n_off;
 }
 
 /* Each group's action and each tensor's fate, decided once.  An offload
@@ -1441,11 +1847,22 @@ decide(Lower *l)
     policy_actions(l->policy, l->base, l->n, l->actions);
     l->actions[group_embed(l)] = l->actions[group_head(l)] = stage_action(l->policy);
   }
-  l->fates = g_new(guint8, MAX(l->first[l->n_groups], 1u));
+  guint tensors = MAX(l->first[l->n_groups], 1u);
+  l->fates = g_new(guint8, tensors);
+  l->copies = g_new(guint, tensors);
   for (guint g = 0; g < l->n_groups; g++) {
     const SimLayer *layer = group_layer(l, g);
     if (layer != NULL)
-      l->actions[g] = sim_lower_fates(l->policy, layer, l->actions[g], &l->fates[l->first[g]]);
+      l->actions[g] =
+        sim_lower_fates(l->policy, layer, l->actions[g], &l->fates[l->first[g]], &l->copies[l->first[g]]);
+  }
+  if (l->policy->module_groups) {
+    l->left = g_memdup2(l->copies, sizeof(guint) * tensors);
+    l->ev_mod_d2h = g_new(guint32, l->n_groups * SIM_MODULE_COUNT);
+    l->ev_mod_h2d = g_new(guint32, l->n_groups * SIM_MODULE_COUNT);
+    for (guint i = 0; i < l->n_groups * SIM_MODULE_COUNT; i++)
+      l->ev_mod_d2h[i] = l->ev_mod_h2d[i] = SIM_NO_EVENT;
+    l->mod_stack = g_array_new(FALSE, FALSE, sizeof(guint));
   }
   l->ev_d2h = g_new(guint32, l->n_groups);
   l->ev_h2d = g_new(guint32, l->n_groups);
@@ -1480,6 +1897,9 @@ lower_slice_begin(Lower *l)
 {
   l->n_groups = l->n + 2;
   l->saved = g_array_new(FALSE, FALSE, sizeof(guint32));
+  l->deferred = G_MAXUINT;
+  l->n_nodes = 0;
+  l->node_pending = FALSE;
   l->grads = 0;
   l->gathered = l->dp && l->dp->sharding == SIM_SHARDING_FULL ? g_new(guint32, l->n_groups) : NULL;
   slice_tensors(l);
@@ -1533,6 +1953,10 @@ void
 lower_slice_forward(Lower *l)
 {
   emit_groups(l, FALSE);
+  /* defer_offload: the last deferred group leaves when the forward pass ends. */
+  if (l->deferred != G_MAXUINT)
+    emit_offload(l, l->deferred);
+  l->deferred = G_MAXUINT;
   /* free = next-commit: what no later group committed is freed when the forward pass ends. */
   for (guint g = 0; g < l->n_groups; g++)
     emit_commit(l, g);
@@ -1555,7 +1979,13 @@ lower_slice_end(Lower *l)
   g_free(l->ev_h2d);
   g_free(l->labels);
   g_free(l->fates);
+  g_free(l->copies);
   g_free(l->first);
+  g_clear_pointer(&l->left, g_free);
+  g_clear_pointer(&l->ev_mod_d2h, g_free);
+  g_clear_pointer(&l->ev_mod_h2d, g_free);
+  g_clear_pointer(&l->mod_stack, g_array_unref);
+  l->mod_ops = NULL;
   g_clear_pointer(&l->op_labels, g_free);
   g_clear_pointer(&l->comm_labels, g_free);
   g_clear_pointer(&l->gathered, g_free);

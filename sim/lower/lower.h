@@ -43,10 +43,24 @@
  *          and prefetch = L - 1 - n (TransformerEngine).
  *   free = next-commit: sources stay until the next group's forward ends,
  *          which waits for their copies and frees them (verl).
+ *   free = wait: sources stay until the forward that the in-flight limit
+ *          makes wait for their copies, which frees them before it runs
+ *          (TransformerEngine's window).
  *   reload = on-demand: prefetch 0, each group asks when its backward is due.
+ *   reload = on-unpack: as on-demand, but a backward op's reloads wait only
+ *          for the end of the op before the previous one that reloaded
+ *          (torchtune: the host unpacks a node ahead of the GPU).
  *   head_wait: the head's forward waits for the last offload.
  *   recompute+offload: full recompute whose kept input travels like an
- *          offloaded tensor.
+ *          offloaded tensor.  Under offload's checkpoint = true every selected
+ *          layer recomputes; the last keep_last keep their inputs.
+ *   input_first: a recompute+offload layer's input is device memory from a
+ *          zero-time op before its forward, copied from there (sync: on the
+ *          compute stream; async: as a start = tensor copy) and freed by the
+ *          forward's last op (DeepSpeed releases, a non-reentrant
+ *          checkpoint under torchtune).
+ *   defer_offload: a layer's copies out are issued after the next layer's
+ *          forward (DeepSpeed master's keep_last_count = 1).
  *   pinned = caching: host blocks rounded up to a power of two.
  *   pinned = per-tensor: each copy to the host first pays host_alloc on the
  *          compute stream (cudaHostAlloc blocks the issuing thread and
@@ -61,13 +75,22 @@
  *          serve a later copy of its size without a cudaHostAlloc.
  *   pinned = pageable: copies from pageable memory, at pageable_factor.
  *
+ *   module_groups (Megatron): a group per hooked module of a layer with
+ *          ops, copied when the module ends its forward and reloaded,
+ *          newest first, when a hooked module of any layer ends its
+ *          backward; the compute stream waits at the module's backward
+ *          (lower.c, "Megatron's module groups"; docs/architecture.md).
+ *
  * What an offload moves is decided per tensor, once (the fates in lower.c):
  * a device tensor moves when it is offloadable, at least min_tensor bytes
  * and, under leaves = keep, not a leaf; a reference to memory held
  * elsewhere is "mirrored" (copied out and back, its source stays, the
  * reloaded copy is device memory until the backward ends) when it is a
  * parameter under params = copy, or a storage an earlier layer saved (each
- * layer is packed on its own); host tensors never move.
+ * layer is packed on its own); host tensors never move.  On a layer with
+ * ops a scoped hook (hooked modules, skip_strided) sees only some
+ * references: a tensor none of whose references it sees stays, one some of
+ * whose it sees is kept+copied.
  *
  * Layers and stages with ops (SimLayer.ops: generated transformers) are
  * lowered op by op (lower.c, "groups as ops"; docs/architecture.md).
@@ -134,14 +157,20 @@ typedef enum {
   SIM_FATE_MIRROR,  /* a reference to memory held elsewhere that the hook copies anyway (a parameter under
                      * params = copy, a storage an earlier layer saved): copied out and back, its source
                      * stays; the reloaded copy is device memory of this group until its backward ends */
+  SIM_FATE_KEPT_COPIED, /* a storage of this group some of whose references the hook sees and copies while
+                         * another, which it does not see, holds it on the device (SimPolicy.hooked,
+                         * skip_strided): kept as KEEP, and the seen references travel as MIRROR's */
 } SimFate;
 
 /* Each of `layer`'s tensors' SimFate under `action` and `policy`, into
- * fates[0 .. tensors->len).  Returns the action the lowering runs: an
- * offload with nothing to move is keep (recompute, selective), and its
- * fates are those.  The one place fates are decided (the planner's exact
- * search reads them too). */
-SimAction sim_lower_fates(const SimPolicy *policy, const SimLayer *layer, SimAction action, guint8 *fates);
+ * fates[0 .. tensors->len), and, when `copies` is not NULL, how many copies
+ * of each travel each way (0 for what does not travel; one per storage
+ * with dedup, else one per reference the hook sees).  Returns the action
+ * the lowering runs: an offload with nothing to move is keep (recompute,
+ * selective), and its fates are those.  The one place fates are decided
+ * (the planner's exact search reads them too). */
+SimAction sim_lower_fates(const SimPolicy *policy, const SimLayer *layer, SimAction action, guint8 *fates,
+                          guint *copies);
 
 /* A new program, the caller's. */
 SimProgram *sim_lower(const SimWorkload *workload, const SimPolicy *policy, const SimLink *link);

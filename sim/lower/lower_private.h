@@ -68,6 +68,7 @@ typedef struct {
   guint32 label_reloaded, label_fwd_done, label_offloaded, label_due, label_started, label_boundary;
   guint32 *labels; /* every group tensor's interned name: labels[first[g] + k] */
   guint8 *fates;   /* every group tensor's Fate under its group's action, same indexing */
+  guint *copies;   /* every group tensor's copies each way (sim_lower_fates), same indexing */
   guint *first;
   guint64 grads;   /* gradients allocated so far, freed when the step ends */
   /* The schedule, derived once from the policy (a window sets both). */
@@ -76,7 +77,25 @@ typedef struct {
   guint32 h2d_stream; /* SIM_LOWER_STREAM_H2D, or the d2h stream when streams = shared */
   GArray *saved;   /* guint32 per copied tensor, in save order: its D2H is done (start = tensor) */
   gboolean *committed; /* per group: its offloaded sources are freed (free = next-commit) */
-  guint32 label_saved, label_commit;
+  guint32 label_saved, label_commit, label_checkpoint, label_unpacked;
+  guint deferred;  /* defer_offload: the group whose copies out wait for the next group's forward, or G_MAXUINT */
+  /* reload = on-unpack: the ends of the last two backward ops that
+   * reloaded (nodes[n_nodes % 2] the older), and whether the op emitted
+   * next is one (its reloads are issued). */
+  guint32 nodes[2];
+  guint n_nodes;
+  gboolean node_pending;
+  /* module_groups (Megatron): per group and SimModule (g * SIM_MODULE_COUNT
+   * + m) its offload's and its reload's events, or SIM_NO_EVENT; the
+   * groups offloaded and not reloaded yet, newest last; per group tensor
+   * its copies out still to issue (the last frees it). */
+  guint32 *ev_mod_d2h, *ev_mod_h2d;
+  GArray *mod_stack;
+  guint *left;
+  /* The op list whose module ops were found last, and per SimModule its
+   * commit, wait and end ops (G_MAXUINT16: none): lower.c, module_ops. */
+  const GArray *mod_ops;
+  guint16 mod_commit[SIM_MODULE_COUNT], mod_wait[SIM_MODULE_COUNT], mod_end[SIM_MODULE_COUNT];
   /* The interned names of the last op list lowered (layers share one:
    * interning once per list, not per op, is a fifth of a lowering). */
   const GArray *label_ops;

@@ -20,12 +20,20 @@
 G_BEGIN_DECLS
 
 /* Sets every option `framework` decides on `policy` (an offload policy at
- * its defaults); SIM_FRAMEWORK_NONE changes nothing. */
+ * its defaults, its `version` set: the code the preset follows);
+ * SIM_FRAMEWORK_NONE changes nothing. */
 void sim_framework_preset(SimPolicy *policy, SimFramework framework);
 
+/* Megatron's offload_modules names for a dense layer, NULL-terminated, and
+ * the SimModule bits of those whose bits are set in `names` (bit i: name
+ * i); sim_framework_megatron_all the bits of every name. */
+extern const char *const sim_framework_megatron_modules[];
+guint32 sim_framework_megatron_hooked(guint names);
+#define SIM_FRAMEWORK_MEGATRON_ALL 0x1fu
+
 /* Whether the framework offloads checkpoint inputs at all (verl with its
- * checkpointing, DeepSpeed's cpu_checkpointing); the others refuse or have
- * no such mode. */
+ * checkpointing, DeepSpeed's cpu_checkpointing, torchtune under a
+ * non-reentrant checkpoint); the others refuse or have no such mode. */
 gboolean sim_framework_offloads_checkpoints(SimFramework framework);
 
 G_END_DECLS

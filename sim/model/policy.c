@@ -31,6 +31,7 @@ G_STATIC_ASSERT(G_N_ELEMENTS(sim_action_names) == SIM_ACTION_COUNT + 1);
 const char *const sim_framework_names[] = { "none", "save_on_cpu", "verl", "te", "megatron", "torchtune", "deepspeed",
                                             NULL };
 G_STATIC_ASSERT(G_N_ELEMENTS(sim_framework_names) == SIM_FRAMEWORK_COUNT + 1);
+const char *const sim_version_names[] = { "release", "master", NULL };
 
 const char *
 sim_policy_kind_name(SimPolicyKind kind)

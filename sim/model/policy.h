@@ -66,6 +66,22 @@ typedef enum {
                      * nn.Linear's weight.t(): torchtune) */
 } SimParams;
 
+/* When an offloaded tensor's device memory is freed (`free`, async). */
+typedef enum {
+  SIM_FREE_COPY_END,    /* when its copy ends */
+  SIM_FREE_NEXT_COMMIT, /* group k at the commit of k + 1, which first waits for its copies (verl) */
+  SIM_FREE_WAIT,        /* group k when the compute stream waits for its copies before the forward `inflight`
+                         * groups later (TransformerEngine's window) */
+} SimFree;
+
+/* When reloads are issued (`reload`). */
+typedef enum {
+  SIM_RELOAD_PREFETCH,  /* the group `prefetch` positions below each backward (async) */
+  SIM_RELOAD_ON_DEMAND, /* each group (or, with ops, each reference) when its backward is due */
+  SIM_RELOAD_ON_UNPACK, /* each reference as autograd unpacks it, which the host does a node ahead: the copy
+                         * waits for the end of the node before the previous one that reloaded (torchtune) */
+} SimReload;
+
 /* How many offloads may be on their way at once (async). */
 typedef enum {
   SIM_INFLIGHT_GROUPS,  /* the forward of group i waits until group i - inflight is on the host */
@@ -84,6 +100,13 @@ typedef enum {
   SIM_FRAMEWORK_DEEPSPEED,
   SIM_FRAMEWORK_COUNT,
 } SimFramework;
+
+/* Which code of a framework a preset follows (`version`, DeepSpeed's only):
+ * its latest release, or its main branch where that has moved on. */
+typedef enum {
+  SIM_VERSION_RELEASE,
+  SIM_VERSION_MASTER,
+} SimVersion;
 
 typedef struct {
   char *name;
@@ -109,17 +132,48 @@ typedef struct {
   gboolean start_tensor;   /* start = tensor: each tensor's D2H as soon as it is saved; FALSE: group */
   gboolean shared_stream;  /* streams = shared: one copy stream for both directions */
   SimInflightUnit inflight_unit;
-  gboolean free_next_commit; /* free = next-commit: group k freed at the commit of k + 1 */
-  gboolean on_demand;      /* reload = on-demand: each group's H2D issued when its backward needs it */
+  SimFree free;            /* when an offloaded source's device memory is freed (SimFree) */
+  SimReload reload;        /* when a reload is issued (SimReload) */
   gboolean head_wait;      /* the loss head waits for every offload before it */
   guint64 min_elements;    /* smaller tensors stay (elements; 0: no filter) */
   gboolean checkpoint;     /* offload: the selected layers are checkpointed and only their inputs move;
                             * checkpoint: `offload_inputs`, the same */
+  /* When a checkpointed layer's kept input (recompute+offload) leaves:
+   * input_first, saved before the layer's forward (DeepSpeed releases copy
+   * it with .to('cpu') before running the layer; a non-reentrant checkpoint
+   * saves its inputs before its region) and copied there, the forward
+   * still reading it; defer_offload, a group's copies issued after the
+   * forward of the next group (DeepSpeed master keeps the newest input
+   * until the next one registers). */
+  gboolean input_first;
+  gboolean defer_offload;
+  /* Which saved references a hook sees, on layers with ops (SimLayer.ops):
+   * `hooked`, bits of SimModule (sim/model/workload.h) whose references it
+   * packs, 0 for all (Megatron's offload_modules; torchtune's context,
+   * which leaves the output head out); `skip_strided`, non-contiguous
+   * references stay on the device (TransformerEngine).  A storage some of
+   * whose references stay is held on the device and its seen references
+   * copied anyway (SIM_FATE_KEPT_COPIED). */
+  guint32 hooked;
+  gboolean skip_strided;
+  /* Megatron's fine-grained offload: one group per hooked module of each
+   * offloading layer, each copied when its module ends and reloaded,
+   * newest first, as the backward of each module of a layer above ends. */
+  gboolean module_groups;
+  SimVersion version;      /* `version`: the code the preset follows */
   SimFramework framework;  /* the preset the options came from, for reports */
   GArray *actions;    /* SimAction per layer (kind = plan), else NULL */
   GArray *stages;     /* gboolean per pipeline stage, from `stages`: the stages the policy acts on (the
                        * others keep everything); NULL = all */
 } SimPolicy;
+
+/* Whether reloads are issued when their backward asks (on demand or at
+ * unpack), not prefetched. */
+static inline gboolean
+sim_policy_on_demand(const SimPolicy *p)
+{
+  return p->reload != SIM_RELOAD_PREFETCH;
+}
 
 /* A policy of `kind` called `name` with every option zero, FALSE or NULL;
  * the caller sets what the kind needs.  What a scenario file means by a
@@ -134,6 +188,7 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(SimPolicy, sim_policy_free)
 extern const char *const sim_policy_kind_names[];
 extern const char *const sim_action_names[];
 extern const char *const sim_framework_names[];
+extern const char *const sim_version_names[];
 
 const char *sim_policy_kind_name(SimPolicyKind kind);
 const char *sim_action_name(SimAction action);

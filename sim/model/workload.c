@@ -213,10 +213,10 @@ sim_layer_add_span(SimLayer *layer, guint64 bytes, guint from, guint to)
 }
 
 void
-sim_layer_add_use(SimLayer *layer, guint tensor, guint op)
+sim_layer_add_use(SimLayer *layer, guint tensor, guint op, guint view)
 {
-  g_assert(tensor < layer->tensors->len && op < layer->ops->len);
-  SimUse use = { .tensor = (guint16)tensor, .op = (guint16)op };
+  g_assert(tensor < layer->tensors->len && op < layer->ops->len && view <= SIM_VIEW_PART);
+  SimUse use = { .tensor = (guint16)tensor, .op = (guint16)op, .view = (guint16)view };
   g_array_append_val(layer->uses, use);
 }
 

@@ -59,7 +59,7 @@ typedef struct {
   guint last_op : 11;
 } SimTensor;
 
-/* The most ops one layer has: SimTensor's op indices are 11 bits. */
+/* The most ops one layer has: SimTensor's op indices are 11 bits (SimUse's 14). */
 #define SIM_LAYER_MAX_OPS 2048
 
 /* Elements of a tensor whose element size is known. */
@@ -85,6 +85,42 @@ sim_tensor_on_device(const SimTensor *t)
 {
   return !t->parameter && !t->shared && !t->host;
 }
+
+/* The part of a transformer an op belongs to: the module whose forward
+ * runs it, or whose autograd nodes the backward op is; a reference belongs
+ * to the module of the backward op that unpacks it (the module that saved
+ * it).  What a hook scoped to modules sees (Megatron's offload_modules,
+ * torchtune's output head) is decided from it.  A layer's attention block
+ * is ATTN_NORM .. ATTN_RESIDUAL, its MLP block MLP_NORM .. MLP_RESIDUAL, in
+ * that order. */
+typedef enum {
+  SIM_MODULE_NONE,          /* not known: explicit layers, recordings */
+  SIM_MODULE_EMBEDDING,
+  SIM_MODULE_ATTN_NORM,
+  SIM_MODULE_QKV,           /* the q, k and v projections (fused: one GEMM; gpt2: c_attn) */
+  SIM_MODULE_ROPE,
+  SIM_MODULE_CORE_ATTN,     /* repeat_kv, the attention kernel or eager's ops, the heads' merge */
+  SIM_MODULE_ATTN_PROJ,     /* the output projection */
+  SIM_MODULE_ATTN_RESIDUAL, /* the residual dropout and add after attention */
+  SIM_MODULE_MLP_NORM,
+  SIM_MODULE_MLP,
+  SIM_MODULE_MLP_RESIDUAL,
+  SIM_MODULE_FINAL_NORM,
+  SIM_MODULE_LM_HEAD,
+  SIM_MODULE_LOSS,
+  SIM_MODULE_COUNT,
+} SimModule;
+
+/* How a saved reference lies in its storage (`ops = hf`; every other
+ * reference is contiguous).  A hook sees the reference, not the storage:
+ * TransformerEngine leaves a non-contiguous one on the device, Megatron
+ * copies the whole storage of a view covering at least half of it and a
+ * gathered copy of a smaller one. */
+typedef enum {
+  SIM_VIEW_CONTIGUOUS,
+  SIM_VIEW_STRIDED, /* non-contiguous, over its whole storage (a transposed layout: q after RoPE, SDPA's output) */
+  SIM_VIEW_PART,    /* non-contiguous, over 1 / refs of its storage (gpt2's q, k, v in c_attn's output) */
+} SimView;
 
 /* Per op of a layer with ops, as ranges into lists: the tensors whose last
  * reference it unpacks (free), the spans it starts and ends, the uses it
@@ -113,6 +149,7 @@ typedef struct {
   guint8 kclass;      /* SimKernelClass of its kernels */
   guint8 backward;    /* TRUE: a backward op (autograd's order); FALSE: forward (execution order) */
   guint8 selective;   /* a forward op of the selective-recompute region (QK^T, softmax, dropout, PV) */
+  guint8 module;      /* SimModule */
   /* The parameter gradients it produces when they are not static (grads
    * = set-to-none): allocated at its end, held to the end of the step. */
   guint64 grad_bytes;
@@ -142,10 +179,12 @@ typedef struct {
   guint16 from, to;   /* allocated at from's start, freed at to's end; from <= to, one phase */
 } SimSpan;
 
-/* A saved reference: which tensor, and the backward op that unpacks it. */
+/* A saved reference: which tensor, the backward op that unpacks it and
+ * how it lies in the tensor's storage. */
 typedef struct {
   guint16 tensor;     /* index into the layer's tensors */
-  guint16 op;         /* a backward op, index into the layer's ops */
+  guint16 op : 14;    /* a backward op, index into the layer's ops (SIM_LAYER_MAX_OPS fits) */
+  guint16 view : 2;   /* SimView */
 } SimUse;
 
 typedef struct {
@@ -310,8 +349,16 @@ guint sim_layer_add_op(SimLayer *layer, const char *name, gboolean backward, gui
 void sim_layer_add_span(SimLayer *layer, guint64 bytes, guint from, guint to);
 
 /* Records that backward op `op` unpacks one reference to tensor `tensor`
- * (whose save_op the caller set): one call per reference, in op order. */
-void sim_layer_add_use(SimLayer *layer, guint tensor, guint op);
+ * (whose save_op the caller set), lying in it as `view` (SimView): one call
+ * per reference, in op order. */
+void sim_layer_add_use(SimLayer *layer, guint tensor, guint op, guint view);
+
+/* The module of the op a use unpacks in (SimModule). */
+static inline guint
+sim_layer_use_module(const SimLayer *layer, const SimUse *use)
+{
+  return sim_layer_op(layer, use->op)->module;
+}
 
 /* Checks and derives what the ops imply: every forward op before every
  * backward op, spans within one phase, each tensor's uses as many as its

@@ -135,11 +135,11 @@ cli_bench_main(int argc, char **argv)
   };
   g_set_prgname("offsim bench");
   g_autoptr(GOptionContext) ctx = g_option_context_new("- performance figures");
-  g_option_context_add_main_entries(ctx, entries, NULL);
   cli_help_describe(ctx, 0);
   CliFormat format = CLI_FORMAT_TABLE;
-  if (!cli_parse_options(ctx, "bench", &argc, &argv, &error))
-    return cli_fail(error);
+  int status;
+  if (!cli_parse_options(ctx, "bench", entries, &argc, &argv, &status))
+    return status;
   if (format_text && !cli_report_parse_format(format_text, &format, &error))
     return cli_fail(error);
   if (repeats < 1 || repeats > 1000 || jobs < 0 || jobs > 1024) {

@@ -356,11 +356,10 @@ cli_model_main(int argc, char **argv)
   };
   g_set_prgname("offsim model");
   g_autoptr(GOptionContext) ctx = g_option_context_new("- print a scenario for a HuggingFace model");
-  g_option_context_add_main_entries(ctx, entries, NULL);
   cli_help_describe(ctx, 0);
   int status = 0;
-  if (!cli_parse_options(ctx, "model", &argc, &argv, &error)) {
-    status = cli_fail(error);
+  if (!cli_parse_options(ctx, "model", entries, &argc, &argv, &status)) {
+    /* --help, or an error: printed */
   } else if (argc > 1) {
     g_set_error(&error, SIM_ERROR, SIM_ERROR_INPUT, "model: unexpected argument '%s'", argv[1]);
     status = cli_fail(error);

@@ -297,11 +297,10 @@ cli_plan_main(int argc, char **argv)
   };
   g_set_prgname("offsim plan");
   g_autoptr(GOptionContext) ctx = g_option_context_new("SCENARIO  - choose keep, offload or recompute per layer");
-  g_option_context_add_main_entries(ctx, entries, NULL);
   cli_help_describe(ctx, CLI_EXIT_NO_PLAN);
-  int status;
-  if (!cli_parse_options(ctx, "plan", &argc, &argv, &error)) {
-    status = cli_fail(error);
+  int status = 0;
+  if (!cli_parse_options(ctx, "plan", entries, &argc, &argv, &status)) {
+    /* --help, or an error: printed */
   } else if (argc != 2) {
     g_set_error(&error, SIM_ERROR, SIM_ERROR_INPUT, "plan: expected one scenario file");
     status = cli_fail(error);

@@ -482,10 +482,9 @@ planner_budget_parse_csv(const char *text, gsize length, const char *origin, GEr
     g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "%s: holds a NUL byte: expected CSV text", origin);
     return NULL;
   }
+  sim_config_skip_bom(&text, &length);
   g_autofree char *copy = g_strndup(text, length);
   char *p = copy;
-  if (g_str_has_prefix(p, "\xef\xbb\xbf"))
-    p += 3;
 
   g_autoptr(GPtrArray) chunks = planner_budget_chunks_new();
   g_autoptr(GHashTable) seen = g_hash_table_new(g_str_hash, g_str_equal); /* name -> first line */
@@ -499,7 +498,7 @@ planner_budget_parse_csv(const char *text, gsize length, const char *origin, GEr
     gsize n = strlen(line);
     if (n > 0 && line[n - 1] == '\r')
       line[n - 1] = '\0';
-    if (*skip_blanks(line) == '\0')
+    if (sim_config_blank_line(line))
       continue;
 
     g_autoptr(GPtrArray) fields = g_ptr_array_new_with_free_func(g_free);

@@ -737,6 +737,12 @@ static const struct {
                                   "inflight is an async option" },
   /* Sizes in PiB were printed but refused when read back: every line reads now. */
   { "units-pib.txt", NULL },
+  /* A byte-order mark made the header's first column "\ufefflayer" ("missing column 'layer'"),
+   * and a blank line was "expected 8 fields like the header, got 1": the chunk list's CSV
+   * took both.  Both read as without them now (trace_reads_as_the_budget_csv). */
+  { "trace-bom-blank-lines.csv", NULL },
+  /* A column given twice: the second was read and the first ignored. */
+  { "trace-duplicate-column.csv", "trace-duplicate-column.csv:1: column 'bytes' is given twice (fields 4 and 8)" },
 };
 
 static const char *
@@ -875,6 +881,35 @@ START_TEST(regression_keep_last_keeps_everything)
   g_autoptr(SimResult) r = test_evaluate(s, "keep-all");
   ck_assert_uint_eq(r->d2h_bytes, 0);
   ck_assert_uint_eq(r->d2h_copies, 0);
+}
+END_TEST
+
+/* A recording and a chunk list read text alike (sim_config_skip_bom,
+ * sim_config_blank_line): a byte-order mark and blank lines, the first
+ * before the header, change nothing. */
+START_TEST(trace_reads_as_the_budget_csv)
+{
+  static const char plain[] = "layer,op,name,bytes,dtype,shape,is_parameter,storage\n"
+                              "0,input,input,8,bfloat16,4,0,1\n0,attn,mm,100,bfloat16,50,0,2\n"
+                              "1,attn,mm,200,bfloat16,100,0,3\n1,mlp,mm,50,bfloat16,25,0,4\n";
+  g_autoptr(GError) error = NULL;
+  g_autoptr(SimWorkload) marked = sim_trace_load(REGRESS "/trace-bom-blank-lines.csv", "t", &error);
+  ck_assert_msg(marked != NULL, "%s", error ? error->message : "");
+  g_autoptr(SimWorkload) w = sim_trace_load_data(plain, strlen(plain), "plain.csv", "t", &error);
+  ck_assert_ptr_nonnull(w);
+  ck_assert_uint_eq(sim_workload_n_layers(marked), sim_workload_n_layers(w));
+  ck_assert_uint_eq(sim_workload_saved_bytes(marked), sim_workload_saved_bytes(w));
+  for (guint l = 0; l < sim_workload_n_layers(w); l++) {
+    ck_assert_uint_eq(sim_workload_layer(marked, l)->tensors->len, sim_workload_layer(w, l)->tensors->len);
+    ck_assert_uint_eq(sim_workload_layer(marked, l)->input_bytes, sim_workload_layer(w, l)->input_bytes);
+  }
+  static const char chunks[] = "\xef\xbb\xbf\nname,bytes,reuse_delay_layers,offloadable\n\na,1MiB,1,yes\n \t\n";
+  g_autoptr(GPtrArray) list = planner_budget_parse_csv(chunks, strlen(chunks), "chunks.csv", &error);
+  ck_assert_msg(list != NULL && list->len == 1, "%s", error ? error->message : "");
+  /* A column offsim does not read may repeat; one it reads may not. */
+  static const char extra[] = "layer,op,name,bytes,dtype,shape,is_parameter,note,note\n0,a,x,10,f,1,0,p,q\n";
+  g_autoptr(SimWorkload) repeated = sim_trace_load_data(extra, strlen(extra), "extra.csv", "t", &error);
+  ck_assert_msg(repeated != NULL, "%s", error ? error->message : "");
 }
 END_TEST
 
@@ -1224,6 +1259,7 @@ main(void)
   tcase_add_test(tc, budget_100000_chunks);
   tcase_add_test(tc, regressions_replay);
   tcase_add_test(tc, regression_keep_last_keeps_everything);
+  tcase_add_test(tc, trace_reads_as_the_budget_csv);
   tcase_add_test(tc, config_json_nested_100000_deep);
   tcase_add_test(tc, hf_configs_agree_in_both_paths);
   tcase_add_test(tc, model_profile_is_loaded_and_included_from_the_scenario);

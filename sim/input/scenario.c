@@ -1120,6 +1120,30 @@ sim_scenario_default_policies(void)
   return set;
 }
 
+static gboolean
+names_policies(const SimConfig *c)
+{
+  for (guint i = 0; i < c->groups->len; i++)
+    if (g_str_has_prefix(((const SimConfigGroup *)g_ptr_array_index(c->groups, i))->name, "policy."))
+      return TRUE;
+  return FALSE;
+}
+
+void
+sim_scenario_config_set(SimConfig *c, const char *group, const char *key, const char *value, const char *origin)
+{
+  const SimConfig *defaults = default_policies();
+  if (sim_config_group(defaults, group) && !names_policies(c))
+    for (guint i = 0; i < defaults->groups->len; i++) {
+      const SimConfigGroup *g = g_ptr_array_index(defaults->groups, i);
+      for (guint k = 0; k < g->entries->len; k++) {
+        const SimConfigEntry *e = g_ptr_array_index(g->entries, k);
+        sim_config_set(c, g->name, e->key, e->value, e->file);
+      }
+    }
+  sim_config_set(c, group, key, value, origin);
+}
+
 SimScenario *
 sim_scenario_from_config(const SimConfig *c, GError **error)
 {

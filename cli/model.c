@@ -241,9 +241,15 @@ read_model(const ModelOptions *o, SimTransformer *t, GError **error)
   t->batch = (guint)o->batch;
   t->seq = (guint)o->seq;
   t->master_weights = t->adamw;
-  const char *names[SIM_KEY_COUNT] = { [SIM_KEY_TRANSFORMER_BATCH] = "--batch", [SIM_KEY_TRANSFORMER_SEQ] = "--seq" };
-  if (!sim_transformer_validate(t, names, error))
+  /* What the options set is named as the options; the rest comes from the
+   * config.json, which every such message names first. */
+  const char *names[SIM_KEY_COUNT] = { [SIM_KEY_TRANSFORMER_BATCH] = "--batch", [SIM_KEY_TRANSFORMER_SEQ] = "--seq",
+                                       [SIM_KEY_TRANSFORMER_ATTENTION] = "--attention",
+                                       [SIM_KEY_TRANSFORMER_DTYPE] = "--dtype", [SIM_KEY_TRANSFORMER_OPS] = "--ops" };
+  if (!sim_transformer_validate(t, names, error)) {
+    g_prefix_error(error, "%s: ", o->hf_config);
     return FALSE;
+  }
   SimDevice device;
   if (!default_device(&device)) {
     g_set_error(error, SIM_ERROR, SIM_ERROR_INTERNAL, "model: the embedded default scenario does not load");

@@ -489,6 +489,7 @@ planner_budget_parse_csv(const char *text, gsize length, const char *origin, GEr
   g_autoptr(GPtrArray) chunks = planner_budget_chunks_new();
   g_autoptr(GHashTable) seen = g_hash_table_new(g_str_hash, g_str_equal); /* name -> first line */
   gboolean have_header = FALSE;
+  guint64 total = 0;
   for (guint line_no = 1; *p; line_no++) {
     char *line = p;
     char *nl = strchr(p, '\n');
@@ -523,6 +524,14 @@ planner_budget_parse_csv(const char *text, gsize length, const char *origin, GEr
         g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "%s:%u: %s: %s", origin, line_no, column, problem);
       else
         g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "%s:%u: %s", origin, line_no, problem);
+      return NULL;
+    }
+    /* The ledger sums the bytes in 64 bits (check_chunks): a sum past it is
+     * named here, at the row that takes it over, where the file is known. */
+    if (!g_uint64_checked_add(&total, total, (guint64)c->bytes) || total > (guint64)G_MAXINT64) {
+      g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "%s:%u: bytes: the chunks' bytes up to this row add up to more "
+                  "than 8 EiB (a 64-bit integer, the ledger's total)", origin, line_no);
+      planner_budget_chunk_free(c);
       return NULL;
     }
     g_ptr_array_add(chunks, c);

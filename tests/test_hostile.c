@@ -743,6 +743,15 @@ static const struct {
   { "trace-bom-blank-lines.csv", NULL },
   /* A column given twice: the second was read and the first ignored. */
   { "trace-duplicate-column.csv", "trace-duplicate-column.csv:1: column 'bytes' is given twice (fields 4 and 8)" },
+  /* Messages that named neither file nor key (messages_name_file_and_key has the binary's). */
+  { "scenario-framework-start.ini", "framework-start.ini: [policy.tune] start: framework = torchtune counts its "
+                                    "copies in flight by saved tensor (inflight_unit = tensors), which needs start = "
+                                    "tensor" },
+  /* A mistral window of 8 tokens under seq 16: `offsim model` said only "attention: sdpa with ...". */
+  { "hf-sliding-window.json", "attention: sdpa with the config's sliding_window (8) shorter than seq (16)" },
+  /* Three chunks of 4 EiB: "the chunks' total bytes do not fit in a 64-bit integer", no file, no line. */
+  { "budget-sum-overflow.csv", "budget-sum-overflow.csv:3: bytes: the chunks' bytes up to this row add up to more "
+                               "than 8 EiB" },
 };
 
 static const char *
@@ -770,11 +779,14 @@ replay(const char *path, const char *file)
     if (s)
       fuzz_evaluate_all(s);
   } else if (g_str_has_prefix(file, "hf-")) {
+    /* As `offsim model` reads it: ops = hf and what follows it, checked before it is built. */
     SimTransformer t;
     sim_transformer_defaults(&t);
+    t.hf_ops = TRUE;
+    sim_transformer_follow_ops(&t);
     t.batch = 2;
     t.seq = 16;
-    if (sim_hf_config_load(path, &t, &error)) {
+    if (sim_hf_config_load(path, &t, &error) && sim_transformer_validate(&t, NULL, &error)) {
       g_autoptr(SimScenario) s = fuzz_scenario_new(NULL);
       s->workload = sim_transformer_build(&t, &s->machine.device, "hf", &error);
       if (s->workload)
@@ -933,7 +945,7 @@ static char *
 hf_scenario(const char *dir, const char *json)
 {
   g_autofree char *text = g_strdup_printf(DEVICE "matmul_tflops = 312\nhbm_bandwidth = 2TB/s\n" LINK
-                                          "[transformer]\nhf_config = %s\nbatch = 2\nseq = 16\n", json);
+                                          "[transformer]\nhf_config = %s\nbatch = 2\nseq = 16\nops = hf\n", json);
   return write_file(dir, "hf.ini", text, -1);
 }
 
@@ -964,8 +976,9 @@ START_TEST(config_json_nested_100000_deep)
 END_TEST
 
 /* `offsim model` and [transformer] hf_config accept and refuse the same
- * config.json files (one validation): every bundled model and every
- * regression input, through both, exits alike and names the same fault. */
+ * config.json files (one validation; the scenario says ops = hf, as
+ * `offsim model` writes it): every bundled model and every regression
+ * input, through both, exits alike and names the same fault. */
 START_TEST(hf_configs_agree_in_both_paths)
 {
   g_autoptr(GPtrArray) files = g_ptr_array_new_with_free_func(g_free);
@@ -987,10 +1000,15 @@ START_TEST(hf_configs_agree_in_both_paths)
     ck_assert_msg(m.status == c.status, "%s: offsim model exits %d, [transformer] hf_config %d\n%s%s", json, m.status,
                   c.status, m.err, c.err);
     if (m.status == 2) {
-      /* "offsim: FILE: what" and "offsim: hf.ini: [transformer] hf_config: FILE: what" */
-      const char *what = strstr(m.err, json);
-      ck_assert_ptr_nonnull(what);
-      ck_assert_msg(strstr(c.err, what), "different faults:\n%s%s", m.err, c.err);
+      /* "offsim: FILE: what" and "offsim: hf.ini: [transformer] hf_config: FILE: what"; or, for
+       * what the options decide, "offsim: FILE: --attention: what" and "offsim: hf.ini:
+       * [transformer] attention: what", an option being the key of its name. */
+      const char *at = strstr(m.err, json);
+      ck_assert_ptr_nonnull(at);
+      at += strlen(json) + strspn(at + strlen(json), ": ");
+      g_autoptr(GString) what = g_string_new(at);
+      g_string_replace(what, "--", "", 0);
+      ck_assert_msg(strstr(c.err, what->str), "different faults:\n%s%s", m.err, c.err);
     }
   }
 }
@@ -1094,6 +1112,24 @@ START_TEST(model_errors_name_the_users_file_and_field)
   g_auto(TestRun) name = test_offsim("model", "--hf-config", qwen, "--batch", "2", "--seq", "16", "--name",
                                      "x\n[device]\nmemory = 1B", NULL);
   assert_model(&name, 2, "--name: a line break cannot be written into a scenario");
+}
+END_TEST
+
+/* Each message names its file and its key (or option, or line and column). */
+START_TEST(messages_name_file_and_key)
+{
+  g_auto(TestRun) window = test_offsim("model", "--hf-config", REGRESS "/hf-sliding-window.json", "--batch", "2",
+                                       "--seq", "16", NULL);
+  assert_model(&window, 2, "hf-sliding-window.json: --attention: sdpa with the config's sliding_window (8) shorter "
+                           "than --seq (16)");
+  g_auto(TestRun) chunks = test_offsim("budget", REGRESS "/budget-sum-overflow.csv", "--budget", "1GiB", "--bandwidth",
+                                       "8GiB/s", NULL);
+  ck_assert_int_eq(chunks.status, 2);
+  ck_assert_msg(strstr(chunks.err, "budget-sum-overflow.csv:3: bytes: "), "%s", chunks.err);
+  g_auto(TestRun) start = test_offsim("compare", REGRESS "/scenario-framework-start.ini", NULL);
+  ck_assert_int_eq(start.status, 2);
+  ck_assert_msg(strstr(start.err, "scenario-framework-start.ini: [policy.tune] start: framework = torchtune"), "%s",
+                start.err);
 }
 END_TEST
 
@@ -1260,6 +1296,7 @@ main(void)
   tcase_add_test(tc, regressions_replay);
   tcase_add_test(tc, regression_keep_last_keeps_everything);
   tcase_add_test(tc, trace_reads_as_the_budget_csv);
+  tcase_add_test(tc, messages_name_file_and_key);
   tcase_add_test(tc, config_json_nested_100000_deep);
   tcase_add_test(tc, hf_configs_agree_in_both_paths);
   tcase_add_test(tc, model_profile_is_loaded_and_included_from_the_scenario);

@@ -947,9 +947,14 @@ check_schedule(const SimConfigGroup *g, const SimPolicy *p, const SimWorkload *w
   if (!p->checkpoint && p->framework == SIM_FRAMEWORK_DEEPSPEED)
     return fail(error, g, entry_of(g, SIM_KEY_POLICY_CHECKPOINT),
                 "deepspeed moves only the inputs of checkpointed layers (checkpoint = true)");
-  if (p->inflight_unit == SIM_INFLIGHT_TENSORS && !p->start_tensor)
-    return fail(error, g, entry_of(g, SIM_KEY_POLICY_INFLIGHT_UNIT),
-                "tensors counts saves, which needs start = tensor");
+  if (p->inflight_unit == SIM_INFLIGHT_TENSORS && !p->start_tensor) {
+    if ((e = entry_of(g, SIM_KEY_POLICY_INFLIGHT_UNIT)))
+      return fail(error, g, e, "tensors counts saves, which needs start = tensor");
+    /* The preset counts tensors (torchtune): the key given against it is start. */
+    return fail(error, g, entry_of(g, SIM_KEY_POLICY_START),
+                "framework = %s counts its copies in flight by saved tensor (inflight_unit = tensors), which needs "
+                "start = tensor", fw);
+  }
   if (p->on_demand && p->prefetch > 0 && (e = entry_of(g, SIM_KEY_POLICY_PREFETCH)))
     return fail(error, g, e, "reload = on-demand issues each reload when its backward needs it: no prefetch");
   if (!p->async) {
@@ -983,10 +988,14 @@ check_schedule(const SimConfigGroup *g, const SimPolicy *p, const SimWorkload *w
         return fail(error, g, e, "mode = sync copies on the compute stream, in order: %s is an async option",
                     sim_schema_key(schedule_keys[i].id)->key);
   }
-  if (p->min_elements && w && !sim_workload_elements_known(w))
-    return fail(error, g, entry_of(g, SIM_KEY_POLICY_MIN_ELEMENTS) ? entry_of(g, SIM_KEY_POLICY_MIN_ELEMENTS)
-                                                                   : entry_of(g, SIM_KEY_POLICY_FRAMEWORK),
-                "counts elements, and explicit [model] layers have no element type (use min_tensor)");
+  if (p->min_elements && w && !sim_workload_elements_known(w)) {
+    if ((e = entry_of(g, SIM_KEY_POLICY_MIN_ELEMENTS)))
+      return fail(error, g, e, "counts elements, and explicit [model] layers have no element type (use min_tensor)");
+    return fail(error, g, entry_of(g, SIM_KEY_POLICY_FRAMEWORK),
+                "%s keeps tensors of fewer than %" G_GUINT64_FORMAT " elements (min_elements), and explicit [model] "
+                "layers have no element type (set min_elements = 0, or use a [transformer] or a recorded [trace])",
+                fw, (guint64)p->min_elements);
+  }
   return TRUE;
 }
 

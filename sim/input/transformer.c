@@ -52,49 +52,50 @@ mul3(Checked *c, guint64 a, guint64 b, guint64 d)
   return mul(c, mul(c, a, b), d);
 }
 
-/* What ops = hf models: the two layouts of HF's supported model types, on
- * one GPU, with the kernels HF would call.  Anything else is refused rather
- * than approximated. */
-static gboolean
-hf_validate(const SimTransformer *c, GError **error)
-{
-  gboolean llama = !c->layernorm && !c->gelu && c->max_positions == 0;
-  gboolean gpt2 = c->layernorm && c->gelu && c->max_positions > 0;
-  const char *message = NULL;
-  if (!llama && !gpt2)
-    message = "norm, mlp and positions: ops = hf follows the modeling code of a supported model_type, which has "
-              "norm = rmsnorm, mlp = swiglu and positions = 0 (llama, qwen2, mistral) or norm = layernorm, mlp = gelu "
-              "and positions above 0 (gpt2)";
-  else if (c->tp != 1 || c->sp)
-    message = "tp and sp: ops = hf follows HuggingFace's modeling code on one GPU: tp = 1 and sp = false";
-  else if (gpt2 && (c->kv_heads != c->heads || (guint64)c->heads * c->head_dim != c->hidden))
-    message = "kv_heads and head_dim: gpt2 splits c_attn's output into three hidden-wide parts: kv_heads = heads "
-              "and heads x head_dim = hidden";
-  else if (gpt2 && c->seq > c->max_positions)
-    message = "seq: gpt2 takes at most `positions` tokens (its learned position embeddings)";
-  else if (c->attention == SIM_ATTENTION_FLASH && c->dtype == SIM_DTYPE_FP32)
-    message = "attention: flash (flash_attention_2) runs in bf16 or fp16 only (expected eager or sdpa for fp32)";
-  else if (c->attention != SIM_ATTENTION_EAGER && c->dtype != SIM_DTYPE_FP32 && c->head_dim > 256)
-    message = "head_dim: the flash kernels of attention = sdpa and flash take head_dim up to 256 (expected "
-              "attention = eager)";
-  if (message) {
-    g_set_error_literal(error, SIM_ERROR, SIM_ERROR_INPUT, message);
-    return FALSE;
-  }
-  if (c->attention == SIM_ATTENTION_SDPA && c->sliding_window && c->sliding_window < c->seq) {
-    g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT,
-                "attention: sdpa with hf_config's sliding window (%u) shorter than seq (%u): HF passes SDPA a mask, "
-                "which runs other kernels than the ones modelled (expected eager or flash)", c->sliding_window, c->seq);
-    return FALSE;
-  }
-  return TRUE;
-}
-
 /* What a message calls key `id`: the caller's name for it, or the key's. */
 static const char *
 name_of(const char *const *names, SimKeyId id)
 {
   return names && names[id] ? names[id] : sim_schema_key(id)->key;
+}
+
+/* What ops = hf models: the two layouts of HF's supported model types, on
+ * one GPU, with the kernels HF would call.  Anything else is refused rather
+ * than approximated. */
+static gboolean
+hf_validate(const SimTransformer *c, const char *const *names, GError **error)
+{
+#define N(id) name_of(names, SIM_KEY_TRANSFORMER_##id)
+  gboolean llama = !c->layernorm && !c->gelu && c->max_positions == 0;
+  gboolean gpt2 = c->layernorm && c->gelu && c->max_positions > 0;
+  if (!llama && !gpt2)
+    g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT,
+                "%s, %s and %s: ops = hf follows the modeling code of a supported model_type, which has norm = "
+                "rmsnorm, mlp = swiglu and positions = 0 (llama, qwen2, mistral) or norm = layernorm, mlp = gelu and "
+                "positions above 0 (gpt2)", N(NORM), N(MLP), N(POSITIONS));
+  else if (c->tp != 1 || c->sp)
+    g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "%s and %s: ops = hf follows HuggingFace's modeling code on one "
+                "GPU: tp = 1 and sp = false", N(TP), N(SP));
+  else if (gpt2 && (c->kv_heads != c->heads || (guint64)c->heads * c->head_dim != c->hidden))
+    g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "%s and %s: gpt2 splits c_attn's output into three hidden-wide "
+                "parts: kv_heads = heads and heads x head_dim = hidden", N(KV_HEADS), N(HEAD_DIM));
+  else if (gpt2 && c->seq > c->max_positions)
+    g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "%s: gpt2 takes at most `positions` tokens (its learned position "
+                "embeddings: %u), got %u", N(SEQ), c->max_positions, c->seq);
+  else if (c->attention == SIM_ATTENTION_FLASH && c->dtype == SIM_DTYPE_FP32)
+    g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "%s: flash (flash_attention_2) runs in bf16 or fp16 only (expected "
+                "eager or sdpa for fp32)", N(ATTENTION));
+  else if (c->attention != SIM_ATTENTION_EAGER && c->dtype != SIM_DTYPE_FP32 && c->head_dim > 256)
+    g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "%s: the flash kernels of attention = sdpa and flash take head_dim "
+                "up to 256 (expected attention = eager)", N(HEAD_DIM));
+  else if (c->attention == SIM_ATTENTION_SDPA && c->sliding_window && c->sliding_window < c->seq)
+    g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "%s: sdpa with the config's sliding_window (%u) shorter than %s "
+                "(%u): HF passes SDPA a mask, which runs other kernels than the ones modelled (expected eager or "
+                "flash)", N(ATTENTION), c->sliding_window, N(SEQ), c->seq);
+  else
+    return TRUE;
+  return FALSE;
+#undef N
 }
 
 /* A count field of `c` as the schema maps it. */
@@ -161,7 +162,7 @@ check(const SimTransformer *c, gboolean shape_only, const char *const *names, GE
     return FALSE;
   }
   if (c->hf_ops)
-    return hf_validate(c, error);
+    return hf_validate(c, names, error);
   if (c->attention == SIM_ATTENTION_SDPA) {
     g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT,
                 "attention: sdpa is HuggingFace's SDPA path, which needs ops = hf (ops = fused takes eager or flash)");

@@ -58,7 +58,7 @@ gboolean cli_parse_options(GOptionContext *context, const char *command, const G
 
 /* --budget SIZE (cli/options.c): a size with its unit (sim_units_parse_size),
  * more than 0 B, into `bytes`.  Errors are bad input prefixed "--budget: ";
- * 0 is refused as "--budget: ZERO_REASON, got 'TEXT'", where a NULL
+ * 0 and a negative size are refused as "--budget: ZERO_REASON, got 'TEXT'", where a NULL
  * `zero_reason` reads "expected a positive size" (`offsim budget` keeps the
  * ledger's own wording). */
 gboolean cli_parse_budget(const char *text, const char *zero_reason, guint64 *bytes, GError **error);

@@ -132,14 +132,16 @@ gboolean
 cli_parse_budget(const char *text, const char *zero_reason, guint64 *bytes, GError **error)
 {
   guint64 v = 0;
-  GError *cause = NULL;
-  if (!sim_units_parse_size(text, &v, &cause)) {
+  g_autoptr(GError) cause = NULL;
+  /* A negative size is refused as 0 is, with what is accepted: a size
+   * parser's "non-negative" would promise 0. */
+  gboolean negative = text[strspn(text, " \t")] == '-';
+  if (!sim_units_parse_size(text, &v, &cause) && !negative) {
     g_autofree char *why = sim_error_quote_in(cause->message, text);
     g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "--budget: %s", why);
-    g_error_free(cause);
     return FALSE;
   }
-  if (v == 0) {
+  if (negative || v == 0) {
     g_autofree char *quoted = sim_error_quote(text);
     g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "--budget: %s, got '%s'",
                 zero_reason ? zero_reason : "expected a positive size", quoted);

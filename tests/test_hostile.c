@@ -749,6 +749,8 @@ static const struct {
                                     "tensor" },
   /* A mistral window of 8 tokens under seq 16: `offsim model` said only "attention: sdpa with ...". */
   { "hf-sliding-window.json", "attention: sdpa with the config's sliding_window (8) shorter than seq (16)" },
+  { "scenario-p2p-zero.ini", "p2p-zero.ini: [parallel] p2p_bandwidth: expected a positive rate (0 would move "
+                             "nothing), got '0'" },
   /* Three chunks of 4 EiB: "the chunks' total bytes do not fit in a 64-bit integer", no file, no line. */
   { "budget-sum-overflow.csv", "budget-sum-overflow.csv:3: bytes: the chunks' bytes up to this row add up to more "
                                "than 8 EiB" },

@@ -241,11 +241,16 @@ read_model(const ModelOptions *o, SimTransformer *t, GError **error)
   t->batch = (guint)o->batch;
   t->seq = (guint)o->seq;
   t->master_weights = t->adamw;
-  /* What the options set is named as the options; the rest comes from the
-   * config.json, which every such message names first. */
-  const char *names[SIM_KEY_COUNT] = { [SIM_KEY_TRANSFORMER_BATCH] = "--batch", [SIM_KEY_TRANSFORMER_SEQ] = "--seq",
-                                       [SIM_KEY_TRANSFORMER_ATTENTION] = "--attention",
-                                       [SIM_KEY_TRANSFORMER_DTYPE] = "--dtype", [SIM_KEY_TRANSFORMER_OPS] = "--ops" };
+  /* What the options set is named as the options, the rest as the
+   * config.json's fields (only gpt2's layout has learned positions); every
+   * such message names the config.json first. */
+  const char *names[SIM_KEY_COUNT];
+  sim_hf_config_field_names(t->max_positions > 0, names);
+  names[SIM_KEY_TRANSFORMER_BATCH] = "--batch";
+  names[SIM_KEY_TRANSFORMER_SEQ] = "--seq";
+  names[SIM_KEY_TRANSFORMER_ATTENTION] = "--attention";
+  names[SIM_KEY_TRANSFORMER_DTYPE] = "--dtype";
+  names[SIM_KEY_TRANSFORMER_OPS] = "--ops";
   if (!sim_transformer_validate(t, names, error)) {
     g_prefix_error(error, "%s: ", o->hf_config);
     return FALSE;

@@ -751,6 +751,9 @@ static const struct {
   { "hf-sliding-window.json", "attention: sdpa with the config's sliding_window (8) shorter than seq (16)" },
   { "scenario-p2p-zero.ini", "p2p-zero.ini: [parallel] p2p_bandwidth: expected a positive rate (0 would move "
                              "nothing), got '0'" },
+  /* A million layers of a 1M-hidden model: 12 - 16 s and 1.1 GB built before "more than 4 EiB";
+   * now refused from the fields, naming the one (hf_overflow_is_refused_before_building). */
+  { "hf-4eib-layers.json", "layers: 1000000 layers of at least" },
   /* Three chunks of 4 EiB: "the chunks' total bytes do not fit in a 64-bit integer", no file, no line. */
   { "budget-sum-overflow.csv", "budget-sum-overflow.csv:3: bytes: the chunks' bytes up to this row add up to more "
                                "than 8 EiB" },
@@ -1002,13 +1005,15 @@ START_TEST(hf_configs_agree_in_both_paths)
     ck_assert_msg(m.status == c.status, "%s: offsim model exits %d, [transformer] hf_config %d\n%s%s", json, m.status,
                   c.status, m.err, c.err);
     if (m.status == 2) {
-      /* "offsim: FILE: what" and "offsim: hf.ini: [transformer] hf_config: FILE: what"; or, for
-       * what the options decide, "offsim: FILE: --attention: what" and "offsim: hf.ini:
-       * [transformer] attention: what", an option being the key of its name. */
+      /* "offsim: FILE: KEY: what" and "offsim: hf.ini: [transformer] hf_config: FILE: KEY: what";
+       * or, for what the options decide or the whole shape, "offsim: FILE: --attention: what"
+       * (or "field 'num_hidden_layers': what") and "offsim: hf.ini: [transformer] attention:
+       * what" (or "layers: what"): the same fault after the key, an option's "--" aside. */
       const char *at = strstr(m.err, json);
       ck_assert_ptr_nonnull(at);
-      at += strlen(json) + strspn(at + strlen(json), ": ");
-      g_autoptr(GString) what = g_string_new(at);
+      at = strstr(at + strlen(json) + 1, ": ");
+      ck_assert_ptr_nonnull(at);
+      g_autoptr(GString) what = g_string_new(at + 2);
       g_string_replace(what, "--", "", 0);
       ck_assert_msg(strstr(c.err, what->str), "different faults:\n%s%s", m.err, c.err);
     }
@@ -1102,8 +1107,7 @@ START_TEST(model_errors_name_the_users_file_and_field)
                                      "\"vocab_size\": 1000000000}", -1);
   g_auto(TestRun) big = test_offsim("model", "--hf-config", huge, "--batch", "1024", "--seq", "65536", "--ops", "fused",
                                     NULL);
-  g_autofree char *big_expect = g_strdup_printf("%s: at --batch 1024 --seq 65536: the model's memory adds up to more "
-                                                "than 4 EiB", huge);
+  g_autofree char *big_expect = g_strdup_printf("%s: field 'num_hidden_layers': 1000000 layers of at least", huge);
   assert_model(&big, 2, big_expect);
   g_autofree char *qwen_text = NULL;
   ck_assert(g_file_get_contents(qwen, &qwen_text, NULL, NULL));
@@ -1132,6 +1136,33 @@ START_TEST(messages_name_file_and_key)
   ck_assert_int_eq(start.status, 2);
   ck_assert_msg(strstr(start.err, "scenario-framework-start.ini: [policy.tune] start: framework = torchtune"), "%s",
                 start.err);
+}
+END_TEST
+
+/* A config.json whose model passes 4 EiB is refused from its fields, before a
+ * layer is built: it took 12 - 16 s and 1.1 GB (a million layers built, then
+ * summed).  Through both ways in, each naming the field; and fast, with a
+ * margin for a loaded machine under ASan that the build never had. */
+START_TEST(hf_overflow_is_refused_before_building)
+{
+  const char *json = REGRESS "/hf-4eib-layers.json";
+  gint64 start = g_get_monotonic_time();
+  g_auto(TestRun) m = test_offsim("model", "--hf-config", json, "--batch", "1", "--seq", "16", NULL);
+  assert_model(&m, 2, "hf-4eib-layers.json: field 'num_hidden_layers': 1000000 layers of at least");
+  g_autoptr(TempDir) dir = temp_dir();
+  g_autofree char *scenario = hf_scenario(dir, json);
+  assert_compare(scenario, 2, "hf.ini: [transformer] layers: 1000000 layers of at least");
+  double seconds = (double)(g_get_monotonic_time() - start) / 1e6;
+  ck_assert_msg(seconds < 5, "refused in %.1f s", seconds);
+  /* The attention scores are named too. */
+  SimTransformer t;
+  sim_transformer_defaults(&t);
+  t.hidden = 64, t.layers = 2, t.heads = 65536, t.kv_heads = 1, t.head_dim = 1, t.ffn = 64, t.vocab = 100;
+  t.batch = 1048576, t.seq = 16777216;
+  g_autoptr(GError) error = NULL;
+  ck_assert(!sim_transformer_validate(&t, NULL, &error));
+  assert_input_error(error, "seq: the attention scores (batch x heads x seq^2: 1.93e+25 elements) take more than "
+                            "4 EiB");
 }
 END_TEST
 
@@ -1299,6 +1330,7 @@ main(void)
   tcase_add_test(tc, regression_keep_last_keeps_everything);
   tcase_add_test(tc, trace_reads_as_the_budget_csv);
   tcase_add_test(tc, messages_name_file_and_key);
+  tcase_add_test(tc, hf_overflow_is_refused_before_building);
   tcase_add_test(tc, config_json_nested_100000_deep);
   tcase_add_test(tc, hf_configs_agree_in_both_paths);
   tcase_add_test(tc, model_profile_is_loaded_and_included_from_the_scenario);

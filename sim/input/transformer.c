@@ -173,12 +173,6 @@ check(const SimTransformer *c, gboolean shape_only, const char *const *names, GE
 }
 
 gboolean
-sim_transformer_validate(const SimTransformer *c, const char *const *names, GError **error)
-{
-  return check(c, FALSE, names, error);
-}
-
-gboolean
 sim_transformer_validate_shape(const SimTransformer *c, const char *const *names, GError **error)
 {
   return check(c, TRUE, names, error);
@@ -231,6 +225,50 @@ sim_transformer_parameters(const SimTransformer *c)
   if (c->layers && p.layer > (G_MAXUINT64 - p.embed - p.head) / c->layers)
     return G_MAXUINT64;
   return p.layer * c->layers + p.embed + p.head;
+}
+
+/* What a shape certainly holds, from its fields alone, before anything is
+ * built: a model of a million layers takes seconds and a gigabyte to build,
+ * only for its sum to pass 4 EiB at the end.  Each figure is a part of what
+ * sim_workload_bytes_fit adds up for the built model (its static memory, each
+ * layer's input) or a product the build checks (the score matrices), so a
+ * shape refused here would be refused there, and the message can say
+ * which field makes it so.  Doubles: the sums only need to be compared,
+ * and they pass 2^64 long before they lose that. */
+static gboolean
+memory_fits(const SimTransformer *c, const char *const *names, GError **error)
+{
+#define N(id) name_of(names, SIM_KEY_TRANSFORMER_##id)
+  const double max = (double)SIM_UNITS_MAX_BYTES;
+  Parameters p = parameters_of(c);
+  SimParamBytes per;
+  guint e = sim_dtype_bytes(c->dtype);
+  sim_param_bytes_set(&per, e, c->grads_kept, c->adamw, c->master_weights);
+  double per_param = (double)(per.weight + per.grad + per.state);
+  double input = (double)c->batch * c->seq * c->hidden * e / (c->sp ? c->tp : 1);
+  double layer = (double)p.layer * per_param + input, ends = (double)(p.embed + p.head) * per_param;
+  double scores = (double)c->batch * c->heads * c->seq * c->seq;
+  if (scores > max) {
+    g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "%s: the attention scores (%s x %s x %s^2: %.3g elements) take more "
+                "than 4 EiB", N(SEQ), N(BATCH), N(HEADS), N(SEQ), scores);
+    return FALSE;
+  }
+  /* The embedding and the head alone stay far below (vocab x hidden <= 2^50
+   * parameters): the layers make a model too large. */
+  if (ends + layer * c->layers > max) {
+    g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "%s: %u layers of at least %.3g bytes each (%.3g parameters at %.0f "
+                "bytes, and the layer's input) add up to more than 4 EiB", N(LAYERS), c->layers, layer,
+                (double)p.layer, per_param);
+    return FALSE;
+  }
+  return TRUE;
+#undef N
+}
+
+gboolean
+sim_transformer_validate(const SimTransformer *c, const char *const *names, GError **error)
+{
+  return check(c, FALSE, names, error) && memory_fits(c, names, error);
 }
 
 /* The per-layer geometry, shared by the tensor list and the times. */

@@ -268,7 +268,9 @@ run_common(int argc, char **argv, gboolean compare)
   g_set_prgname(compare ? "offsim compare" : "offsim run");
   g_autoptr(GOptionContext) ctx = g_option_context_new(compare ? "[SCENARIO]  - compare every policy"
                                                                : "[SCENARIO]  - simulate one policy");
-  g_option_context_set_summary(ctx, "SCENARIO is an INI file; without it the embedded default runs.");
+  g_option_context_set_summary(ctx, compare ? "SCENARIO is an INI file; without it the embedded default runs.\n"
+                                              "With --budget the plan's verdict is offsim plan's (offsim plan --help)."
+                                            : "SCENARIO is an INI file; without it the embedded default runs.");
   cli_help_describe(ctx, CLI_EXIT_TOOL);
 
   int status = 0;

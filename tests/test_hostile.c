@@ -754,6 +754,8 @@ static const struct {
   /* A million layers of a 1M-hidden model: 12 - 16 s and 1.1 GB built before "more than 4 EiB";
    * now refused from the fields, naming the one (hf_overflow_is_refused_before_building). */
   { "hf-4eib-layers.json", "layers: 1000000 layers of at least" },
+  /* Runs (policies_that_do_nothing_say_so checks their notes). */
+  { "scenario-policies-that-do-nothing.ini", NULL },
   /* Three chunks of 4 EiB: "the chunks' total bytes do not fit in a 64-bit integer", no file, no line. */
   { "budget-sum-overflow.csv", "budget-sum-overflow.csv:3: bytes: the chunks' bytes up to this row add up to more "
                                "than 8 EiB" },

@@ -84,11 +84,17 @@ sim_evaluate(SimEvaluator *ev, const SimScenario *s, const SimPolicy *policy, co
   SimRun *run = lower_and_run(use->engine, program, s, policy, &engine_options, error);
   if (run == NULL)
     return NULL;
+  SimResult *r;
   if (!detail) {
     g_autoptr(SimRun) borrowed = run;
-    return sim_result_new_parallel(s->name, policy->name, s->workload, &s->parallel, program, borrowed, capacity,
-                                   FALSE);
+    r = sim_result_new_parallel(s->name, policy->name, s->workload, &s->parallel, program, borrowed, capacity, FALSE);
+  } else {
+    r = sim_result_new_parallel(s->name, policy->name, s->workload, &s->parallel, g_steal_pointer(&kept), run, capacity,
+                                TRUE);
   }
-  return sim_result_new_parallel(s->name, policy->name, s->workload, &s->parallel, g_steal_pointer(&kept), run,
-                                 capacity, TRUE);
+  /* A policy that moved and recomputed nothing says why (only then: the
+   * reason walks every layer's tensors). */
+  if (r->d2h_copies == 0 && r->recompute_ms == 0)
+    r->note = sim_lower_policy_note(s->workload, policy, &s->parallel);
+  return r;
 }

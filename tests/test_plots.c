@@ -1008,24 +1008,56 @@ END_TEST
 
 /* ---- temporaries on a signal --------------------------------------------- */
 
-/* Whether `pid` still runs 2 s on.  A process killed as its parent died
- * stays a zombie until init reaps it, which kill(pid, 0) cannot tell from a
- * live one: that is dead too (state Z in /proc). */
-static gboolean
-process_lingers(pid_t pid)
+/* The start time of process `pid` (field 22 of /proc/PID/stat, in clock
+ * ticks since boot), telling it from a later process given the same pid;
+ * 0 when it is gone.  Its state (field 3) in *state. */
+static guint64
+process_start(pid_t pid, char *state)
 {
-  for (guint i = 0; i < 400; i++) {
-    if (kill(pid, 0) != 0)
+  g_autofree char *path = g_strdup_printf("/proc/%d/stat", (int)pid);
+  g_autofree char *stat = NULL;
+  *state = '?';
+  if (!g_file_get_contents(path, &stat, NULL, NULL))
+    return 0;
+  const char *p = strrchr(stat, ')'); /* the command may hold spaces and parentheses */
+  if (p == NULL || p[1] != ' ')
+    return 0;
+  *state = p[2];
+  g_auto(GStrv) fields = g_strsplit(p + 2, " ", -1); /* fields[0] is field 3 */
+  return g_strv_length(fields) > 19 ? g_ascii_strtoull(fields[19], NULL, 10) : 0;
+}
+
+/* Whether the process `pid` that started at `start` still runs after
+ * `seconds`: it is gone as soon as it has exited, been reaped, become a
+ * zombie (killed as its parent died, it waits for init to reap it, which
+ * kill(pid, 0) cannot tell from a live one) or given its pid to a newer
+ * process.  The deadline is generous (a loaded machine under ASan may take
+ * seconds to deliver and act on the kill); the test waits for the condition
+ * itself, not for a fixed time, so a fast machine is not slowed down. */
+static gboolean
+process_lingers(pid_t pid, guint64 start, double seconds)
+{
+  gint64 deadline = g_get_monotonic_time() + (gint64)(seconds * G_USEC_PER_SEC);
+  for (;;) {
+    char state;
+    if (kill(pid, 0) != 0 || process_start(pid, &state) != start || state == 'Z' || state == 'X')
       return FALSE;
-    g_autofree char *path = g_strdup_printf("/proc/%d/stat", (int)pid);
-    g_autofree char *stat = NULL;
-    if (g_file_get_contents(path, &stat, NULL, NULL)) {
-      const char *close = strrchr(stat, ')');
-      if (close && close[1] == ' ' && close[2] == 'Z')
-        return FALSE;
-    }
+    if (g_get_monotonic_time() > deadline)
+      return TRUE;
     g_usleep(5000);
   }
+}
+
+/* Polls until `path` exists or `seconds` have passed. */
+static gboolean
+wait_for_file(const char *path, double seconds)
+{
+  gint64 deadline = g_get_monotonic_time() + (gint64)(seconds * G_USEC_PER_SEC);
+  while (!g_file_test(path, G_FILE_TEST_EXISTS))
+    if (g_get_monotonic_time() > deadline)
+      return FALSE;
+    else
+      g_usleep(5000);
   return TRUE;
 }
 
@@ -1037,7 +1069,8 @@ START_TEST(sigint_during_plot_leaves_no_temporary)
 {
   g_autofree char *dir = test_tmp_dir_new();
   g_autofree char *started = g_build_filename(dir, "gnuplot.pid", NULL);
-  g_autofree char *body = g_strdup_printf("echo $$ > '%s.new' && mv '%s.new' '%s'\nexec sleep 60", started, started,
+  /* It sleeps far past the test's deadlines, so that only offsim's kill can end it in time. */
+  g_autofree char *body = g_strdup_printf("echo $$ > '%s.new' && mv '%s.new' '%s'\nexec sleep 600", started, started,
                                           started);
   g_autofree char *bin = fake_gnuplot(dir, body);
   g_autofree char *path = g_strdup_printf("PATH=%s:%s", bin, g_getenv("PATH"));
@@ -1048,18 +1081,20 @@ START_TEST(sigint_during_plot_leaves_no_temporary)
   g_autoptr(GError) error = NULL;
   ck_assert_msg(g_spawn_async(NULL, argv, envp, G_SPAWN_DO_NOT_REAP_CHILD | G_SPAWN_STDOUT_TO_DEV_NULL, NULL, NULL,
                               &pid, &error), "%s", error ? error->message : "");
-  for (guint i = 0; i < 2000 && !g_file_test(started, G_FILE_TEST_EXISTS); i++)
-    g_usleep(5000);
-  ck_assert_msg(g_file_test(started, G_FILE_TEST_EXISTS), "the stand-in gnuplot never started");
+  ck_assert_msg(wait_for_file(started, 120), "the stand-in gnuplot never started");
+  g_autofree char *text = read_text(started);
+  pid_t gnuplot = (pid_t)atoi(text);
+  char state;
+  guint64 gnuplot_start = process_start(gnuplot, &state);
+  ck_assert_msg(gnuplot_start != 0, "no /proc entry for the stand-in gnuplot %d", (int)gnuplot);
   g_autofree char *during = list_dir(plots);
   ck_assert_uint_eq(count(during, ","), 11); /* 6 charts x 2 formats, all hidden */
   ck_assert_int_eq(kill(pid, SIGINT), 0);
   int status = 0;
   ck_assert_int_eq(waitpid(pid, &status, 0), pid);
   g_spawn_close_pid(pid);
-  g_autofree char *text = read_text(started);
-  pid_t gnuplot = (pid_t)atoi(text);
-  gboolean gnuplot_alive = process_lingers(gnuplot);
+  /* offsim kills gnuplot before it dies; how soon that shows depends on the machine. */
+  gboolean gnuplot_alive = process_lingers(gnuplot, gnuplot_start, 60);
   if (gnuplot_alive)
     kill(gnuplot, SIGKILL);
   ck_assert_msg(WIFSIGNALED(status) && WTERMSIG(status) == SIGINT, "offsim did not die of SIGINT (status %d)", status);

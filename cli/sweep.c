@@ -39,9 +39,9 @@ show_progress(guint done, guint total, gpointer data)
  * keys at their first value): plots/sweep.h.  `g` holds the points the
  * chart reads (Sink, below), not the whole sweep. */
 static gboolean
-draw(const PlannerGrid *g, const char *dir, GError **error)
+draw(const PlannerGrid *g, const char *scenario, const char *dir, GError **error)
 {
-  g_autoptr(PlotsSweep) sweep = plots_sweep_from_grid(g, error);
+  g_autoptr(PlotsSweep) sweep = plots_sweep_from_grid(g, scenario, error);
   g_autoptr(PlotsChart) chart = sweep ? plots_sweep_chart(sweep, "sweep", error) : NULL;
   if (chart == NULL) {
     g_prefix_error(error, "--plot: ");
@@ -192,7 +192,7 @@ sweep_run(const char *path, const SweepOptions *o, GError **error)
   if (!sim_output_stream_commit(sink.out, error))
     return FALSE;
   if (o->plot) {
-    if (!draw(grid, o->plot, error))
+    if (!draw(grid, path, o->plot, error))
       return FALSE;
     g_printerr("plot written to %s%ssweep (.png and .svg)\n", o->plot, g_str_has_suffix(o->plot, "/") ? "" : "/");
   }

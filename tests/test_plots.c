@@ -682,6 +682,18 @@ START_TEST(sweep_draws_a_line_per_policy)
   ck_assert_ptr_nonnull(strstr(c, "set xlabel 'link.h2d_bandwidth (GB/s)'"));
   ck_assert_ptr_nonnull(strstr(c, "set ylabel 'step time (ms)'"));
   ck_assert_ptr_nonnull(strstr(c, "set title 'tiny''s sweep' . \"\\n\" . 'step time as link.h2d_bandwidth varies'"));
+  /* No negative value: both axes from 0 (gnuplot's margins went to -20 ms), a little above the largest. */
+  ck_assert_msg(strstr(c, "set xrange [0:472.5]\n") && strstr(c, "set yrange [0:129.6]\n") && !strstr(c, "offsets"),
+                "%s", c);
+
+  /* Past two decades an axis is logarithmic, and says so. */
+  g_autoptr(PlotsSweep) wide = plots_sweep_new("wide", "link.latency", "\xc2\xb5s", "step time", "ms");
+  g_array_append_vals(wide->x, (double[]){ 1, 10, 100, 1000 }, 4);
+  plots_sweep_add_series(wide, "resident", 4, (double[]){ 5, 5.5, 6, 8 });
+  g_autoptr(PlotsChart) log_chart = plots_sweep_chart(wide, "sweep", &error);
+  const char *l = log_chart->commands->str;
+  ck_assert_msg(strstr(l, "set logscale x\n") && strstr(l, "set xlabel 'link.latency (\xc2\xb5s, log scale)'") &&
+                  !strstr(l, "logscale y") && strstr(l, "set yrange [0:8.64]\n"), "%s", l);
 
   /* A series of the wrong length is refused, not drawn short. */
   plots_sweep_add_series(sweep, "short", 3, (double[]){ 1, 2, 3 });
@@ -717,12 +729,13 @@ START_TEST(sweep_from_a_grid_reads_in_human_units)
   PlannerGridOptions options = { .jobs = 1 };
   g_autoptr(PlannerGrid) grid = planner_grid_run(config, g_steal_pointer(&axes), &options, &error);
   ck_assert_msg(grid != NULL, "%s", error ? error->message : "");
-  g_autoptr(PlotsSweep) sweep = plots_sweep_from_grid(grid, &error);
+  g_autoptr(PlotsSweep) sweep = plots_sweep_from_grid(grid, TINY, &error);
   ck_assert_msg(sweep != NULL, "%s", error ? error->message : "");
   ck_assert_str_eq(sweep->x_unit, "\xc2\xb5s");
   ck_assert_uint_eq(sweep->x->len, 3);
   ck_assert_close(g_array_index(sweep->x, double, 2), 4.5, 1e-12);
-  ck_assert_str_eq(sweep->title, "tiny uniform model");
+  /* The file, not the scenario's name: a name can state a value the sweep changes. */
+  ck_assert_str_eq(sweep->title, "sweep of " TINY);
   ck_assert_uint_eq(sweep->held->len, 1);
   ck_assert_str_eq(g_ptr_array_index(sweep->held, 0), "model.forward = 1ms");
   ck_assert_uint_eq(sweep->series->len, 4);
@@ -737,8 +750,10 @@ START_TEST(sweep_from_a_grid_reads_in_human_units)
   const char *c = chart->commands->str;
   ck_assert_msg(strstr(c, "set xlabel 'link.latency (\xc2\xb5s)'\n"), "%s", c);
   ck_assert_ptr_nonnull(strstr(c, "set ylabel 'step time (ms)'\n"));
-  ck_assert_msg(strstr(c, "set title 'tiny uniform model' . \"\\n\" . 'step time as link.latency varies; held at "
+  ck_assert_msg(strstr(c, "set title 'sweep of " TINY "' . \"\\n\" . 'step time as link.latency varies; held at "
                           "model.forward = 1ms'"), "%s", c);
+  /* A latency sweep's x axis starts at 0, not below it. */
+  ck_assert_msg(strstr(c, "set xrange [0:") && strstr(c, "set yrange [0:"), "%s", c);
   ck_assert(g_str_has_prefix(chart->data->str, "$sweep << EOD\n1 "));
 
   /* Values in different units: the unit that suits their size, never raw
@@ -746,7 +761,7 @@ START_TEST(sweep_from_a_grid_reads_in_human_units)
   g_autoptr(GPtrArray) mixed = g_ptr_array_new_with_free_func((GDestroyNotify)planner_grid_axis_free);
   g_ptr_array_add(mixed, planner_grid_axis_parse("link.h2d_bandwidth=10GB/s,25.6GiB/s", "--set", NULL));
   g_autoptr(PlannerGrid) grid2 = planner_grid_run(config, g_steal_pointer(&mixed), &options, &error);
-  g_autoptr(PlotsSweep) rates = plots_sweep_from_grid(grid2, &error);
+  g_autoptr(PlotsSweep) rates = plots_sweep_from_grid(grid2, TINY, &error);
   ck_assert_str_eq(rates->x_unit, "GB/s");
   ck_assert_close(g_array_index(rates->x, double, 1), 25.6 * 1.073741824, 1e-9);
   ck_assert_uint_eq(rates->held->len, 0);
@@ -757,7 +772,7 @@ START_TEST(sweep_from_a_grid_reads_in_human_units)
   g_autoptr(PlannerGrid) grid3 = planner_grid_run(config, g_steal_pointer(&names), &options, &error);
   ck_assert_msg(grid3 != NULL, "%s", error ? error->message : "");
   g_autoptr(GError) bad = NULL;
-  ck_assert_ptr_null(plots_sweep_from_grid(grid3, &bad));
+  ck_assert_ptr_null(plots_sweep_from_grid(grid3, TINY, &bad));
   ck_assert(g_error_matches(bad, SIM_ERROR, SIM_ERROR_INPUT));
   ck_assert_msg(strstr(bad->message, "policy.async.pinned") && strstr(bad->message, "'pooled'"), "%s", bad->message);
 }
@@ -776,7 +791,7 @@ START_TEST(sweep_plot_shows_units_and_held_values)
   g_autofree char *svg = read_text(svg_path);
   ck_assert_msg(strstr(svg, ">link.latency (\xc2\xb5s)<") != NULL, "no unit on the x axis");
   ck_assert_msg(strstr(svg, "held at model.forward = 1ms<") != NULL, "the held value is not shown");
-  ck_assert_msg(strstr(svg, ">tiny uniform model<") != NULL, "no title");
+  ck_assert_msg(strstr(svg, ">sweep of " TINY "<") != NULL, "no title");
 }
 END_TEST
 

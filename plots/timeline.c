@@ -352,7 +352,10 @@ plots_timeline_write(const SimResult *r, const char *option, const char *path, G
   if (spans == NULL)
     return FALSE;
   const SimProgram *p = r->program;
-  g_autoptr(GString) out = g_string_new("stream,op,layer,phase,start_ms,end_ms,bytes\n");
+  /* A pipeline runs each layer once per micro-batch: its rows say which. */
+  gboolean mbs = sim_program_has_microbatches(p);
+  g_autoptr(GString) out = g_string_new(mbs ? "stream,op,layer,microbatch,phase,start_ms,end_ms,bytes\n"
+                                            : "stream,op,layer,phase,start_ms,end_ms,bytes\n");
   for (guint i = 0; i < spans->spans->len; i++) {
     const PlotsSpan *span = &g_array_index(spans->spans, PlotsSpan, i);
     const SimOp *op = sim_program_op(p, span->op);
@@ -364,6 +367,11 @@ plots_timeline_write(const SimResult *r, const char *option, const char *path, G
     g_string_append_c(out, ',');
     if (span->layer != SIM_NO_LAYER)
       g_string_append_printf(out, "%d", span->layer);
+    gint32 mb = mbs ? sim_program_op_microbatch(p, span->op) : -1;
+    if (mbs)
+      g_string_append_c(out, ',');
+    if (mb >= 0)
+      g_string_append_printf(out, "%d", mb);
     g_string_append_printf(out, ",%s,", sim_phase_name(op->phase));
     sim_output_number(out, span->start * 1e3);
     g_string_append_c(out, ',');

@@ -1651,6 +1651,62 @@ START_TEST(pipeline_scenario_draws_and_exports)
 }
 END_TEST
 
+/* A pipeline runs each layer once per micro-batch: the timeline CSV's
+ * `microbatch` column and the trace's `microbatch` arg (and slice name) tell
+ * the eight "forward, layer 0" of stage 0 apart; ops at the step's end (the
+ * optimizer, a replica's reductions) belong to none.  A single GPU's
+ * exports keep their columns. */
+START_TEST(pipeline_exports_name_the_microbatch)
+{
+  g_autofree char *dir = test_tmp_dir_new();
+  const char *ini = OFFSIM_SCENARIOS "/pipeline-tiny.ini";
+  g_auto(TestRun) run = test_offsim_in(dir, "run", ini, "--policy", "offload", "--timeline", "timeline.csv",
+                                       "--trace", "trace.json", NULL);
+  ck_assert_msg(run.status == 0, "exit %d: %s", run.status, run.err);
+  g_autofree char *timeline_path = g_build_filename(dir, "timeline.csv", NULL);
+  g_autofree char *timeline = read_text(timeline_path);
+  ck_assert(g_str_has_prefix(timeline, "stream,op,layer,microbatch,phase,start_ms,end_ms,bytes\n"));
+  for (guint mb = 0; mb < 8; mb++) {
+    g_autofree char *forward = g_strdup_printf("\nstage 0 compute,forward,0,%u,forward,", mb);
+    g_autofree char *backward = g_strdup_printf("\nstage 3 compute,backward,7,%u,backward,", mb);
+    ck_assert_msg(count(timeline, forward) == 1 && count(timeline, backward) == 1, "micro-batch %u", mb);
+  }
+  ck_assert_uint_eq(count(timeline, "\nstage 0 compute,forward,0,"), 8);
+  g_autofree char *trace_path = g_build_filename(dir, "trace.json", NULL);
+  g_autofree char *trace = read_text(trace_path);
+  ck_assert_uint_eq(count(trace, "\"name\":\"forward L0 mb "), 8);
+  ck_assert_ptr_nonnull(strstr(trace, "\"name\":\"forward L0 mb 7\""));
+  ck_assert_ptr_nonnull(strstr(trace, "\"microbatch\":7"));
+
+  g_auto(TestRun) one = test_offsim_in(dir, "run", TINY, "--timeline", "one.csv", "--trace", "one.json", NULL);
+  ck_assert_msg(one.status == 0, "%s", one.err);
+  g_autofree char *one_path = g_build_filename(dir, "one.csv", NULL);
+  g_autofree char *one_csv = read_text(one_path);
+  ck_assert(g_str_has_prefix(one_csv, "stream,op,layer,phase,start_ms,end_ms,bytes\n"));
+  g_autofree char *one_json_path = g_build_filename(dir, "one.json", NULL);
+  g_autofree char *one_json = read_text(one_json_path);
+  ck_assert_ptr_null(strstr(one_json, "microbatch"));
+
+  /* Through the library: every op of an item is its micro-batch's, the optimizer's none. */
+  g_autoptr(SimScenario) s = pipeline("1f1b");
+  g_autoptr(SimResult) r = test_evaluate(s, "offload");
+  const SimProgram *p = r->program;
+  ck_assert(sim_program_has_microbatches(p));
+  guint counted[4] = { 0 };
+  for (guint32 i = 0; i < p->n_ops; i++) {
+    const SimOp *op = sim_program_op(p, i);
+    gint32 mb = sim_program_op_microbatch(p, i);
+    ck_assert_int_lt(mb, 4);
+    if (op->kind == SIM_OP_COMPUTE && op->phase == SIM_PHASE_FORWARD && op->layer == 0) {
+      ck_assert_int_ge(mb, 0);
+      counted[mb]++;
+    }
+  }
+  for (guint mb = 0; mb < 4; mb++)
+    ck_assert_uint_eq(counted[mb], 1);
+}
+END_TEST
+
 static Suite *
 plots_suite(void)
 {
@@ -1702,6 +1758,7 @@ plots_suite(void)
   tcase_add_test(gpus, pipeline_trace_has_a_process_per_gpu);
   tcase_add_test(gpus, pipeline_memory_follows_each_gpu);
   tcase_add_test(gpus, pipeline_scenario_draws_and_exports);
+  tcase_add_test(gpus, pipeline_exports_name_the_microbatch);
   suite_add_tcase(s, gpus);
   return s;
 }

@@ -861,22 +861,38 @@ END_TEST
 
 /* A scenario named to break out of its string runs nothing, creates no
  * file, and shows in the picture as the text it is. */
+/* After `r` ran in `dir`: it succeeded, `dir` holds `listing`, and the
+ * text of the SVG `svg` (a path under `dir`). */
+static char *
+drawn_svg(const TestRun *r, const char *dir, const char *listing, const char *svg)
+{
+  ck_assert_msg(r->status == 0, "exit %d: %s", r->status, r->err);
+  g_autofree char *files = list_dir(dir);
+  ck_assert_str_eq(files, listing);
+  g_autofree char *path = g_build_filename(dir, svg, NULL);
+  return read_text(path);
+}
+
+/* tiny.ini under `file` in `dir`, with `more` after its include. */
+static void
+tiny_in(const char *dir, const char *file, const char *more)
+{
+  g_autofree char *ini = g_strdup_printf("[scenario]\ninclude = %s\n%s", TINY, more);
+  g_autofree char *path = g_build_filename(dir, file, NULL);
+  ck_assert(g_file_set_contents(path, ini, -1, NULL));
+}
+
 START_TEST(hostile_scenario_name_is_drawn_literally)
 {
   NEEDS_GNUPLOT();
   g_autofree char *dir = test_tmp_dir_new();
   const char *name = "evil `touch BQ` $(touch DOLLAR) it's \"dq\" x_1^2 @y {z} '; system('touch SYSTEM'); print '";
-  g_autofree char *ini = g_strdup_printf("[scenario]\nname = %s\ninclude = %s\n", name, TINY);
-  g_autofree char *path = g_build_filename(dir, "evil.ini", NULL);
-  ck_assert(g_file_set_contents(path, ini, -1, NULL));
+  g_autofree char *named = g_strdup_printf("name = %s\n", name);
+  tiny_in(dir, "evil.ini", named);
 
   g_auto(TestRun) r = test_offsim_in(dir, "compare", "evil.ini", "--plot", "plots", "--plot-format", "svg",
                                      "--plot-script", "evil.gp", NULL);
-  ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err);
-  g_autofree char *files = list_dir(dir);
-  ck_assert_str_eq(files, "evil.gp,evil.ini,plots");
-  g_autofree char *svg_path = g_build_filename(dir, "plots", "memory.svg", NULL);
-  g_autofree char *svg = read_text(svg_path);
+  g_autofree char *svg = drawn_svg(&r, dir, "evil.gp,evil.ini,plots", "plots/memory.svg");
   ck_assert_msg(strstr(svg, ">evil `touch BQ` $(touch DOLLAR) it's \"dq\" x_1^2 @y {z} '; system('touch SYSTEM'); "
                             "print '<") != NULL, "the name is not in the picture as typed");
   g_autofree char *script_path = g_build_filename(dir, "evil.gp", NULL);
@@ -903,6 +919,16 @@ START_TEST(hostile_scenario_name_is_drawn_literally)
   g_autofree char *cwd = g_get_current_dir();
   g_autofree char *injected = g_build_filename(cwd, "INJECTED.png", NULL);
   ck_assert(!g_file_test(injected, G_FILE_TEST_EXISTS));
+
+  /* The sweep's chart too: a policy's name in its key, the swept file's name in the title. */
+  tiny_in(dir, "it's `x`.ini", "[policy.evil `touch BQ` it's $(touch D) '; system('touch S'); print ']\nkind = offload\n");
+  g_auto(TestRun) sweep = test_offsim_in(dir, "sweep", "it's `x`.ini", "--set", "link.latency=1us,2us", "--jobs", "1",
+                                         "--plot", "swept", NULL);
+  g_autofree char *sweep_svg = drawn_svg(&sweep, dir, "evil.gp,evil.ini,it's `x`.ini,newline,plots,swept",
+                                         "swept/sweep.svg");
+  ck_assert_msg(strstr(sweep_svg, ">sweep of it's `x`.ini<"), "the file name is not in the title as typed");
+  ck_assert_msg(strstr(sweep_svg, ">evil `touch BQ` it's $(touch D) '; system('touch S'); print '<"),
+                "the policy is not in the legend as typed");
 }
 END_TEST
 
@@ -1707,6 +1733,76 @@ START_TEST(pipeline_exports_name_the_microbatch)
 }
 END_TEST
 
+/* Which GPUs a picture draws: all up to the limit, then replica 0 of each
+ * stage, then that many stages spread evenly, the first and the last. */
+START_TEST(pictures_pick_their_gpus)
+{
+  gboolean drawn[256];
+  char *note = NULL;
+  ck_assert_uint_eq(plots_spans_pick_gpus(8, 4, 16, drawn, &note), 8);
+  ck_assert_ptr_null(note);
+  for (guint g = 0; g < 8; g++)
+    ck_assert(drawn[g]);
+  ck_assert_uint_eq(plots_spans_pick_gpus(256, 8, 16, drawn, &note), 8);
+  ck_assert_str_eq(note, "replica 0 of each of the 8 stages drawn, of 256 GPUs (dp = 32: the replicas of a stage "
+                         "run the same step)");
+  g_clear_pointer(&note, g_free);
+  for (guint g = 0; g < 256; g++)
+    ck_assert_msg(drawn[g] == (g % 32 == 0), "GPU %u", g);
+  ck_assert_uint_eq(plots_spans_pick_gpus(256, 256, 4, drawn, &note), 4);
+  ck_assert_str_eq(note, "4 of the 256 stages drawn (0, 85, 170, 255)");
+  g_clear_pointer(&note, g_free);
+  ck_assert_uint_eq(plots_spans_pick_gpus(128, 64, 3, drawn, &note), 3);
+  ck_assert_str_eq(note, "3 of the 64 stages drawn (0, 31, 63), replica 0 of each");
+  ck_assert(drawn[0] && drawn[62] && drawn[126] && !drawn[1]);
+  g_free(note);
+}
+END_TEST
+
+/* pp 8 x dp 32: the timeline was 1400 x 24,706 pixels (viewers refuse it)
+ * and the memory chart had 256 legend entries.  Replica 0 of each stage is
+ * drawn, and each picture says so. */
+START_TEST(pictures_stay_readable_at_256_gpus)
+{
+  g_autoptr(SimScenario) s = test_scenario_from_text(
+    "[scenario]\nname = big\n[device]\nmemory = 80GiB\n[link]\nh2d_bandwidth = 10GB/s\nd2h_bandwidth = 10GB/s\n"
+    "[model]\nlayers = 16\nforward = 1ms\ninput = 8MiB\ntensors = a:40MiB\n"
+    "[parallel]\npp = 8\ndp = 32\nmicrobatches = 8\n[policy.offload]\nkind = offload\nkeep_last = 0\n");
+  g_autoptr(SimResult) r = test_evaluate(s, "offload");
+  g_autoptr(GError) error = NULL;
+  g_autoptr(PlotsChart) timeline = plots_timeline_chart(r, "timeline", 0, &error);
+  ck_assert_msg(timeline != NULL, "%s", error ? error->message : "");
+  ck_assert_uint_le(timeline->height, 2200);
+  const char *t = timeline->commands->str;
+  ck_assert_msg(strstr(t, "'stage 7.0 compute'") && !strstr(t, "'stage 7.1 compute'") &&
+                  strstr(t, "replica 0 of each of the 8 stages drawn, of 256 GPUs"), "%s", t);
+  GPtrArray *results = g_ptr_array_new();
+  g_ptr_array_add(results, r);
+  g_autoptr(PlotsChart) memory = plots_memory_chart(results, s->machine.device.memory, "memory", &error);
+  g_ptr_array_unref(results);
+  ck_assert_msg(memory != NULL, "%s", error ? error->message : "");
+  const char *m = memory->commands->str;
+  ck_assert_uint_eq(count(m, "with steps lt"), 2 * 8); /* device and host curve of each GPU drawn */
+  ck_assert_uint_le(memory->height, 1200);
+  ck_assert_msg(strstr(m, "replica 0 of each of the 8 stages drawn") && strstr(m, "device peak of each GPU drawn: "),
+                "%s", m);
+}
+END_TEST
+
+/* The trade-off panel's legend sat on its axis label when no bar name was
+ * slanted (the pipeline's): a line between them. */
+START_TEST(comparison_legend_clears_the_axis_label)
+{
+  g_autoptr(SimScenario) s = pipeline("1f1b");
+  g_autoptr(GPtrArray) results = g_ptr_array_new_with_free_func((GDestroyNotify)sim_result_free);
+  g_ptr_array_add(results, test_evaluate(s, "resident"));
+  g_ptr_array_add(results, test_evaluate(s, "offload"));
+  g_autoptr(PlotsChart) chart = plots_comparison_chart(results, s->machine.device.memory, "comparison");
+  /* Two legend rows (the front and two policies, two a row), the tick labels, the axis label and a gap. */
+  ck_assert_msg(strstr(chart->commands->str, "set bmargin 6\n"), "%s", chart->commands->str);
+}
+END_TEST
+
 static Suite *
 plots_suite(void)
 {
@@ -1759,6 +1855,9 @@ plots_suite(void)
   tcase_add_test(gpus, pipeline_memory_follows_each_gpu);
   tcase_add_test(gpus, pipeline_scenario_draws_and_exports);
   tcase_add_test(gpus, pipeline_exports_name_the_microbatch);
+  tcase_add_test(gpus, pictures_pick_their_gpus);
+  tcase_add_test(gpus, pictures_stay_readable_at_256_gpus);
+  tcase_add_test(gpus, comparison_legend_clears_the_axis_label);
   suite_add_tcase(s, gpus);
   return s;
 }

@@ -266,7 +266,8 @@ for f in $(comm -12 "$work/golden.list" "$work/actual.list"); do
 done
 if [ "$differ" -gt 0 ]; then
   # Every output in full, the large ones included, for a closer look.
-  keep=${TMPDIR:-/tmp}/offsim-golden-actual
+  # One folder per part: parts run side by side under CTest.
+  keep=${TMPDIR:-/tmp}/offsim-golden-actual${part:+-$part}
   rm -rf "$keep" && cp -R "$work/run/out" "$keep"
   echo "golden: this build's outputs, in full, are in $keep"
   echo "golden: $differ outputs differ from tests/data/golden (re-record only for an intended, explained change: $0 OFFSIM_BINARY REPO_ROOT --record)"

@@ -101,6 +101,7 @@ bench_engine(const BenchOptions *o, BenchFigures *f, GError **error)
     f->engine_heap_ops = run->heap_ops;
   }
   f->events_per_sec = median(rates, o->repeats);
+  f->engine_runs = o->repeats;
   return TRUE;
 }
 
@@ -171,17 +172,19 @@ bench_step(const BenchOptions *o, BenchFigures *f, GError **error)
 {
   /* A step is short: ten times the repeats, so the median is steady. */
   guint64 bytes, events;
-  if (!time_steps(96, 10 * o->repeats, &f->step_96x32_ms, &f->step_96x32_ops, &bytes, error))
+  f->step_runs = 10 * o->repeats;
+  f->step_64gpu_runs = o->repeats;
+  if (!time_steps(96, f->step_runs, &f->step_96x32_ms, &f->step_96x32_ops, &bytes, error))
     return FALSE;
   /* The planner's 96-layer transformer, op by op, under async offload. */
   g_autofree char *text = g_strconcat(plan_scenario, "[policy.async]\nkind = offload\n", NULL);
-  if (!time_text(text, 10 * o->repeats, &f->step_96_ops_ms, &f->step_96_ops_ops, &bytes, &events, error))
+  if (!time_text(text, f->step_runs, &f->step_96_ops_ms, &f->step_96_ops_ops, &bytes, &events, error))
     return FALSE;
   /* And on 64 GPUs: its tensor-parallel collectives in every layer, the
    * pipeline's sends, the replicas' gradient buckets and weight gathers. */
   g_autofree char *gpus = g_strconcat(plan_scenario, "[parallel]\npp = 4\ndp = 2\nmicrobatches = 8\nsharding = optimizer\n",
                                       "[policy.async]\nkind = offload\n", NULL);
-  return time_text(gpus, o->repeats, &f->step_64gpu_ms, &f->step_64gpu_ops, &bytes, &events, error);
+  return time_text(gpus, f->step_64gpu_runs, &f->step_64gpu_ms, &f->step_64gpu_ops, &bytes, &events, error);
 }
 
 /* GPT-3 175B shapes, 96 layers, TP 8 with SP, on an 80 GiB-class link. */
@@ -216,6 +219,7 @@ bench_plan(const BenchOptions *o, BenchFigures *f, GError **error)
     f->plan_96_optimal = plan->optimal;
   }
   f->plan_96_ms = median(ms, repeats);
+  f->plan_96_runs = repeats;
   return TRUE;
 }
 
@@ -228,8 +232,8 @@ bench_scale(const BenchOptions *o, BenchFigures *f, GError **error)
   f->scale_rows = o->quick ? G_N_ELEMENTS(quick) : G_N_ELEMENTS(full);
   for (guint k = 0; k < f->scale_rows; k++) {
     f->scale_layers[k] = layers[k];
-    guint repeats = MAX(1u, k == 0 ? o->repeats : o->repeats >> (k + 1));
-    if (!time_steps(layers[k], repeats, &f->scale_ms[k], &f->scale_ops[k], &f->scale_bytes[k], error))
+    f->scale_runs[k] = MAX(1u, k == 0 ? o->repeats : o->repeats >> (k + 1));
+    if (!time_steps(layers[k], f->scale_runs[k], &f->scale_ms[k], &f->scale_ops[k], &f->scale_bytes[k], error))
       return FALSE;
   }
   return TRUE;
@@ -255,10 +259,11 @@ bench_gpus(const BenchOptions *o, BenchFigures *f, GError **error)
   static const guint full[] = { 1, 2, 4, 8, 16 }, quick[] = { 1, 2 };
   const guint *dp = o->quick ? quick : full;
   f->gpu_rows = o->quick ? G_N_ELEMENTS(quick) : G_N_ELEMENTS(full);
+  f->gpu_runs = o->repeats;
   for (guint k = 0; k < f->gpu_rows; k++) {
     g_autofree char *text = bench_pipeline_text(dp[k]);
     guint64 bytes;
-    if (!time_text(text, MAX(1u, o->repeats), &f->gpu_ms[k], &f->gpu_ops[k], &bytes, &f->gpu_events[k], error))
+    if (!time_text(text, f->gpu_runs, &f->gpu_ms[k], &f->gpu_ops[k], &bytes, &f->gpu_events[k], error))
       return FALSE;
     f->gpu_count[k] = 4 * dp[k];
   }
@@ -296,6 +301,7 @@ bench_sweep(const BenchOptions *o, BenchFigures *f, GError **error)
     rates[r] = grid->points->len / (t1 - t0);
   }
   f->sweep_points_per_sec = median(rates, repeats);
+  f->sweep_runs = repeats;
   f->sweep_jobs = o->jobs ? o->jobs : g_get_num_processors();
   return TRUE;
 }
@@ -305,10 +311,11 @@ bench_run(const BenchOptions *options, BenchFigures *f, GError **error)
 {
   static const struct {
     const char *name;
+    BenchFigure bit;
     gboolean (*run)(const BenchOptions *, BenchFigures *, GError **);
   } figures[] = {
-    { "engine", bench_engine }, { "step", bench_step }, { "plan", bench_plan }, { "sweep", bench_sweep },
-    { "scale", bench_scale }, { "gpus", bench_gpus },
+    { "engine", BENCH_ENGINE, bench_engine }, { "step", BENCH_STEP, bench_step }, { "plan", BENCH_PLAN, bench_plan },
+    { "sweep", BENCH_SWEEP, bench_sweep },    { "scale", BENCH_SCALE, bench_scale }, { "gpus", BENCH_GPUS, bench_gpus },
   };
   BenchOptions o = *options;
   o.repeats = MAX(1u, o.repeats);
@@ -320,6 +327,7 @@ bench_run(const BenchOptions *options, BenchFigures *f, GError **error)
     known = TRUE;
     if (!figures[i].run(&o, f, error))
       return FALSE;
+    f->ran |= figures[i].bit;
   }
   if (!known) {
     g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "%s: expected engine, step, plan, sweep, scale or gpus, got '%s'", o.only_option,

@@ -31,21 +31,40 @@ G_BEGIN_DECLS
 /* Rows of the gpus figure at most. */
 #define BENCH_GPU_ROWS 5
 
+/* The figures, as bits of BenchFigures.ran. */
+typedef enum {
+  BENCH_ENGINE = 1 << 0,
+  BENCH_STEP = 1 << 1,
+  BENCH_PLAN = 1 << 2,
+  BENCH_SWEEP = 1 << 3,
+  BENCH_SCALE = 1 << 4,
+  BENCH_GPUS = 1 << 5,
+} BenchFigure;
+
+/* Each median's runs are counted beside it (`*_runs`): they differ by
+ * figure, since a step is short (ten times the repeats), a plan or a sweep
+ * long (half) and the large scale rows longer still (fewer as they grow). */
 typedef struct {
+  guint ran; /* BenchFigure bits: what ran (--only); the other fields are 0 */
   double events_per_sec;
+  guint engine_runs;
   guint64 engine_events;  /* events in the synthetic program */
   guint64 engine_heap_ops;
   double step_96x32_ms;
   guint step_96x32_ops;
   double step_96_ops_ms;   /* a generated 96-layer transformer, op by op, lowered and run */
   guint step_96_ops_ops;
+  guint step_runs;         /* behind both */
   double step_64gpu_ms;    /* the same model on 64 GPUs: tp 8 x pp 4 x dp 2, 8 micro-batches, ZeRO-1 */
   guint step_64gpu_ops;
+  guint step_64gpu_runs;
   double plan_96_ms;
+  guint plan_96_runs;
   guint64 plan_96_evaluations;
   double plan_96_gap;           /* the plan over its lower bound, minus 1 */
   gboolean plan_96_optimal;     /* proven optimal by the exact search */
   double sweep_points_per_sec;
+  guint sweep_runs;
   guint sweep_points;
   guint sweep_jobs;
   /* Scaling: one async step of L layers x 32 tensors, L = 100, 10^4, 10^5
@@ -55,13 +74,15 @@ typedef struct {
   double scale_ms[BENCH_SCALE_ROWS];
   guint scale_ops[BENCH_SCALE_ROWS];
   guint64 scale_bytes[BENCH_SCALE_ROWS]; /* program + run storage */
+  guint scale_runs[BENCH_SCALE_ROWS];
   /* GPUs: one step of the pipeline at 4, 8, 16, 32 and 64 GPUs (4 and 8 with quick). */
   guint gpu_rows;
   guint gpu_count[BENCH_GPU_ROWS];
   double gpu_ms[BENCH_GPU_ROWS];
   guint64 gpu_events[BENCH_GPU_ROWS];
   guint gpu_ops[BENCH_GPU_ROWS];
-  guint repeats;
+  guint gpu_runs;
+  guint repeats; /* --repeats, from which the runs follow */
 } BenchFigures;
 
 typedef struct {

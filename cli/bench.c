@@ -11,108 +11,127 @@
 #define OFFSIM_BUILD_TYPE "unknown"
 #endif
 
+/* Only the figures that ran (--only), each with the runs behind its median. */
+static char *
+bench_json(const BenchFigures *f, const char *cpu, guint cores)
+{
+  g_autoptr(JsonObject) o = json_object_new();
+  if (f->ran & BENCH_ENGINE) {
+    json_object_set_double_member(o, "events_per_sec", f->events_per_sec);
+    json_object_set_int_member(o, "engine_runs", f->engine_runs);
+    json_object_set_int_member(o, "engine_events", (gint64)f->engine_events);
+    json_object_set_int_member(o, "engine_heap_ops", (gint64)f->engine_heap_ops);
+  }
+  if (f->ran & BENCH_STEP) {
+    json_object_set_double_member(o, "step_96x32_ms", f->step_96x32_ms);
+    json_object_set_int_member(o, "step_96x32_ops", f->step_96x32_ops);
+    json_object_set_double_member(o, "step_96_ops_ms", f->step_96_ops_ms);
+    json_object_set_int_member(o, "step_96_ops_ops", f->step_96_ops_ops);
+    json_object_set_int_member(o, "step_runs", f->step_runs);
+    json_object_set_double_member(o, "step_64gpu_ms", f->step_64gpu_ms);
+    json_object_set_int_member(o, "step_64gpu_ops", f->step_64gpu_ops);
+    json_object_set_int_member(o, "step_64gpu_runs", f->step_64gpu_runs);
+  }
+  if (f->ran & BENCH_PLAN) {
+    json_object_set_double_member(o, "plan_96_ms", f->plan_96_ms);
+    json_object_set_int_member(o, "plan_96_runs", f->plan_96_runs);
+    json_object_set_int_member(o, "plan_96_evaluations", (gint64)f->plan_96_evaluations);
+    json_object_set_double_member(o, "plan_96_gap", f->plan_96_gap);
+    json_object_set_boolean_member(o, "plan_96_optimal", f->plan_96_optimal);
+  }
+  if (f->ran & BENCH_SWEEP) {
+    json_object_set_double_member(o, "sweep_points_per_sec", f->sweep_points_per_sec);
+    json_object_set_int_member(o, "sweep_runs", f->sweep_runs);
+    json_object_set_int_member(o, "sweep_points", f->sweep_points);
+    json_object_set_int_member(o, "sweep_jobs", f->sweep_jobs);
+  }
+  for (guint k = 0; k < f->scale_rows; k++) {
+    g_autofree char *name = g_strdup_printf("scale_%u_layers", f->scale_layers[k]);
+    JsonObject *row = json_object_new();
+    json_object_set_double_member(row, "ms", f->scale_ms[k]);
+    json_object_set_int_member(row, "runs", f->scale_runs[k]);
+    json_object_set_int_member(row, "ops", f->scale_ops[k]);
+    json_object_set_int_member(row, "bytes", (gint64)f->scale_bytes[k]);
+    json_object_set_object_member(o, name, row);
+  }
+  for (guint k = 0; k < f->gpu_rows; k++) {
+    g_autofree char *name = g_strdup_printf("gpus_%u", f->gpu_count[k]);
+    JsonObject *row = json_object_new();
+    json_object_set_double_member(row, "ms", f->gpu_ms[k]);
+    json_object_set_int_member(row, "runs", f->gpu_runs);
+    json_object_set_int_member(row, "events", (gint64)f->gpu_events[k]);
+    json_object_set_int_member(row, "ops", f->gpu_ops[k]);
+    json_object_set_object_member(o, name, row);
+  }
+  json_object_set_int_member(o, "repeats", f->repeats);
+  json_object_set_string_member(o, "cpu", cpu);
+  json_object_set_int_member(o, "cores", cores);
+  json_object_set_string_member(o, "build_type", OFFSIM_BUILD_TYPE);
+  g_autoptr(JsonNode) root = json_node_init_object(json_node_alloc(), o);
+  return cli_report_json_to_string(root);
+}
+
+/* A figure's runs, as its line says them. */
+static char *
+runs_words(guint runs)
+{
+  return runs == 1 ? g_strdup("1 run") : g_strdup_printf("median of %u runs", runs);
+}
+
 static char *
 bench_format(const BenchFigures *f, CliFormat format)
 {
   g_autofree char *cpu = bench_cpu_model();
   guint cores = g_get_num_processors();
-  if (format == CLI_FORMAT_JSON) {
-    g_autoptr(JsonBuilder) b = json_builder_new();
-    json_builder_begin_object(b);
-    json_builder_set_member_name(b, "events_per_sec");
-    json_builder_add_double_value(b, f->events_per_sec);
-    json_builder_set_member_name(b, "step_96x32_ms");
-    json_builder_add_double_value(b, f->step_96x32_ms);
-    json_builder_set_member_name(b, "step_96_ops_ms");
-    json_builder_add_double_value(b, f->step_96_ops_ms);
-    json_builder_set_member_name(b, "step_64gpu_ms");
-    json_builder_add_double_value(b, f->step_64gpu_ms);
-    json_builder_set_member_name(b, "plan_96_ms");
-    json_builder_add_double_value(b, f->plan_96_ms);
-    json_builder_set_member_name(b, "sweep_points_per_sec");
-    json_builder_add_double_value(b, f->sweep_points_per_sec);
-    json_builder_set_member_name(b, "engine_events");
-    json_builder_add_int_value(b, (gint64)f->engine_events);
-    json_builder_set_member_name(b, "engine_heap_ops");
-    json_builder_add_int_value(b, (gint64)f->engine_heap_ops);
-    json_builder_set_member_name(b, "step_96x32_ops");
-    json_builder_add_int_value(b, f->step_96x32_ops);
-    json_builder_set_member_name(b, "plan_96_evaluations");
-    json_builder_add_int_value(b, (gint64)f->plan_96_evaluations);
-    json_builder_set_member_name(b, "plan_96_gap");
-    json_builder_add_double_value(b, f->plan_96_gap);
-    json_builder_set_member_name(b, "plan_96_optimal");
-    json_builder_add_boolean_value(b, f->plan_96_optimal);
-    json_builder_set_member_name(b, "sweep_points");
-    json_builder_add_int_value(b, f->sweep_points);
-    json_builder_set_member_name(b, "sweep_jobs");
-    json_builder_add_int_value(b, f->sweep_jobs);
-    for (guint k = 0; k < f->scale_rows; k++) {
-      g_autofree char *name = g_strdup_printf("scale_%u_layers", f->scale_layers[k]);
-      json_builder_set_member_name(b, name);
-      json_builder_begin_object(b);
-      json_builder_set_member_name(b, "ms");
-      json_builder_add_double_value(b, f->scale_ms[k]);
-      json_builder_set_member_name(b, "ops");
-      json_builder_add_int_value(b, f->scale_ops[k]);
-      json_builder_set_member_name(b, "bytes");
-      json_builder_add_int_value(b, (gint64)f->scale_bytes[k]);
-      json_builder_end_object(b);
-    }
-    for (guint k = 0; k < f->gpu_rows; k++) {
-      g_autofree char *name = g_strdup_printf("gpus_%u", f->gpu_count[k]);
-      json_builder_set_member_name(b, name);
-      json_builder_begin_object(b);
-      json_builder_set_member_name(b, "ms");
-      json_builder_add_double_value(b, f->gpu_ms[k]);
-      json_builder_set_member_name(b, "events");
-      json_builder_add_int_value(b, (gint64)f->gpu_events[k]);
-      json_builder_set_member_name(b, "ops");
-      json_builder_add_int_value(b, f->gpu_ops[k]);
-      json_builder_end_object(b);
-    }
-    json_builder_set_member_name(b, "repeats");
-    json_builder_add_int_value(b, f->repeats);
-    json_builder_set_member_name(b, "cpu");
-    json_builder_add_string_value(b, cpu);
-    json_builder_set_member_name(b, "cores");
-    json_builder_add_int_value(b, cores);
-    json_builder_set_member_name(b, "build_type");
-    json_builder_add_string_value(b, OFFSIM_BUILD_TYPE);
-    json_builder_end_object(b);
-    g_autoptr(JsonNode) root = json_builder_get_root(b);
-    return cli_report_json_to_string(root);
-  }
+  if (format == CLI_FORMAT_JSON)
+    return bench_json(f, cpu, cores);
+  /* The runs differ by figure (bench.h): each line says its own. */
   GString *out = g_string_new(NULL);
-  g_string_append_printf(out, "machine: %s, %u cores; build %s; medians of %u runs\n\n"
-                              "events_per_sec        %14.0f   (%" G_GUINT64_FORMAT " events, %" G_GUINT64_FORMAT
-                              " heap operations)\n"
-                              "step_96x32_ms         %14.3f   (%u ops, lowered and run)\n"
-                              "step_96_ops_ms        %14.3f   (%u ops: a 96-layer transformer op by op)\n"
-                              "step_64gpu_ms         %14.3f   (%u ops: the same on tp 8 x pp 4 x dp 2)\n"
-                              "plan_96_ms            %14.1f   (%" G_GUINT64_FORMAT " simulations, gap %.3f %%%s)\n"
-                              "sweep_points_per_sec  %14.0f   (%u points, %u threads)\n",
-                         cpu, cores, OFFSIM_BUILD_TYPE, f->repeats, f->events_per_sec, f->engine_events,
-                         f->engine_heap_ops, f->step_96x32_ms, f->step_96x32_ops, f->step_96_ops_ms,
-                         f->step_96_ops_ops, f->step_64gpu_ms, f->step_64gpu_ops, f->plan_96_ms,
-                         f->plan_96_evaluations, f->plan_96_gap * 100, f->plan_96_optimal ? ", optimal" : "",
-                         f->sweep_points_per_sec, f->sweep_points, f->sweep_jobs);
+  g_string_append_printf(out, "machine: %s, %u cores; build %s; --repeats %u, each figure the median of the runs "
+                              "it names\n\n", cpu, cores, OFFSIM_BUILD_TYPE, f->repeats);
+  if (f->ran & BENCH_ENGINE) {
+    g_autofree char *runs = runs_words(f->engine_runs);
+    g_string_append_printf(out, "events_per_sec        %14.0f   (%s; %" G_GUINT64_FORMAT " events, %" G_GUINT64_FORMAT
+                                " heap operations)\n", f->events_per_sec, runs, f->engine_events, f->engine_heap_ops);
+  }
+  if (f->ran & BENCH_STEP) {
+    g_autofree char *runs = runs_words(f->step_runs), *gpu_runs = runs_words(f->step_64gpu_runs);
+    g_string_append_printf(out, "step_96x32_ms         %14.3f   (%s; %u ops, lowered and run)\n"
+                                "step_96_ops_ms        %14.3f   (%s; %u ops: a 96-layer transformer op by op)\n"
+                                "step_64gpu_ms         %14.3f   (%s; %u ops: the same on tp 8 x pp 4 x dp 2)\n",
+                           f->step_96x32_ms, runs, f->step_96x32_ops, f->step_96_ops_ms, runs, f->step_96_ops_ops,
+                           f->step_64gpu_ms, gpu_runs, f->step_64gpu_ops);
+  }
+  if (f->ran & BENCH_PLAN) {
+    g_autofree char *runs = runs_words(f->plan_96_runs);
+    g_string_append_printf(out, "plan_96_ms            %14.1f   (%s; %" G_GUINT64_FORMAT " simulations, gap %.3f %%%s)\n",
+                           f->plan_96_ms, runs, f->plan_96_evaluations, f->plan_96_gap * 100,
+                           f->plan_96_optimal ? ", optimal" : "");
+  }
+  if (f->ran & BENCH_SWEEP) {
+    g_autofree char *runs = runs_words(f->sweep_runs);
+    g_string_append_printf(out, "sweep_points_per_sec  %14.0f   (%s; %u points, %u threads)\n", f->sweep_points_per_sec,
+                           runs, f->sweep_points, f->sweep_jobs);
+  }
   /* One line per model size: the time and storage per op against the smallest's. */
-  double base = f->scale_ops[0] && f->scale_ms[0] > 0 ? f->scale_ms[0] / f->scale_ops[0] : 0;
+  double base = f->scale_rows && f->scale_ops[0] && f->scale_ms[0] > 0 ? f->scale_ms[0] / f->scale_ops[0] : 0;
   for (guint k = 0; k < f->scale_rows; k++) {
     double per_op = f->scale_ops[k] ? f->scale_ms[k] / f->scale_ops[k] : 0;
-    g_string_append_printf(out, "scale %-9u layers %10u ops in %10.3f ms, %5.1f bytes/op, %.2fx the time per op\n",
+    g_autofree char *runs = runs_words(f->scale_runs[k]);
+    g_string_append_printf(out, "scale %-9u layers %10u ops in %10.3f ms, %5.1f bytes/op, %.2fx the time per op (%s)\n",
                            f->scale_layers[k], f->scale_ops[k], f->scale_ms[k],
                            f->scale_ops[k] ? (double)f->scale_bytes[k] / f->scale_ops[k] : 0,
-                           base > 0 ? per_op / base : 0);
+                           base > 0 ? per_op / base : 0, runs);
   }
   /* One line per GPU count: the time per event against the fewest GPUs'. */
   double per_event0 = f->gpu_rows && f->gpu_events[0] ? f->gpu_ms[0] / f->gpu_events[0] : 0;
   for (guint k = 0; k < f->gpu_rows; k++) {
     double per_event = f->gpu_events[k] ? f->gpu_ms[k] / f->gpu_events[k] : 0;
-    g_string_append_printf(out, "gpus  %-9u GPUs   %10u ops, %9" G_GUINT64_FORMAT " events in %9.3f ms, %.2fx the time per event\n",
+    g_autofree char *runs = runs_words(f->gpu_runs);
+    g_string_append_printf(out, "gpus  %-9u GPUs   %10u ops, %9" G_GUINT64_FORMAT " events in %9.3f ms, %.2fx the time "
+                                "per event (%s)\n",
                            f->gpu_count[k], f->gpu_ops[k], f->gpu_events[k], f->gpu_ms[k],
-                           per_event0 > 0 ? per_event / per_event0 : 0);
+                           per_event0 > 0 ? per_event / per_event0 : 0, runs);
   }
   return g_string_free(out, FALSE);
 }
@@ -135,11 +154,11 @@ cli_bench_main(int argc, char **argv)
   };
   g_set_prgname("offsim bench");
   g_autoptr(GOptionContext) ctx = g_option_context_new("- performance figures");
-  g_option_context_add_main_entries(ctx, entries, NULL);
   cli_help_describe(ctx, 0);
   CliFormat format = CLI_FORMAT_TABLE;
-  if (!cli_parse_options(ctx, "bench", &argc, &argv, &error))
-    return cli_fail(error);
+  int status;
+  if (!cli_parse_options(ctx, "bench", entries, &argc, &argv, &status))
+    return status;
   if (format_text && !cli_report_parse_format(format_text, &format, &error))
     return cli_fail(error);
   if (repeats < 1 || repeats > 1000 || jobs < 0 || jobs > 1024) {

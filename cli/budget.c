@@ -325,15 +325,14 @@ cli_budget_main(int argc, char **argv)
   };
   g_set_prgname("offsim budget");
   g_autoptr(GOptionContext) ctx = g_option_context_new("CHUNKS.csv  - which activations to offload to fit a budget");
-  g_option_context_add_main_entries(ctx, entries, NULL);
   g_option_context_set_summary(ctx, "CHUNKS.csv has the header name,bytes,reuse_delay_layers,offloadable.\n"
                                     "The coldest offloadable chunks (longest reuse delay, then largest, then by "
                                     "name)\nare offloaded until the rest fit --budget.");
   cli_help_describe(ctx, 0);
 
   int status = 0;
-  if (!cli_parse_options(ctx, "budget", &argc, &argv, &error)) {
-    status = cli_fail(error);
+  if (!cli_parse_options(ctx, "budget", entries, &argc, &argv, &status)) {
+    /* --help, or an error: printed */
   } else if (argc != 2) {
     g_set_error(&error, SIM_ERROR, SIM_ERROR_INPUT, "budget: expected one CHUNKS.csv file, got %d arguments",
                 argc - 1);

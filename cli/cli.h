@@ -45,13 +45,20 @@ const char *cli_plan_bound_words(const PlannerPlan *plan);
  * A new node (json_node_unref). */
 JsonNode *cli_plan_json(const PlannerPlan *plan, const SimResult *result, guint64 budget);
 
-/* g_option_context_parse, with its errors as bad input (exit 2) prefixed
- * by the command's name. */
-gboolean cli_parse_options(GOptionContext *context, const char *command, int *argc, char ***argv, GError **error);
+/* Adds `entries` to the context as its main options and parses them
+ * (cli/options.c).  TRUE: the command goes on.  FALSE: it ends with
+ * *status, having printed what it had to: the help for --help, -h, -? or
+ * --help-all (0; through cli_print, so that a stdout that cannot be written
+ * is exit 2, where GLib's own --help would exit 0), or one line of bad
+ * input (2) prefixed by the command's name: GLib's errors, and an option
+ * that takes one value given twice (GLib would keep the last silently:
+ * "--memory: given twice ('a', then 'b'); give it once"). */
+gboolean cli_parse_options(GOptionContext *context, const char *command, const GOptionEntry *entries, int *argc,
+                           char ***argv, int *status);
 
 /* --budget SIZE (cli/options.c): a size with its unit (sim_units_parse_size),
  * more than 0 B, into `bytes`.  Errors are bad input prefixed "--budget: ";
- * 0 is refused as "--budget: ZERO_REASON, got 'TEXT'", where a NULL
+ * 0 and a negative size are refused as "--budget: ZERO_REASON, got 'TEXT'", where a NULL
  * `zero_reason` reads "expected a positive size" (`offsim budget` keeps the
  * ledger's own wording). */
 gboolean cli_parse_budget(const char *text, const char *zero_reason, guint64 *bytes, GError **error);
@@ -76,6 +83,14 @@ gboolean cli_print(const char *text, GError **error);
  * line "OPTION 'PATH': what is wrong".  NULL `path`: nothing asked, TRUE. */
 gboolean cli_check_output_file(const char *option, const char *path, GError **error);
 gboolean cli_check_output_dir(const char *option, const char *path, GError **error);
+
+/* One command's FILE outputs, `n` options and their paths (NULL: not
+ * asked for): two that name one file (the same path written two ways, or
+ * two links to one file) would leave only the output written last, so
+ * they are bad input, "--timeline 'x': the same file as --trace 'x'; give
+ * each output its own file".  Call after cli_check_output_file, whose
+ * checks it relies on (each directory exists). */
+gboolean cli_check_distinct_outputs(guint n, const char *const options[], const char *const paths[], GError **error);
 
 /* What `offsim` calls the plot directory in plots/' messages, and what it
  * offers when gnuplot is missing (cli/options.c). */

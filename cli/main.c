@@ -34,17 +34,6 @@ usage(FILE *to)
               "`offsim COMMAND --help` shows a command's options.\n");
 }
 
-gboolean
-cli_parse_options(GOptionContext *context, const char *command, int *argc, char ***argv, GError **error)
-{
-  GError *local = NULL;
-  if (g_option_context_parse(context, argc, argv, &local))
-    return TRUE;
-  g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "%s: %s", command, local->message);
-  g_error_free(local);
-  return FALSE;
-}
-
 /* One pass over every message as it is printed: control characters from a
  * file or an argument are escaped, not sent to the terminal, and an
  * over-long message nobody cut where it was made is shortened

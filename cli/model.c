@@ -241,9 +241,20 @@ read_model(const ModelOptions *o, SimTransformer *t, GError **error)
   t->batch = (guint)o->batch;
   t->seq = (guint)o->seq;
   t->master_weights = t->adamw;
-  const char *names[SIM_KEY_COUNT] = { [SIM_KEY_TRANSFORMER_BATCH] = "--batch", [SIM_KEY_TRANSFORMER_SEQ] = "--seq" };
-  if (!sim_transformer_validate(t, names, error))
+  /* What the options set is named as the options, the rest as the
+   * config.json's fields (only gpt2's layout has learned positions); every
+   * such message names the config.json first. */
+  const char *names[SIM_KEY_COUNT];
+  sim_hf_config_field_names(t->max_positions > 0, names);
+  names[SIM_KEY_TRANSFORMER_BATCH] = "--batch";
+  names[SIM_KEY_TRANSFORMER_SEQ] = "--seq";
+  names[SIM_KEY_TRANSFORMER_ATTENTION] = "--attention";
+  names[SIM_KEY_TRANSFORMER_DTYPE] = "--dtype";
+  names[SIM_KEY_TRANSFORMER_OPS] = "--ops";
+  if (!sim_transformer_validate(t, names, error)) {
+    g_prefix_error(error, "%s: ", o->hf_config);
     return FALSE;
+  }
   SimDevice device;
   if (!default_device(&device)) {
     g_set_error(error, SIM_ERROR, SIM_ERROR_INTERNAL, "model: the embedded default scenario does not load");
@@ -356,11 +367,10 @@ cli_model_main(int argc, char **argv)
   };
   g_set_prgname("offsim model");
   g_autoptr(GOptionContext) ctx = g_option_context_new("- print a scenario for a HuggingFace model");
-  g_option_context_add_main_entries(ctx, entries, NULL);
   cli_help_describe(ctx, 0);
   int status = 0;
-  if (!cli_parse_options(ctx, "model", &argc, &argv, &error)) {
-    status = cli_fail(error);
+  if (!cli_parse_options(ctx, "model", entries, &argc, &argv, &status)) {
+    /* --help, or an error: printed */
   } else if (argc > 1) {
     g_set_error(&error, SIM_ERROR, SIM_ERROR_INPUT, "model: unexpected argument '%s'", argv[1]);
     status = cli_fail(error);

@@ -301,11 +301,17 @@ cli_plan_main(int argc, char **argv)
   };
   g_set_prgname("offsim plan");
   g_autoptr(GOptionContext) ctx = g_option_context_new("SCENARIO  - choose keep, offload or recompute per layer");
-  g_option_context_add_main_entries(ctx, entries, NULL);
+  g_autofree char *summary = g_strdup_printf(
+    "The verdict judges the time the plan adds to resident's step: accept up to %.1f %%,\n"
+    "tune up to %.1f %% (about what full activation checkpointing costs: one more\n"
+    "forward per step), reject beyond it or when nothing fits. offsim budget keeps\n"
+    "its ledger's own thresholds (60 ms one way to accept, 120 ms to tune).",
+    PLANNER_PLAN_ACCEPT_INCREASE * 100, PLANNER_PLAN_TUNE_INCREASE * 100);
+  g_option_context_set_summary(ctx, summary);
   cli_help_describe(ctx, CLI_EXIT_NO_PLAN);
-  int status;
-  if (!cli_parse_options(ctx, "plan", &argc, &argv, &error)) {
-    status = cli_fail(error);
+  int status = 0;
+  if (!cli_parse_options(ctx, "plan", entries, &argc, &argv, &status)) {
+    /* --help, or an error: printed */
   } else if (argc != 2) {
     g_set_error(&error, SIM_ERROR, SIM_ERROR_INPUT, "plan: expected one scenario file");
     status = cli_fail(error);

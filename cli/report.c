@@ -36,6 +36,7 @@ typedef enum {
   FIELD_UINT,
   FIELD_BOOLEAN,
   FIELD_LAYER,   /* gint32, SIM_NO_LAYER written as null (an empty CSV field) */
+  FIELD_TEXT,    /* char*, NULL written as null (an empty CSV field) */
 } FieldType;
 
 typedef struct {
@@ -79,6 +80,7 @@ static const Field fields[] = {
   FIELD("comm_ms", FIELD_DOUBLE, comm_ms),
   FIELD("peak_reserved_bytes", FIELD_UINT64, peak_reserved_bytes),
   FIELD("fragmentation_bytes", FIELD_UINT64, fragmentation_bytes),
+  FIELD("note", FIELD_TEXT, note),
 };
 
 #define FIELD_AT(r, f, type) (*(const type *)((const char *)(r) + (f)->offset))
@@ -100,6 +102,8 @@ field_int(const SimResult *r, const Field *f, gint64 *v)
   case FIELD_LAYER:
     *v = FIELD_AT(r, f, gint32);
     return *v != SIM_NO_LAYER;
+  case FIELD_TEXT: /* NULL: null */
+    return FALSE;
   default:
     g_return_val_if_reached(FALSE);
   }
@@ -150,7 +154,7 @@ cli_report_result_json(const SimResult *r)
   for (const Field *f = fields; f < fields + G_N_ELEMENTS(fields); f++) {
     json_builder_set_member_name(b, f->name);
     gint64 v = 0;
-    if (f->type == FIELD_STRING)
+    if (f->type == FIELD_STRING || (f->type == FIELD_TEXT && FIELD_AT(r, f, const char *)))
       json_builder_add_string_value(b, FIELD_AT(r, f, const char *));
     else if (f->type == FIELD_DOUBLE)
       json_builder_add_double_value(b, FIELD_AT(r, f, double));
@@ -276,7 +280,7 @@ cli_report_csv_row(GString *out, const char *prefix, const SimResult *r)
   for (guint i = 0; i < G_N_ELEMENTS(fields); i++) {
     const Field *f = &fields[i];
     gint64 v = 0;
-    if (f->type == FIELD_STRING)
+    if (f->type == FIELD_STRING || (f->type == FIELD_TEXT && FIELD_AT(r, f, const char *)))
       sim_output_csv_field(out, FIELD_AT(r, f, const char *));
     else if (f->type == FIELD_DOUBLE)
       sim_output_number(out, FIELD_AT(r, f, double));
@@ -323,6 +327,42 @@ format_stages(GString *out, GPtrArray *results, int w)
       g_string_append_printf(out, "%s%*s %5u %6u %11s %10s %9s %9s %9.2f %9.2f\n", name, pad, "", st->stage,
                              st->layers, pd, ph, d, h, st->busy_ms, st->bubble_ms);
     }
+  }
+}
+
+/* The notes of the policies that changed nothing, under the table (a
+ * column would pass the table's width): "  POLICY: NOTE", words wrapped so
+ * that a line stays within NOTE_COLUMNS, continued four spaces in. */
+#define NOTE_COLUMNS 100
+
+static void
+format_notes(GString *out, GPtrArray *results)
+{
+  gboolean any = FALSE;
+  for (guint i = 0; i < results->len; i++) {
+    const SimResult *r = g_ptr_array_index(results, i);
+    if (r->note == NULL)
+      continue;
+    if (!any)
+      g_string_append(out, "\nnotes (these policies ran as resident):\n");
+    any = TRUE;
+    g_autofree char *text = g_strdup_printf("%s: %s", r->policy, r->note);
+    g_auto(GStrv) words = g_strsplit(text, " ", -1);
+    glong column = 2;
+    g_string_append(out, "  ");
+    for (char **word = words; *word; word++) {
+      glong len = g_utf8_strlen(*word, -1);
+      if (word != words && column + 1 + len > NOTE_COLUMNS) {
+        g_string_append(out, "\n    ");
+        column = 4;
+      } else if (word != words) {
+        g_string_append_c(out, ' ');
+        column++;
+      }
+      g_string_append(out, *word);
+      column += len;
+    }
+    g_string_append_c(out, '\n');
   }
 }
 
@@ -381,6 +421,7 @@ format_table(const SimScenario *s, GPtrArray *results)
                            r->exposed_transfer_ms, pd, ph, d, h, r->fits ? "yes" : "NO");
   }
   format_stages(out, results, w);
+  format_notes(out, results);
   g_string_append(out, "\npeak device memory, when and what was live:\n");
   for (guint i = 0; i < results->len; i++) {
     const SimResult *r = g_ptr_array_index(results, i);

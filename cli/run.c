@@ -106,9 +106,12 @@ parse_request(const RunOptions *o, RunRequest *r, GError **error)
   if (o->budget && !cli_parse_budget(o->budget, NULL, &r->budget, error))
     return FALSE;
   /* Every output path too: a typo there must not cost the run first. */
-  return cli_check_output_file("--trace", o->trace, error) && cli_check_output_file("--timeline", o->timeline, error) &&
-         cli_check_output_file("--memory", o->memory, error) &&
-         cli_check_output_file("--plot-script", o->plot_script, error) &&
+  const char *const options[] = { "--trace", "--timeline", "--memory", "--plot-script" };
+  const char *const paths[] = { o->trace, o->timeline, o->memory, o->plot_script };
+  for (guint i = 0; i < G_N_ELEMENTS(options); i++)
+    if (!cli_check_output_file(options[i], paths[i], error))
+      return FALSE;
+  return cli_check_distinct_outputs(G_N_ELEMENTS(options), options, paths, error) &&
          cli_check_output_dir("--plot", o->plot, error);
 }
 
@@ -245,7 +248,14 @@ run_common(int argc, char **argv, gboolean compare)
 {
   RunOptions o = { 0 };
   GError *error = NULL;
-  const GOptionEntry common_entries[] = {
+  /* run's own options, then those compare shares (compare takes the
+   * common ones only, from RUN_ONLY_OPTIONS on). */
+  enum { RUN_ONLY_OPTIONS = 4 };
+  const GOptionEntry entries[] = {
+    { "policy", 'p', 0, G_OPTION_ARG_STRING, &o.policy, "Policy to run (default: the scenario's first)", "NAME" },
+    { "trace", 0, 0, G_OPTION_ARG_FILENAME, &o.trace, "Write a Chrome/Perfetto trace of the step to FILE.json", "FILE" },
+    { "timeline", 0, 0, G_OPTION_ARG_FILENAME, &o.timeline, "Write every op's start and end to FILE.csv", "FILE" },
+    { "memory", 0, 0, G_OPTION_ARG_FILENAME, &o.memory, "Write the device and host memory curve to FILE.csv", "FILE" },
     { "format", 'f', 0, G_OPTION_ARG_STRING, &o.format, "Output: table (default), csv or json", "FORMAT" },
     { "budget", 'b', 0, G_OPTION_ARG_STRING, &o.budget, "Memory budget for `fits`, a size such as 45GiB (default: the "
       "device's memory); compare also plans for it", "SIZE" },
@@ -255,26 +265,18 @@ run_common(int argc, char **argv, gboolean compare)
     { "plot-format", 0, 0, G_OPTION_ARG_STRING, &o.plot_format, "Pictures as png, svg or both (default)", "FORMAT" },
     G_OPTION_ENTRY_NULL,
   };
-  const GOptionEntry run_entries[] = {
-    { "policy", 'p', 0, G_OPTION_ARG_STRING, &o.policy, "Policy to run (default: the scenario's first)", "NAME" },
-    { "trace", 0, 0, G_OPTION_ARG_FILENAME, &o.trace, "Write a Chrome/Perfetto trace of the step to FILE.json", "FILE" },
-    { "timeline", 0, 0, G_OPTION_ARG_FILENAME, &o.timeline, "Write every op's start and end to FILE.csv", "FILE" },
-    { "memory", 0, 0, G_OPTION_ARG_FILENAME, &o.memory, "Write the device and host memory curve to FILE.csv", "FILE" },
-    G_OPTION_ENTRY_NULL,
-  };
   g_set_prgname(compare ? "offsim compare" : "offsim run");
   g_autoptr(GOptionContext) ctx = g_option_context_new(compare ? "[SCENARIO]  - compare every policy"
                                                                : "[SCENARIO]  - simulate one policy");
-  /* compare takes the common options only. */
-  if (!compare)
-    g_option_context_add_main_entries(ctx, run_entries, NULL);
-  g_option_context_add_main_entries(ctx, common_entries, NULL);
-  g_option_context_set_summary(ctx, "SCENARIO is an INI file; without it the embedded default runs.");
+  g_option_context_set_summary(ctx, compare ? "SCENARIO is an INI file; without it the embedded default runs.\n"
+                                              "With --budget the plan's verdict is offsim plan's (offsim plan --help)."
+                                            : "SCENARIO is an INI file; without it the embedded default runs.");
   cli_help_describe(ctx, CLI_EXIT_TOOL);
 
   int status = 0;
-  if (!cli_parse_options(ctx, compare ? "compare" : "run", &argc, &argv, &error)) {
-    status = cli_fail(error);
+  if (!cli_parse_options(ctx, compare ? "compare" : "run", compare ? entries + RUN_ONLY_OPTIONS : entries, &argc, &argv,
+                         &status)) {
+    /* --help, or an error: printed */
   } else if (argc > 2) {
     g_set_error(&error, SIM_ERROR, SIM_ERROR_INPUT, "expected at most one scenario file, got '%s' and '%s'",
                 argv[1], argv[2]);

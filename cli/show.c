@@ -503,8 +503,10 @@ cli_show_main(int argc, char **argv)
                                     "every default filled in; under each key, the file its value came from, or\n"
                                     "(default), or (derived: how). The output loads as the same scenario.");
   cli_help_describe(ctx, 0);
-  if (!cli_parse_options(ctx, "show", &argc, &argv, &error))
-    return cli_fail(error);
+  static const GOptionEntry none[] = { G_OPTION_ENTRY_NULL };
+  int status;
+  if (!cli_parse_options(ctx, "show", none, &argc, &argv, &status))
+    return status;
   if (argc > 2) {
     g_set_error(&error, SIM_ERROR, SIM_ERROR_INPUT, "show: expected at most one scenario file, got '%s' and '%s'",
                 argv[1], argv[2]);

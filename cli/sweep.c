@@ -39,9 +39,9 @@ show_progress(guint done, guint total, gpointer data)
  * keys at their first value): plots/sweep.h.  `g` holds the points the
  * chart reads (Sink, below), not the whole sweep. */
 static gboolean
-draw(const PlannerGrid *g, const char *dir, GError **error)
+draw(const PlannerGrid *g, const char *scenario, const char *dir, GError **error)
 {
-  g_autoptr(PlotsSweep) sweep = plots_sweep_from_grid(g, error);
+  g_autoptr(PlotsSweep) sweep = plots_sweep_from_grid(g, scenario, error);
   g_autoptr(PlotsChart) chart = sweep ? plots_sweep_chart(sweep, "sweep", error) : NULL;
   if (chart == NULL) {
     g_prefix_error(error, "--plot: ");
@@ -107,6 +107,10 @@ write_rows(PlannerGrid *g, PlannerGridPoint *point, const GString *text, gpointe
   return TRUE;
 }
 
+/* --jobs not given: one thread per core.  Not 0, which the grid would
+ * read the same way: 0 threads is a mistake to refuse, not a default. */
+#define SWEEP_JOBS_UNSET G_MININT
+
 typedef struct {
   char **sets;
   int jobs;
@@ -120,7 +124,7 @@ sweep_run(const char *path, const SweepOptions *o, GError **error)
     g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "sweep: give at least one --set group.key=v1,v2,...");
     return FALSE;
   }
-  PlannerGridOptions options = { .jobs = o->jobs > 0 ? (guint)o->jobs : 0, .shard_option = "--shard" };
+  PlannerGridOptions options = { .jobs = o->jobs == SWEEP_JOBS_UNSET ? 0 : (guint)o->jobs, .shard_option = "--shard" };
   if (o->shard) {
     guint64 i, n;
     g_auto(GStrv) parts = g_strsplit(o->shard, "/", -1);
@@ -188,7 +192,7 @@ sweep_run(const char *path, const SweepOptions *o, GError **error)
   if (!sim_output_stream_commit(sink.out, error))
     return FALSE;
   if (o->plot) {
-    if (!draw(grid, o->plot, error))
+    if (!draw(grid, path, o->plot, error))
       return FALSE;
     g_printerr("plot written to %s%ssweep (.png and .svg)\n", o->plot, g_str_has_suffix(o->plot, "/") ? "" : "/");
   }
@@ -198,7 +202,7 @@ sweep_run(const char *path, const SweepOptions *o, GError **error)
 int
 cli_sweep_main(int argc, char **argv)
 {
-  SweepOptions o = { 0 };
+  SweepOptions o = { .jobs = SWEEP_JOBS_UNSET };
   GError *error = NULL;
   const GOptionEntry entries[] = {
     { "set", 's', 0, G_OPTION_ARG_STRING_ARRAY, &o.sets, "A key and its values, in the key's units: group.key=v1,v2,... "
@@ -213,16 +217,16 @@ cli_sweep_main(int argc, char **argv)
   };
   g_set_prgname("offsim sweep");
   g_autoptr(GOptionContext) ctx = g_option_context_new("SCENARIO  - every combination of --set values, as CSV");
-  g_option_context_add_main_entries(ctx, entries, NULL);
   cli_help_describe(ctx, CLI_EXIT_TOOL);
   int status = 0;
-  if (!cli_parse_options(ctx, "sweep", &argc, &argv, &error)) {
-    status = cli_fail(error);
+  if (!cli_parse_options(ctx, "sweep", entries, &argc, &argv, &status)) {
+    /* --help, or an error: printed */
   } else if (argc != 2) {
     g_set_error(&error, SIM_ERROR, SIM_ERROR_INPUT, "sweep: expected one scenario file");
     status = cli_fail(error);
-  } else if (o.jobs < 0 || o.jobs > 1024) {
-    g_set_error(&error, SIM_ERROR, SIM_ERROR_INPUT, "--jobs: expected 1 to 1024");
+  } else if (o.jobs != SWEEP_JOBS_UNSET && (o.jobs < 1 || o.jobs > 1024)) {
+    g_set_error(&error, SIM_ERROR, SIM_ERROR_INPUT, "--jobs: expected 1 to 1024 threads (without it, one per core), "
+                "got %d", o.jobs);
     status = cli_fail(error);
   } else if (!sweep_run(argv[1], &o, &error)) {
     status = cli_fail(error);

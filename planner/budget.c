@@ -482,14 +482,14 @@ planner_budget_parse_csv(const char *text, gsize length, const char *origin, GEr
     g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "%s: holds a NUL byte: expected CSV text", origin);
     return NULL;
   }
+  sim_config_skip_bom(&text, &length);
   g_autofree char *copy = g_strndup(text, length);
   char *p = copy;
-  if (g_str_has_prefix(p, "\xef\xbb\xbf"))
-    p += 3;
 
   g_autoptr(GPtrArray) chunks = planner_budget_chunks_new();
   g_autoptr(GHashTable) seen = g_hash_table_new(g_str_hash, g_str_equal); /* name -> first line */
   gboolean have_header = FALSE;
+  guint64 total = 0;
   for (guint line_no = 1; *p; line_no++) {
     char *line = p;
     char *nl = strchr(p, '\n');
@@ -499,7 +499,7 @@ planner_budget_parse_csv(const char *text, gsize length, const char *origin, GEr
     gsize n = strlen(line);
     if (n > 0 && line[n - 1] == '\r')
       line[n - 1] = '\0';
-    if (*skip_blanks(line) == '\0')
+    if (sim_config_blank_line(line))
       continue;
 
     g_autoptr(GPtrArray) fields = g_ptr_array_new_with_free_func(g_free);
@@ -524,6 +524,14 @@ planner_budget_parse_csv(const char *text, gsize length, const char *origin, GEr
         g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "%s:%u: %s: %s", origin, line_no, column, problem);
       else
         g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "%s:%u: %s", origin, line_no, problem);
+      return NULL;
+    }
+    /* The ledger sums the bytes in 64 bits (check_chunks): a sum past it is
+     * named here, at the row that takes it over, where the file is known. */
+    if (!g_uint64_checked_add(&total, total, (guint64)c->bytes) || total > (guint64)G_MAXINT64) {
+      g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "%s:%u: bytes: the chunks' bytes up to this row add up to more "
+                  "than 8 EiB (a 64-bit integer, the ledger's total)", origin, line_no);
+      planner_budget_chunk_free(c);
       return NULL;
     }
     g_ptr_array_add(chunks, c);

@@ -92,7 +92,7 @@ point_scenario(const SimConfig *base, const PlannerGrid *g, guint64 index, GErro
   g_autoptr(SimConfig) c = sim_config_copy(base);
   for (guint a = 0; a < g->axes->len; a++) {
     const PlannerGridAxis *axis = g_ptr_array_index(g->axes, a);
-    sim_config_set(c, axis->group, axis->key, planner_grid_value(g, a, index), axis->option);
+    sim_scenario_config_set(c, axis->group, axis->key, planner_grid_value(g, a, index), axis->option);
   }
   return sim_scenario_from_config(c, error);
 }
@@ -231,7 +231,7 @@ planner_grid_new(const SimConfig *base, GPtrArray *axes, const PlannerGridOption
     const PlannerGridAxis *axis = g_ptr_array_index(axes, a);
     for (guint v = 0; v < axis->values->len; v++) {
       g_autoptr(SimConfig) c = sim_config_copy(base);
-      sim_config_set(c, axis->group, axis->key, g_ptr_array_index(axis->values, v), axis->option);
+      sim_scenario_config_set(c, axis->group, axis->key, g_ptr_array_index(axis->values, v), axis->option);
       g_autoptr(SimScenario) s = sim_scenario_from_config(c, error);
       if (s == NULL)
         return NULL;

@@ -471,30 +471,26 @@ planner_plan_format_policy(const SimPolicy *policy)
   return g_string_free(out, FALSE);
 }
 
-/* The ledger's verdict, reading the plan as an offload of the peak bytes it
- * removes at the cost of the time it adds. */
+/* The time the plan adds, as a share of resident's step (plan.h says why). */
 void
 planner_plan_verdict(PlannerPlan *p, guint64 static_bytes)
 {
-  PlannerBudgetSummary summary = { 0 };
   gint64 removed = MAX(0, p->resident->peak_device.bytes - p->result->peak_device.bytes);
-  gint64 activations = p->resident->peak_device.bytes - (gint64)static_bytes;
+  gint64 activations = MAX(p->resident->peak_device.bytes - (gint64)static_bytes, 1);
   double extra = MAX(0.0, p->result->step_ms - p->resident->step_ms);
-  summary.total_bytes = MAX(activations, 1);
-  summary.offloaded_bytes = removed;
-  summary.feasible = p->feasible;
-  summary.transfer_ms = planner_budget_round(extra, 2);
-  summary.saved_ratio = planner_budget_round((double)removed / (double)summary.total_bytes, 3);
-  PlannerBudgetVerdict v = PLANNER_BUDGET_REJECT;
-  planner_budget_recommend(&summary, PLANNER_BUDGET_MIN_SAVED_RATIO, PLANNER_BUDGET_MAX_TRANSFER_MS, &v, NULL);
+  double increase = p->resident->step_ms > 0 ? extra / p->resident->step_ms : 0;
+  PlannerBudgetVerdict v = !p->feasible || removed == 0             ? PLANNER_BUDGET_REJECT
+                           : increase <= PLANNER_PLAN_ACCEPT_INCREASE ? PLANNER_BUDGET_ACCEPT
+                           : increase <= PLANNER_PLAN_TUNE_INCREASE   ? PLANNER_BUDGET_TUNE
+                                                                      : PLANNER_BUDGET_REJECT;
   p->verdict = planner_budget_verdict_name(v);
   if (!p->feasible)
     p->verdict_reason = g_strdup("no plan fits the budget");
   else if (removed == 0)
     p->verdict_reason = g_strdup("resident already fits: nothing to change");
   else
-    p->verdict_reason = g_strdup_printf("removes %.3f of the activation peak for %.2f ms more per step",
-                                        summary.saved_ratio, summary.transfer_ms);
+    p->verdict_reason = g_strdup_printf("+%.2f ms a step, %.1f %% of resident's, for %.3f of the activation peak",
+                                        extra, increase * 100, (double)removed / (double)activations);
 }
 
 /* A beam of `width` states per key under the first schedule (async,

@@ -109,6 +109,21 @@ typedef struct {
   gint64 peak_host_bytes;
 } PlannerStage;
 
+/* A plan is judged by the time it adds relative to resident's step, not by
+ * the ledger's absolute 60 and 120 ms (`offsim budget`, whose ledger they
+ * define): 5 ms is a tenth of a 50 ms step and nothing beside a 5 s one, and
+ * the same plan must not change verdicts as a model grows layers.  The
+ * reference is full activation checkpointing, the fallback every framework
+ * offers, which fits almost any budget for one more forward pass per step:
+ * with a backward twice the forward, a third of the step's compute (what
+ * Korthikanti et al. 2022 measure for GPT models: 33 - 36 %).  A plan that
+ * adds more than that is worse than the fallback: reject.  Up to half of it
+ * it is accepted, and between the two it is worth tuning (a faster link,
+ * selective recomputation), as the ledger's tune allows twice its accept.
+ * The removed fraction is the budget's, not the plan's, so it is not judged. */
+#define PLANNER_PLAN_TUNE_INCREASE (1.0 / 3.0)
+#define PLANNER_PLAN_ACCEPT_INCREASE (PLANNER_PLAN_TUNE_INCREASE / 2)
+
 typedef struct {
   gboolean feasible;
   SimPolicy *policy;         /* kind = plan: actions, mode, prefetch, inflight */
@@ -124,7 +139,7 @@ typedef struct {
   guint64 states;            /* states the exact search kept */
   gboolean infeasible_proven; /* nothing fits, and the exact search (which looked everywhere) says so */
   guint64 min_budget;        /* when infeasible: the smallest peak any plan found reaches */
-  const char *verdict;       /* accept | tune | reject, the ledger's thresholds against resident */
+  const char *verdict;       /* accept | tune | reject: the step it adds to resident's, relative (below) */
   char *verdict_reason;
   GArray *notes;             /* PlannerLayerNote per layer */
   guint64 evaluations;       /* simulations run */

@@ -46,7 +46,8 @@ SimPolicy *planner_plan_policy_new(const SimPolicy *scratch, const SimAction *ac
                                    const PlannerOption *option);
 
 /* plan->verdict and plan->verdict_reason from plan->result against
- * plan->resident, `static_bytes` being what no policy removes. */
+ * plan->resident (PLANNER_PLAN_*_INCREASE), `static_bytes` being what no
+ * policy removes (the reason says how much of the activation peak went). */
 void planner_plan_verdict(PlannerPlan *plan, guint64 static_bytes);
 
 /* PlannerLayerNote per layer of the plan `actions` under `option`: what the

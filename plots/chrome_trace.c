@@ -97,8 +97,14 @@ plots_chrome_trace_build(const SimResult *r, GError **error)
     const SimOp *op = sim_program_op(p, span->op);
     const SimStream *stream = g_ptr_array_index(p->streams, span->stream);
     g_autofree char *what = plots_spans_op_name(p, span->op);
-    g_autofree char *name = span->layer == SIM_NO_LAYER ? g_strdup(what) : g_strdup_printf("%s L%d", what, span->layer);
-    JsonObject *e = event(events, name, "X", several ? (int)stream->gpu + 1 : DEVICE_PID,
+    /* A pipeline runs each layer once per micro-batch: the name tells them apart. */
+    gint32 mb = sim_program_op_microbatch(p, span->op);
+    g_autoptr(GString) name = g_string_new(what);
+    if (span->layer != SIM_NO_LAYER)
+      g_string_append_printf(name, " L%d", span->layer);
+    if (mb >= 0)
+      g_string_append_printf(name, " mb %d", mb);
+    JsonObject *e = event(events, name->str, "X", several ? (int)stream->gpu + 1 : DEVICE_PID,
                           (int)(first_tid[span->stream] + span->lane));
     json_object_set_string_member(e, "cat", plots_spans_kind_name(span->kind));
     json_object_set_double_member(e, "ts", span->start * 1e6);
@@ -110,6 +116,12 @@ plots_chrome_trace_build(const SimResult *r, GError **error)
       json_object_set_null_member(args, "layer");
     else
       json_object_set_int_member(args, "layer", span->layer);
+    if (sim_program_has_microbatches(p)) {
+      if (mb < 0)
+        json_object_set_null_member(args, "microbatch");
+      else
+        json_object_set_int_member(args, "microbatch", mb);
+    }
     json_object_set_string_member(args, "phase", sim_phase_name(op->phase));
     json_object_set_int_member(args, "bytes", op->kind == SIM_OP_COPY ? (gint64)op->bytes : 0);
   }

@@ -269,12 +269,14 @@ plots_comparison_chart(GPtrArray *results, guint64 device_memory, const char *na
   g_string_append(c, " font ',12'\n");
   plots_gnuplot_series_linetypes(c, results->len, "lw 2 pt 7 ps 2");
 
-  /* Both panels keep the same bottom margin: tick labels (slanted, when
-   * long or many names would touch), the axis label, then the legend, three
-   * entries a row. */
+  /* Both panels keep the same bottom margin, what the fuller needs.  The
+   * left: tick labels, the axis label, a line's gap (gnuplot sets a key
+   * below right under the axis label: without it the two overlapped), then
+   * the legend, three entries a row.  The right: its tick labels (slanted,
+   * when long or many names would touch), then its legend. */
   gboolean slant = results->len * MAX(longest, 1u) > 48;
   Legend legend = legend_of(results, device_memory, &cap);
-  guint bottom = 3 + legend.rows + (slant ? (guint)(longest * 0.2 + 0.5) : 0);
+  guint bottom = MAX(4 + legend.rows, 3 + legend.rows + (slant ? (guint)(longest * 0.2 + 0.5) : 0));
   g_string_append_printf(c, "set bmargin %u\n", bottom);
   tradeoff_panel(c, results, device_memory, &cap);
   bars_panel(c, results, slant);

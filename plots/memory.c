@@ -28,6 +28,11 @@ enum { TITLE_PX = 70, DEVICE_PX = 380, GAP_PX = 45, HOST_PX = 150, AXIS_PX = 60,
  * of them do not run off the picture. */
 #define PEAKS_PER_LINE 8
 
+/* Curves (legend entries) at most: the ten series colours times five dash
+ * types are all the line styles a reader can tell apart, so more GPUs than
+ * that (256 at pp 8 x dp 32) are drawn in part (plots_spans_pick_gpus). */
+#define MAX_CURVES 50
+
 /* The GPUs of a curve: every GPU has a point at time 0, so one past the
  * highest GPU of a point. */
 static guint
@@ -94,11 +99,28 @@ series_dash(guint n_results, guint gpu)
   return n_results == 1 ? gpu / 10 % 5 + 1 : gpu % 5 + 1;
 }
 
-/* One step curve per result, or with several GPUs per (result, GPU); the
- * device panel titles them, the host panel shares its legend. */
+/* What the axes and the layout need from every result: GiB and ms. */
+typedef struct {
+  guint gpus;              /* the most GPUs of a result's curve */
+  guint *drawn;            /* the GPUs drawn (all, or some: plots_spans_pick_gpus), in order */
+  guint n_drawn;
+  char *picked;            /* which, in words, when not all; else NULL */
+  double device_px;        /* the device panel's height */
+  double height;           /* of the picture, pixels */
+  double xmax;             /* the longest step */
+  double low, high;        /* the device axis: lowest level, highest peak (or the capacity, when drawn) */
+  double host_high;        /* the highest host peak */
+  double capacity;         /* the first result's capacity (every result has the same) */
+  gboolean capacity_drawn; /* within reach of the curves (CAPACITY_REACH) */
+} MemoryAxes;
+
+/* One step curve per result, or with several GPUs per (result, drawn GPU);
+ * the device panel titles them, the host panel shares its legend.  The
+ * k-th drawn GPU takes the k-th style, so that all drawn keep theirs. */
 static void
-plot_curves(GString *c, GPtrArray *results, guint gpus, guint column, gboolean titled)
+plot_curves(GString *c, GPtrArray *results, const MemoryAxes *axes, guint column, gboolean titled)
 {
+  guint gpus = axes->gpus;
   g_string_append(c, "plot ");
   for (guint i = 0; i < results->len; i++) {
     const SimResult *r = g_ptr_array_index(results, i);
@@ -108,28 +130,17 @@ plot_curves(GString *c, GPtrArray *results, guint gpus, guint column, gboolean t
                              column, i + 1, titled ? "title" : "notitle", titled ? title : "");
       continue;
     }
-    for (guint g = 0; g < gpus; g++) {
+    for (guint k = 0; k < axes->n_drawn; k++) {
+      guint g = axes->drawn[k];
       g_autofree char *stage = gpu_name(r, g);
       g_autofree char *text = results->len == 1 ? g_strdup(stage) : g_strdup_printf("%s, %s", r->policy, stage);
       g_autofree char *title = plots_gnuplot_quote(text);
-      g_string_append_printf(c, "%s$memory%u_%u using 1:%u with steps lt %u dt %u %s %s", i || g ? ", \\\n     " : "",
-                             i, g, column, series_linetype(results->len, i, g), series_dash(results->len, g),
+      g_string_append_printf(c, "%s$memory%u_%u using 1:%u with steps lt %u dt %u %s %s", i || k ? ", \\\n     " : "",
+                             i, g, column, series_linetype(results->len, i, k), series_dash(results->len, k),
                              titled ? "title" : "notitle", titled ? title : "");
     }
   }
 }
-
-/* What the axes and the layout need from every result: GiB and ms. */
-typedef struct {
-  guint gpus;              /* the most GPUs of a result's curve */
-  double device_px;        /* the device panel's height */
-  double height;           /* of the picture, pixels */
-  double xmax;             /* the longest step */
-  double low, high;        /* the device axis: lowest level, highest peak (or the capacity, when drawn) */
-  double host_high;        /* the highest host peak */
-  double capacity;         /* the first result's capacity (every result has the same) */
-  gboolean capacity_drawn; /* within reach of the curves (CAPACITY_REACH) */
-} MemoryAxes;
 
 /* The rows of `curve` that belong to `gpu` (every row with one GPU), held
  * to the end of the step: time, device, host. */
@@ -162,7 +173,8 @@ add_curves(PlotsChart *chart, GPtrArray *results, MemoryAxes *axes)
 {
   for (guint i = 0; i < results->len; i++) {
     const SimResult *r = g_ptr_array_index(results, i);
-    for (guint g = 0; g < axes->gpus; g++) {
+    for (guint k = 0; k < axes->n_drawn; k++) {
+      guint g = axes->drawn[k];
       g_autofree char *block = axes->gpus == 1 ? g_strdup_printf("memory%u", i) : g_strdup_printf("memory%u_%u", i, g);
       add_curve(chart, r, block, g, axes->gpus, axes);
     }
@@ -177,13 +189,13 @@ add_curves(PlotsChart *chart, GPtrArray *results, MemoryAxes *axes)
       plots_gnuplot_data_row(chart, 3, (double[]){ r->peak_device.time_ms, r->peak_device.bytes / GIB, i + 1 });
       continue;
     }
-    for (guint g = 0; g < axes->gpus; g++) {
+    for (guint k = 0; k < axes->n_drawn; k++) {
       gint64 bytes;
       double time_ms;
-      gpu_peak(r, g, &bytes, &time_ms);
+      gpu_peak(r, axes->drawn[k], &bytes, &time_ms);
       if (bytes >= 0)
         plots_gnuplot_data_row(chart, 3,
-                               (double[]){ time_ms, bytes / GIB, series_linetype(results->len, i, g) });
+                               (double[]){ time_ms, bytes / GIB, series_linetype(results->len, i, k) });
     }
   }
   plots_gnuplot_data_end(chart);
@@ -208,7 +220,7 @@ device_panel(GString *c, GPtrArray *results, const MemoryAxes *axes)
                               "lc rgb '#555555' front\n",
                            a, a);
   }
-  plot_curves(c, results, axes->gpus, 2, TRUE);
+  plot_curves(c, results, axes, 2, TRUE);
   g_string_append(c, ", \\\n     $peaks using 1:2:3 with points lc variable pt 7 ps 1.6 notitle, \\\n"
                      "     NaN with points lc rgb '#333333' pt 7 ps 1.6 title 'peak'\n");
 }
@@ -227,23 +239,25 @@ host_panel(GString *c, const MemoryAxes *axes)
 }
 
 /* With several GPUs, the third and later footer lines of a result: each
- * GPU's device peak, PEAKS_PER_LINE to a line. */
+ * drawn GPU's device peak, PEAKS_PER_LINE to a line. */
 static void
-gpu_peak_lines(GPtrArray *lines, const SimResult *r, guint gpus)
+gpu_peak_lines(GPtrArray *lines, const SimResult *r, const MemoryAxes *axes)
 {
   g_autoptr(GString) line = NULL;
-  for (guint g = 0; g < gpus; g++) {
-    if (g % PEAKS_PER_LINE == 0) {
+  for (guint k = 0; k < axes->n_drawn; k++) {
+    guint g = axes->drawn[k];
+    if (k % PEAKS_PER_LINE == 0) {
       if (line)
         g_ptr_array_add(lines, g_string_free(g_steal_pointer(&line), FALSE));
-      line = g_string_new(g == 0 ? "    device peak of each GPU: " : "      ");
+      line = g_string_new(k > 0 ? "      " : axes->picked ? "    device peak of each GPU drawn: "
+                                                           : "    device peak of each GPU: ");
     }
     gint64 bytes;
     double time_ms;
     gpu_peak(r, g, &bytes, &time_ms);
     g_autofree char *stage = gpu_name(r, g);
     g_autofree char *size = sim_units_format_size((guint64)MAX(bytes, 0));
-    g_string_append_printf(line, "%s%s %s", g % PEAKS_PER_LINE ? ", " : "", stage, size);
+    g_string_append_printf(line, "%s%s %s", k % PEAKS_PER_LINE ? ", " : "", stage, size);
   }
   if (line)
     g_ptr_array_add(lines, g_string_free(g_steal_pointer(&line), FALSE));
@@ -254,7 +268,7 @@ gpu_peak_lines(GPtrArray *lines, const SimResult *r, guint gpus)
  * peak.  Two lines at least, the second what was live: one line would run
  * off the picture for a model with many kinds of memory. */
 static GPtrArray *
-footer_lines(const SimResult *r, guint gpus)
+footer_lines(const SimResult *r, const MemoryAxes *axes)
 {
   GPtrArray *lines = g_ptr_array_new_with_free_func(g_free);
   g_autofree char *size = sim_units_format_size((guint64)r->peak_device.bytes);
@@ -264,8 +278,8 @@ footer_lines(const SimResult *r, guint gpus)
                                          r->peak_device.time_ms, r->peak_device.phase, *where ? " " : "", where,
                                          host));
   g_ptr_array_add(lines, g_strdup_printf("    live at the device peak: %s", r->peak_device.live));
-  if (gpus > 1)
-    gpu_peak_lines(lines, r, gpus);
+  if (axes->gpus > 1)
+    gpu_peak_lines(lines, r, axes);
   return lines;
 }
 
@@ -288,8 +302,14 @@ footer(GString *c, GPtrArray *results, const MemoryAxes *axes, guint64 device_me
   g_string_append_printf(c, "set label 1 %s at screen 0.07, screen %s left\n", cap_label,
                          plots_gnuplot_number(a, 1 - y / axes->height));
   guint tag = 2;
+  if (axes->picked) {
+    y += LINE_PX;
+    g_autofree char *label = plots_gnuplot_quote(axes->picked);
+    g_string_append_printf(c, "set label %u %s at screen 0.07, screen %s left\n", tag++, label,
+                           plots_gnuplot_number(a, 1 - y / axes->height));
+  }
   for (guint i = 0; i < results->len; i++) {
-    g_autoptr(GPtrArray) lines = footer_lines(g_ptr_array_index(results, i), axes->gpus);
+    g_autoptr(GPtrArray) lines = footer_lines(g_ptr_array_index(results, i), axes);
     char text_color[8]; /* the curve's colour, dark enough to read */
     plots_gnuplot_series_text_color(i, text_color);
     for (guint k = 0; k < lines->len; k++) {
@@ -314,14 +334,24 @@ plots_memory_chart(GPtrArray *results, guint64 device_memory, const char *name, 
   MemoryAxes axes = { .gpus = 1, .device_px = DEVICE_PX, .low = G_MAXDOUBLE };
   for (guint i = 0; i < results->len; i++)
     axes.gpus = MAX(axes.gpus, curve_gpus(((SimResult *)g_ptr_array_index(results, i))->run->curve));
-  guint lines = 1; /* the capacity's */
+  g_autofree gboolean *drawn = g_new(gboolean, axes.gpus);
+  g_autofree guint *drawn_gpus = g_new(guint, axes.gpus);
+  g_autofree char *picked = NULL;
+  plots_spans_pick_gpus(axes.gpus, first->stages ? first->stages->len : 1, MAX(MAX_CURVES / results->len, 1u), drawn,
+                        &picked);
+  for (guint g = 0; g < axes.gpus; g++)
+    if (drawn[g])
+      drawn_gpus[axes.n_drawn++] = g;
+  axes.drawn = drawn_gpus;
+  axes.picked = picked;
+  guint lines = 1 + (picked != NULL); /* the capacity's, and which GPUs are drawn */
   for (guint i = 0; i < results->len; i++) {
-    g_autoptr(GPtrArray) of = footer_lines(g_ptr_array_index(results, i), axes.gpus);
+    g_autoptr(GPtrArray) of = footer_lines(g_ptr_array_index(results, i), &axes);
     lines += of->len;
   }
   /* A legend entry per curve and the peak's, beside the device panel. */
   if (axes.gpus > 1)
-    axes.device_px = MAX((double)DEVICE_PX, KEY_PX * (results->len * axes.gpus + 1.0) + 30);
+    axes.device_px = MAX((double)DEVICE_PX, KEY_PX * (results->len * axes.n_drawn + 1.0) + 30);
   axes.height = TITLE_PX + axes.device_px + GAP_PX + HOST_PX + AXIS_PX + LINE_PX * lines + 20;
   g_autoptr(PlotsChart) chart = plots_gnuplot_chart_new(name, 1400, (guint)axes.height);
   add_curves(chart, results, &axes);
@@ -333,14 +363,14 @@ plots_memory_chart(GPtrArray *results, guint64 device_memory, const char *name, 
   GString *c = chart->commands;
   plots_gnuplot_title(c, "set multiplot title", first->scenario, "device and host memory over the step");
   g_string_append(c, " font ',12'\n");
-  plots_gnuplot_series_linetypes(c, results->len == 1 ? axes.gpus : results->len, "lw 2 pt 7 ps 1.5");
+  plots_gnuplot_series_linetypes(c, results->len == 1 ? axes.n_drawn : results->len, "lw 2 pt 7 ps 1.5");
   g_string_append(c, "set lmargin at screen 0.07\nset rmargin at screen 0.80\n"
                      "set grid lc rgb '#d0d0d0'\nset key outside right top reverse Left\n");
   g_string_append_printf(c, "set xrange [0:%s]\n", plots_gnuplot_number(a, MAX(axes.xmax, 1e-6)));
   device_panel(c, results, &axes);
   host_panel(c, &axes);
   footer(c, results, &axes, device_memory);
-  plot_curves(c, results, axes.gpus, 3, FALSE);
+  plot_curves(c, results, &axes, 3, FALSE);
   g_string_append(c, "\nunset multiplot\n");
   return g_steal_pointer(&chart);
 }

@@ -183,3 +183,38 @@ plots_spans_gpu_name(const SimProgram *p, guint gpu)
   }
   return g_strdup_printf("GPU %u", gpu);
 }
+
+guint
+plots_spans_pick_gpus(guint gpus, guint stages, guint most, gboolean *drawn, char **note)
+{
+  stages = CLAMP(stages, 1u, MAX(gpus, 1u));
+  guint dp = MAX(gpus / stages, 1u);
+  most = MAX(most, 1u);
+  *note = NULL;
+  for (guint g = 0; g < gpus; g++)
+    drawn[g] = gpus <= most;
+  if (gpus <= most)
+    return gpus;
+  if (stages <= most) {
+    for (guint s = 0; s < stages; s++)
+      drawn[s * dp] = TRUE;
+    *note = g_strdup_printf("replica 0 of each of the %u stages drawn, of %u GPUs (dp = %u: the replicas of a stage "
+                            "run the same step)", stages, gpus, dp);
+    return stages;
+  }
+  /* `most` stages: the first, the last and evenly between (most >= 2 here,
+   * since stages > most >= 1 and a single stage is never cut). */
+  g_autoptr(GString) which = g_string_new(NULL);
+  guint picked = 0;
+  for (guint k = 0; k < most; k++) {
+    guint s = most == 1 ? 0 : (guint)((guint64)k * (stages - 1) / (most - 1));
+    if (drawn[s * dp])
+      continue;
+    drawn[s * dp] = TRUE;
+    g_string_append_printf(which, "%s%u", picked ? ", " : "", s);
+    picked++;
+  }
+  *note = g_strdup_printf("%u of the %u stages drawn (%s)%s", picked, stages, which->str,
+                          dp > 1 ? ", replica 0 of each" : "");
+  return picked;
+}

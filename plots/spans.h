@@ -93,4 +93,14 @@ char *plots_spans_op_name(const SimProgram *program, guint32 op);
  * with replicas), or "GPU N" when that leaves nothing.  New string. */
 char *plots_spans_gpu_name(const SimProgram *program, guint gpu);
 
+/* Which GPUs a picture draws of a run on `gpus` GPUs, `stages` pipeline
+ * stages of gpus / stages replicas each (stage-major: GPU g is replica
+ * g % dp of stage g / dp), so that it stays readable at any GPU count:
+ * every GPU up to `most`; beyond, replica 0 of each stage, since the
+ * replicas run the same step (the trace and the CSVs keep them all); beyond
+ * that too, `most` stages spread evenly, the first and the last among them.
+ * drawn[g] (gpus of them) says which; returns how many, and *note (NULL
+ * when every GPU is drawn, else new) says which in words. */
+guint plots_spans_pick_gpus(guint gpus, guint stages, guint most, gboolean *drawn, char **note);
+
 G_END_DECLS

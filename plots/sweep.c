@@ -62,12 +62,53 @@ plots_sweep_hold(PlotsSweep *s, const char *name, const char *value)
   g_ptr_array_add(s->held, g_strdup_printf("%s = %s", name, value));
 }
 
-/* "step time (ms)" or just "step time". */
+/* "step time (ms)" or just "step time", and ", log scale" in the
+ * parenthesis on a log axis. */
 static char *
-axis_label(const char *what, const char *unit)
+axis_label(const char *what, const char *unit, gboolean log)
 {
-  g_autofree char *text = *unit ? g_strdup_printf("%s (%s)", what, unit) : g_strdup(what);
+  g_autofree char *text = *unit && log ? g_strdup_printf("%s (%s, log scale)", what, unit)
+                          : *unit      ? g_strdup_printf("%s (%s)", what, unit)
+                          : log        ? g_strdup_printf("%s (log scale)", what)
+                                       : g_strdup(what);
   return plots_gnuplot_quote(text);
+}
+
+/* A range wider than this (largest over smallest, both positive) is drawn
+ * on a log axis: on a linear one the points of the lower decades would sit
+ * on top of each other. */
+#define LOG_AXIS_RATIO 100.0
+
+/* The range of one axis over `n` values (NaN skipped) into `commands`:
+ * `set logscale` past two decades (gnuplot's autoscale then ends on whole
+ * tics); otherwise from 0 when no value is negative (a time or a bandwidth
+ * has no negative part to show, and gnuplot's own margin went below 0), to
+ * `pad` of the span above the largest.  Negative values keep the autoscale.
+ * Returns whether the axis is logarithmic. */
+static gboolean
+axis_range(GString *commands, const char *axis, const double *v, guint n, double pad)
+{
+  double lo = INFINITY, hi = -INFINITY;
+  for (guint i = 0; i < n; i++)
+    if (isfinite(v[i])) {
+      lo = MIN(lo, v[i]);
+      hi = MAX(hi, v[i]);
+    }
+  if (!(lo <= hi))
+    return FALSE; /* nothing to draw: gnuplot's defaults */
+  if (lo > 0 && hi / lo > LOG_AXIS_RATIO) {
+    g_string_append_printf(commands, "set logscale %s\n", axis);
+    return TRUE;
+  }
+  if (lo >= 0) {
+    char a[G_ASCII_DTOSTR_BUF_SIZE];
+    double top = hi > 0 ? hi * (1 + pad) : 1;
+    g_string_append_printf(commands, "set %srange [0:%s]\n", axis, plots_gnuplot_number(a, top));
+  } else {
+    g_string_append_printf(commands, "set offsets %s\n",
+                           strcmp(axis, "x") == 0 ? "graph 0.03, graph 0.03, 0, 0" : "0, 0, graph 0.08, graph 0.08");
+  }
+  return FALSE;
 }
 
 PlotsChart *
@@ -102,12 +143,21 @@ plots_sweep_chart(const PlotsSweep *s, const char *name, GError **error)
   g_string_printf(subtitle, "%s as %s varies", s->metric, s->parameter);
   for (guint i = 0; i < s->held->len; i++)
     g_string_append_printf(subtitle, "%s%s", i ? ", " : "; held at ", (char *)g_ptr_array_index(s->held, i));
-  g_autofree char *xlabel = axis_label(s->parameter, s->x_unit);
-  g_autofree char *ylabel = axis_label(s->metric, s->y_unit);
   plots_gnuplot_title(c, "set title", s->title, subtitle->str);
-  g_string_append_printf(c, "\nset xlabel %s\nset ylabel %s\n", xlabel, ylabel);
-  g_string_append(c, "set grid lc rgb '#d0d0d0'\nset key outside right top reverse Left\nset offsets graph 0.03, graph 0.03, "
-                     "graph 0.08, graph 0.08\n");
+  g_string_append_c(c, '\n');
+  /* Every y value, row by row, for its range. */
+  guint k_n = MAX(s->series->len, 1u);
+  g_autofree double *ys = g_new(double, (gsize)n * k_n);
+  for (guint i = 0; i < (guint)n * k_n; i++)
+    ys[i] = s->series->len ? g_array_index(((PlotsSweepSeries *)g_ptr_array_index(s->series, i % k_n))->y, double,
+                                           i / k_n)
+                           : NAN;
+  gboolean xlog = axis_range(c, "x", (const double *)(gconstpointer)s->x->data, n, 0.05);
+  gboolean ylog = axis_range(c, "y", ys, n * k_n, 0.08);
+  g_autofree char *xlabel = axis_label(s->parameter, s->x_unit, xlog);
+  g_autofree char *ylabel = axis_label(s->metric, s->y_unit, ylog);
+  g_string_append_printf(c, "set xlabel %s\nset ylabel %s\n", xlabel, ylabel);
+  g_string_append(c, "set grid lc rgb '#d0d0d0'\nset key outside right top reverse Left\n");
   plots_gnuplot_series_linetypes(c, s->series->len, "lw 2 pt 7 ps 1.2");
   g_string_append(c, "plot ");
   for (guint k = 0; k < s->series->len; k++) {
@@ -250,7 +300,7 @@ add_point(PlotsSweep *sweep, const PlannerGrid *grid, guint64 index, guint v, gu
 }
 
 PlotsSweep *
-plots_sweep_from_grid(const PlannerGrid *grid, GError **error)
+plots_sweep_from_grid(const PlannerGrid *grid, const char *scenario, GError **error)
 {
   const PlannerGridAxis *axis = g_ptr_array_index(grid->axes, 0);
   SimKeyId id = swept_key(axis);
@@ -267,10 +317,11 @@ plots_sweep_from_grid(const PlannerGrid *grid, GError **error)
   }
   double scale = 1;
   g_autofree char *unit = axis_unit(id, axis->values, x, &scale);
-  /* The title is the scenario's name as its points have it. */
-  const PlannerGridPoint *any = grid->points->len ? g_ptr_array_index(grid->points, 0) : NULL;
-  const SimResult *named = any && any->results->len ? g_ptr_array_index(any->results, 0) : NULL;
-  g_autoptr(PlotsSweep) sweep = plots_sweep_new(named ? named->scenario : "", axis->name, unit, "step time", "ms");
+  /* The title is the file swept, not the scenario's name, which often
+   * states values ("batch 2x512", "PCIe Gen5") that the sweep varies or
+   * holds elsewhere: the subtitle says what was held. */
+  g_autofree char *title = g_strdup_printf("sweep of %s", scenario);
+  g_autoptr(PlotsSweep) sweep = plots_sweep_new(title, axis->name, unit, "step time", "ms");
   for (guint v = 0; v < n; v++) {
     double value = x[v] / scale;
     g_array_append_val(sweep->x, value);

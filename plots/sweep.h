@@ -13,7 +13,13 @@
  * size (never raw bytes or seconds for a size, rate or time); one line per
  * policy at the points where every other swept key is at its first value
  * (NaN where this shard did not run one), those values in the subtitle; the
- * title is the name of the scenario as swept (its points' results).
+ * title names the scenario file swept ("sweep of scenarios/default.ini"),
+ * not its [scenario] name, which may state a value the sweep changes.
+ *
+ * Axes: one whose values are all positive and span more than two decades
+ * (largest over smallest above 100) is logarithmic, its label saying so;
+ * otherwise one with no negative value starts at 0 (gnuplot's own margins
+ * drew a step time axis down to -20 ms).
  *
  * Ownership: a PlotsSweep owns its strings, its x array, its series and its
  * held values (copies of what it was given) and is freed with
@@ -62,6 +68,7 @@ PlotsChart *plots_sweep_chart(const PlotsSweep *sweep, const char *name, GError 
 /* Step time against `grid`'s first axis (above).  Fails with
  * SIM_ERROR_INPUT, naming no option, when that key does not take numbers
  * (sizes, rates, times, plain numbers or counts). */
-PlotsSweep *plots_sweep_from_grid(const PlannerGrid *grid, GError **error);
+/* `scenario`: the file the grid sweeps, for the title. */
+PlotsSweep *plots_sweep_from_grid(const PlannerGrid *grid, const char *scenario, GError **error);
 
 G_END_DECLS

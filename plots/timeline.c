@@ -43,6 +43,11 @@ darker(const char *color, char out[8])
 #define ROWS_FULL 12
 #define ROW_PX 70
 #define ROW_MIN_PX 24
+/* Rows drawn at most (64 stay one screen high at ROW_MIN_PX): a larger
+ * pipeline draws some of its GPUs (plots_spans_pick_gpus), not a picture of
+ * tens of thousands of pixels that viewers refuse (pp 8 x dp 32 made one
+ * 24,706 pixels high). */
+#define MAX_ROWS 64
 
 /* A stream computes when any of its ops is a compute op. */
 static gboolean *
@@ -57,10 +62,20 @@ computing_streams(const SimProgram *p)
   return computes;
 }
 
+/* What the chart draws of the program: which streams compute, which are
+ * drawn (their GPU is), and each drawn stream's first row from the top. */
+typedef struct {
+  gboolean *computes;
+  gboolean *shown;
+  guint *first_row;
+  guint rows;
+} Rows;
+
 static gboolean
-drawn(const PlotsSpan *span, const gboolean *computes)
+drawn(const PlotsSpan *span, const Rows *rows)
 {
-  if (span->kind == PLOTS_SPAN_RECORD || span->end <= span->start)
+  const gboolean *computes = rows->computes;
+  if (!rows->shown[span->stream] || span->kind == PLOTS_SPAN_RECORD || span->end <= span->start)
     return FALSE;
   /* A wait on a copy or p2p stream is only that stream idle. */
   return !plots_spans_kind_waits(span->kind) || computes[span->stream];
@@ -74,18 +89,19 @@ row_label(const SimStream *stream, guint lane)
   return lane ? g_strdup_printf("%s (%u)", stream->name, lane + 1) : g_strdup(stream->name);
 }
 
-/* `set ytics`: a label per row; `first_row[s]` is stream s's first row from
- * the top, of `rows`. */
+/* `set ytics`: a label per drawn row. */
 static void
-stream_tics(GString *c, const SimProgram *p, const PlotsSpans *spans, const guint *first_row, guint rows)
+stream_tics(GString *c, const SimProgram *p, const PlotsSpans *spans, const Rows *r)
 {
   g_string_append(c, "set ytics scale 0 (");
+  gboolean first = TRUE;
   for (guint s = 0; s < p->streams->len; s++) {
     const SimStream *stream = g_ptr_array_index(p->streams, s);
-    for (guint lane = 0; lane < g_array_index(spans->lanes, guint, s); lane++) {
+    for (guint lane = 0; r->shown[s] && lane < g_array_index(spans->lanes, guint, s); lane++) {
       g_autofree char *text = row_label(stream, lane);
       g_autofree char *label = plots_gnuplot_quote(text);
-      g_string_append_printf(c, "%s%s %u", s || lane ? ", " : "", label, rows - 1 - (first_row[s] + lane));
+      g_string_append_printf(c, "%s%s %u", first ? "" : ", ", label, r->rows - 1 - (r->first_row[s] + lane));
+      first = FALSE;
     }
   }
   g_string_append(c, ")\n");
@@ -95,12 +111,12 @@ stream_tics(GString *c, const SimProgram *p, const PlotsSpans *spans, const guin
  * least the 12 that "compute" has always had ("stage 12.3 compute" needs
  * more). */
 static guint
-left_margin(const SimProgram *p, const PlotsSpans *spans)
+left_margin(const SimProgram *p, const PlotsSpans *spans, const Rows *r)
 {
   guint longest = 0;
   for (guint s = 0; s < p->streams->len; s++) {
     const SimStream *stream = g_ptr_array_index(p->streams, s);
-    for (guint lane = 0; lane < g_array_index(spans->lanes, guint, s); lane++) {
+    for (guint lane = 0; r->shown[s] && lane < g_array_index(spans->lanes, guint, s); lane++) {
       g_autofree char *text = row_label(stream, lane);
       longest = MAX(longest, (guint)g_utf8_strlen(text, -1));
     }
@@ -111,14 +127,19 @@ left_margin(const SimProgram *p, const PlotsSpans *spans)
 /* Several GPUs: a thin line between the rows of one GPU and the next, so
  * that a stage's four rows read as one group. */
 static void
-gpu_separators(GString *c, const SimProgram *p, const guint *first_row, guint rows)
+gpu_separators(GString *c, const SimProgram *p, const Rows *r)
 {
   char a[G_ASCII_DTOSTR_BUF_SIZE];
-  for (guint s = 1; s < p->streams->len; s++) {
-    const SimStream *stream = g_ptr_array_index(p->streams, s), *above = g_ptr_array_index(p->streams, s - 1);
-    if (stream->gpu == above->gpu)
+  const SimStream *above = NULL; /* the drawn stream above */
+  for (guint s = 0; s < p->streams->len; s++) {
+    const SimStream *stream = g_ptr_array_index(p->streams, s);
+    if (!r->shown[s])
       continue;
-    plots_gnuplot_number(a, rows - 0.5 - first_row[s]);
+    gboolean apart = above && stream->gpu != above->gpu;
+    above = stream;
+    if (!apart)
+      continue;
+    plots_gnuplot_number(a, r->rows - 0.5 - r->first_row[s]);
     g_string_append_printf(c, "set arrow from graph 0, first %s to graph 1, first %s nohead lw 1 lc rgb '#aaaaaa' "
                               "back\n", a, a);
   }
@@ -129,7 +150,7 @@ gpu_separators(GString *c, const SimProgram *p, const guint *first_row, guint ro
  * interleaves them and gets none.  Returns whether any was drawn, for the
  * legend. */
 static gboolean
-gpu_boundaries(GString *c, const SimProgram *p, const PlotsSpans *spans, const guint *first_row, guint rows)
+gpu_boundaries(GString *c, const SimProgram *p, const PlotsSpans *spans, const Rows *r)
 {
   char x[G_ASCII_DTOSTR_BUF_SIZE], top[G_ASCII_DTOSTR_BUF_SIZE], bottom[G_ASCII_DTOSTR_BUF_SIZE];
   gboolean any = FALSE;
@@ -140,16 +161,16 @@ gpu_boundaries(GString *c, const SimProgram *p, const PlotsSpans *spans, const g
     guint low = G_MAXUINT, high = 0; /* the GPU's rows, from the top */
     for (guint s = 0; s < p->streams->len; s++) {
       const SimStream *stream = g_ptr_array_index(p->streams, s);
-      if (stream->gpu != g)
+      if (stream->gpu != g || !r->shown[s])
         continue;
-      low = MIN(low, first_row[s]);
-      high = MAX(high, first_row[s] + g_array_index(spans->lanes, guint, s) - 1);
+      low = MIN(low, r->first_row[s]);
+      high = MAX(high, r->first_row[s] + g_array_index(spans->lanes, guint, s) - 1);
     }
     if (low > high)
       continue;
     plots_gnuplot_number(x, at * 1e3);
-    plots_gnuplot_number(top, rows - 0.5 - low);
-    plots_gnuplot_number(bottom, rows - 1.5 - high);
+    plots_gnuplot_number(top, r->rows - 0.5 - low);
+    plots_gnuplot_number(bottom, r->rows - 1.5 - high);
     g_string_append_printf(c, "set arrow from %s, first %s to %s, first %s nohead dt 2 lw 2 lc rgb '#333333' front\n",
                            x, top, x, bottom);
     any = TRUE;
@@ -189,24 +210,22 @@ plot_kinds(GString *c, const gboolean *present, const char *extra)
 
 /* The row of a span, from the bottom (the chart's y). */
 static double
-span_y(const PlotsSpan *span, const guint *first_row, guint rows)
+span_y(const PlotsSpan *span, const Rows *r)
 {
-  return rows - 1.0 - (first_row[span->stream] + span->lane);
+  return r->rows - 1.0 - (r->first_row[span->stream] + span->lane);
 }
 
 /* Every drawn span as a box: start, end (ms), y, kind. */
 static void
-add_boxes(PlotsChart *chart, const PlotsSpans *spans, const gboolean *computes, const guint *first_row, guint rows,
-          gboolean *present)
+add_boxes(PlotsChart *chart, const PlotsSpans *spans, const Rows *r, gboolean *present)
 {
   plots_gnuplot_data_begin(chart, "spans");
   for (guint i = 0; i < spans->spans->len; i++) {
     const PlotsSpan *span = &g_array_index(spans->spans, PlotsSpan, i);
-    if (!drawn(span, computes))
+    if (!drawn(span, r))
       continue;
     present[span->kind] = TRUE;
-    plots_gnuplot_data_row(chart, 4, (double[]){ span->start * 1e3, span->end * 1e3, span_y(span, first_row, rows),
-                                                 span->kind });
+    plots_gnuplot_data_row(chart, 4, (double[]){ span->start * 1e3, span->end * 1e3, span_y(span, r), span->kind });
   }
   plots_gnuplot_data_end(chart);
 }
@@ -217,15 +236,15 @@ add_boxes(PlotsChart *chart, const PlotsSpans *spans, const gboolean *computes, 
  * runs of slices of one kind joined into one box.  That is what a picture of
  * every box shows at a pixel per slice.  Returns the boxes drawn. */
 static guint
-add_slices(PlotsChart *chart, const PlotsSpans *spans, const gboolean *computes, const guint *first_row, guint rows,
-           double width, gboolean *present)
+add_slices(PlotsChart *chart, const PlotsSpans *spans, const Rows *r, double width, gboolean *present)
 {
+  guint rows = r->rows;
   g_autofree double *busy = g_new0(double, (gsize)rows * SLICES * PLOTS_SPAN_COUNT);
   for (guint i = 0; i < spans->spans->len; i++) {
     const PlotsSpan *span = &g_array_index(spans->spans, PlotsSpan, i);
-    if (!drawn(span, computes))
+    if (!drawn(span, r))
       continue;
-    guint row = first_row[span->stream] + span->lane;
+    guint row = r->first_row[span->stream] + span->lane;
     double start = span->start * 1e3, end = span->end * 1e3;
     for (guint k = (guint)MIN(start / width, SLICES - 1.0); k < SLICES && k * width < end; k++)
       busy[((gsize)row * SLICES + k) * PLOTS_SPAN_COUNT + span->kind] +=
@@ -275,30 +294,43 @@ plots_timeline_chart(const SimResult *r, const char *name, double xmax_ms, GErro
   char a[G_ASCII_DTOSTR_BUF_SIZE];
   double xmax = xmax_ms > 0 ? xmax_ms : MAX(r->step_ms, 1e-6);
 
-  /* Rows from the top: each stream's lanes in order. */
-  guint rows = 0;
+  /* The GPUs drawn: as many as MAX_ROWS rows hold (each GPU has the same streams). */
+  g_autofree gboolean *gpu_drawn = g_new(gboolean, p->n_gpus);
+  g_autofree char *picked = NULL;
+  guint per_gpu = MAX(p->streams->len / MAX(p->n_gpus, 1u), 1u);
+  plots_spans_pick_gpus(p->n_gpus, r->stages ? r->stages->len : 1, MAX(MAX_ROWS / per_gpu, 1u), gpu_drawn, &picked);
+  /* Rows from the top: each drawn stream's lanes in order. */
+  g_autofree gboolean *shown = g_new(gboolean, p->streams->len);
   g_autofree guint *first_row = g_new(guint, p->streams->len);
+  Rows rows_of = { .computes = computes, .shown = shown, .first_row = first_row };
   for (guint s = 0; s < p->streams->len; s++) {
-    first_row[s] = rows;
-    rows += g_array_index(spans->lanes, guint, s);
+    shown[s] = gpu_drawn[((const SimStream *)g_ptr_array_index(p->streams, s))->gpu];
+    first_row[s] = rows_of.rows;
+    rows_of.rows += shown[s] ? g_array_index(spans->lanes, guint, s) : 0;
   }
+  guint rows = rows_of.rows;
   guint row_px = rows <= ROWS_FULL ? ROW_PX : MAX(ROW_PX * ROWS_FULL / rows, (guint)ROW_MIN_PX);
   g_autoptr(PlotsChart) chart = plots_gnuplot_chart_new(name, 1400, 130 + row_px * MAX(rows, 3u));
   gboolean several = p->n_gpus > 1;
 
   guint n_drawn = 0;
   for (guint i = 0; i < spans->spans->len; i++)
-    n_drawn += drawn(&g_array_index(spans->spans, PlotsSpan, i), computes);
+    n_drawn += drawn(&g_array_index(spans->spans, PlotsSpan, i), &rows_of);
   gboolean present[PLOTS_SPAN_COUNT] = { FALSE };
   g_autofree char *note = NULL;
   if (n_drawn <= MAX_BOXES) {
-    add_boxes(chart, spans, computes, first_row, rows, present);
+    add_boxes(chart, spans, &rows_of, present);
   } else {
     double width = xmax / SLICES;
-    guint boxes = add_slices(chart, spans, computes, first_row, rows, width, present);
+    guint boxes = add_slices(chart, spans, &rows_of, width, present);
     note = g_strdup_printf("%u ops drawn as %u boxes: each is the kind of op that kept its row busy most of a "
                            "%.3g ms slice (1/%u of the axis), blank where the row was idle half of it or more",
                            n_drawn, boxes, width, SLICES);
+  }
+  if (picked) { /* under the axis too, before the slicing's note */
+    char *both = note ? g_strdup_printf("%s; %s", picked, note) : g_strdup(picked);
+    g_free(note);
+    note = both;
   }
 
   GString *c = chart->commands;
@@ -317,7 +349,7 @@ plots_timeline_chart(const SimResult *r, const char *name, double xmax_ms, GErro
   /* Several GPUs add kinds (sends, waits on a stage) and the boundary's
    * entry: the legend may take two lines. */
   g_string_append_printf(c, " offset 0,1\nset tmargin 6\nset bmargin %s\nset lmargin %u\n",
-                         several ? (note ? "7.5" : "6.5") : (note ? "6.5" : "5.5"), left_margin(p, spans));
+                         several ? (note ? "7.5" : "6.5") : (note ? "6.5" : "5.5"), left_margin(p, spans, &rows_of));
   if (note) {
     plots_gnuplot_title(c, "set xlabel", "time since the step started (ms)", note);
     g_string_append_c(c, '\n');
@@ -328,11 +360,11 @@ plots_timeline_chart(const SimResult *r, const char *name, double xmax_ms, GErro
                      "set key outside bottom center horizontal reverse Left samplen 2\n");
   g_string_append_printf(c, "set xrange [0:%s]\n", plots_gnuplot_number(a, xmax));
   g_string_append_printf(c, "set yrange [-0.6:%s]\n", plots_gnuplot_number(a, rows - 0.4));
-  stream_tics(c, p, spans, first_row, rows);
+  stream_tics(c, p, spans, &rows_of);
   const char *boundary_key = NULL;
   if (several) {
-    gpu_separators(c, p, first_row, rows);
-    if (gpu_boundaries(c, p, spans, first_row, rows))
+    gpu_separators(c, p, &rows_of);
+    if (gpu_boundaries(c, p, spans, &rows_of))
       boundary_key = "NaN with lines dt 2 lw 2 lc rgb '#333333' title 'forward | backward'";
   } else if (g_array_index(spans->boundaries, double, 0) >= 0) {
     plots_gnuplot_number(a, spans->boundary * 1e3);
@@ -352,7 +384,10 @@ plots_timeline_write(const SimResult *r, const char *option, const char *path, G
   if (spans == NULL)
     return FALSE;
   const SimProgram *p = r->program;
-  g_autoptr(GString) out = g_string_new("stream,op,layer,phase,start_ms,end_ms,bytes\n");
+  /* A pipeline runs each layer once per micro-batch: its rows say which. */
+  gboolean mbs = sim_program_has_microbatches(p);
+  g_autoptr(GString) out = g_string_new(mbs ? "stream,op,layer,microbatch,phase,start_ms,end_ms,bytes\n"
+                                            : "stream,op,layer,phase,start_ms,end_ms,bytes\n");
   for (guint i = 0; i < spans->spans->len; i++) {
     const PlotsSpan *span = &g_array_index(spans->spans, PlotsSpan, i);
     const SimOp *op = sim_program_op(p, span->op);
@@ -364,6 +399,11 @@ plots_timeline_write(const SimResult *r, const char *option, const char *path, G
     g_string_append_c(out, ',');
     if (span->layer != SIM_NO_LAYER)
       g_string_append_printf(out, "%d", span->layer);
+    gint32 mb = mbs ? sim_program_op_microbatch(p, span->op) : -1;
+    if (mbs)
+      g_string_append_c(out, ',');
+    if (mb >= 0)
+      g_string_append_printf(out, "%d", mb);
     g_string_append_printf(out, ",%s,", sim_phase_name(op->phase));
     sim_output_number(out, span->start * 1e3);
     g_string_append_c(out, ',');

@@ -16,7 +16,7 @@ commands=$(awk '/^## Quick start/{q=1} q&&/^```sh$/{getline; print; n++; if(n==2
 [ "$(printf '%s\n' "$commands" | wc -l)" -eq 2 ] || fail "README must show two one-line commands"
 first=$(printf '%s\n' "$commands" | sed -n 1p)
 second=$(printf '%s\n' "$commands" | sed -n 2p)
-demo="./build/cli/offsim compare --plot build/plots"
+demo="./build/cli/offsim compare --plot plots-out"
 case $first in *"apt-get install"*gnuplot-nox*"&& $demo") ;; *) fail "the first command must install gnuplot-nox, build and end with $demo" ;; esac
 case $second in *"apt-get install"*gnuplot-nox*ctest*) ;; *) fail "the second command must install gnuplot-nox, build and run ctest" ;; esac
 
@@ -63,22 +63,22 @@ actual=$(cd "$scratch" && "$offsim" ${demo#./build/cli/offsim } 2>&1) || fail "'
   fail "README's output block differs from '$demo' (actual output in ${TMPDIR:-/tmp}/offsim-readme-actual.txt)"
 }
 for picture in comparison memory timeline-offload-sync timeline-offload-async; do
-  [ -s "$scratch/build/plots/$picture.png" ] || fail "'$demo' did not draw build/plots/$picture.png"
+  [ -s "$scratch/plots-out/$picture.png" ] || fail "'$demo' did not draw plots-out/$picture.png"
 done
-# ...and nothing outside the build tree (build/plots is inside it, beside CMake's files for plots/).
-[ "$(ls -A "$scratch")" = build ] && [ "$(ls -A "$scratch/build")" = plots ] ||
-  fail "'$demo' wrote outside build/plots: $(cd "$scratch" && find . -mindepth 1 | sort | tr '\n' ' ')"
+# ...and nothing outside plots-out/, a folder of its own (git ignores it), not CMake's build tree.
+[ "$(ls -A "$scratch")" = plots-out ] ||
+  fail "'$demo' wrote outside plots-out: $(cd "$scratch" && find . -mindepth 1 | sort | tr '\n' ' ')"
 
 # The pipeline's command (the sh block after its marker) runs against the bundled scenario,
 # from a scratch copy of scenarios/, and draws the timeline the README's picture is made from.
 pipeline=$(awk '/<!-- offsim-pipeline-command -->/{m=1; next} m&&/^```sh$/{getline; print; exit}' "$readme")
-case $pipeline in "./build/cli/offsim compare scenarios/"*" --plot build/pipeline"*) ;;
-  *) fail "the pipeline command must be ./build/cli/offsim compare scenarios/... --plot build/pipeline" ;; esac
+case $pipeline in "./build/cli/offsim compare scenarios/"*" --plot plots-out/pipeline"*) ;;
+  *) fail "the pipeline command must be ./build/cli/offsim compare scenarios/... --plot plots-out/pipeline" ;; esac
 mkdir "$scratch/pipeline"
 cp -R "$src/scenarios" "$scratch/pipeline/scenarios"
 # shellcheck disable=SC2086 # the command's arguments split on purpose
 said=$(cd "$scratch/pipeline" && "$offsim" ${pipeline#./build/cli/offsim } 2>&1) || fail "'$pipeline' failed: $said"
 for picture in comparison memory timeline-offload timeline-resident; do
-  [ -s "$scratch/pipeline/build/pipeline/$picture.png" ] || fail "'$pipeline' did not draw build/pipeline/$picture.png"
+  [ -s "$scratch/pipeline/plots-out/pipeline/$picture.png" ] || fail "'$pipeline' did not draw plots-out/pipeline/$picture.png"
 done
 echo "check_readme: README commands, .ci/run, the shown output and its pictures agree"

@@ -12,7 +12,13 @@
 # written are compared byte for byte with tests/data/golden/.  Files over
 # 100 KiB are kept as their sha256 only (tests/data/golden/SHA256SUMS).
 #
-# Usage: golden.sh OFFSIM_BINARY REPO_ROOT [--record]
+# Usage: golden.sh OFFSIM_BINARY REPO_ROOT [--record | --part PART]
+# --part PART runs and compares one part only: `embedded`, a scenario's name
+# (`tiny` for scenarios/tiny.ini), `sweep`, `model` or `budget` (the first
+# directory of a case's name).  CTest runs the parts as tests of their own
+# (golden_PART), side by side and each under its own timeout, so that a slow
+# machine under ASan finishes every part: the whole took close to its one
+# timeout there.  --record always records the whole.
 # It runs from a scratch directory holding a copy of scenarios/, so that the
 # outputs carry relative paths only, wherever the repository is.
 #
@@ -24,15 +30,21 @@
 set -eu
 LC_ALL=C
 export LC_ALL
-if [ $# -lt 2 ] || [ $# -gt 3 ]; then
-  echo "usage: $0 OFFSIM_BINARY REPO_ROOT [--record]" >&2
+usage() {
+  echo "usage: $0 OFFSIM_BINARY REPO_ROOT [--record | --part PART]" >&2
   exit 2
-fi
+}
+[ $# -ge 2 ] && [ $# -le 4 ] || usage
 record=no
-if [ $# -eq 3 ]; then
-  [ "$3" = --record ] || { echo "usage: $0 OFFSIM_BINARY REPO_ROOT [--record]" >&2; exit 2; }
-  record=yes
-fi
+part=
+case $# in
+  3) [ "$3" = --record ] || usage; record=yes ;;
+  4) [ "$3" = --part ] && [ -n "$4" ] || usage; part=$4 ;;
+esac
+# want NAME: whether cases of the part NAME run (all of them without --part).
+want() {
+  [ -z "$part" ] || [ "$part" = "$1" ]
+}
 [ -x "$1" ] || { echo "golden: $1 is not an executable" >&2; exit 2; }
 offsim=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
 src=$(cd "$2" && pwd)
@@ -100,13 +112,16 @@ budgets() {
 }
 
 # The embedded default scenario.
-c embedded/compare-table compare
-c embedded/compare-csv compare --format csv
-c embedded/compare-json compare --format json
-c embedded/run-table run
+if want embedded; then
+  c embedded/compare-table compare
+  c embedded/compare-csv compare --format csv
+  c embedded/compare-json compare --format json
+  c embedded/run-table run
+fi
 
 for ini in scenarios/*.ini; do
   s=$(basename "$ini" .ini)
+  want "$s" || continue
   c "$s/compare-table" compare "$ini"
   c "$s/compare-csv" compare "$ini" --format csv
   c "$s/compare-json" compare "$ini" --format json
@@ -133,14 +148,16 @@ done
 
 # sweep: two keys on the small scenario, every point and one shard to a file;
 # a value the scenario rejects.
+if want sweep; then
 c sweep/tiny-bandwidth-forward sweep scenarios/tiny.ini --set link.h2d_bandwidth=10GB/s,25GB/s,55GB/s \
   --set model.forward=1ms,2ms --jobs 2
 c sweep/tiny-shard sweep scenarios/tiny.ini --set link.h2d_bandwidth=10GB/s,25GB/s \
   --set link.latency=2us,20us --shard 1/2 --jobs 2 --out "$out/sweep/tiny-shard.csv"
 c sweep/tiny-bad-layers sweep scenarios/tiny.ini --set model.layers=2,4 --jobs 2
+fi
 
 # model: every config, with and without a profile, other dtypes and attention.
-for json in scenarios/models/*.json; do
+want model && for json in scenarios/models/*.json; do
   m=$(basename "$json" .json)
   c "model/$m" model --hf-config "$json" --batch 2 --seq 512
   c "model/$m-eager" model --hf-config "$json" --batch 2 --seq 512 --attention eager
@@ -151,10 +168,11 @@ for json in scenarios/models/*.json; do
     c "model/$m-$(basename "$prof" .ini)" model --hf-config "$json" --batch 2 --seq 512 --profile "$prof"
   done
 done
-c model/missing-seq model --hf-config scenarios/models/qwen2.5-0.5b.json --batch 2
+want model && c model/missing-seq model --hf-config scenarios/models/qwen2.5-0.5b.json --batch 2
 
 # budget: the chapter's ledger, both formats, other budgets and thresholds.
 ch=scenarios/budget/chapter42.csv
+if want budget; then
 c budget/384MiB-table budget "$ch" --budget 384MiB --bandwidth 8GiB/s
 c budget/384MiB-json budget "$ch" --budget 384MiB --bandwidth 8GiB/s --format json
 c budget/1GiB-table budget "$ch" --budget 1GiB --bandwidth 8GiB/s
@@ -167,6 +185,7 @@ c budget/512MiB-thresholds-table budget "$ch" --budget 512MiB --bandwidth 16GiB/
   --min-saved-ratio 0.5 --max-transfer 30ms
 c budget/missing-bandwidth budget "$ch" --budget 384MiB
 c budget/bandwidth-without-unit budget "$ch" --budget 384MiB --bandwidth 8.0
+fi
 
 cases_done
 i=1
@@ -195,6 +214,17 @@ if [ "$record" = yes ]; then
 fi
 
 [ -d "$golden" ] || { echo "golden: $golden is missing; record it with $0 OFFSIM_BINARY REPO_ROOT --record" >&2; exit 1; }
+[ "$n" -gt 0 ] || { echo "golden: no part '$part' (expected embedded, a scenario's name, sweep, model or budget)" >&2; exit 2; }
+# With --part, what is expected is that part of the record: its directory,
+# its lines of CASES and of SHA256SUMS.
+if [ -n "$part" ]; then
+  expected=$work/expected
+  mkdir "$expected"
+  [ ! -d "$golden/$part" ] || cp -R "$golden/$part" "$expected/$part"
+  awk -F '\t' -v p="$part/" 'index($1, p) == 1' "$golden/CASES" >"$expected/CASES"
+  awk -v p="$part/" 'index($2, p) == 1' "$golden/SHA256SUMS" >"$expected/SHA256SUMS"
+  golden=$expected
+fi
 # case_of FILE CASES: the case (and its command line) that wrote FILE.
 case_of() {
   awk -F '\t' -v f="$1" 'index(f, $1 ".") == 1 && length($1) > length(best) { best = $1; line = $0 }
@@ -236,7 +266,8 @@ for f in $(comm -12 "$work/golden.list" "$work/actual.list"); do
 done
 if [ "$differ" -gt 0 ]; then
   # Every output in full, the large ones included, for a closer look.
-  keep=${TMPDIR:-/tmp}/offsim-golden-actual
+  # One folder per part: parts run side by side under CTest.
+  keep=${TMPDIR:-/tmp}/offsim-golden-actual${part:+-$part}
   rm -rf "$keep" && cp -R "$work/run/out" "$keep"
   echo "golden: this build's outputs, in full, are in $keep"
   echo "golden: $differ outputs differ from tests/data/golden (re-record only for an intended, explained change: $0 OFFSIM_BINARY REPO_ROOT --record)"

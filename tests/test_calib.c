@@ -734,7 +734,7 @@ START_TEST(bad_profiles_name_file_group_and_key)
   } cases[] = {
     { "bad-truncated-point.ini", "h2d_table", "expected SIZE:RATE items, got '1073741824B'" },
     { "bad-decreasing-sizes.ini", "d2h_table", "point 3: sizes must be positive and increasing" },
-    { "bad-negative-rate.ini", "h2d_table", "point 2: expected a non-negative value" },
+    { "bad-negative-rate.ini", "h2d_table", "point 2: expected a positive rate, got" },
     { "bad-unknown-key.ini", "h2d_tabel", "unknown key (expected one of h2d_bandwidth" },
   };
   g_autofree char *dir = test_tmp_dir_new();

@@ -423,6 +423,16 @@ START_TEST(exit_codes_as_documented)
     { 2, "/dev/full", FALSE, { "show", tiny } },
     { 2, "/dev/full", FALSE, { "model", "--hf-config", OFFSIM_SCENARIOS "/models/qwen2.5-0.5b.json", "--batch", "1",
                                 "--seq", "8" } },
+    /* GLib's own --help printed and exited 0 whatever became of it. */
+    { 2, "/dev/full", FALSE, { "--help" } },
+    { 2, "/dev/full", FALSE, { "run", "--help" } },
+    { 2, "/dev/full", FALSE, { "compare", "-h" } },
+    { 2, "/dev/full", FALSE, { "plan", "--help-all" } },
+    { 2, "/dev/full", FALSE, { "model", "-?" } },
+    { 2, "/dev/full", FALSE, { "show", "--help" } },
+    { 2, "/dev/full", FALSE, { "sweep", "--help" } },
+    { 2, "/dev/full", FALSE, { "bench", "--help" } },
+    { 2, "/dev/full", FALSE, { "budget", "--help" } },
   };
   for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
     if (cases[i].out && !g_file_test(cases[i].out, G_FILE_TEST_EXISTS))
@@ -440,6 +450,51 @@ START_TEST(exit_codes_as_documented)
   }
   /* Drawing without gnuplot made no directory. */
   ck_assert(!g_file_test(plots, G_FILE_TEST_EXISTS));
+}
+END_TEST
+
+/* An option of one value given twice kept the last silently, and two
+ * outputs on one path kept the one written last; `sweep --jobs 0` ran on
+ * every core against its own message.  Each is refused before anything
+ * runs, and --help is still help. */
+START_TEST(options_given_once_and_outputs_apart)
+{
+  g_autofree char *tiny = g_build_filename(OFFSIM_SCENARIOS, "tiny.ini", NULL);
+  g_autofree char *dir = test_tmp_dir_new();
+  g_autofree char *x = g_build_filename(dir, "x", NULL);
+  g_autofree char *x_again = g_build_filename(dir, ".", "x", NULL);
+  g_autofree char *y = g_build_filename(dir, "y", NULL);
+  g_autofree char *m = g_strdup_printf("--memory=%s", y);
+  const struct {
+    const char *args[10];
+    const char *expect;
+  } cases[] = {
+    { { "run", tiny, "--trace", x, "--timeline", x }, "the same file as --trace" },
+    { { "run", tiny, "--memory", x, "--plot-script", x_again }, "--plot-script '" },
+    { { "run", tiny, "--memory", x, "--memory", y }, "offsim: run: --memory: given twice ('" },
+    { { "run", tiny, m, "--memory", x, "--memory", x }, "--memory: given 3 times" },
+    { { "run", tiny, "-f", "json", "--format=csv" }, "--format: given twice ('json', then 'csv'); give it once" },
+    { { "compare", tiny, "--budget", "1GiB", "-b", "2GiB" }, "--budget: given twice" },
+    { { "plan", tiny, "--budget", "1GiB", "--budget", "1GiB" }, "--budget: given twice" },
+    { { "sweep", tiny, "--set", "link.latency=1us", "--jobs", "1", "-j", "2" }, "--jobs: given twice" },
+    { { "sweep", tiny, "--set", "link.latency=1us", "--jobs", "0" }, "--jobs: expected 1 to 1024 threads" },
+    { { "budget", tiny, "--budget", "1GiB", "--budget", "2GiB", "--bandwidth", "8GiB/s" }, "--budget: given twice" },
+    { { "model", "--batch", "1", "--batch", "2" }, "--batch: given twice ('1', then '2')" },
+  };
+  for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
+    g_autofree char *err = NULL;
+    int status = run_with(NULL, FALSE, cases[i].args, &err);
+    g_autofree char *line = g_strjoinv(" ", (char **)cases[i].args);
+    ck_assert_msg(status == 2 && strstr(err, cases[i].expect) && strchr(err, '\n') == strrchr(err, '\n'),
+                  "offsim %s: exit %d: %s", line, status, err);
+  }
+  ck_assert(!g_file_test(x, G_FILE_TEST_EXISTS) && !g_file_test(y, G_FILE_TEST_EXISTS));
+  /* Repeatable options stay repeatable; help beside a value is help. */
+  g_auto(TestRun) sets = test_offsim("sweep", tiny, "--set", "link.latency=1us", "--set", "link.h2d_bandwidth=10GB/s", NULL);
+  ck_assert_msg(sets.status == 0, "%s", sets.err);
+  g_auto(TestRun) help = test_offsim("run", "--format", "json", "--help", NULL);
+  ck_assert_int_eq(help.status, 0);
+  ck_assert_ptr_nonnull(strstr(help.out, "--timeline=FILE"));
 }
 END_TEST
 
@@ -464,6 +519,7 @@ cli_suite(void)
   tcase_add_test(tc, sweep_is_deterministic_and_shards_concatenate);
   tcase_add_test(tc, sweep_rejects_bad_values_before_running);
   tcase_add_test(tc, exit_codes_as_documented);
+  tcase_add_test(tc, options_given_once_and_outputs_apart);
   suite_add_tcase(s, tc);
   return s;
 }

@@ -223,6 +223,31 @@ START_TEST(help_lists_units_and_exit_statuses)
 }
 END_TEST
 
+/* `bench --only plan` printed every other figure as zeros under a header
+ * claiming "medians of 7 runs", which no figure but some were. */
+START_TEST(bench_prints_only_what_ran_with_its_runs)
+{
+  /* --repeats 2: the plan figure runs half of it, one plan (seconds under ASan). */
+  g_auto(TestRun) plan = test_offsim("bench", "--only", "plan", "--quick", "--repeats", "2", NULL);
+  ck_assert_msg(plan.status == 0, "%s", plan.err);
+  ck_assert_msg(strstr(plan.out, "plan_96_ms ") && strstr(plan.out, "(1 run;") &&
+                  strstr(plan.out, "--repeats 2, each figure the median of the runs it names"), "%s", plan.out);
+  const char *others[] = { "events_per_sec", "step_96x32_ms", "step_64gpu_ms", "sweep_points", "scale ", "gpus ",
+                           "medians of" };
+  for (guint i = 0; i < G_N_ELEMENTS(others); i++)
+    ck_assert_msg(strstr(plan.out, others[i]) == NULL, "'%s' in:\n%s", others[i], plan.out);
+  g_auto(TestRun) json = test_offsim("bench", "--only", "scale", "--quick", "--repeats", "4", "--format", "json", NULL);
+  ck_assert_msg(json.status == 0, "%s", json.err);
+  g_autoptr(JsonParser) parser = json_parser_new();
+  ck_assert(json_parser_load_from_data(parser, json.out, -1, NULL));
+  JsonObject *root = json_node_get_object(json_parser_get_root(parser));
+  ck_assert(!json_object_has_member(root, "events_per_sec") && !json_object_has_member(root, "plan_96_ms"));
+  /* 100 layers: --repeats runs; 1,000: 4 >> 2. */
+  ck_assert_int_eq(json_object_get_int_member(json_object_get_object_member(root, "scale_100_layers"), "runs"), 4);
+  ck_assert_int_eq(json_object_get_int_member(json_object_get_object_member(root, "scale_1000_layers"), "runs"), 1);
+}
+END_TEST
+
 static Suite *
 commands_suite(void)
 {
@@ -239,6 +264,10 @@ commands_suite(void)
   TCase *help = tcase_create("help");
   tcase_add_test(help, help_lists_units_and_exit_statuses);
   suite_add_tcase(s, help);
+  TCase *bench = tcase_create("bench");
+  tcase_set_timeout(bench, 120);
+  tcase_add_test(bench, bench_prints_only_what_ran_with_its_runs);
+  suite_add_tcase(s, bench);
   return s;
 }
 

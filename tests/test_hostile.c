@@ -742,6 +742,30 @@ static const struct {
                                               "(release or master); framework = torchtune has no versions" },
   /* Megatron's attn_proj group without core_attn. */
   { "scenario-megatron-attn-proj-alone.ini", "[policy.mg] offload_modules: attn_proj needs core_attn" },
+  /* gpt2's layout without its biases aborted on an assertion. */
+  { "scenario-gpt2-without-bias.ini", "[transformer] linear_bias: gpt2's Conv1D layers all have biases" },
+  /* A byte-order mark made the header's first column "\ufefflayer" ("missing column 'layer'"),
+   * and a blank line was "expected 8 fields like the header, got 1": the chunk list's CSV
+   * took both.  Both read as without them now (trace_reads_as_the_budget_csv). */
+  { "trace-bom-blank-lines.csv", NULL },
+  /* A column given twice: the second was read and the first ignored. */
+  { "trace-duplicate-column.csv", "trace-duplicate-column.csv:1: column 'bytes' is given twice (fields 4 and 8)" },
+  /* Messages that named neither file nor key (messages_name_file_and_key has the binary's). */
+  { "scenario-framework-start.ini", "framework-start.ini: [policy.tune] start: framework = torchtune counts its "
+                                    "copies in flight by saved tensor (inflight_unit = tensors), which needs start = "
+                                    "tensor" },
+  /* A mistral window of 8 tokens under seq 16: `offsim model` said only "attention: sdpa with ...". */
+  { "hf-sliding-window.json", "attention: sdpa with the config's sliding_window (8) shorter than seq (16)" },
+  { "scenario-p2p-zero.ini", "p2p-zero.ini: [parallel] p2p_bandwidth: expected a positive rate (0 would move "
+                             "nothing), got '0'" },
+  /* A million layers of a 1M-hidden model: 12 - 16 s and 1.1 GB built before "more than 4 EiB";
+   * now refused from the fields, naming the one (hf_overflow_is_refused_before_building). */
+  { "hf-4eib-layers.json", "layers: 1000000 layers of at least" },
+  /* Runs (policies_that_do_nothing_say_so checks their notes). */
+  { "scenario-policies-that-do-nothing.ini", NULL },
+  /* Three chunks of 4 EiB: "the chunks' total bytes do not fit in a 64-bit integer", no file, no line. */
+  { "budget-sum-overflow.csv", "budget-sum-overflow.csv:3: bytes: the chunks' bytes up to this row add up to more "
+                               "than 8 EiB" },
 };
 
 static const char *
@@ -769,11 +793,14 @@ replay(const char *path, const char *file)
     if (s)
       fuzz_evaluate_all(s);
   } else if (g_str_has_prefix(file, "hf-")) {
+    /* As `offsim model` reads it: ops = hf and what follows it, checked before it is built. */
     SimTransformer t;
     sim_transformer_defaults(&t);
+    t.hf_ops = TRUE;
+    sim_transformer_follow_ops(&t);
     t.batch = 2;
     t.seq = 16;
-    if (sim_hf_config_load(path, &t, &error)) {
+    if (sim_hf_config_load(path, &t, &error) && sim_transformer_validate(&t, NULL, &error)) {
       g_autoptr(SimScenario) s = fuzz_scenario_new(NULL);
       s->workload = sim_transformer_build(&t, &s->machine.device, "hf", &error);
       if (s->workload)
@@ -883,6 +910,35 @@ START_TEST(regression_keep_last_keeps_everything)
 }
 END_TEST
 
+/* A recording and a chunk list read text alike (sim_config_skip_bom,
+ * sim_config_blank_line): a byte-order mark and blank lines, the first
+ * before the header, change nothing. */
+START_TEST(trace_reads_as_the_budget_csv)
+{
+  static const char plain[] = "layer,op,name,bytes,dtype,shape,is_parameter,storage\n"
+                              "0,input,input,8,bfloat16,4,0,1\n0,attn,mm,100,bfloat16,50,0,2\n"
+                              "1,attn,mm,200,bfloat16,100,0,3\n1,mlp,mm,50,bfloat16,25,0,4\n";
+  g_autoptr(GError) error = NULL;
+  g_autoptr(SimWorkload) marked = sim_trace_load(REGRESS "/trace-bom-blank-lines.csv", "t", &error);
+  ck_assert_msg(marked != NULL, "%s", error ? error->message : "");
+  g_autoptr(SimWorkload) w = sim_trace_load_data(plain, strlen(plain), "plain.csv", "t", &error);
+  ck_assert_ptr_nonnull(w);
+  ck_assert_uint_eq(sim_workload_n_layers(marked), sim_workload_n_layers(w));
+  ck_assert_uint_eq(sim_workload_saved_bytes(marked), sim_workload_saved_bytes(w));
+  for (guint l = 0; l < sim_workload_n_layers(w); l++) {
+    ck_assert_uint_eq(sim_workload_layer(marked, l)->tensors->len, sim_workload_layer(w, l)->tensors->len);
+    ck_assert_uint_eq(sim_workload_layer(marked, l)->input_bytes, sim_workload_layer(w, l)->input_bytes);
+  }
+  static const char chunks[] = "\xef\xbb\xbf\nname,bytes,reuse_delay_layers,offloadable\n\na,1MiB,1,yes\n \t\n";
+  g_autoptr(GPtrArray) list = planner_budget_parse_csv(chunks, strlen(chunks), "chunks.csv", &error);
+  ck_assert_msg(list != NULL && list->len == 1, "%s", error ? error->message : "");
+  /* A column offsim does not read may repeat; one it reads may not. */
+  static const char extra[] = "layer,op,name,bytes,dtype,shape,is_parameter,note,note\n0,a,x,10,f,1,0,p,q\n";
+  g_autoptr(SimWorkload) repeated = sim_trace_load_data(extra, strlen(extra), "extra.csv", "t", &error);
+  ck_assert_msg(repeated != NULL, "%s", error ? error->message : "");
+}
+END_TEST
+
 /* ---- config.json: nesting, the two ways in, `offsim model`'s files ------------------ */
 
 /* `offsim model` exits `status` (2: one line holding `expect`, and never the
@@ -903,7 +959,7 @@ static char *
 hf_scenario(const char *dir, const char *json)
 {
   g_autofree char *text = g_strdup_printf(DEVICE "matmul_tflops = 312\nhbm_bandwidth = 2TB/s\n" LINK
-                                          "[transformer]\nhf_config = %s\nbatch = 2\nseq = 16\n", json);
+                                          "[transformer]\nhf_config = %s\nbatch = 2\nseq = 16\nops = hf\n", json);
   return write_file(dir, "hf.ini", text, -1);
 }
 
@@ -934,8 +990,9 @@ START_TEST(config_json_nested_100000_deep)
 END_TEST
 
 /* `offsim model` and [transformer] hf_config accept and refuse the same
- * config.json files (one validation): every bundled model and every
- * regression input, through both, exits alike and names the same fault. */
+ * config.json files (one validation; the scenario says ops = hf, as
+ * `offsim model` writes it): every bundled model and every regression
+ * input, through both, exits alike and names the same fault. */
 START_TEST(hf_configs_agree_in_both_paths)
 {
   g_autoptr(GPtrArray) files = g_ptr_array_new_with_free_func(g_free);
@@ -957,10 +1014,17 @@ START_TEST(hf_configs_agree_in_both_paths)
     ck_assert_msg(m.status == c.status, "%s: offsim model exits %d, [transformer] hf_config %d\n%s%s", json, m.status,
                   c.status, m.err, c.err);
     if (m.status == 2) {
-      /* "offsim: FILE: what" and "offsim: hf.ini: [transformer] hf_config: FILE: what" */
-      const char *what = strstr(m.err, json);
-      ck_assert_ptr_nonnull(what);
-      ck_assert_msg(strstr(c.err, what), "different faults:\n%s%s", m.err, c.err);
+      /* "offsim: FILE: KEY: what" and "offsim: hf.ini: [transformer] hf_config: FILE: KEY: what";
+       * or, for what the options decide or the whole shape, "offsim: FILE: --attention: what"
+       * (or "field 'num_hidden_layers': what") and "offsim: hf.ini: [transformer] attention:
+       * what" (or "layers: what"): the same fault after the key, an option's "--" aside. */
+      const char *at = strstr(m.err, json);
+      ck_assert_ptr_nonnull(at);
+      at = strstr(at + strlen(json) + 1, ": ");
+      ck_assert_ptr_nonnull(at);
+      g_autoptr(GString) what = g_string_new(at + 2);
+      g_string_replace(what, "--", "", 0);
+      ck_assert_msg(strstr(c.err, what->str), "different faults:\n%s%s", m.err, c.err);
     }
   }
 }
@@ -1052,8 +1116,7 @@ START_TEST(model_errors_name_the_users_file_and_field)
                                      "\"vocab_size\": 1000000000}", -1);
   g_auto(TestRun) big = test_offsim("model", "--hf-config", huge, "--batch", "1024", "--seq", "65536", "--ops", "fused",
                                     NULL);
-  g_autofree char *big_expect = g_strdup_printf("%s: at --batch 1024 --seq 65536: the model's memory adds up to more "
-                                                "than 4 EiB", huge);
+  g_autofree char *big_expect = g_strdup_printf("%s: field 'num_hidden_layers': 1000000 layers of at least", huge);
   assert_model(&big, 2, big_expect);
   g_autofree char *qwen_text = NULL;
   ck_assert(g_file_get_contents(qwen, &qwen_text, NULL, NULL));
@@ -1064,6 +1127,51 @@ START_TEST(model_errors_name_the_users_file_and_field)
   g_auto(TestRun) name = test_offsim("model", "--hf-config", qwen, "--batch", "2", "--seq", "16", "--name",
                                      "x\n[device]\nmemory = 1B", NULL);
   assert_model(&name, 2, "--name: a line break cannot be written into a scenario");
+}
+END_TEST
+
+/* Each message names its file and its key (or option, or line and column). */
+START_TEST(messages_name_file_and_key)
+{
+  g_auto(TestRun) window = test_offsim("model", "--hf-config", REGRESS "/hf-sliding-window.json", "--batch", "2",
+                                       "--seq", "16", NULL);
+  assert_model(&window, 2, "hf-sliding-window.json: --attention: sdpa with the config's sliding_window (8) shorter "
+                           "than --seq (16)");
+  g_auto(TestRun) chunks = test_offsim("budget", REGRESS "/budget-sum-overflow.csv", "--budget", "1GiB", "--bandwidth",
+                                       "8GiB/s", NULL);
+  ck_assert_int_eq(chunks.status, 2);
+  ck_assert_msg(strstr(chunks.err, "budget-sum-overflow.csv:3: bytes: "), "%s", chunks.err);
+  g_auto(TestRun) start = test_offsim("compare", REGRESS "/scenario-framework-start.ini", NULL);
+  ck_assert_int_eq(start.status, 2);
+  ck_assert_msg(strstr(start.err, "scenario-framework-start.ini: [policy.tune] start: framework = torchtune"), "%s",
+                start.err);
+}
+END_TEST
+
+/* A config.json whose model passes 4 EiB is refused from its fields, before a
+ * layer is built: it took 12 - 16 s and 1.1 GB (a million layers built, then
+ * summed).  Through both ways in, each naming the field; and fast, with a
+ * margin for a loaded machine under ASan that the build never had. */
+START_TEST(hf_overflow_is_refused_before_building)
+{
+  const char *json = REGRESS "/hf-4eib-layers.json";
+  gint64 start = g_get_monotonic_time();
+  g_auto(TestRun) m = test_offsim("model", "--hf-config", json, "--batch", "1", "--seq", "16", NULL);
+  assert_model(&m, 2, "hf-4eib-layers.json: field 'num_hidden_layers': 1000000 layers of at least");
+  g_autoptr(TempDir) dir = temp_dir();
+  g_autofree char *scenario = hf_scenario(dir, json);
+  assert_compare(scenario, 2, "hf.ini: [transformer] layers: 1000000 layers of at least");
+  double seconds = (double)(g_get_monotonic_time() - start) / 1e6;
+  ck_assert_msg(seconds < 5, "refused in %.1f s", seconds);
+  /* The attention scores are named too. */
+  SimTransformer t;
+  sim_transformer_defaults(&t);
+  t.hidden = 64, t.layers = 2, t.heads = 65536, t.kv_heads = 1, t.head_dim = 1, t.ffn = 64, t.vocab = 100;
+  t.batch = 1048576, t.seq = 16777216;
+  g_autoptr(GError) error = NULL;
+  ck_assert(!sim_transformer_validate(&t, NULL, &error));
+  assert_input_error(error, "seq: the attention scores (batch x heads x seq^2: 1.93e+25 elements) take more than "
+                            "4 EiB");
 }
 END_TEST
 
@@ -1229,6 +1337,9 @@ main(void)
   tcase_add_test(tc, budget_100000_chunks);
   tcase_add_test(tc, regressions_replay);
   tcase_add_test(tc, regression_keep_last_keeps_everything);
+  tcase_add_test(tc, trace_reads_as_the_budget_csv);
+  tcase_add_test(tc, messages_name_file_and_key);
+  tcase_add_test(tc, hf_overflow_is_refused_before_building);
   tcase_add_test(tc, config_json_nested_100000_deep);
   tcase_add_test(tc, hf_configs_agree_in_both_paths);
   tcase_add_test(tc, model_profile_is_loaded_and_included_from_the_scenario);

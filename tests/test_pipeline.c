@@ -432,6 +432,63 @@ START_TEST(framework_presets_run_in_every_schedule)
 }
 END_TEST
 
+/* A policy that leaves every layer as resident does says why on its row:
+ * offload-async on one-layer chunks keeps them all (keep_last counts per
+ * chunk), layers and stages that do not overlap, every past the layers.
+ * One that changes something has no note; neither has resident. */
+START_TEST(policies_that_do_nothing_say_so)
+{
+  const char *path = OFFSIM_TEST_DATA "/regress/scenario-policies-that-do-nothing.ini";
+  g_autoptr(GError) error = NULL;
+  g_autoptr(SimScenario) s = sim_scenario_load_file(path, &error);
+  ck_assert_msg(s != NULL, "%s", error ? error->message : "");
+  static const struct {
+    const char *policy, *note;
+  } cases[] = {
+    { "resident", NULL },
+    { "offload-async", "offloads nothing: keep_last = 1 counts per pipeline chunk, and its chunks have at most 1 "
+                       "layer" },
+    { "apart", "offloads nothing: layers and stages do not overlap (no layer it selects runs on a stage it acts on)" },
+    { "sparse", "recomputes nothing: every = 8 selects none of its layers" },
+    { "first", NULL },
+  };
+  g_autoptr(SimResult) resident = test_evaluate(s, "resident");
+  for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
+    g_autoptr(SimResult) r = test_evaluate(s, cases[i].policy);
+    ck_assert_msg(g_strcmp0(r->note, cases[i].note) == 0, "%s: %s", cases[i].policy, r->note);
+    if (cases[i].note)
+      ck_assert_double_eq(r->step_ms, resident->step_ms);
+  }
+  /* One GPU: keep_last as deep as the model, tensors too small, a plan of keeps. */
+  g_autoptr(SimScenario) one = test_scenario_from_text(
+    "[device]\nmemory = 80GiB\n[link]\nh2d_bandwidth = 10GB/s\nd2h_bandwidth = 10GB/s\n[model]\nlayers = 2\n"
+    "forward = 1ms\ninput = 8MiB\ntensors = a:40MiB\n[policy.deep]\nkind = offload\nkeep_last = 2\n"
+    "[policy.small]\nkind = offload\nmin_tensor = 1GiB\n[policy.plan]\nkind = plan\nactions = keep, keep\n");
+  static const struct {
+    const char *policy, *note;
+  } single[] = {
+    { "deep", "offloads nothing: keep_last = 2 keeps every layer" },
+    { "small", "offloads nothing: no tensor of the layers it picks can move (min_tensor, min_elements, tensors kept "
+               "on the device)" },
+    { "plan", "changes nothing: every action is keep" },
+  };
+  for (guint i = 0; i < G_N_ELEMENTS(single); i++) {
+    g_autoptr(SimResult) r = test_evaluate(one, single[i].policy);
+    ck_assert_msg(g_strcmp0(r->note, single[i].note) == 0, "%s: %s", single[i].policy, r->note);
+  }
+  /* The row says so in every format: the CSV's and JSON's `note`, lines under the table. */
+  g_auto(TestRun) csv = test_offsim("compare", path, "--format", "csv", NULL);
+  ck_assert_msg(strstr(csv.out, ",fragmentation_bytes,note\n") != NULL, "%s", csv.out);
+  ck_assert_ptr_nonnull(strstr(csv.out, ",offloads nothing: layers and stages do not overlap"));
+  g_auto(TestRun) table = test_offsim("compare", path, NULL);
+  ck_assert_ptr_nonnull(strstr(table.out, "\nnotes (these policies ran as resident):\n  offload-async: offloads "
+                                          "nothing: keep_last = 1"));
+  g_auto(GStrv) lines = g_strsplit(table.out, "\n", -1);
+  for (char **line = lines; *line; line++)
+    ck_assert_msg(g_utf8_strlen(*line, -1) <= 112, "longer than 112 columns: %s", *line);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -456,6 +513,7 @@ main(void)
   tcase_add_test(pol, policies_apply_per_stage);
   tcase_add_test(pol, stage_static_bytes_add_up);
   tcase_add_test(pol, framework_presets_run_in_every_schedule);
+  tcase_add_test(pol, policies_that_do_nothing_say_so);
   suite_add_tcase(suite, pol);
   return test_run_suite(suite);
 }

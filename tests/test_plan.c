@@ -5,6 +5,7 @@
 #include "error.h"
 #include "lower.h"
 #include "plan.h"
+#include "plan_private.h"
 
 #include <json-glib/json-glib.h>
 
@@ -397,6 +398,51 @@ START_TEST(plan_with_a_framework_schedule)
 }
 END_TEST
 
+/* A plan's verdict on `plan_ms` against resident's `resident_ms`, 400 of 1,000 activation bytes removed. */
+static char *
+verdict_of(double resident_ms, double plan_ms, gboolean feasible, gint64 plan_peak)
+{
+  g_autoptr(PlannerPlan) p = g_new0(PlannerPlan, 1);
+  p->feasible = feasible;
+  p->resident = g_new0(SimResult, 1);
+  p->result = g_new0(SimResult, 1);
+  p->resident->step_ms = resident_ms;
+  p->resident->peak_device.bytes = 3000;
+  p->result->step_ms = plan_ms;
+  p->result->peak_device.bytes = plan_peak;
+  planner_plan_verdict(p, 2000);
+  return g_strdup_printf("%s: %s", p->verdict, p->verdict_reason);
+}
+
+/* The verdict judges what a plan adds relative to resident's step (planner/plan.h):
+ * accept to 1/6, tune to 1/3, reject beyond.  The ledger's absolute 60 / 120 ms made a
+ * 0.9 % slowdown of a 20 s step `reject` and the same plan on a tenth of the layers
+ * `accept`; and 10 ms on a 20 ms step `accept`. */
+START_TEST(plan_verdict_is_relative_to_the_step)
+{
+  static const struct {
+    double resident_ms, plan_ms;
+    const char *verdict;
+  } cases[] = {
+    { 20000, 20180, "accept: +180.00 ms a step, 0.9 % of resident's, for 0.400 of the activation peak" },
+    { 2000, 2018, "accept: +18.00 ms a step, 0.9 % of resident's" },
+    { 60, 70, "accept: +10.00 ms a step, 16.7 % of resident's" },
+    { 60, 71, "tune: +11.00 ms a step, 18.3 % of resident's" },
+    { 30, 40, "tune: +10.00 ms a step, 33.3 % of resident's" },
+    { 20, 30, "reject: +10.00 ms a step, 50.0 % of resident's" },
+    { 1000, 5000, "reject: +4000.00 ms a step" },
+  };
+  for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
+    g_autofree char *v = verdict_of(cases[i].resident_ms, cases[i].plan_ms, TRUE, 2600);
+    ck_assert_msg(g_str_has_prefix(v, cases[i].verdict), "case %u: %s", i, v);
+  }
+  g_autofree char *none = verdict_of(20, 21, FALSE, 2600);
+  ck_assert_str_eq(none, "reject: no plan fits the budget");
+  g_autofree char *nothing = verdict_of(20, 20, TRUE, 3000);
+  ck_assert_str_eq(nothing, "reject: resident already fits: nothing to change");
+}
+END_TEST
+
 static Suite *
 plan_suite(void)
 {
@@ -413,6 +459,7 @@ plan_suite(void)
   tcase_add_test(tc, plan_cli_json_and_exit_codes);
   tcase_add_test(tc, lower_bound_never_exceeds_the_step);
   tcase_add_test(tc, plan_is_proven_at_96_layers);
+  tcase_add_test(tc, plan_verdict_is_relative_to_the_step);
   suite_add_tcase(s, tc);
   return s;
 }

@@ -682,6 +682,18 @@ START_TEST(sweep_draws_a_line_per_policy)
   ck_assert_ptr_nonnull(strstr(c, "set xlabel 'link.h2d_bandwidth (GB/s)'"));
   ck_assert_ptr_nonnull(strstr(c, "set ylabel 'step time (ms)'"));
   ck_assert_ptr_nonnull(strstr(c, "set title 'tiny''s sweep' . \"\\n\" . 'step time as link.h2d_bandwidth varies'"));
+  /* No negative value: both axes from 0 (gnuplot's margins went to -20 ms), a little above the largest. */
+  ck_assert_msg(strstr(c, "set xrange [0:472.5]\n") && strstr(c, "set yrange [0:129.6]\n") && !strstr(c, "offsets"),
+                "%s", c);
+
+  /* Past two decades an axis is logarithmic, and says so. */
+  g_autoptr(PlotsSweep) wide = plots_sweep_new("wide", "link.latency", "\xc2\xb5s", "step time", "ms");
+  g_array_append_vals(wide->x, (double[]){ 1, 10, 100, 1000 }, 4);
+  plots_sweep_add_series(wide, "resident", 4, (double[]){ 5, 5.5, 6, 8 });
+  g_autoptr(PlotsChart) log_chart = plots_sweep_chart(wide, "sweep", &error);
+  const char *l = log_chart->commands->str;
+  ck_assert_msg(strstr(l, "set logscale x\n") && strstr(l, "set xlabel 'link.latency (\xc2\xb5s, log scale)'") &&
+                  !strstr(l, "logscale y") && strstr(l, "set yrange [0:8.64]\n"), "%s", l);
 
   /* A series of the wrong length is refused, not drawn short. */
   plots_sweep_add_series(sweep, "short", 3, (double[]){ 1, 2, 3 });
@@ -717,12 +729,13 @@ START_TEST(sweep_from_a_grid_reads_in_human_units)
   PlannerGridOptions options = { .jobs = 1 };
   g_autoptr(PlannerGrid) grid = planner_grid_run(config, g_steal_pointer(&axes), &options, &error);
   ck_assert_msg(grid != NULL, "%s", error ? error->message : "");
-  g_autoptr(PlotsSweep) sweep = plots_sweep_from_grid(grid, &error);
+  g_autoptr(PlotsSweep) sweep = plots_sweep_from_grid(grid, TINY, &error);
   ck_assert_msg(sweep != NULL, "%s", error ? error->message : "");
   ck_assert_str_eq(sweep->x_unit, "\xc2\xb5s");
   ck_assert_uint_eq(sweep->x->len, 3);
   ck_assert_close(g_array_index(sweep->x, double, 2), 4.5, 1e-12);
-  ck_assert_str_eq(sweep->title, "tiny uniform model");
+  /* The file, not the scenario's name: a name can state a value the sweep changes. */
+  ck_assert_str_eq(sweep->title, "sweep of " TINY);
   ck_assert_uint_eq(sweep->held->len, 1);
   ck_assert_str_eq(g_ptr_array_index(sweep->held, 0), "model.forward = 1ms");
   ck_assert_uint_eq(sweep->series->len, 4);
@@ -737,8 +750,10 @@ START_TEST(sweep_from_a_grid_reads_in_human_units)
   const char *c = chart->commands->str;
   ck_assert_msg(strstr(c, "set xlabel 'link.latency (\xc2\xb5s)'\n"), "%s", c);
   ck_assert_ptr_nonnull(strstr(c, "set ylabel 'step time (ms)'\n"));
-  ck_assert_msg(strstr(c, "set title 'tiny uniform model' . \"\\n\" . 'step time as link.latency varies; held at "
+  ck_assert_msg(strstr(c, "set title 'sweep of " TINY "' . \"\\n\" . 'step time as link.latency varies; held at "
                           "model.forward = 1ms'"), "%s", c);
+  /* A latency sweep's x axis starts at 0, not below it. */
+  ck_assert_msg(strstr(c, "set xrange [0:") && strstr(c, "set yrange [0:"), "%s", c);
   ck_assert(g_str_has_prefix(chart->data->str, "$sweep << EOD\n1 "));
 
   /* Values in different units: the unit that suits their size, never raw
@@ -746,7 +761,7 @@ START_TEST(sweep_from_a_grid_reads_in_human_units)
   g_autoptr(GPtrArray) mixed = g_ptr_array_new_with_free_func((GDestroyNotify)planner_grid_axis_free);
   g_ptr_array_add(mixed, planner_grid_axis_parse("link.h2d_bandwidth=10GB/s,25.6GiB/s", "--set", NULL));
   g_autoptr(PlannerGrid) grid2 = planner_grid_run(config, g_steal_pointer(&mixed), &options, &error);
-  g_autoptr(PlotsSweep) rates = plots_sweep_from_grid(grid2, &error);
+  g_autoptr(PlotsSweep) rates = plots_sweep_from_grid(grid2, TINY, &error);
   ck_assert_str_eq(rates->x_unit, "GB/s");
   ck_assert_close(g_array_index(rates->x, double, 1), 25.6 * 1.073741824, 1e-9);
   ck_assert_uint_eq(rates->held->len, 0);
@@ -757,7 +772,7 @@ START_TEST(sweep_from_a_grid_reads_in_human_units)
   g_autoptr(PlannerGrid) grid3 = planner_grid_run(config, g_steal_pointer(&names), &options, &error);
   ck_assert_msg(grid3 != NULL, "%s", error ? error->message : "");
   g_autoptr(GError) bad = NULL;
-  ck_assert_ptr_null(plots_sweep_from_grid(grid3, &bad));
+  ck_assert_ptr_null(plots_sweep_from_grid(grid3, TINY, &bad));
   ck_assert(g_error_matches(bad, SIM_ERROR, SIM_ERROR_INPUT));
   ck_assert_msg(strstr(bad->message, "policy.async.pinned") && strstr(bad->message, "'pooled'"), "%s", bad->message);
 }
@@ -776,7 +791,7 @@ START_TEST(sweep_plot_shows_units_and_held_values)
   g_autofree char *svg = read_text(svg_path);
   ck_assert_msg(strstr(svg, ">link.latency (\xc2\xb5s)<") != NULL, "no unit on the x axis");
   ck_assert_msg(strstr(svg, "held at model.forward = 1ms<") != NULL, "the held value is not shown");
-  ck_assert_msg(strstr(svg, ">tiny uniform model<") != NULL, "no title");
+  ck_assert_msg(strstr(svg, ">sweep of " TINY "<") != NULL, "no title");
 }
 END_TEST
 
@@ -846,22 +861,38 @@ END_TEST
 
 /* A scenario named to break out of its string runs nothing, creates no
  * file, and shows in the picture as the text it is. */
+/* After `r` ran in `dir`: it succeeded, `dir` holds `listing`, and the
+ * text of the SVG `svg` (a path under `dir`). */
+static char *
+drawn_svg(const TestRun *r, const char *dir, const char *listing, const char *svg)
+{
+  ck_assert_msg(r->status == 0, "exit %d: %s", r->status, r->err);
+  g_autofree char *files = list_dir(dir);
+  ck_assert_str_eq(files, listing);
+  g_autofree char *path = g_build_filename(dir, svg, NULL);
+  return read_text(path);
+}
+
+/* tiny.ini under `file` in `dir`, with `more` after its include. */
+static void
+tiny_in(const char *dir, const char *file, const char *more)
+{
+  g_autofree char *ini = g_strdup_printf("[scenario]\ninclude = %s\n%s", TINY, more);
+  g_autofree char *path = g_build_filename(dir, file, NULL);
+  ck_assert(g_file_set_contents(path, ini, -1, NULL));
+}
+
 START_TEST(hostile_scenario_name_is_drawn_literally)
 {
   NEEDS_GNUPLOT();
   g_autofree char *dir = test_tmp_dir_new();
   const char *name = "evil `touch BQ` $(touch DOLLAR) it's \"dq\" x_1^2 @y {z} '; system('touch SYSTEM'); print '";
-  g_autofree char *ini = g_strdup_printf("[scenario]\nname = %s\ninclude = %s\n", name, TINY);
-  g_autofree char *path = g_build_filename(dir, "evil.ini", NULL);
-  ck_assert(g_file_set_contents(path, ini, -1, NULL));
+  g_autofree char *named = g_strdup_printf("name = %s\n", name);
+  tiny_in(dir, "evil.ini", named);
 
   g_auto(TestRun) r = test_offsim_in(dir, "compare", "evil.ini", "--plot", "plots", "--plot-format", "svg",
                                      "--plot-script", "evil.gp", NULL);
-  ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err);
-  g_autofree char *files = list_dir(dir);
-  ck_assert_str_eq(files, "evil.gp,evil.ini,plots");
-  g_autofree char *svg_path = g_build_filename(dir, "plots", "memory.svg", NULL);
-  g_autofree char *svg = read_text(svg_path);
+  g_autofree char *svg = drawn_svg(&r, dir, "evil.gp,evil.ini,plots", "plots/memory.svg");
   ck_assert_msg(strstr(svg, ">evil `touch BQ` $(touch DOLLAR) it's \"dq\" x_1^2 @y {z} '; system('touch SYSTEM'); "
                             "print '<") != NULL, "the name is not in the picture as typed");
   g_autofree char *script_path = g_build_filename(dir, "evil.gp", NULL);
@@ -888,6 +919,16 @@ START_TEST(hostile_scenario_name_is_drawn_literally)
   g_autofree char *cwd = g_get_current_dir();
   g_autofree char *injected = g_build_filename(cwd, "INJECTED.png", NULL);
   ck_assert(!g_file_test(injected, G_FILE_TEST_EXISTS));
+
+  /* The sweep's chart too: a policy's name in its key, the swept file's name in the title. */
+  tiny_in(dir, "it's `x`.ini", "[policy.evil `touch BQ` it's $(touch D) '; system('touch S'); print ']\nkind = offload\n");
+  g_auto(TestRun) sweep = test_offsim_in(dir, "sweep", "it's `x`.ini", "--set", "link.latency=1us,2us", "--jobs", "1",
+                                         "--plot", "swept", NULL);
+  g_autofree char *sweep_svg = drawn_svg(&sweep, dir, "evil.gp,evil.ini,it's `x`.ini,newline,plots,swept",
+                                         "swept/sweep.svg");
+  ck_assert_msg(strstr(sweep_svg, ">sweep of it's `x`.ini<"), "the file name is not in the title as typed");
+  ck_assert_msg(strstr(sweep_svg, ">evil `touch BQ` it's $(touch D) '; system('touch S'); print '<"),
+                "the policy is not in the legend as typed");
 }
 END_TEST
 
@@ -1008,24 +1049,56 @@ END_TEST
 
 /* ---- temporaries on a signal --------------------------------------------- */
 
-/* Whether `pid` still runs 2 s on.  A process killed as its parent died
- * stays a zombie until init reaps it, which kill(pid, 0) cannot tell from a
- * live one: that is dead too (state Z in /proc). */
-static gboolean
-process_lingers(pid_t pid)
+/* The start time of process `pid` (field 22 of /proc/PID/stat, in clock
+ * ticks since boot), telling it from a later process given the same pid;
+ * 0 when it is gone.  Its state (field 3) in *state. */
+static guint64
+process_start(pid_t pid, char *state)
 {
-  for (guint i = 0; i < 400; i++) {
-    if (kill(pid, 0) != 0)
+  g_autofree char *path = g_strdup_printf("/proc/%d/stat", (int)pid);
+  g_autofree char *stat = NULL;
+  *state = '?';
+  if (!g_file_get_contents(path, &stat, NULL, NULL))
+    return 0;
+  const char *p = strrchr(stat, ')'); /* the command may hold spaces and parentheses */
+  if (p == NULL || p[1] != ' ')
+    return 0;
+  *state = p[2];
+  g_auto(GStrv) fields = g_strsplit(p + 2, " ", -1); /* fields[0] is field 3 */
+  return g_strv_length(fields) > 19 ? g_ascii_strtoull(fields[19], NULL, 10) : 0;
+}
+
+/* Whether the process `pid` that started at `start` still runs after
+ * `seconds`: it is gone as soon as it has exited, been reaped, become a
+ * zombie (killed as its parent died, it waits for init to reap it, which
+ * kill(pid, 0) cannot tell from a live one) or given its pid to a newer
+ * process.  The deadline is generous (a loaded machine under ASan may take
+ * seconds to deliver and act on the kill); the test waits for the condition
+ * itself, not for a fixed time, so a fast machine is not slowed down. */
+static gboolean
+process_lingers(pid_t pid, guint64 start, double seconds)
+{
+  gint64 deadline = g_get_monotonic_time() + (gint64)(seconds * G_USEC_PER_SEC);
+  for (;;) {
+    char state;
+    if (kill(pid, 0) != 0 || process_start(pid, &state) != start || state == 'Z' || state == 'X')
       return FALSE;
-    g_autofree char *path = g_strdup_printf("/proc/%d/stat", (int)pid);
-    g_autofree char *stat = NULL;
-    if (g_file_get_contents(path, &stat, NULL, NULL)) {
-      const char *close = strrchr(stat, ')');
-      if (close && close[1] == ' ' && close[2] == 'Z')
-        return FALSE;
-    }
+    if (g_get_monotonic_time() > deadline)
+      return TRUE;
     g_usleep(5000);
   }
+}
+
+/* Polls until `path` exists or `seconds` have passed. */
+static gboolean
+wait_for_file(const char *path, double seconds)
+{
+  gint64 deadline = g_get_monotonic_time() + (gint64)(seconds * G_USEC_PER_SEC);
+  while (!g_file_test(path, G_FILE_TEST_EXISTS))
+    if (g_get_monotonic_time() > deadline)
+      return FALSE;
+    else
+      g_usleep(5000);
   return TRUE;
 }
 
@@ -1037,7 +1110,8 @@ START_TEST(sigint_during_plot_leaves_no_temporary)
 {
   g_autofree char *dir = test_tmp_dir_new();
   g_autofree char *started = g_build_filename(dir, "gnuplot.pid", NULL);
-  g_autofree char *body = g_strdup_printf("echo $$ > '%s.new' && mv '%s.new' '%s'\nexec sleep 60", started, started,
+  /* It sleeps far past the test's deadlines, so that only offsim's kill can end it in time. */
+  g_autofree char *body = g_strdup_printf("echo $$ > '%s.new' && mv '%s.new' '%s'\nexec sleep 600", started, started,
                                           started);
   g_autofree char *bin = fake_gnuplot(dir, body);
   g_autofree char *path = g_strdup_printf("PATH=%s:%s", bin, g_getenv("PATH"));
@@ -1048,18 +1122,20 @@ START_TEST(sigint_during_plot_leaves_no_temporary)
   g_autoptr(GError) error = NULL;
   ck_assert_msg(g_spawn_async(NULL, argv, envp, G_SPAWN_DO_NOT_REAP_CHILD | G_SPAWN_STDOUT_TO_DEV_NULL, NULL, NULL,
                               &pid, &error), "%s", error ? error->message : "");
-  for (guint i = 0; i < 2000 && !g_file_test(started, G_FILE_TEST_EXISTS); i++)
-    g_usleep(5000);
-  ck_assert_msg(g_file_test(started, G_FILE_TEST_EXISTS), "the stand-in gnuplot never started");
+  ck_assert_msg(wait_for_file(started, 120), "the stand-in gnuplot never started");
+  g_autofree char *text = read_text(started);
+  pid_t gnuplot = (pid_t)atoi(text);
+  char state;
+  guint64 gnuplot_start = process_start(gnuplot, &state);
+  ck_assert_msg(gnuplot_start != 0, "no /proc entry for the stand-in gnuplot %d", (int)gnuplot);
   g_autofree char *during = list_dir(plots);
   ck_assert_uint_eq(count(during, ","), 11); /* 6 charts x 2 formats, all hidden */
   ck_assert_int_eq(kill(pid, SIGINT), 0);
   int status = 0;
   ck_assert_int_eq(waitpid(pid, &status, 0), pid);
   g_spawn_close_pid(pid);
-  g_autofree char *text = read_text(started);
-  pid_t gnuplot = (pid_t)atoi(text);
-  gboolean gnuplot_alive = process_lingers(gnuplot);
+  /* offsim kills gnuplot before it dies; how soon that shows depends on the machine. */
+  gboolean gnuplot_alive = process_lingers(gnuplot, gnuplot_start, 60);
   if (gnuplot_alive)
     kill(gnuplot, SIGKILL);
   ck_assert_msg(WIFSIGNALED(status) && WTERMSIG(status) == SIGINT, "offsim did not die of SIGINT (status %d)", status);
@@ -1601,6 +1677,132 @@ START_TEST(pipeline_scenario_draws_and_exports)
 }
 END_TEST
 
+/* A pipeline runs each layer once per micro-batch: the timeline CSV's
+ * `microbatch` column and the trace's `microbatch` arg (and slice name) tell
+ * the eight "forward, layer 0" of stage 0 apart; ops at the step's end (the
+ * optimizer, a replica's reductions) belong to none.  A single GPU's
+ * exports keep their columns. */
+START_TEST(pipeline_exports_name_the_microbatch)
+{
+  g_autofree char *dir = test_tmp_dir_new();
+  const char *ini = OFFSIM_SCENARIOS "/pipeline-tiny.ini";
+  g_auto(TestRun) run = test_offsim_in(dir, "run", ini, "--policy", "offload", "--timeline", "timeline.csv",
+                                       "--trace", "trace.json", NULL);
+  ck_assert_msg(run.status == 0, "exit %d: %s", run.status, run.err);
+  g_autofree char *timeline_path = g_build_filename(dir, "timeline.csv", NULL);
+  g_autofree char *timeline = read_text(timeline_path);
+  ck_assert(g_str_has_prefix(timeline, "stream,op,layer,microbatch,phase,start_ms,end_ms,bytes\n"));
+  for (guint mb = 0; mb < 8; mb++) {
+    g_autofree char *forward = g_strdup_printf("\nstage 0 compute,forward,0,%u,forward,", mb);
+    g_autofree char *backward = g_strdup_printf("\nstage 3 compute,backward,7,%u,backward,", mb);
+    ck_assert_msg(count(timeline, forward) == 1 && count(timeline, backward) == 1, "micro-batch %u", mb);
+  }
+  ck_assert_uint_eq(count(timeline, "\nstage 0 compute,forward,0,"), 8);
+  g_autofree char *trace_path = g_build_filename(dir, "trace.json", NULL);
+  g_autofree char *trace = read_text(trace_path);
+  ck_assert_uint_eq(count(trace, "\"name\":\"forward L0 mb "), 8);
+  ck_assert_ptr_nonnull(strstr(trace, "\"name\":\"forward L0 mb 7\""));
+  ck_assert_ptr_nonnull(strstr(trace, "\"microbatch\":7"));
+
+  g_auto(TestRun) one = test_offsim_in(dir, "run", TINY, "--timeline", "one.csv", "--trace", "one.json", NULL);
+  ck_assert_msg(one.status == 0, "%s", one.err);
+  g_autofree char *one_path = g_build_filename(dir, "one.csv", NULL);
+  g_autofree char *one_csv = read_text(one_path);
+  ck_assert(g_str_has_prefix(one_csv, "stream,op,layer,phase,start_ms,end_ms,bytes\n"));
+  g_autofree char *one_json_path = g_build_filename(dir, "one.json", NULL);
+  g_autofree char *one_json = read_text(one_json_path);
+  ck_assert_ptr_null(strstr(one_json, "microbatch"));
+
+  /* Through the library: every op of an item is its micro-batch's, the optimizer's none. */
+  g_autoptr(SimScenario) s = pipeline("1f1b");
+  g_autoptr(SimResult) r = test_evaluate(s, "offload");
+  const SimProgram *p = r->program;
+  ck_assert(sim_program_has_microbatches(p));
+  guint counted[4] = { 0 };
+  for (guint32 i = 0; i < p->n_ops; i++) {
+    const SimOp *op = sim_program_op(p, i);
+    gint32 mb = sim_program_op_microbatch(p, i);
+    ck_assert_int_lt(mb, 4);
+    if (op->kind == SIM_OP_COMPUTE && op->phase == SIM_PHASE_FORWARD && op->layer == 0) {
+      ck_assert_int_ge(mb, 0);
+      counted[mb]++;
+    }
+  }
+  for (guint mb = 0; mb < 4; mb++)
+    ck_assert_uint_eq(counted[mb], 1);
+}
+END_TEST
+
+/* Which GPUs a picture draws: all up to the limit, then replica 0 of each
+ * stage, then that many stages spread evenly, the first and the last. */
+START_TEST(pictures_pick_their_gpus)
+{
+  gboolean drawn[256];
+  char *note = NULL;
+  ck_assert_uint_eq(plots_spans_pick_gpus(8, 4, 16, drawn, &note), 8);
+  ck_assert_ptr_null(note);
+  for (guint g = 0; g < 8; g++)
+    ck_assert(drawn[g]);
+  ck_assert_uint_eq(plots_spans_pick_gpus(256, 8, 16, drawn, &note), 8);
+  ck_assert_str_eq(note, "replica 0 of each of the 8 stages drawn, of 256 GPUs (dp = 32: the replicas of a stage "
+                         "run the same step)");
+  g_clear_pointer(&note, g_free);
+  for (guint g = 0; g < 256; g++)
+    ck_assert_msg(drawn[g] == (g % 32 == 0), "GPU %u", g);
+  ck_assert_uint_eq(plots_spans_pick_gpus(256, 256, 4, drawn, &note), 4);
+  ck_assert_str_eq(note, "4 of the 256 stages drawn (0, 85, 170, 255)");
+  g_clear_pointer(&note, g_free);
+  ck_assert_uint_eq(plots_spans_pick_gpus(128, 64, 3, drawn, &note), 3);
+  ck_assert_str_eq(note, "3 of the 64 stages drawn (0, 31, 63), replica 0 of each");
+  ck_assert(drawn[0] && drawn[62] && drawn[126] && !drawn[1]);
+  g_free(note);
+}
+END_TEST
+
+/* pp 8 x dp 32: the timeline was 1400 x 24,706 pixels (viewers refuse it)
+ * and the memory chart had 256 legend entries.  Replica 0 of each stage is
+ * drawn, and each picture says so. */
+START_TEST(pictures_stay_readable_at_256_gpus)
+{
+  g_autoptr(SimScenario) s = test_scenario_from_text(
+    "[scenario]\nname = big\n[device]\nmemory = 80GiB\n[link]\nh2d_bandwidth = 10GB/s\nd2h_bandwidth = 10GB/s\n"
+    "[model]\nlayers = 16\nforward = 1ms\ninput = 8MiB\ntensors = a:40MiB\n"
+    "[parallel]\npp = 8\ndp = 32\nmicrobatches = 8\n[policy.offload]\nkind = offload\nkeep_last = 0\n");
+  g_autoptr(SimResult) r = test_evaluate(s, "offload");
+  g_autoptr(GError) error = NULL;
+  g_autoptr(PlotsChart) timeline = plots_timeline_chart(r, "timeline", 0, &error);
+  ck_assert_msg(timeline != NULL, "%s", error ? error->message : "");
+  ck_assert_uint_le(timeline->height, 2200);
+  const char *t = timeline->commands->str;
+  ck_assert_msg(strstr(t, "'stage 7.0 compute'") && !strstr(t, "'stage 7.1 compute'") &&
+                  strstr(t, "replica 0 of each of the 8 stages drawn, of 256 GPUs"), "%s", t);
+  GPtrArray *results = g_ptr_array_new();
+  g_ptr_array_add(results, r);
+  g_autoptr(PlotsChart) memory = plots_memory_chart(results, s->machine.device.memory, "memory", &error);
+  g_ptr_array_unref(results);
+  ck_assert_msg(memory != NULL, "%s", error ? error->message : "");
+  const char *m = memory->commands->str;
+  ck_assert_uint_eq(count(m, "with steps lt"), 2 * 8); /* device and host curve of each GPU drawn */
+  ck_assert_uint_le(memory->height, 1200);
+  ck_assert_msg(strstr(m, "replica 0 of each of the 8 stages drawn") && strstr(m, "device peak of each GPU drawn: "),
+                "%s", m);
+}
+END_TEST
+
+/* The trade-off panel's legend sat on its axis label when no bar name was
+ * slanted (the pipeline's): a line between them. */
+START_TEST(comparison_legend_clears_the_axis_label)
+{
+  g_autoptr(SimScenario) s = pipeline("1f1b");
+  g_autoptr(GPtrArray) results = g_ptr_array_new_with_free_func((GDestroyNotify)sim_result_free);
+  g_ptr_array_add(results, test_evaluate(s, "resident"));
+  g_ptr_array_add(results, test_evaluate(s, "offload"));
+  g_autoptr(PlotsChart) chart = plots_comparison_chart(results, s->machine.device.memory, "comparison");
+  /* Two legend rows (the front and two policies, two a row), the tick labels, the axis label and a gap. */
+  ck_assert_msg(strstr(chart->commands->str, "set bmargin 6\n"), "%s", chart->commands->str);
+}
+END_TEST
+
 static Suite *
 plots_suite(void)
 {
@@ -1652,6 +1854,10 @@ plots_suite(void)
   tcase_add_test(gpus, pipeline_trace_has_a_process_per_gpu);
   tcase_add_test(gpus, pipeline_memory_follows_each_gpu);
   tcase_add_test(gpus, pipeline_scenario_draws_and_exports);
+  tcase_add_test(gpus, pipeline_exports_name_the_microbatch);
+  tcase_add_test(gpus, pictures_pick_their_gpus);
+  tcase_add_test(gpus, pictures_stay_readable_at_256_gpus);
+  tcase_add_test(gpus, comparison_legend_clears_the_axis_label);
   suite_add_tcase(s, gpus);
   return s;
 }

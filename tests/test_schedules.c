@@ -759,7 +759,10 @@ START_TEST(impossible_combinations_are_named)
     { "kind = offload\ninflight_unit = tensors\n", "inflight_unit: tensors counts saves" },
     { "kind = offload\nreload = on-demand\nprefetch = 2\n", "prefetch: reload = on-demand" },
     { "kind = offload\nmode = sync\nstreams = shared\n", "streams: mode = sync copies on the compute stream" },
-    { "kind = offload\nframework = megatron\n", "framework: counts elements" },
+    { "kind = offload\nframework = megatron\n", "framework: megatron keeps tensors of fewer than 1048576 elements" },
+    { "kind = offload\nframework = megatron\nmin_elements = 10\n", "min_elements: counts elements" },
+    /* The preset counts tensors; the key given against it is start. */
+    { "kind = offload\nframework = torchtune\nstart = group\n", "start: framework = torchtune counts its copies" },
     { "kind = offload\nframework = flax\n", "framework" },
     { "kind = offload\nframework = verl\nversion = master\n", "version: chooses the code framework = deepspeed follows" },
     { "kind = offload\nversion = master\n", "version: chooses the code framework = deepspeed follows" },

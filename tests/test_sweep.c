@@ -396,6 +396,54 @@ START_TEST(plot_beyond_its_limit_is_refused_up_front)
 }
 END_TEST
 
+/* A scenario without [policy.*] groups runs the default policies, and users
+ * sweep their keys: `--set policy.offload-async.prefetch=0,1` was "[policy.offload-async]
+ * kind: missing required key".  The sweep writes the defaults out first: the key
+ * changes that policy, its other keys kept (prefetch 1 is the default's own run),
+ * and the other three run as before. */
+START_TEST(a_default_policy_key_sweeps)
+{
+  static const char text[] = "[device]\nmemory = 80GiB\n[link]\nh2d_bandwidth = 10GB/s\nd2h_bandwidth = 10GB/s\n"
+                             "[model]\nlayers = 6\nforward = 1ms\ninput = 8MiB\ntensors = a:40MiB, b:20MiB\n";
+  g_autoptr(GError) error = NULL;
+  g_autoptr(SimConfig) config = sim_config_load_data(text, "defaults.ini", NULL, &error);
+  ck_assert_ptr_nonnull(config);
+  g_autoptr(SimScenario) plain = sim_scenario_from_config(config, &error);
+  ck_assert_ptr_nonnull(plain);
+  g_autoptr(GPtrArray) axes = g_ptr_array_new_with_free_func((GDestroyNotify)planner_grid_axis_free);
+  g_ptr_array_add(axes, planner_grid_axis_parse("policy.offload-async.prefetch=0,1", "--set", &error));
+  PlannerGridOptions options = { .jobs = 1, .shard_option = "--shard" };
+  g_autoptr(PlannerGrid) grid = planner_grid_run(config, g_steal_pointer(&axes), &options, &error);
+  ck_assert_msg(grid != NULL, "%s", error ? error->message : "");
+  ck_assert_uint_eq(grid->points->len, 2);
+  g_autoptr(GPtrArray) defaults = sim_scenario_default_policies();
+  double async_ms[2];
+  for (guint i = 0; i < 2; i++) {
+    GPtrArray *results = ((PlannerGridPoint *)g_ptr_array_index(grid->points, i))->results;
+    ck_assert_uint_eq(results->len, defaults->len);
+    for (guint k = 0; k < results->len; k++) {
+      const SimResult *r = g_ptr_array_index(results, k);
+      const SimPolicy *policy = g_ptr_array_index(defaults, k);
+      ck_assert_str_eq(r->policy, policy->name);
+      g_autoptr(SimResult) alone = test_evaluate(plain, policy->name);
+      if (strcmp(policy->name, "offload-async") == 0)
+        async_ms[i] = r->step_ms;
+      else
+        ck_assert_double_eq(r->step_ms, alone->step_ms);
+      if (i == 1)
+        ck_assert_double_eq(r->step_ms, alone->step_ms); /* prefetch 1: the default's own */
+    }
+  }
+  ck_assert_double_gt(async_ms[0], async_ms[1]); /* prefetch 0 waits for each reload */
+  /* A key the default policy cannot take is refused naming it. */
+  g_autoptr(GPtrArray) bad = g_ptr_array_new_with_free_func((GDestroyNotify)planner_grid_axis_free);
+  g_ptr_array_add(bad, planner_grid_axis_parse("policy.offload-sync.prefetch=2", "--set", &error));
+  g_autoptr(PlannerGrid) none = planner_grid_new(config, g_steal_pointer(&bad), &options, &error);
+  ck_assert_ptr_null(none);
+  ck_assert_msg(strstr(error->message, "--set: [policy.offload-sync] prefetch: mode = sync"), "%s", error->message);
+}
+END_TEST
+
 static Suite *
 sweep_suite(void)
 {
@@ -404,6 +452,7 @@ sweep_suite(void)
   tcase_set_timeout(rows, 60); /* a few sweeps through the binary under ASan */
   tcase_add_test(rows, rows_are_the_bytes_of_the_json_formatting);
   tcase_add_test(rows, streamed_csv_is_the_in_memory_csv);
+  tcase_add_test(rows, a_default_policy_key_sweeps);
   suite_add_tcase(s, rows);
   TCase *window = tcase_create("window");
   tcase_set_timeout(window, 60);

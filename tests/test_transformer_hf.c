@@ -561,7 +561,7 @@ START_TEST(hf_bad_input_is_named)
       continue;
     }
     g_autofree char *m = test_scenario_error(text);
-    ck_assert_ptr_nonnull(strstr(m, "attention: sdpa with hf_config's sliding window (8) shorter than seq (16)"));
+    ck_assert_ptr_nonnull(strstr(m, "attention: sdpa with the config's sliding_window (8) shorter than seq (16)"));
   }
   g_autofree char *null_window = g_strdup_printf("%s[transformer]\nhf_config = %s/configs/mistral-tiny.json\n"
                                                  "batch = 2\nseq = 16\nops = hf\nattention = sdpa\n", machine, HF_DATA);

@@ -293,9 +293,12 @@ START_TEST(test_rate_rejects_zero)
   assert_has(msg, "'0GB/s'");
   g_autofree char *point = rate_error("0.0MB/s");
   assert_has(point, "positive");
-  /* Bare 0 is a zero size or time, never a rate. */
+  /* Bare 0 is a zero size or time, never a rate: the message says 0 is the
+   * fault, not a missing unit (a bare 0 needs none). */
   g_autofree char *bare = rate_error("0");
-  assert_has(bare, "'0'");
+  ck_assert_str_eq(bare, "expected a positive rate (0 would move nothing), got '0'");
+  g_autofree char *negative = rate_error("-5GB/s");
+  ck_assert_str_eq(negative, "expected a positive rate, got '-5GB/s'");
 }
 END_TEST
 
@@ -341,7 +344,7 @@ END_TEST
 START_TEST(test_rate_rejects_bad_numbers)
 {
   g_autofree char *neg = rate_error("-1GB/s");
-  assert_has(neg, "non-negative");
+  assert_has(neg, "expected a positive rate"); /* 0 is refused too: not "non-negative" */
   g_autofree char *inf = rate_error("infGB/s");
   assert_has(inf, "expected a number");
   g_autofree char *nan = rate_error("nanGB/s");

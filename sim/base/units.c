@@ -27,10 +27,12 @@ static const Unit time_units[] = {
 /* The number part: digits, optionally a fraction.  No sign, no exponent, no
  * "inf" or "nan": strtod alone would take all of those.  On success *end
  * points past the number and *int_part holds the digits before the point
- * (G_MAXUINT64 when they do not fit). */
+ * (G_MAXUINT64 when they do not fit).  `accepted` says what the caller
+ * takes, for a negative number's message ("a non-negative value", or "a
+ * positive rate" where 0 is refused too). */
 static gboolean
-scan_number(const char *text, const char **end, guint64 *int_part, double *fraction, double *value,
-            GError **error)
+scan_number(const char *text, const char *accepted, const char **end, guint64 *int_part, double *fraction,
+            double *value, GError **error)
 {
   const char *p = text;
   guint64 whole = 0;
@@ -39,7 +41,7 @@ scan_number(const char *text, const char **end, guint64 *int_part, double *fract
   while (g_ascii_isspace(*p))
     p++;
   if (*p == '-') {
-    g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "expected a non-negative value, got '%s'", text);
+    g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "expected %s, got '%s'", accepted, text);
     return FALSE;
   }
   if (!g_ascii_isdigit(*p) && !(*p == '.' && g_ascii_isdigit(p[1]))) {
@@ -131,7 +133,7 @@ sim_units_parse_size(const char *text, guint64 *bytes, GError **error)
   double value, fraction;
 
   g_return_val_if_fail(text != NULL && bytes != NULL, FALSE);
-  if (!scan_number(text, &rest, &whole, &fraction, &value, error))
+  if (!scan_number(text, "a non-negative value", &rest, &whole, &fraction, &value, error))
     return FALSE;
   if (is_bare_zero(rest, value)) {
     *bytes = 0;
@@ -169,11 +171,16 @@ parse_rate(const char *text, gboolean zero, double *bytes_per_s, GError **error)
   double value, fraction;
 
   g_return_val_if_fail(text != NULL && bytes_per_s != NULL, FALSE);
-  if (!scan_number(text, &rest, &whole, &fraction, &value, error))
+  if (!scan_number(text, zero ? "a non-negative value" : "a positive rate", &rest, &whole, &fraction, &value, error))
     return FALSE;
-  if (zero && is_bare_zero(rest, value)) {
-    *bytes_per_s = 0;
-    return TRUE;
+  if (is_bare_zero(rest, value)) {
+    if (zero) {
+      *bytes_per_s = 0;
+      return TRUE;
+    }
+    /* A bare 0 needs no unit, but this rate cannot be 0: say that, not that a unit is missing. */
+    g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "expected a positive rate (0 would move nothing), got '%s'", text);
+    return FALSE;
   }
   const Unit *unit = match_unit(size_units, rest, "/s");
   if (unit == NULL) {
@@ -214,7 +221,7 @@ sim_units_parse_time(const char *text, double *seconds, GError **error)
   double value, fraction;
 
   g_return_val_if_fail(text != NULL && seconds != NULL, FALSE);
-  if (!scan_number(text, &rest, &whole, &fraction, &value, error))
+  if (!scan_number(text, "a non-negative value", &rest, &whole, &fraction, &value, error))
     return FALSE;
   if (is_bare_zero(rest, value)) {
     *seconds = 0;

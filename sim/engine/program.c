@@ -42,6 +42,7 @@ sim_program_new(void)
   p->label_ids = g_hash_table_new(g_str_hash, g_str_equal);
   p->label_cache = g_hash_table_new(g_direct_hash, g_direct_equal);
   p->events = g_array_new(FALSE, FALSE, sizeof(SimEvent));
+  p->microbatch_runs = g_array_new(FALSE, FALSE, sizeof(SimMicrobatchRun));
   p->n_gpus = 1;
   p->baseline_tag = sim_program_intern(p, "static");
   p->input_tag = sim_program_intern(p, "checkpointed input");
@@ -63,6 +64,7 @@ sim_program_free(SimProgram *p)
   g_free(p->mem);
   g_free(p->launch);
   g_array_unref(p->events);
+  g_array_unref(p->microbatch_runs);
   g_ptr_array_unref(p->streams);
   g_hash_table_unref(p->label_ids);
   g_hash_table_unref(p->label_cache);
@@ -82,6 +84,7 @@ sim_program_reset(SimProgram *p)
   p->n_blocking = 0;
   g_ptr_array_set_size(p->streams, 0);
   g_array_set_size(p->events, 0);
+  g_array_set_size(p->microbatch_runs, 0);
   p->second_record = SIM_NO_OP;
   memset(p->baseline, 0, sizeof p->baseline[0] * 2 * MAX(p->n_gpus, 1u));
   p->n_gpus = 1;
@@ -94,6 +97,33 @@ sim_program_reset(SimProgram *p)
    * workload into one program, and their freed names leave stale entries. */
   if (g_hash_table_size(p->label_cache) > LABEL_CACHE_MAX)
     g_hash_table_remove_all(p->label_cache);
+}
+
+void
+sim_program_mark_microbatch(SimProgram *p, gint32 microbatch)
+{
+  GArray *runs = p->microbatch_runs;
+  SimMicrobatchRun *last = runs->len ? &g_array_index(runs, SimMicrobatchRun, runs->len - 1) : NULL;
+  if (last && last->first == p->n_ops) /* no op since the last mark: it is replaced */
+    last->microbatch = microbatch;
+  else if (last == NULL || last->microbatch != microbatch)
+    g_array_append_val(runs, ((SimMicrobatchRun){ .first = p->n_ops, .microbatch = microbatch }));
+}
+
+gint32
+sim_program_op_microbatch(const SimProgram *p, guint32 op)
+{
+  const GArray *runs = p->microbatch_runs;
+  /* The last run that starts at or before `op`. */
+  guint lo = 0, hi = runs->len;
+  while (lo < hi) {
+    guint mid = lo + (hi - lo) / 2;
+    if (g_array_index(runs, SimMicrobatchRun, mid).first <= op)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  return lo == 0 ? -1 : g_array_index(runs, SimMicrobatchRun, lo - 1).microbatch;
 }
 
 guint32

@@ -264,6 +264,11 @@ struct SimProgram {
   guint n_launched;
   /* Host-blocking ops (sim_program_host_blocks), counted as they are added. */
   guint n_blocking;
+  /* The micro-batch of each op of a pipeline, as runs in issue order
+   * (SimMicrobatchRun, marked by sim_program_mark_microbatch); empty
+   * outside a pipeline.  Kept apart from SimOp, as `launch` is, so that an
+   * op stays 40 bytes.  Read through sim_program_op_microbatch. */
+  GArray *microbatch_runs;
 
   /* private: see program_private.h */
   guint ops_cap, mem_cap;   /* capacities of ops and mem */
@@ -304,6 +309,26 @@ guint32 sim_program_add_event(SimProgram *program, guint32 label, gint32 layer);
 guint32 sim_program_add_barrier(SimProgram *program, guint32 label, gint32 layer, guint32 count);
 /* The baseline of pool `pool`, a SIM_POOL_INDEX (a SimPool on GPU 0). */
 void sim_program_set_baseline(SimProgram *program, guint pool, guint64 bytes, const char *tag);
+
+/* The ops added from now on belong to micro-batch `microbatch` of a
+ * pipeline (-1: to none, such as the optimizer step), until the next mark.
+ * A pipeline's exports tell apart eight "forward, layer 0" of one stage by
+ * it. */
+typedef struct {
+  guint32 first;     /* the first op of the run */
+  gint32 microbatch; /* -1: none */
+} SimMicrobatchRun;
+void sim_program_mark_microbatch(SimProgram *program, gint32 microbatch);
+
+/* Op `op`'s micro-batch, or -1 (none, or a program that marks none). */
+gint32 sim_program_op_microbatch(const SimProgram *program, guint32 op);
+
+/* Whether the program marks micro-batches (a pipeline's). */
+static inline gboolean
+sim_program_has_microbatches(const SimProgram *program)
+{
+  return program->microbatch_runs->len > 0;
+}
 
 /* Each appends one op to `stream` and returns its index, or SIM_NO_OP
  * (adding nothing) when its arguments are wrong: a stream or event that

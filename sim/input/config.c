@@ -337,14 +337,19 @@ check_lines(const char *data, gsize len, const char *origin, GError **error)
   return TRUE;
 }
 
-/* The UTF-8 byte-order mark some editors write first: not part of the text. */
-static void
-skip_bom(const char **data, gsize *len)
+void
+sim_config_skip_bom(const char **data, gsize *length)
 {
-  if (*len >= 3 && memcmp(*data, "\xef\xbb\xbf", 3) == 0) {
+  if (*length >= 3 && memcmp(*data, "\xef\xbb\xbf", 3) == 0) {
     *data += 3;
-    *len -= 3;
+    *length -= 3;
   }
+}
+
+gboolean
+sim_config_blank_line(const char *line)
+{
+  return line[strspn(line, " \t")] == '\0';
 }
 
 static gboolean
@@ -364,7 +369,7 @@ merge_data(SimConfig *c, const char *data, gsize len, const char *origin, const 
     g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "%s: the file is not valid UTF-8", origin);
     return FALSE;
   }
-  skip_bom(&data, &len);
+  sim_config_skip_bom(&data, &len);
   if (!check_lines(data, len, origin, error))
     return FALSE;
   if (!g_key_file_load_from_data(kf, data, len, G_KEY_FILE_NONE, &local)) {

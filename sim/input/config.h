@@ -68,6 +68,17 @@ gboolean sim_config_read_file(const char *path, char **contents, gsize *length, 
  * "PATH: cannot read WHAT: REASON" when `what` is not NULL. */
 gboolean sim_config_read_input(const char *path, const char *what, char **contents, gsize *length, GError **error);
 
+/* What every text input shares (scenarios, recordings, chunk lists), so
+ * that they read alike.  sim_config_skip_bom: the UTF-8 byte-order mark
+ * some editors write first is not part of the text; it moves `*data` past
+ * one and shortens `*length`.  sim_config_blank_line: a line of nothing
+ * but spaces and tabs (its line end removed), which a CSV reader skips:
+ * a blank line between rows or at the end, as editors and concatenation
+ * leave them, holds no row, and refusing it would only make the user
+ * find it (pandas skips them too). */
+void sim_config_skip_bom(const char **data, gsize *length);
+gboolean sim_config_blank_line(const char *line);
+
 /* A deep copy, for a sweep point to change without touching the original
  * (which may be shared read-only between threads). */
 SimConfig *sim_config_copy(const SimConfig *config);

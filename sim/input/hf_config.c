@@ -277,35 +277,44 @@ load_gpt2(Reader *r, const Family *family, SimTransformer *c)
   return TRUE;
 }
 
-/* What the shared check (sim_transformer_validate_shape) calls each key:
- * the field of this model_type that sets it. */
-static void
-field_names(Reader *r, gboolean gpt2, const char *names[SIM_KEY_COUNT])
+void
+sim_hf_config_field_names(gboolean gpt2, const char *names[SIM_KEY_COUNT])
 {
-  GType type;
   for (guint i = 0; i < SIM_KEY_COUNT; i++)
     names[i] = NULL;
   if (gpt2) {
     names[SIM_KEY_TRANSFORMER_HIDDEN] = "field 'n_embd'";
     names[SIM_KEY_TRANSFORMER_LAYERS] = "field 'n_layer'";
     names[SIM_KEY_TRANSFORMER_HEADS] = "field 'n_head'";
-    names[SIM_KEY_TRANSFORMER_KV_HEADS] = "field 'n_head'";
-    names[SIM_KEY_TRANSFORMER_HEAD_DIM] = "head_dim (n_embd / n_head)";
-    names[SIM_KEY_TRANSFORMER_FFN] = field_value(r, "n_inner", &type) ? "field 'n_inner'" : "n_inner (4 x n_embd)";
     names[SIM_KEY_TRANSFORMER_POSITIONS] = "field 'n_positions'";
     names[SIM_KEY_TRANSFORMER_DROPOUT] = "field 'resid_pdrop'";
   } else {
     names[SIM_KEY_TRANSFORMER_HIDDEN] = "field 'hidden_size'";
     names[SIM_KEY_TRANSFORMER_LAYERS] = "field 'num_hidden_layers'";
     names[SIM_KEY_TRANSFORMER_HEADS] = "field 'num_attention_heads'";
-    names[SIM_KEY_TRANSFORMER_KV_HEADS] = field_value(r, "num_key_value_heads", &type) ? "field 'num_key_value_heads'"
-                                                                                        : "field 'num_attention_heads'";
-    names[SIM_KEY_TRANSFORMER_HEAD_DIM] =
-      field_value(r, "head_dim", &type) ? "field 'head_dim'" : "head_dim (hidden_size / num_attention_heads)";
     names[SIM_KEY_TRANSFORMER_FFN] = "field 'intermediate_size'";
     names[SIM_KEY_TRANSFORMER_DROPOUT] = "field 'attention_dropout'";
   }
   names[SIM_KEY_TRANSFORMER_VOCAB] = "field 'vocab_size'";
+}
+
+/* What the shared check (sim_transformer_validate_shape) calls each key:
+ * the field of this file that sets it, or how it was derived. */
+static void
+field_names(Reader *r, gboolean gpt2, const char *names[SIM_KEY_COUNT])
+{
+  GType type;
+  sim_hf_config_field_names(gpt2, names);
+  if (gpt2) {
+    names[SIM_KEY_TRANSFORMER_KV_HEADS] = "field 'n_head'";
+    names[SIM_KEY_TRANSFORMER_HEAD_DIM] = "head_dim (n_embd / n_head)";
+    names[SIM_KEY_TRANSFORMER_FFN] = field_value(r, "n_inner", &type) ? "field 'n_inner'" : "n_inner (4 x n_embd)";
+  } else {
+    names[SIM_KEY_TRANSFORMER_KV_HEADS] = field_value(r, "num_key_value_heads", &type) ? "field 'num_key_value_heads'"
+                                                                                        : "field 'num_attention_heads'";
+    names[SIM_KEY_TRANSFORMER_HEAD_DIM] =
+      field_value(r, "head_dim", &type) ? "field 'head_dim'" : "head_dim (hidden_size / num_attention_heads)";
+  }
 }
 
 /* json-glib's parser recurses once per nesting level, so a file of 100,000

@@ -27,6 +27,7 @@
  */
 #pragma once
 
+#include "schema.h"
 #include "transformer.h"
 
 G_BEGIN_DECLS
@@ -35,6 +36,12 @@ G_BEGIN_DECLS
 
 
 gboolean sim_hf_config_load(const char *path, SimTransformer *config, GError **error);
+
+/* How messages name the keys a config.json of the gpt2 layout (`gpt2`) or
+ * of the llama one sets in the same field whatever the file holds
+ * ("field 'num_hidden_layers'"); NULL for the others (those derived when a
+ * field is absent, and the caller's). */
+void sim_hf_config_field_names(gboolean gpt2, const char *names[SIM_KEY_COUNT]);
 gboolean sim_hf_config_load_data(const char *data, gssize length, const char *origin, SimTransformer *config,
                                  GError **error);
 

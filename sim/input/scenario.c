@@ -946,13 +946,22 @@ check_kind_keys(const SimConfigGroup *g, SimPolicyKind kind, GError **error)
   return TRUE;
 }
 
-/* Whether every layer of `w` is described op by op. */
+/* Whether every layer of `w` is described op by op, its ops tagged with their modules. */
 static gboolean
 workload_has_layer_ops(const SimWorkload *w)
 {
-  for (guint i = 0; i < sim_workload_n_layers(w); i++)
-    if (!sim_layer_has_ops(sim_workload_layer(w, i)))
+  for (guint i = 0; i < sim_workload_n_layers(w); i++) {
+    const SimLayer *layer = sim_workload_layer(w, i);
+    if (!sim_layer_has_ops(layer))
       return FALSE;
+    /* A recording's ops know their autograd nodes, not the transformer's
+     * modules (SIM_MODULE_NONE). */
+    gboolean known = FALSE;
+    for (guint k = 0; k < layer->ops->len && !known; k++)
+      known = sim_layer_op(layer, k)->module != SIM_MODULE_NONE;
+    if (!known)
+      return FALSE;
+  }
   return sim_workload_n_layers(w) > 0;
 }
 
@@ -984,9 +993,14 @@ check_schedule(const SimConfigGroup *g, const SimPolicy *p, const SimWorkload *w
                                                            : entry_of(g, SIM_KEY_POLICY_INFLIGHT_UNIT),
                 "wait frees a group when the forward waits for its copies, which inflight_unit = tensors does "
                 "tensor by tensor: use groups or window");
-  if (p->inflight_unit == SIM_INFLIGHT_TENSORS && !p->start_tensor)
-    return fail(error, g, entry_of(g, SIM_KEY_POLICY_INFLIGHT_UNIT),
-                "tensors counts saves, which needs start = tensor");
+  if (p->inflight_unit == SIM_INFLIGHT_TENSORS && !p->start_tensor) {
+    if ((e = entry_of(g, SIM_KEY_POLICY_INFLIGHT_UNIT)))
+      return fail(error, g, e, "tensors counts saves, which needs start = tensor");
+    /* The preset counts tensors (torchtune): the key given against it is start. */
+    return fail(error, g, entry_of(g, SIM_KEY_POLICY_START),
+                "framework = %s counts its copies in flight by saved tensor (inflight_unit = tensors), which needs "
+                "start = tensor", fw);
+  }
   if (sim_policy_on_demand(p) && p->prefetch > 0 && (e = entry_of(g, SIM_KEY_POLICY_PREFETCH)))
     return fail(error, g, e, "reload = on-demand issues each reload when its backward needs it: no prefetch");
   if (!p->async) {
@@ -1048,10 +1062,14 @@ check_schedule(const SimConfigGroup *g, const SimPolicy *p, const SimWorkload *w
     return fail(error, g, entry_of(g, SIM_KEY_POLICY_DEDUP),
                 "megatron copies every saved reference of its groups (no storage table): dedup = true has no "
                 "schedule there");
-  if (p->min_elements && w && !sim_workload_elements_known(w))
-    return fail(error, g, entry_of(g, SIM_KEY_POLICY_MIN_ELEMENTS) ? entry_of(g, SIM_KEY_POLICY_MIN_ELEMENTS)
-                                                                   : entry_of(g, SIM_KEY_POLICY_FRAMEWORK),
-                "counts elements, and explicit [model] layers have no element type (use min_tensor)");
+  if (p->min_elements && w && !sim_workload_elements_known(w)) {
+    if ((e = entry_of(g, SIM_KEY_POLICY_MIN_ELEMENTS)))
+      return fail(error, g, e, "counts elements, and explicit [model] layers have no element type (use min_tensor)");
+    return fail(error, g, entry_of(g, SIM_KEY_POLICY_FRAMEWORK),
+                "%s keeps tensors of fewer than %" G_GUINT64_FORMAT " elements (min_elements), and explicit [model] "
+                "layers have no element type (set min_elements = 0, or use a [transformer] or a recorded [trace])",
+                fw, (guint64)p->min_elements);
+  }
   if (p->module_groups && w && !workload_has_layer_ops(w))
     return fail(error, g, entry_of(g, SIM_KEY_POLICY_OFFLOAD_MODULES) ? entry_of(g, SIM_KEY_POLICY_OFFLOAD_MODULES)
                                                                       : entry_of(g, SIM_KEY_POLICY_FRAMEWORK),
@@ -1230,6 +1248,30 @@ sim_scenario_default_policies(void)
   gboolean ok = load_policies(default_policies(), G_MAXUINT, G_MAXUINT, NULL, set, NULL);
   g_assert(ok);
   return set;
+}
+
+static gboolean
+names_policies(const SimConfig *c)
+{
+  for (guint i = 0; i < c->groups->len; i++)
+    if (g_str_has_prefix(((const SimConfigGroup *)g_ptr_array_index(c->groups, i))->name, "policy."))
+      return TRUE;
+  return FALSE;
+}
+
+void
+sim_scenario_config_set(SimConfig *c, const char *group, const char *key, const char *value, const char *origin)
+{
+  const SimConfig *defaults = default_policies();
+  if (sim_config_group(defaults, group) && !names_policies(c))
+    for (guint i = 0; i < defaults->groups->len; i++) {
+      const SimConfigGroup *g = g_ptr_array_index(defaults->groups, i);
+      for (guint k = 0; k < g->entries->len; k++) {
+        const SimConfigEntry *e = g_ptr_array_index(g->entries, k);
+        sim_config_set(c, g->name, e->key, e->value, e->file);
+      }
+    }
+  sim_config_set(c, group, key, value, origin);
 }
 
 SimScenario *

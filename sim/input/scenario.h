@@ -72,6 +72,15 @@ const SimPolicy *sim_scenario_policy(const SimScenario *scenario, const char *na
  * the caller's. */
 GPtrArray *sim_scenario_default_policies(void);
 
+/* sim_config_set for a sweep point (`origin` as there): a key of one of
+ * the default policies, in a configuration that names no [policy.*]
+ * group, first writes the default policies into it, in their order, so
+ * that the key changes that policy (its other keys kept) and the other
+ * defaults still run.  Without that, [policy.offload-async] prefetch alone
+ * would be a policy without a kind. */
+void sim_scenario_config_set(SimConfig *config, const char *group, const char *key, const char *value,
+                             const char *origin);
+
 /* What a [policy.NAME] group with only `kind` loads as: every option at its
  * scenario default.  A new policy, the caller's. */
 SimPolicy *sim_scenario_policy_new(const char *name, SimPolicyKind kind);

@@ -65,29 +65,39 @@ strip_layer_prefix(const char *op)
   return op;
 }
 
-/* The header line: where each known column is (-1 when absent). */
+/* The header line (line `line` of the file): where each known column is
+ * (-1 when absent).  A column read twice is refused: which of the two
+ * counts would be a guess (the last one used to win silently); columns
+ * offsim does not read may repeat. */
 static gboolean
-parse_header(char **fields, const char *origin, Header *header, GError **error)
+parse_header(char **fields, const char *origin, guint line, Header *header, GError **error)
 {
   int *index = header->index;
   for (guint i = 0; i < N_COLS; i++)
     index[i] = -1;
   for (guint f = 0; fields[f]; f++)
-    for (guint c = 0; c < N_COLS; c++)
-      if (strcmp(g_strstrip(fields[f]), column_names[c]) == 0)
-        index[c] = (int)f;
+    for (guint c = 0; c < N_COLS; c++) {
+      if (strcmp(g_strstrip(fields[f]), column_names[c]) != 0)
+        continue;
+      if (index[c] >= 0) {
+        g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "%s:%u: column '%s' is given twice (fields %d and %u)", origin,
+                    line, column_names[c], index[c] + 1, f + 1);
+        return FALSE;
+      }
+      index[c] = (int)f;
+    }
   for (guint c = 0; c < N_REQUIRED; c++) {
     if (index[c] < 0) {
       g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT,
-                  "%s:1: missing column '%s' (expected a header with layer, op, name, bytes, dtype, shape, "
-                  "is_parameter)", origin, column_names[c]);
+                  "%s:%u: missing column '%s' (expected a header with layer, op, name, bytes, dtype, shape, "
+                  "is_parameter)", origin, line, column_names[c]);
       return FALSE;
     }
   }
   /* The op counts are read together, and their phase tells forward from backward. */
   if ((index[COL_FLOPS] >= 0) != (index[COL_MOVED] >= 0) || (index[COL_FLOPS] >= 0 && index[COL_PHASE] < 0)) {
-    g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "%s:1: column '%s': expected flops, moved and phase together",
-                origin, index[COL_FLOPS] < 0 ? "flops" : index[COL_MOVED] < 0 ? "moved" : "phase");
+    g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "%s:%u: column '%s': expected flops, moved and phase together",
+                origin, line, index[COL_FLOPS] < 0 ? "flops" : index[COL_MOVED] < 0 ? "moved" : "phase");
     return FALSE;
   }
   header->references = index[COL_LEAF] >= 0;
@@ -270,6 +280,7 @@ parse_rows(const char *data, gsize length, const char *origin, Header *header, G
     g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "%s: expected a UTF-8 text file without NUL bytes", origin);
     return FALSE;
   }
+  sim_config_skip_bom(&data, &length);
   g_autofree char *text = g_strndup(data, length);
   g_auto(GStrv) lines = g_strsplit(text, "\n", -1);
   guint n_header = 0;
@@ -279,17 +290,19 @@ parse_rows(const char *data, gsize length, const char *origin, Header *header, G
     gsize len = strlen(line);
     if (len && line[len - 1] == '\r')
       line[--len] = '\0';
-    if (len == 0 && lines[ln + 1] == NULL)
-      break; /* the final newline */
+    /* Blank lines, the final newline's included, hold no row (and the
+     * header is the first line that is not blank), as in a chunk list. */
+    if (sim_config_blank_line(line))
+      continue;
     if (strchr(line, '"')) {
       g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "%s:%u: quoted fields are not supported", origin, ln + 1);
       return FALSE;
     }
     g_auto(GStrv) fields = g_strsplit(line, ",", -1);
     guint n = g_strv_length(fields);
-    if (ln == 0) {
+    if (n_header == 0) {
       n_header = n;
-      if (!parse_header(fields, origin, header, error))
+      if (!parse_header(fields, origin, ln + 1, header, error))
         return FALSE;
       continue;
     }

@@ -218,12 +218,16 @@ stage_ops(SimLayer *stage, gint64 scope, const GArray *rows, const GArray *mine,
     if (!placed[r->tensor])
       t->save_op = op_at(first, FALSE, r->forward_op);
     placed[r->tensor] = TRUE;
-    SimUse use = { (guint16)r->tensor, (guint16)op_at(last, TRUE, r->backward_op) };
+    /* The recorder does not record how a reference lies in its storage:
+     * every one is taken as contiguous (TE and Megatron then copy it as a
+     * whole tensor). */
+    SimUse use = { (guint16)r->tensor, (guint16)op_at(last, TRUE, r->backward_op), SIM_VIEW_CONTIGUOUS };
     g_array_append_val(uses, use);
   }
   g_array_sort(uses, use_cmp);
   for (guint u = 0; u < uses->len; u++)
-    sim_layer_add_use(stage, g_array_index(uses, SimUse, u).tensor, g_array_index(uses, SimUse, u).op);
+    sim_layer_add_use(stage, g_array_index(uses, SimUse, u).tensor, g_array_index(uses, SimUse, u).op,
+                      g_array_index(uses, SimUse, u).view);
   sim_layer_finish_ops(stage);
   return TRUE;
 }

@@ -52,49 +52,53 @@ mul3(Checked *c, guint64 a, guint64 b, guint64 d)
   return mul(c, mul(c, a, b), d);
 }
 
-/* What ops = hf models: the two layouts of HF's supported model types, on
- * one GPU, with the kernels HF would call.  Anything else is refused rather
- * than approximated. */
-static gboolean
-hf_validate(const SimTransformer *c, GError **error)
-{
-  gboolean llama = !c->layernorm && !c->gelu && c->max_positions == 0;
-  gboolean gpt2 = c->layernorm && c->gelu && c->max_positions > 0;
-  const char *message = NULL;
-  if (!llama && !gpt2)
-    message = "norm, mlp and positions: ops = hf follows the modeling code of a supported model_type, which has "
-              "norm = rmsnorm, mlp = swiglu and positions = 0 (llama, qwen2, mistral) or norm = layernorm, mlp = gelu "
-              "and positions above 0 (gpt2)";
-  else if (c->tp != 1 || c->sp)
-    message = "tp and sp: ops = hf follows HuggingFace's modeling code on one GPU: tp = 1 and sp = false";
-  else if (gpt2 && (c->kv_heads != c->heads || (guint64)c->heads * c->head_dim != c->hidden))
-    message = "kv_heads and head_dim: gpt2 splits c_attn's output into three hidden-wide parts: kv_heads = heads "
-              "and heads x head_dim = hidden";
-  else if (gpt2 && c->seq > c->max_positions)
-    message = "seq: gpt2 takes at most `positions` tokens (its learned position embeddings)";
-  else if (c->attention == SIM_ATTENTION_FLASH && c->dtype == SIM_DTYPE_FP32)
-    message = "attention: flash (flash_attention_2) runs in bf16 or fp16 only (expected eager or sdpa for fp32)";
-  else if (c->attention != SIM_ATTENTION_EAGER && c->dtype != SIM_DTYPE_FP32 && c->head_dim > 256)
-    message = "head_dim: the flash kernels of attention = sdpa and flash take head_dim up to 256 (expected "
-              "attention = eager)";
-  if (message) {
-    g_set_error_literal(error, SIM_ERROR, SIM_ERROR_INPUT, message);
-    return FALSE;
-  }
-  if (c->attention == SIM_ATTENTION_SDPA && c->sliding_window && c->sliding_window < c->seq) {
-    g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT,
-                "attention: sdpa with hf_config's sliding window (%u) shorter than seq (%u): HF passes SDPA a mask, "
-                "which runs other kernels than the ones modelled (expected eager or flash)", c->sliding_window, c->seq);
-    return FALSE;
-  }
-  return TRUE;
-}
-
 /* What a message calls key `id`: the caller's name for it, or the key's. */
 static const char *
 name_of(const char *const *names, SimKeyId id)
 {
   return names && names[id] ? names[id] : sim_schema_key(id)->key;
+}
+
+/* What ops = hf models: the two layouts of HF's supported model types, on
+ * one GPU, with the kernels HF would call.  Anything else is refused rather
+ * than approximated. */
+static gboolean
+hf_validate(const SimTransformer *c, const char *const *names, GError **error)
+{
+#define N(id) name_of(names, SIM_KEY_TRANSFORMER_##id)
+  gboolean llama = !c->layernorm && !c->gelu && c->max_positions == 0;
+  gboolean gpt2 = c->layernorm && c->gelu && c->max_positions > 0;
+  if (!llama && !gpt2)
+    g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT,
+                "%s, %s and %s: ops = hf follows the modeling code of a supported model_type, which has norm = "
+                "rmsnorm, mlp = swiglu and positions = 0 (llama, qwen2, mistral) or norm = layernorm, mlp = gelu and "
+                "positions above 0 (gpt2)", N(NORM), N(MLP), N(POSITIONS));
+  else if (c->tp != 1 || c->sp)
+    g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "%s and %s: ops = hf follows HuggingFace's modeling code on one "
+                "GPU: tp = 1 and sp = false", N(TP), N(SP));
+  else if (gpt2 && (c->kv_heads != c->heads || (guint64)c->heads * c->head_dim != c->hidden))
+    g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "%s and %s: gpt2 splits c_attn's output into three hidden-wide "
+                "parts: kv_heads = heads and heads x head_dim = hidden", N(KV_HEADS), N(HEAD_DIM));
+  else if (gpt2 && c->seq > c->max_positions)
+    g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "%s: gpt2 takes at most `positions` tokens (its learned position "
+                "embeddings: %u), got %u", N(SEQ), c->max_positions, c->seq);
+  else if (gpt2 && !c->linear_bias)
+    g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "%s: gpt2's Conv1D layers all have biases (expected linear_bias "
+                "= true with norm = layernorm, mlp = gelu and positions)", N(LINEAR_BIAS));
+  else if (c->attention == SIM_ATTENTION_FLASH && c->dtype == SIM_DTYPE_FP32)
+    g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "%s: flash (flash_attention_2) runs in bf16 or fp16 only (expected "
+                "eager or sdpa for fp32)", N(ATTENTION));
+  else if (c->attention != SIM_ATTENTION_EAGER && c->dtype != SIM_DTYPE_FP32 && c->head_dim > 256)
+    g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "%s: the flash kernels of attention = sdpa and flash take head_dim "
+                "up to 256 (expected attention = eager)", N(HEAD_DIM));
+  else if (c->attention == SIM_ATTENTION_SDPA && c->sliding_window && c->sliding_window < c->seq)
+    g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "%s: sdpa with the config's sliding_window (%u) shorter than %s "
+                "(%u): HF passes SDPA a mask, which runs other kernels than the ones modelled (expected eager or "
+                "flash)", N(ATTENTION), c->sliding_window, N(SEQ), c->seq);
+  else
+    return TRUE;
+  return FALSE;
+#undef N
 }
 
 /* A count field of `c` as the schema maps it. */
@@ -161,7 +165,7 @@ check(const SimTransformer *c, gboolean shape_only, const char *const *names, GE
     return FALSE;
   }
   if (c->hf_ops)
-    return hf_validate(c, error);
+    return hf_validate(c, names, error);
   if (c->attention == SIM_ATTENTION_SDPA) {
     g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT,
                 "attention: sdpa is HuggingFace's SDPA path, which needs ops = hf (ops = fused takes eager or flash)");
@@ -169,12 +173,6 @@ check(const SimTransformer *c, gboolean shape_only, const char *const *names, GE
   }
   return TRUE;
 #undef N
-}
-
-gboolean
-sim_transformer_validate(const SimTransformer *c, const char *const *names, GError **error)
-{
-  return check(c, FALSE, names, error);
 }
 
 gboolean
@@ -230,6 +228,50 @@ sim_transformer_parameters(const SimTransformer *c)
   if (c->layers && p.layer > (G_MAXUINT64 - p.embed - p.head) / c->layers)
     return G_MAXUINT64;
   return p.layer * c->layers + p.embed + p.head;
+}
+
+/* What a shape certainly holds, from its fields alone, before anything is
+ * built: a model of a million layers takes seconds and a gigabyte to build,
+ * only for its sum to pass 4 EiB at the end.  Each figure is a part of what
+ * sim_workload_bytes_fit adds up for the built model (its static memory, each
+ * layer's input) or a product the build checks (the score matrices), so a
+ * shape refused here would be refused there, and the message can say
+ * which field makes it so.  Doubles: the sums only need to be compared,
+ * and they pass 2^64 long before they lose that. */
+static gboolean
+memory_fits(const SimTransformer *c, const char *const *names, GError **error)
+{
+#define N(id) name_of(names, SIM_KEY_TRANSFORMER_##id)
+  const double max = (double)SIM_UNITS_MAX_BYTES;
+  Parameters p = parameters_of(c);
+  SimParamBytes per;
+  guint e = sim_dtype_bytes(c->dtype);
+  sim_param_bytes_set(&per, e, c->grads_kept, c->adamw, c->master_weights);
+  double per_param = (double)(per.weight + per.grad + per.state);
+  double input = (double)c->batch * c->seq * c->hidden * e / (c->sp ? c->tp : 1);
+  double layer = (double)p.layer * per_param + input, ends = (double)(p.embed + p.head) * per_param;
+  double scores = (double)c->batch * c->heads * c->seq * c->seq;
+  if (scores > max) {
+    g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "%s: the attention scores (%s x %s x %s^2: %.3g elements) take more "
+                "than 4 EiB", N(SEQ), N(BATCH), N(HEADS), N(SEQ), scores);
+    return FALSE;
+  }
+  /* The embedding and the head alone stay far below (vocab x hidden <= 2^50
+   * parameters): the layers make a model too large. */
+  if (ends + layer * c->layers > max) {
+    g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "%s: %u layers of at least %.3g bytes each (%.3g parameters at %.0f "
+                "bytes, and the layer's input) add up to more than 4 EiB", N(LAYERS), c->layers, layer,
+                (double)p.layer, per_param);
+    return FALSE;
+  }
+  return TRUE;
+#undef N
+}
+
+gboolean
+sim_transformer_validate(const SimTransformer *c, const char *const *names, GError **error)
+{
+  return check(c, FALSE, names, error) && memory_fits(c, names, error);
 }
 
 /* The per-layer geometry, shared by the tensor list and the times. */

@@ -115,6 +115,98 @@ stage_action(const SimPolicy *p)
   return p->kind == SIM_POLICY_OFFLOAD && p->scope_all ? SIM_ACTION_OFFLOAD : SIM_ACTION_KEEP;
 }
 
+/* What keeps a policy's picks from changing anything, counted over the
+ * layers of the chunks it acts on (sim_lower_policy_note). */
+typedef struct {
+  guint selected;   /* picked by `layers` */
+  guint kept_last;  /* of those, within keep_last of their chunk's top */
+  guint not_every;  /* of those, not a multiple of `every` */
+  guint acted;      /* given an action other than keep */
+  guint unmoved;    /* of those, with nothing to move or drop (sim_lower_fates) */
+  guint in_stages;  /* layers on the stages it acts on */
+  guint chunk_max;  /* layers of its largest chunk */
+} Picks;
+
+static void
+count_picks(const SimWorkload *w, const SimPolicy *p, guint base, guint n, Picks *c)
+{
+  g_autofree SimAction *actions = g_new(SimAction, n);
+  policy_actions(p, base, n, actions);
+  c->in_stages += n;
+  c->chunk_max = MAX(c->chunk_max, n);
+  for (guint k = 0; k < n; k++) {
+    guint i = base + k;
+    if (!policy_selects(p, i))
+      continue;
+    c->selected++;
+    c->kept_last += p->kind == SIM_POLICY_OFFLOAD && k + p->keep_last >= n;
+    c->not_every += p->kind == SIM_POLICY_CHECKPOINT && i % p->every != 0;
+    if (actions[k] == SIM_ACTION_KEEP)
+      continue;
+    const SimLayer *layer = sim_workload_layer(w, i);
+    g_autofree guint8 *fates = g_new(guint8, MAX(layer->tensors->len, 1u));
+    c->acted++;
+    c->unmoved += sim_lower_fates(p, layer, actions[k], fates, NULL) == SIM_ACTION_KEEP;
+  }
+}
+
+/* Whether the embedding or the head changes (scope = all). */
+static gboolean
+stages_act(const SimWorkload *w, const SimPolicy *p)
+{
+  const SimLayer *ends[] = { w->embed, w->head };
+  for (guint e = 0; e < G_N_ELEMENTS(ends); e++) {
+    if (ends[e] == NULL || stage_action(p) == SIM_ACTION_KEEP)
+      continue;
+    g_autofree guint8 *fates = g_new(guint8, MAX(ends[e]->tensors->len, 1u));
+    if (sim_lower_fates(p, ends[e], stage_action(p), fates, NULL) != SIM_ACTION_KEEP)
+      return TRUE;
+  }
+  return FALSE;
+}
+
+char *
+sim_lower_policy_note(const SimWorkload *w, const SimPolicy *p, const SimParallel *par)
+{
+  if (p->kind == SIM_POLICY_RESIDENT || stages_act(w, p))
+    return NULL;
+  guint n = sim_workload_n_layers(w);
+  gboolean piped = par && sim_parallel_active(par);
+  guint chunks = piped ? sim_parallel_chunks(par) : 1;
+  g_autofree guint *bounds = g_new(guint, chunks + 1);
+  if (piped)
+    sim_parallel_chunk_bounds(par, n, bounds);
+  else
+    bounds[0] = 0, bounds[1] = n;
+  Picks c = { 0 };
+  for (guint k = 0; k < chunks; k++) {
+    guint stage = piped ? k % par->pp : 0;
+    if (p->stages == NULL || (stage < p->stages->len && g_array_index(p->stages, gboolean, stage)))
+      count_picks(w, p, bounds[k], bounds[k + 1] - bounds[k], &c);
+  }
+  if (c.acted > c.unmoved)
+    return NULL;
+  const char *does = p->kind == SIM_POLICY_CHECKPOINT ? "recomputes nothing" : "changes nothing";
+  if (p->kind == SIM_POLICY_OFFLOAD)
+    does = p->checkpoint ? "checkpoints and offloads nothing" : "offloads nothing";
+  if (c.in_stages == 0)
+    return g_strdup_printf("%s: stages selects no stage of the pipeline", does);
+  if (p->kind == SIM_POLICY_PLAN && c.acted == 0)
+    return g_strdup_printf("%s: every action is keep", does);
+  if (c.selected == 0)
+    return g_strdup_printf("%s: %s", does, p->stages ? "layers and stages do not overlap (no layer it selects runs "
+                                                       "on a stage it acts on)"
+                                                     : "layers selects no layer");
+  if (c.kept_last == c.selected)
+    return piped ? g_strdup_printf("%s: keep_last = %u counts per pipeline chunk, and its chunks have at most %u "
+                                   "layer%s", does, p->keep_last, c.chunk_max, c.chunk_max == 1 ? "" : "s")
+                 : g_strdup_printf("%s: keep_last = %u keeps every layer", does, p->keep_last);
+  if (c.not_every == c.selected)
+    return g_strdup_printf("%s: every = %u selects none of its layers", does, p->every);
+  return g_strdup_printf("%s: no tensor of the layers it picks can move (min_tensor, min_elements, tensors kept "
+                         "on the device)", does);
+}
+
 static inline SimAction
 action_at(const Lower *l, guint g)
 {
@@ -1550,12 +1642,15 @@ free_after_use(Lower *l, guint g, guint b, guint32 op)
   }
   if (!per_use)
     return;
-  /* Each reference reloaded at its unpack is freed after it. */
+  /* Each reference reloaded at its unpack is freed after it: what came
+   * back, a gathered view's bytes in Megatron's module groups, the whole
+   * storage (emit_use_reloads) under any other hook. */
+  gboolean gathered = groups_by_module(l, g);
   for (guint u = x->use_off[b]; u < x->use_off[b + 1]; u++) {
     const SimUse *use = &g_array_index(layer->uses, SimUse, u);
+    const SimTensor *t = &g_array_index(layer->tensors, SimTensor, use->tensor);
     if (travels(tensor_fate(l, g, use->tensor)) && hook_sees(l->policy, layer, use))
-      sim_program_mem_inline(l->p, op, SIM_AT_END, SIM_POOL_DEVICE,
-                             -(gint64)ref_bytes(&g_array_index(layer->tensors, SimTensor, use->tensor), use),
+      sim_program_mem_inline(l->p, op, SIM_AT_END, SIM_POOL_DEVICE, -(gint64)(gathered ? ref_bytes(t, use) : t->bytes),
                              tensor_label(l, g, use->tensor), index);
   }
 }

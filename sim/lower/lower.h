@@ -112,6 +112,7 @@
 #pragma once
 
 #include "machine.h"
+#include "parallel.h"
 #include "policy.h"
 #include "program.h"
 #include "workload.h"
@@ -171,6 +172,14 @@ typedef enum {
  * (the planner's exact search reads them too). */
 SimAction sim_lower_fates(const SimPolicy *policy, const SimLayer *layer, SimAction action, guint8 *fates,
                           guint *copies);
+
+/* Why `policy` leaves every layer as resident does, on `workload` cut as
+ * `parallel` says (NULL or inactive: one GPU), in words: its `layers` and
+ * `stages` select no layer together, keep_last keeps every layer of each
+ * chunk (it counts per pipeline chunk), `every` or a plan's actions pick
+ * none, or none of the tensors it picks can move.  NULL when it changes
+ * some layer (and for resident, whose job that is).  A new string. */
+char *sim_lower_policy_note(const SimWorkload *workload, const SimPolicy *policy, const SimParallel *parallel);
 
 /* A new program, the caller's. */
 SimProgram *sim_lower(const SimWorkload *workload, const SimPolicy *policy, const SimLink *link);

@@ -246,6 +246,8 @@ emit_item(Pipe *pp, guint gpu, guint stage, const Item *it, Left *left)
   guint32 compute = stream_of(pp, gpu, SIM_PIPELINE_STREAM_COMPUTE);
   Lower *l = &pp->slices[cell(pp, it->chunk, it->mb)];
   gint32 first_layer = (gint32)pp->bounds[it->chunk];
+  /* Everything the item adds, its copies and sends included, is this micro-batch's. */
+  sim_program_mark_microbatch(p, (gint32)it->mb);
   if (!it->backward) {
     slice_open(pp, gpu, stage, it->chunk, it->mb);
     if (it->chunk > 0)
@@ -333,6 +335,7 @@ emit_replica(Pipe *pp, guint r, Item *items)
     pp->tp_nodes = sim_collective_nodes(sim_parallel_global_rank(par, pp->w->tp, s, r, 0), 1, pp->w->tp, node_gpus);
     for (guint k = 0; k < n; k++)
       emit_item(pp, gpu, s, &items[k], &left);
+    sim_program_mark_microbatch(p, -1); /* the step's end is no micro-batch's */
     if (par->dp > 1) {
       /* The last bucket, and the optimizer waits for every reduction. */
       lower_dp_flush(p, pp->link, &pp->dp, compute, stream_of(pp, gpu, SIM_PIPELINE_STREAM_COMM), SIM_NO_LAYER);

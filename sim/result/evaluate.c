@@ -85,15 +85,19 @@ sim_evaluate(SimEvaluator *ev, const SimScenario *s, const SimPolicy *policy, co
   if (run == NULL)
     return NULL;
   gboolean expandable = s->machine.device.expandable_segments;
+  SimResult *r;
   if (!detail) {
     g_autoptr(SimRun) borrowed = run;
-    SimResult *r = sim_result_new_parallel(s->name, policy->name, s->workload, &s->parallel, program, borrowed,
-                                           capacity, FALSE);
+    r = sim_result_new_parallel(s->name, policy->name, s->workload, &s->parallel, program, borrowed, capacity, FALSE);
     sim_result_reserve(r, borrowed, program, expandable);
-    return r;
+  } else {
+    r = sim_result_new_parallel(s->name, policy->name, s->workload, &s->parallel, g_steal_pointer(&kept), run, capacity,
+                                TRUE);
+    sim_result_reserve(r, run, r->program, expandable);
   }
-  SimResult *r = sim_result_new_parallel(s->name, policy->name, s->workload, &s->parallel, g_steal_pointer(&kept),
-                                         run, capacity, TRUE);
-  sim_result_reserve(r, run, r->program, expandable);
+  /* A policy that moved and recomputed nothing says why (only then: the
+   * reason walks every layer's tensors). */
+  if (r->d2h_copies == 0 && r->recompute_ms == 0)
+    r->note = sim_lower_policy_note(s->workload, policy, &s->parallel);
   return r;
 }

@@ -282,6 +282,7 @@ sim_result_free(SimResult *r)
   g_free(r->peak_host.live);
   g_free(r->peak_device.where);
   g_free(r->peak_host.where);
+  g_free(r->note);
   if (r->stages)
     g_array_unref(r->stages);
   sim_program_free(r->program);

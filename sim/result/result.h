@@ -82,6 +82,10 @@ typedef struct {
    * launch_overhead). */
   const char *time_model;
   double gemm_ms, attention_ms, memory_ms, host_wait_ms;
+  /* Why the policy changed nothing, ran as resident would
+   * (sim_lower_policy_note: "offloads nothing: keep_last = 1 counts per
+   * pipeline chunk, ..."), or NULL. */
+  char *note;
   GArray *stages;      /* SimResultStage per stage with [parallel], else NULL */
   SimProgram *program; /* owned, may be NULL */
   SimRun *run;         /* owned, may be NULL */

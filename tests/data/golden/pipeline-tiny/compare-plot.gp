@@ -23,7 +23,7 @@ set multiplot layout 1,2 title 'tiny 4-stage 1F1B pipeline' . "\n" . 'every poli
 set linetype 1 lc rgb '#4e79a7' lw 2 pt 7 ps 2
 set linetype 2 lc rgb '#f28e2b' lw 2 pt 7 ps 2
 set linetype 3 lc rgb '#e15759' lw 2 pt 7 ps 2
-set bmargin 5
+set bmargin 6
 set title 'step time against peak device memory (lower left is better)'
 set xlabel 'peak device memory of the fullest GPU (GiB); device capacity 80.0 GiB is far right, not drawn'
 set ylabel 'step time (ms)'
@@ -59,7 +59,7 @@ set multiplot layout 1,2 title 'tiny 4-stage 1F1B pipeline' . "\n" . 'every poli
 set linetype 1 lc rgb '#4e79a7' lw 2 pt 7 ps 2
 set linetype 2 lc rgb '#f28e2b' lw 2 pt 7 ps 2
 set linetype 3 lc rgb '#e15759' lw 2 pt 7 ps 2
-set bmargin 5
+set bmargin 6
 set title 'step time against peak device memory (lower left is better)'
 set xlabel 'peak device memory of the fullest GPU (GiB); device capacity 80.0 GiB is far right, not drawn'
 set ylabel 'step time (ms)'

@@ -27,7 +27,7 @@ set linetype 1 lc rgb '#4e79a7' lw 2 pt 7 ps 2
 set linetype 2 lc rgb '#f28e2b' lw 2 pt 7 ps 2
 set linetype 3 lc rgb '#e15759' lw 2 pt 7 ps 2
 set linetype 4 lc rgb '#76b7b2' lw 2 pt 7 ps 2
-set bmargin 6
+set bmargin 7
 set title 'step time against peak device memory (lower left is better)'
 set xlabel 'peak device memory (GiB); device capacity 80.0 GiB is far right, not drawn'
 set ylabel 'step time (ms)'
@@ -65,7 +65,7 @@ set linetype 1 lc rgb '#4e79a7' lw 2 pt 7 ps 2
 set linetype 2 lc rgb '#f28e2b' lw 2 pt 7 ps 2
 set linetype 3 lc rgb '#e15759' lw 2 pt 7 ps 2
 set linetype 4 lc rgb '#76b7b2' lw 2 pt 7 ps 2
-set bmargin 6
+set bmargin 7
 set title 'step time against peak device memory (lower left is better)'
 set xlabel 'peak device memory (GiB); device capacity 80.0 GiB is far right, not drawn'
 set ylabel 'step time (ms)'

@@ -1,5 +1,7 @@
 #include "allocator.h"
 
+#include "u64map.h"
+
 /* Blocks live in one array, indexed by handle (0 is never one).  A
  * segment is a chain of blocks by prev/next, addresses contiguous.  The
  * free blocks of each pool and stream are listed by size (SizeList below),
@@ -46,7 +48,7 @@ block_at(const SimAllocator *a, guint32 id)
 /* The free blocks of one pool and stream: every size that was ever free,
  * sorted, each with the list of its free blocks (most recently freed
  * first, linked by Block.left and right); a bitmap of the sizes with at
- * least one; and a hash from a size to its index.  Sizes stay once seen (a
+ * least one; and a map from a size to its index (sim/base/u64map.h).  Sizes stay once seen (a
  * step repeats its sizes), so caching a block is a hash lookup and taking
  * one a lookup (the same size) or a binary search and a bit scan (the next
  * larger); only a size never seen before moves the arrays. */
@@ -59,11 +61,7 @@ typedef struct {
 typedef struct {
   GArray *sizes;  /* SizeList */
   GArray *bits;   /* guint64 words: bit i set when sizes[i] has a block */
-  /* Open addressing, linear probing: size (0: empty; sizes are >= 512) ->
-   * its index in `sizes`; at most half full. */
-  guint64 *keys;
-  guint32 *index;
-  guint cap;
+  SimU64Map index; /* size -> its index in `sizes` */
 } FreeSet;
 
 static void
@@ -72,53 +70,15 @@ free_set_free(gpointer data)
   FreeSet *f = data;
   g_array_unref(f->sizes);
   g_array_unref(f->bits);
-  g_free(f->keys);
-  g_free(f->index);
+  sim_u64map_clear(&f->index);
   g_free(f);
-}
-
-static guint
-slot_of(const FreeSet *f, guint64 size)
-{
-  guint i = (guint)((size * G_GUINT64_CONSTANT(0x9E3779B97F4A7C15)) >> 32) & (f->cap - 1);
-  while (f->keys[i] != 0 && f->keys[i] != size)
-    i = (i + 1) & (f->cap - 1);
-  return i;
-}
-
-/* Maps `size` to index i, growing the table to stay at most half full. */
-static void
-index_set(FreeSet *f, guint64 size, guint32 i)
-{
-  if (2 * f->sizes->len > f->cap) {
-    guint old = f->cap;
-    guint64 *keys = f->keys;
-    guint32 *index = f->index;
-    f->cap = MAX(64u, 2 * old);
-    f->keys = g_new0(guint64, f->cap);
-    f->index = g_new(guint32, f->cap);
-    for (guint k = 0; k < old; k++)
-      if (keys[k]) {
-        guint j = slot_of(f, keys[k]);
-        f->keys[j] = keys[k];
-        f->index[j] = index[k];
-      }
-    g_free(keys);
-    g_free(index);
-  }
-  guint j = slot_of(f, size);
-  f->keys[j] = size;
-  f->index[j] = i;
 }
 
 /* The index of `size` in f->sizes, or G_MAXUINT when it was never free. */
 static guint
 index_get(const FreeSet *f, guint64 size)
 {
-  if (f->cap == 0)
-    return G_MAXUINT;
-  guint j = slot_of(f, size);
-  return f->keys[j] == size ? f->index[j] : G_MAXUINT;
+  return sim_u64map_get(&f->index, size, G_MAXUINT);
 }
 
 static FreeSet *
@@ -127,6 +87,7 @@ free_set(SimAllocator *a, guint32 stream, guint8 pool)
   guint i = stream * 2u + pool;
   while (a->sets->len <= i) {
     FreeSet *f = g_new0(FreeSet, 1);
+    sim_u64map_init(&f->index);
     f->sizes = g_array_new(FALSE, FALSE, sizeof(SizeList));
     f->bits = g_array_new(FALSE, TRUE, sizeof(guint64));
     g_ptr_array_add(a->sets, f);
@@ -186,10 +147,10 @@ size_index(FreeSet *f, guint64 size)
   for (guint k = f->sizes->len - 1; k > i; k--) {
     const SizeList *l = &g_array_index(f->sizes, SizeList, k);
     bit_set(f, k, l->count > 0);
-    index_set(f, l->size, k);
+    sim_u64map_set(&f->index, l->size, k);
   }
   bit_set(f, i, FALSE);
-  index_set(f, size, i);
+  sim_u64map_set(&f->index, size, i);
   return i;
 }
 

@@ -46,9 +46,10 @@
  * are the order in which segments were reserved, not CUDA's.
  *
  * Ownership: the caller owns a SimAllocator (sim_allocator_new /
- * sim_allocator_free).  Cost per request and free: a binary search over
- * the distinct sizes cached for the pool and stream (few: a step repeats
- * its sizes), no allocation once the arrays have grown.
+ * sim_allocator_free).  Cost per request and free: a hash lookup of its
+ * size among those its pool and stream have cached (a step repeats its
+ * sizes), a binary search and a bit scan when a larger block must serve,
+ * no allocation once the arrays have grown.
  */
 #pragma once
 

@@ -1,8 +1,7 @@
 #include "reserved.h"
 
 #include "allocator.h"
-
-#include <string.h>
+#include "u64map.h"
 
 #define NONE G_MAXUINT32
 
@@ -14,89 +13,20 @@ typedef struct {
   guint64 bytes;
 } Held;
 
-/* The latest allocation of each (tag, layer): an open-addressing table
- * of 64-bit keys (linear probing; a key, once in, stays, with NONE when
- * nothing of it is held).  The replay looks up every action, and a
- * GHashTable's calls through pointers cost more than the allocator. */
-#define EMPTY_KEY G_MAXUINT64
-
-typedef struct {
-  guint64 *keys;
-  guint32 *tops;   /* index of the key's latest Held, or NONE */
-  guint cap, len;  /* cap a power of two */
-} Tops;
-
 /* A GPU's replay: its allocator, and what it holds per (tag, layer): a
- * stack per key, threaded through one array (no allocation per key). */
+ * stack per key, threaded through one array (no allocation per key); `top`
+ * maps a key to the index of its latest Held (NONE: none held now). */
 typedef struct {
   SimAllocator *allocator;
   GArray *held;       /* Held */
   GArray *spare;      /* guint32 indices of `held` to reuse */
-  Tops top;
+  SimU64Map top;
 } Gpu;
 
 static guint64
 held_key(guint32 tag, gint32 layer)
 {
   return (guint64)tag << 32 | (guint32)layer;
-}
-
-static guint
-tops_slot(const Tops *t, guint64 key)
-{
-  guint64 h = key * G_GUINT64_CONSTANT(0x9E3779B97F4A7C15);
-  guint i = (guint)(h >> 32) & (t->cap - 1);
-  while (t->keys[i] != EMPTY_KEY && t->keys[i] != key)
-    i = (i + 1) & (t->cap - 1);
-  return i;
-}
-
-static void
-tops_alloc(Tops *t, guint cap)
-{
-  t->cap = cap;
-  t->len = 0;
-  t->keys = g_new(guint64, cap);
-  t->tops = g_new(guint32, cap);
-  memset(t->keys, 0xff, cap * sizeof(guint64));
-}
-
-static void
-tops_clear(Tops *t)
-{
-  g_free(t->keys);
-  g_free(t->tops);
-}
-
-static guint32
-tops_get(const Tops *t, guint64 key)
-{
-  guint i = tops_slot(t, key);
-  return t->keys[i] == key ? t->tops[i] : NONE;
-}
-
-static void
-tops_set(Tops *t, guint64 key, guint32 top)
-{
-  if (2 * (t->len + 1) > t->cap) {
-    Tops bigger;
-    tops_alloc(&bigger, 2 * t->cap);
-    for (guint i = 0; i < t->cap; i++)
-      if (t->keys[i] != EMPTY_KEY) {
-        guint j = tops_slot(&bigger, t->keys[i]);
-        bigger.keys[j] = t->keys[i];
-        bigger.tops[j] = t->tops[i];
-        bigger.len++;
-      }
-    tops_clear(t);
-    *t = bigger;
-  }
-  guint i = tops_slot(t, key);
-  if (t->keys[i] == EMPTY_KEY) {
-    t->keys[i] = key;
-    t->len++;
-  }
-  t->tops[i] = top;
 }
 
 static guint32
@@ -114,7 +44,7 @@ malloc_anyway(SimAllocator *a, guint64 bytes, guint32 stream, gboolean *oom)
 static void
 hold(Gpu *g, guint64 key, guint32 block, guint64 bytes)
 {
-  Held h = { block, tops_get(&g->top, key), bytes };
+  Held h = { block, sim_u64map_get(&g->top, key, NONE), bytes };
   guint32 at;
   if (g->spare->len) {
     at = g_array_index(g->spare, guint32, g->spare->len - 1);
@@ -124,7 +54,7 @@ hold(Gpu *g, guint64 key, guint32 block, guint64 bytes)
     at = g->held->len;
     g_array_append_val(g->held, h);
   }
-  tops_set(&g->top, key, at);
+  sim_u64map_set(&g->top, key, at);
 }
 
 /* Frees up to *need bytes of `key`, latest first; a block larger than
@@ -132,7 +62,7 @@ hold(Gpu *g, guint64 key, guint32 block, guint64 bytes)
 static void
 release_key(Gpu *g, guint64 key, guint64 *need, guint32 stream, gboolean *oom)
 {
-  guint32 at = tops_get(&g->top, key);
+  guint32 at = sim_u64map_get(&g->top, key, NONE);
   if (at == NONE)
     return;
   while (*need > 0 && at != NONE) {
@@ -148,7 +78,7 @@ release_key(Gpu *g, guint64 key, guint64 *need, guint32 stream, gboolean *oom)
     g_array_append_val(g->spare, at);
     at = h->below;
   }
-  tops_set(&g->top, key, at);
+  sim_u64map_set(&g->top, key, at);
 }
 
 static gint
@@ -171,7 +101,7 @@ release(Gpu *g, guint32 tag, gint32 layer, guint64 bytes, guint32 stream, gboole
   /* Keys sorted, so that which layer's go first does not depend on the hash table. */
   g_autoptr(GArray) keys = g_array_new(FALSE, FALSE, sizeof(guint64));
   for (guint i = 0; i < g->top.cap; i++)
-    if (g->top.keys[i] != EMPTY_KEY && g->top.keys[i] >> 32 == tag && g->top.tops[i] != NONE)
+    if (g->top.keys[i] != SIM_U64MAP_EMPTY && g->top.keys[i] >> 32 == tag && g->top.values[i] != NONE)
       g_array_append_val(keys, g->top.keys[i]);
   g_array_sort(keys, key_cmp);
   for (guint i = 0; i < keys->len && need > 0; i++)
@@ -211,7 +141,7 @@ sim_reserved_replay(const SimRun *run, const SimProgram *p, guint64 capacity, gb
     gpus[g].allocator = sim_allocator_new(capacity, expandable);
     gpus[g].held = g_array_new(FALSE, FALSE, sizeof(Held));
     gpus[g].spare = g_array_new(FALSE, FALSE, sizeof(guint32));
-    tops_alloc(&gpus[g].top, 64);
+    sim_u64map_init(&gpus[g].top);
     guint64 base = p->baseline[SIM_POOL_INDEX(g, SIM_POOL_DEVICE)];
     if (base) {
       guint32 s = first_stream(p, g);
@@ -239,7 +169,7 @@ sim_reserved_replay(const SimRun *run, const SimProgram *p, guint64 capacity, gb
       out->peak_reserved = peak;
       out->peak_allocated = sim_allocator_peak_allocated(gpus[g].allocator);
     }
-    tops_clear(&gpus[g].top);
+    sim_u64map_clear(&gpus[g].top);
     g_array_unref(gpus[g].held);
     g_array_unref(gpus[g].spare);
     sim_allocator_free(gpus[g].allocator);

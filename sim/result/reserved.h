@@ -16,8 +16,10 @@
  * lower bound on PyTorch's where a lowering merges allocations.
  *
  * The replay runs after the engine, once per result (the planners, which
- * run thousands of programs, judge allocated bytes).  Cost: O(actions
- * log blocks).
+ * run thousands of programs, judge allocated bytes and replay only the
+ * plan they return).  Cost: a map lookup and an allocator request or free
+ * per action; about 45 % of a sweep point on the default scenario (perf),
+ * where the engine itself is fast.
  */
 #pragma once
 

@@ -37,7 +37,7 @@ typedef struct {
  * kernel model (kernel.h) the rest, and hbm_bandwidth as the achievable
  * bandwidth.  0 is "not given" for every figure after `efficiency`. */
 typedef struct {
-  guint64 memory;       /* device capacity: `fits` is peak <= memory */
+  guint64 memory;       /* device capacity: what `fits` judges reserved bytes against (sim/result/result.h) */
   double matmul_flops;  /* FLOP/s for generated workloads (0 = not given) */
   double efficiency;    /* fraction of matmul_flops that matmuls reach, (0, 1] */
   double hbm_bandwidth; /* B/s for memory-bound ops of generated workloads (0 = not given) */

@@ -345,9 +345,8 @@ typedef struct {
 static void
 time_stage(SimLayer *stage, const Counts *c, const SimDevice *dev)
 {
-  double mm = dev->matmul_flops * dev->efficiency, hbm = dev->hbm_bandwidth;
-  stage->forward = c->flops[0] / mm + c->bytes[0] / hbm;
-  stage->backward = c->flops[1] / mm + c->bytes[1] / hbm;
+  stage->forward = sim_trace_flat_seconds(dev, c->flops[0], c->bytes[0]);
+  stage->backward = sim_trace_flat_seconds(dev, c->flops[1], c->bytes[1]);
 }
 
 /* Counts index: 0 the embedding, 1 + i layer i, top + 2 the head. */

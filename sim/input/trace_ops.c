@@ -163,12 +163,12 @@ stage_text(gint64 scope, char buf[32])
 static void
 add_ops(SimLayer *stage, const GArray *parts, const SimDevice *dev, GHashTable *first, GHashTable *last)
 {
-  double mm = dev->matmul_flops * dev->efficiency, hbm = dev->hbm_bandwidth;
   sim_layer_begin_ops(stage);
   for (guint i = 0; i < parts->len; i++) {
     const Part *p = &g_array_index(parts, Part, i);
     g_autofree char *name = part_name(parts, i);
-    double seconds = p->kclass == SIM_KERNEL_MEMORY ? p->moved / hbm : p->flops / mm;
+    gboolean memory = p->kclass == SIM_KERNEL_MEMORY; /* a product's bytes are not timed again */
+    double seconds = sim_trace_flat_seconds(dev, memory ? 0 : p->flops, memory ? p->moved : 0);
     guint op = sim_layer_add_op(stage, name, p->backward, p->kclass, seconds, (guint)MIN(p->calls, G_MAXUINT));
     gint64 *key = g_new(gint64, 1);
     *key = place_key(p->backward, p->place);

@@ -48,6 +48,16 @@ typedef struct {
   guint line;
 } SimTraceRow;
 
+/* Seconds of a recording's counts under the flat time model (the device's
+ * matmul_flops × efficiency for products, hbm_bandwidth for the bytes of
+ * the ops without FLOPs): a whole stage's (trace.c) or one op's
+ * (trace_ops.c). */
+static inline double
+sim_trace_flat_seconds(const SimDevice *dev, double flops, double bytes)
+{
+  return flops / (dev->matmul_flops * dev->efficiency) + bytes / dev->hbm_bandwidth;
+}
+
 /* Gives every stage of `w` (layers, embedding, head) its op list from the
  * rows of a file with places, timed by the flat model on `device`.  FALSE
  * with SIM_ERROR_INPUT "ORIGIN:LINE: ..." for a row it cannot place (a

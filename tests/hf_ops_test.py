@@ -41,6 +41,14 @@ import tempfile
 # within 0.2 %).
 LAYER_OFF = 0.06
 HEAD_OFF = 0.07
+# The recording read back as a [trace], with its allocation rows (recorder.py's lifetimes):
+# measured at this commit, every layer's and the head's peak from -4.0 % to +5.5 % (offsim
+# holds what an op makes from its start, beside the temporaries it frees before making it).
+# The embedding is printed, not checked: offsim allocates a parameter's gradient as its node
+# ends (the table's gradient is missing from EmbeddingBackward0's own peak: -10 to -13 %), and
+# holds a saved storage from the op that saves it (in fp32 the embedding's output is layer 0's
+# norm input: -71 % of the embedding's small forward).
+TRACE_OFF = 0.06
 
 RECORDINGS = [
     # name, config, dtype, attention
@@ -125,16 +133,23 @@ def recorded(hf, name):
 
 
 def simulated(offsim, hf, tmp, cfg, dtype, attention):
+    return run_points(offsim, tmp, MACHINE + "[transformer]\nhf_config = %s\nbatch = 2\nseq = 16\ndtype = %s\n"
+                      "attention = %s\nops = hf\noptimizer = none\nmaster_weights = false\noutputs = dropped\n"
+                      "[policy.resident]\nkind = resident\n" % (os.path.join(hf, "configs", cfg + ".json"), dtype,
+                                                                   attention))
+
+
+def run_points(offsim, tmp, ini_text, base=None):
+    """(phase, layer) -> the most device bytes above `base` while a compute op of it runs (None: the
+    program's first point, the parameters)."""
     ini = os.path.join(tmp, "s.ini")
     with open(ini, "w") as f:
-        f.write(MACHINE + "[transformer]\nhf_config = %s\nbatch = 2\nseq = 16\ndtype = %s\nattention = %s\n"
-                "ops = hf\noptimizer = none\nmaster_weights = false\noutputs = dropped\n"
-                "[policy.resident]\nkind = resident\n" % (os.path.join(hf, "configs", cfg + ".json"), dtype, attention))
+        f.write(ini_text)
     mem, tl = os.path.join(tmp, "m.csv"), os.path.join(tmp, "t.csv")
     subprocess.run([offsim, "run", ini, "--memory", mem, "--timeline", tl, "--format", "json"], check=True,
                    stdout=subprocess.DEVNULL)
     points = [(float(r["time_ms"]), int(r["device_bytes"])) for r in csv.DictReader(open(mem))]
-    base = points[0][1]  # the parameters: the program's baseline
+    base = points[0][1] if base is None else base
     most = collections.OrderedDict()
     for r in csv.DictReader(open(tl)):
         if r["stream"] != "compute":
@@ -147,6 +162,30 @@ def simulated(offsim, hf, tmp, cfg, dtype, attention):
     return most
 
 
+def replayed(offsim, hf, tmp, name):
+    """The recording itself read as a [trace] (its op lists, saved tensors and allocation rows)."""
+    return run_points(offsim, tmp, MACHINE + "[trace]\nfile = %s\n[policy.resident]\nkind = resident\n"
+                      % os.path.join(hf, name + ".csv"), base=0)  # no parameters: static = 0
+
+
+def compare(label, rec, sim, layer_off, head_off, skip_embed):
+    """Prints each (phase, layer)'s peak against the recording's; returns the failures."""
+    failures = 0
+    print(label)
+    for key, want in rec.items():
+        phase, layer = key
+        if layer == "embed" and skip_embed and label.endswith("(ops = hf)"):
+            continue  # the mask and RoPE tables are built there: not modelled (README)
+        got = sim.get(key, 0)
+        off = (got - want) / want
+        bound = head_off if layer == "head" else layer_off
+        bad = abs(off) > bound and not (layer == "embed" and skip_embed)
+        failures += bad
+        print("  %-8s %-5s recorded %9d offsim %9d %+6.1f %%%s" % (phase, layer, want, got, 100 * off,
+                                                                 "  FAIL" if bad else ""))
+    return failures
+
+
 def main():
     offsim, root = os.path.abspath(sys.argv[1]), os.path.abspath(sys.argv[2])
     hf = os.path.join(root, "tests", "data", "hf")
@@ -154,19 +193,10 @@ def main():
     with tempfile.TemporaryDirectory() as tmp:
         for name, cfg, dtype, attention in RECORDINGS:
             rec = recorded(hf, name)
-            sim = simulated(offsim, hf, tmp, cfg, dtype, attention)
-            print(name)
-            for key, want in rec.items():
-                phase, layer = key
-                if layer == "embed":
-                    continue  # the mask and RoPE tables are built there: not modelled (README)
-                got = sim.get(key, 0)
-                off = (got - want) / want
-                bound = HEAD_OFF if layer == "head" else LAYER_OFF
-                bad = abs(off) > bound
-                failures += bad
-                print("  %-8s %-5s recorded %9d offsim %9d %+6.1f %%%s" % (phase, layer, want, got, 100 * off,
-                                                                         "  FAIL" if bad else ""))
+            failures += compare(name + " (ops = hf)", rec, simulated(offsim, hf, tmp, cfg, dtype, attention),
+                                LAYER_OFF, HEAD_OFF, True)
+            failures += compare(name + " (the recording as [trace])", rec, replayed(offsim, hf, tmp, name),
+                                TRACE_OFF, TRACE_OFF, True)
     print("%d failed" % failures)
     return 1 if failures else 0
 

@@ -221,15 +221,19 @@ START_TEST(trace_group_times_from_counts_unless_given)
   g_autofree char *alone = g_strdup_printf("%s[trace]\nfile = %s/qwen2-sdpa-bf16.csv\nbackward = 3ms\n", dev, HF_DATA);
   g_autofree char *why = test_scenario_error(alone);
   ck_assert_msg(strstr(why, "backward") && strstr(why, "needs `forward`"), "%s", why);
-  /* Op rows: `workspace` spans each phase of every layer run op by op. */
+  /* Op rows: `workspace` adds a span over each phase of every layer run
+   * op by op, beside the recording's own allocations. */
   g_autofree char *spans = g_strdup_printf("%s[trace]\nfile = %s/llama-eager-bf16.csv\nworkspace = 1MiB\n", dev, HF_DATA);
+  g_autofree char *none = g_strdup_printf("%s[trace]\nfile = %s/llama-eager-bf16.csv\n", dev, HF_DATA);
   g_autoptr(SimScenario) sp = test_scenario_from_text(spans);
+  g_autoptr(SimScenario) own = test_scenario_from_text(none);
   for (guint l = 0; l < LAYERS; l++) {
-    const SimLayer *layer = sim_workload_layer(sp->workload, l);
+    const SimLayer *layer = sim_workload_layer(sp->workload, l), *recorded = sim_workload_layer(own->workload, l);
     ck_assert(sim_layer_has_ops(layer));
-    ck_assert_uint_eq(layer->spans->len, 2);
-    ck_assert_uint_eq(layer->workspace_bytes, 1 << 20);
-    ck_assert_uint_eq(layer->backward_workspace_bytes, 1 << 20);
+    ck_assert_uint_gt(recorded->spans->len, 0);
+    ck_assert_uint_eq(layer->spans->len, recorded->spans->len + 2);
+    ck_assert_uint_ge(layer->workspace_bytes, 1 << 20);
+    ck_assert_uint_ge(layer->backward_workspace_bytes, 1 << 20);
   }
   g_autofree char *old = g_strdup_printf("%s[trace]\nfile = %s/trace/qwen2-tiny.csv\n", dev, OFFSIM_TEST_DATA);
   g_autofree char *no_counts = test_scenario_error(old);
@@ -474,6 +478,88 @@ START_TEST(recorded_ops_time_and_name)
 }
 END_TEST
 
+/* Allocation rows by hand: one layer, forward ops at places 1 and 3 (ops
+ * 0, 1), backward nodes 5 and 6 (ops 2, 3).  A transient made at 1 and
+ * freed at 3 spans ops 0-1; a workspace at 3 is op 1's; a block made
+ * between ops (place 2: held from op 1) and freed by node 5 spans op 1 in
+ * the forward and op 2 in the backward; a gradient made by node 6 is op
+ * 3's; a block held from node 5 spans ops 2-3.  So op 1 holds 100 + 50 +
+ * 30, op 2 30 + 7, and the gradients are 64 bytes. */
+static const char alloc_head[] = "layer,op,name,bytes,dtype,shape,is_parameter,storage,storage_bytes,saved,leaf,node,"
+                                 "phase,flops,moved,calls,forward_op,backward_op,freed_layer,freed_phase,freed_op\n";
+static const char alloc_ops[] = "0,a,Mul,8,f32,2,0,0,8,1,0,MulBackward0,forward,,,,1,5,,,\n"
+                                "0,a,mul,0,,,0,,,0,,,forward,0,8,1,1,,,,\n"
+                                "0,b,add,0,,,0,,,0,,,forward,0,8,1,3,,,,\n"
+                                "0,,mul,0,,,0,,,0,,MulBackward0,backward,0,8,1,,5,,,\n"
+                                "0,,add,0,,,0,,,0,,AddBackward0,backward,0,8,1,,6,,,\n";
+
+START_TEST(allocation_rows_by_hand)
+{
+  static const char rows[] = "0,a,transient,100,,,0,,,0,,,forward,,,,1,,0,forward,3\n"
+                             "0,b,workspace,50,,,0,,,0,,,forward,,,,3,,,,\n"
+                             "0,a,transient,30,,,0,,,0,,,forward,,,,2,,0,backward,5\n"
+                             "0,,grad,64,,,0,,,0,,AddBackward0,backward,,,,,6,,,\n"
+                             "0,,held,7,,,0,,,0,,,backward,,,,,5,,,\n";
+  g_autofree char *csv = g_strconcat(alloc_head, alloc_ops, rows, NULL);
+  SimDevice dev = { .matmul_flops = 1e12, .efficiency = 1, .hbm_bandwidth = 1e12 };
+  g_autoptr(GError) error = NULL;
+  g_autoptr(SimWorkload) w = sim_trace_load_data_timed(csv, strlen(csv), "t.csv", "x", &dev, &error);
+  ck_assert_msg(w != NULL, "%s", error ? error->message : "");
+  const SimLayer *l = sim_workload_layer(w, 0);
+  ck_assert_uint_eq(l->ops->len, 4);
+  ck_assert_uint_eq(l->n_forward, 2);
+  ck_assert_uint_eq(l->spans->len, 5);
+  ck_assert_uint_eq(l->workspace_bytes, 100 + 50 + 30);
+  ck_assert_uint_eq(l->backward_workspace_bytes, 30 + 7);
+  ck_assert_uint_eq(l->grad_bytes, 64);
+  ck_assert_uint_eq(sim_layer_op(l, 3)->grad_bytes, 64);
+  /* The same file without places (forward_op renamed): one op each way, the allocation rows dropped. */
+  char *col = strstr(csv, "forward_op");
+  col[0] = 'F';
+  g_autoptr(SimWorkload) flat = sim_trace_load_data_timed(csv, strlen(csv), "t.csv", "x", &dev, &error);
+  ck_assert_msg(flat != NULL, "%s", error ? error->message : "");
+  ck_assert(!sim_workload_has_ops(flat));
+  ck_assert_uint_eq(sim_workload_layer(flat, 0)->workspace_bytes, 0);
+}
+END_TEST
+
+/* Bad allocation rows name line, column and what was expected. */
+START_TEST(bad_allocation_rows_are_named)
+{
+  static const struct {
+    const char *rows;
+    const char *piece;
+  } cases[] = {
+    { "0,a,transient,100,,,0,,,0,,,forward,,,,1,,,,\n", "t.csv:7: column 'freed_layer': a transient row needs where" },
+    { "0,b,workspace,50,,,0,,,0,,,forward,,,,3,,0,forward,3\n", "t.csv:7: column 'freed_layer': only a transient row" },
+    { "0,a,transient,100,,,0,,,0,,,forward,,,,1,,0,sideways,3\n",
+      "t.csv:7: column 'freed_phase': expected forward or backward, got 'sideways'" },
+    { "0,,transient,5,,,0,,,0,,,backward,,,,,6,0,forward,1\n", "t.csv:7: column 'freed_layer': freed before it was" },
+    { "0,,transient,5,,,0,,,0,,,backward,,,,,6,0,backward,5\n", "t.csv:7: column 'freed_op': freed before it was" },
+    { "0,a,transient,100,,,0,,,0,,,forward,,,,,,0,forward,3\n",
+      "t.csv:7: column 'forward_op': a transient row needs the op that allocated it" },
+    { "0,,grad,100,,,0,,,0,,,backward,,,,,x,,,\n", "t.csv:7: column 'backward_op': expected a whole number" },
+    { "0,a,transient,100,,,0,,,0,,,forward,,,,1,,7,forward,3\n", "t.csv:7: column 'freed_layer': layer 7 is not in the recording (layers 0 to 0)" },
+  };
+  SimDevice dev = { .matmul_flops = 1e12, .efficiency = 1, .hbm_bandwidth = 1e12 };
+  for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
+    g_autofree char *csv = g_strconcat(alloc_head, alloc_ops, cases[i].rows, NULL);
+    g_autoptr(GError) error = NULL;
+    g_autoptr(SimWorkload) w = sim_trace_load_data_timed(csv, strlen(csv), "t.csv", "x", &dev, &error);
+    ck_assert_msg(w == NULL, "case %u loaded", i);
+    ck_assert_msg(strstr(error->message, cases[i].piece) != NULL, "case %u: '%s' lacks '%s'", i, error->message,
+                  cases[i].piece);
+  }
+  static const char partial[] = "layer,op,name,bytes,dtype,shape,is_parameter,saved,leaf,phase,flops,moved,"
+                                "forward_op,backward_op,freed_layer\n0,a,mul,0,,,0,0,,forward,0,8,1,,\n";
+  g_autoptr(GError) error = NULL;
+  g_autoptr(SimWorkload) w = sim_trace_load_data_timed(partial, strlen(partial), "t.csv", "x", &dev, &error);
+  ck_assert(w == NULL);
+  ck_assert_msg(strstr(error->message, "t.csv:1: column 'freed_phase': expected freed_layer, freed_phase and "
+                                       "freed_op together"), "%s", error->message);
+}
+END_TEST
+
 /* A file with places: a saved reference without the op that unpacks it,
  * or a compute row without its op, is an error naming line and column. */
 START_TEST(bad_places_are_named)
@@ -519,6 +605,8 @@ main(void)
   tcase_add_test(tc, recorded_ops_free_as_the_generator);
   tcase_add_test(tc, recorded_ops_time_and_name);
   tcase_add_test(tc, bad_places_are_named);
+  tcase_add_test(tc, allocation_rows_by_hand);
+  tcase_add_test(tc, bad_allocation_rows_are_named);
   suite_add_tcase(s, tc);
   return test_run_suite(s);
 }

@@ -82,10 +82,15 @@ _HERE = os.path.dirname(os.path.abspath(__file__))
 if _HERE not in sys.path:
     sys.path.insert(0, _HERE)
 
+import lifetimes as _lifetimes  # noqa: E402  (after the path above)
+
 
 COLUMNS = ("layer", "op", "name", "bytes", "dtype", "shape", "is_parameter", "storage", "storage_bytes", "saved",
            "leaf", "node", "slot", "module", "phase", "packed", "host", "unpack", "adjust", "flops", "moved", "calls",
-           "forward_op", "backward_op")
+           "forward_op", "backward_op", "freed_layer", "freed_phase", "freed_op")
+
+# The columns only an allocation row (lifetimes.py: workspace, transient, grad, held) fills.
+FREED = ("freed_layer", "freed_phase", "freed_op")
 
 # The columns a compute row (flops.py's counts of one op in one place) fills; the others are empty
 # or 0, so that a reader tells the two kinds of rows apart by `flops`.
@@ -222,7 +227,7 @@ class Recorder:
     the torch passes keyword arguments to hooks).  One step per context: the
     graph is walked before the first backward only."""
 
-    def __init__(self, model, layers=None, memory=None, flops=None):
+    def __init__(self, model, layers=None, memory=None, flops=None, lifetimes=None):
         self.model = model
         if layers is None:
             self.layers_path, layers = find_layers(model)
@@ -250,6 +255,16 @@ class Recorder:
         if self.flops_enabled and self.memory_enabled:
             raise ValueError("memory profiling and the FLOP counter change each other: one per step (see record())")
         self._counter = None
+        # Every allocation's lifetime (lifetimes.py) needs alloc_log.c preloaded; by default
+        # used when it is and memory is profiled.
+        log = _lifetimes.loaded() if self.memory_enabled and lifetimes is not False else None
+        if lifetimes and log is None:
+            raise ValueError("lifetimes need memory profiling and alloc_log.c preloaded (LD_PRELOAD: "
+                             "recorder.py --alloc-log)")
+        self._log = log
+        self.allocations = None   # the allocation rows, when the lifetimes were recorded
+        self.node_names = []      # the counting step's nodes, in the order they ended
+        self.nodes_run = []       # the memory step's nodes, in the order they ran
         self.rows = []
         self.memory = None
         self._busy = False
@@ -317,7 +332,7 @@ class Recorder:
             "storage": sid, "storage_bytes": nbytes, "saved": saved, "leaf": int(t.grad_fn is None),
             "node": "", "slot": "", "module": module, "phase": self._phase, "packed": packed, "host": 0,
             "unpack": "", "adjust": "", "flops": "", "moved": "", "calls": "",
-            "forward_op": self._fop, "backward_op": "",
+            "forward_op": self._fop, "backward_op": "", "freed_layer": "", "freed_phase": "", "freed_op": "",
             "_wrapped": _maybe_wrapped(t, self.device),
         }
 
@@ -327,7 +342,10 @@ class Recorder:
         try:
             module = self._modules[-1] if self._modules else ""
             producer = _node_name(t.grad_fn) if t.grad_fn is not None else "leaf"
-            self.rows.append(self._row(t, self._op_name(module), module, producer, 1, 1))
+            row = self._row(t, self._op_name(module), module, producer, 1, 1)
+            if self._log is not None:
+                row["_block"] = (_storage_ptr(t), self._log.count())
+            self.rows.append(row)
             return _Packed(t, len(self.rows) - 1)
         finally:
             self._busy = False
@@ -424,6 +442,7 @@ class Recorder:
         """A post-hook: the node walked walk_id-th ended; the ops counted since the last one are its."""
         def hook(grad_inputs, grad_outputs):
             self.node_order[walk_id] = self._ended
+            self.node_names.append(name)
             self._counter.node_done(self._ended, name)
             self._ended += 1
         return hook
@@ -536,6 +555,8 @@ class Recorder:
             self._profiling = True
             _marker("offsim::phase:forward")
             _marker("offsim::scope:embed")
+            if self._log is not None:
+                self._log.start()
         self._fmode = _FunctionMarks(self)
         self._fmode.__enter__()
         self._hooks = torch.autograd.graph.saved_tensors_hooks(self._pack, self._unpack)
@@ -553,6 +574,10 @@ class Recorder:
         self._hooks.__exit__(*exc)
         self._fmode.__exit__(*exc)
         if self._prof is not None:
+            if self._log is not None:
+                self._log.stop()
+                self._grad_blocks = [(_storage_ptr(p.grad), self._log.count()) for p in self.model.parameters()
+                                     if p.grad is not None]
             _marker("offsim::phase:end")
             self._profiling = False
             self._prof.__exit__(*exc)
@@ -579,8 +604,36 @@ class Recorder:
             elif old_torch and r["node"] == "EmbeddingBackward0" and r["slot"] == "weight":
                 r["adjust"] = ADJUST_EMBEDDING
         if self._prof is not None:
-            self.memory = _memory_curve(self._prof)
+            places = []
+            self.memory = _memory_curve(self._prof, places, self.nodes_run)
             self.memory["static"] = self.static
+            if self._log is not None:
+                self.allocations = self._allocation_rows(places)
+        for r in self.rows:
+            r.pop("_block", None)
+
+    def _allocation_rows(self, places):
+        """The rows of every allocation that is not a saved storage (lifetimes.py)."""
+        contexts = [tuple(self.memory["contexts"][c]) for _, _, c in self.memory["curve"]]
+        deltas = [d for _, d, _ in self.memory["curve"]]
+        freed, ptrs, pos = _lifetimes.lifetimes(self._log.entries(), deltas)
+        packs = [r for r in self.rows if r["packed"] == 1]
+        made = _lifetimes.allocations_at(pos, ptrs, deltas, [r["_block"] for r in packs])
+        saved = {e for e, r in zip(made, packs) if e is not None and r["saved"] == 1}
+        adjusted = {e for e, r in zip(made, packs) if e is not None and r["adjust"]} - saved
+        grads = {e for e in _lifetimes.allocations_at(pos, ptrs, deltas, self._grad_blocks) if e is not None}
+        rows = []
+        for kind, i, j, nbytes in _lifetimes.classify(deltas, places, contexts, freed, saved, adjusted, grads):
+            layer, phase, place = places[i]
+            module = contexts[i][2]
+            r = {c: "" for c in COLUMNS}
+            r.update(layer=layer, op=self._op_name(module), name=kind, bytes=nbytes, is_parameter=0, saved=0,
+                     node=contexts[i][4], module=module, phase=phase, packed=0, host=0)
+            r["backward_op" if phase == "backward" else "forward_op"] = max(place, 0)
+            if j is not None:
+                r.update(freed_layer=places[j][0], freed_phase=places[j][1], freed_op=max(places[j][2], 0))
+            rows.append(r)
+        return rows
 
     # ----------------------------------------------------------- write --
     def compute_rows(self):
@@ -609,7 +662,7 @@ class Recorder:
     def write_csv(self, path):
         with open(path, "w", newline="") as f:
             f.write(",".join(COLUMNS) + "\n")
-            for r in self.tensor_rows() + self.compute_rows():
+            for r in self.tensor_rows() + self.compute_rows() + (self.allocations or []):
                 f.write(",".join(str(r[c]) for c in COLUMNS) + "\n")
 
     def write_json(self, path, extra=None):
@@ -635,6 +688,13 @@ def _node_name(node):
     return getattr(fwd, "cuda_node", None) or type(node).__name__
 
 
+def _storage_ptr(t):
+    """The address of a tensor's storage: the block the CPU allocator gave it."""
+    if hasattr(t, "untyped_storage"):
+        return t.untyped_storage().data_ptr()
+    return t.storage().data_ptr()
+
+
 def _maybe_wrapped(t, model_device):
     """A Python number autograd saved as a 0-dim CPU tensor (mul by a float: MulBackward0.other).
 
@@ -655,10 +715,16 @@ _PLUMBING = frozenset("aten::" + n for n in (
     "select", "slice", "resize_", "lift_fresh", "zero_", "fill_", "numpy_T", "split", "narrow", "unbind"))
 
 
-def _memory_curve(prof):
-    """The allocated-memory curve from the profiler's events, placed by the markers."""
+def _memory_curve(prof, places=None, nodes=None):
+    """The allocated-memory curve from the profiler's events, placed by the markers.
+
+    places, a list, receives per curve point its (layer, phase, place): the
+    forward_op or backward_op the recorder's rows use (module entries and
+    exits counted, autograd nodes counted as they start); nodes, a list,
+    the autograd nodes in the order they ran."""
     events = prof.profiler.kineto_results.events()
     phase, scope, node, aten, standin = "other", "embed", "", "", ""
+    fop, bop = 0, 0
     modules, fns = [], []
     node_module = {}  # autograd sequence number -> the module that ran the op in forward
     contexts, index = [], {}
@@ -677,6 +743,8 @@ def _memory_curve(prof):
             if ci == len(contexts):
                 contexts.append(ctx)
             curve.append((total, delta, ci))
+            if places is not None:
+                places.append((scope, phase, bop - 1 if phase == "backward" else fop))
         elif name.startswith("offsim::"):
             kind, _, value = name[len("offsim::"):].partition(":")
             if kind == "phase":
@@ -688,7 +756,9 @@ def _memory_curve(prof):
                 scope = value
             elif kind == "module":
                 modules.append(value)
+                fop += 1
             elif kind == "module-end":
+                fop += 1
                 if modules:
                     modules.pop()
             elif kind == "fn":
@@ -702,6 +772,9 @@ def _memory_curve(prof):
                 standin = ""
         elif name.startswith("autograd::engine::evaluate_function: "):
             node = name[len("autograd::engine::evaluate_function: "):]
+            bop += 1
+            if nodes is not None:
+                nodes.append(node)
             module_of_node = node_module.get(e.sequence_nr(), "") if e.sequence_nr() >= 0 else ""
             modules = [module_of_node] if module_of_node else []
         elif name.startswith("aten::"):
@@ -844,14 +917,46 @@ def _parse(argv):
     p.add_argument("--out", help="the trace CSV")
     p.add_argument("--json", help="the memory JSON (default: --out with .json)")
     p.add_argument("--summary", metavar="CSV", help="print the per-layer summary of a recorded CSV and exit")
+    p.add_argument("--alloc-log", metavar="SO", default=os.environ.get(ALLOC_LOG_ENV) or DEFAULT_ALLOC_LOG,
+                   help="the allocation log library to preload (default: $%s, else %s)" % (ALLOC_LOG_ENV,
+                                                                                           DEFAULT_ALLOC_LOG))
+    p.add_argument("--no-lifetimes", action="store_true",
+                   help="record without the allocation log: no workspace, transient, grad or held rows")
     return p.parse_args(argv)
+
+
+# Where CMake builds the allocation log (gpu_calib/CMakeLists.txt: offsim_alloclog), from the
+# repository root, and the variable that names another.
+ALLOC_LOG_ENV = "OFFSIM_ALLOC_LOG"
+DEFAULT_ALLOC_LOG = os.path.join("build", "gpu_calib", "liboffsim_alloclog.so")
+
+
+def _preloaded(args, may_exec):
+    """None when the allocation log is loaded or not wanted; else, after re-running this command
+    with the log preloaded (exec: no return; only from the command line, may_exec), an error
+    message (exit 2) when it cannot be."""
+    if args.no_lifetimes or args.device == "meta" or _lifetimes.loaded() is not None:
+        return None
+    path = os.path.abspath(args.alloc_log)
+    if not os.path.isfile(path):
+        return (f"the allocation log {args.alloc_log} does not exist: build it (cmake --build build --target "
+                f"offsim_alloclog), name it (--alloc-log, ${ALLOC_LOG_ENV}) or record without lifetimes "
+                "(--no-lifetimes)")
+    if not may_exec:
+        return f"the allocation log is not preloaded: run with LD_PRELOAD={path} or --no-lifetimes"
+    env = dict(os.environ)
+    env["LD_PRELOAD"] = path + (":" + env["LD_PRELOAD"] if env.get("LD_PRELOAD") else "")
+    env["OFFSIM_ALLOC_LOG_EXEC"] = "1"
+    if os.environ.get("OFFSIM_ALLOC_LOG_EXEC"):
+        return f"the allocation log {path} was preloaded but did not load"
+    os.execve(sys.executable, [sys.executable] + sys.argv, env)
 
 
 def _rows_text(rec):
     return [",".join(str(r[c]) for c in COLUMNS) for r in rec.rows]
 
 
-def record(build, step, layers=None, memory=None, flops=True):
+def record(build, step, layers=None, memory=None, flops=True, lifetimes=None):
     """Records one step: build() returns a fresh model, step(model) runs forward, loss and backward.
 
     layers: None (found), an attribute path ("model.layers") or a function of the model returning
@@ -866,7 +971,7 @@ def record(build, step, layers=None, memory=None, flops=True):
         return layers_at(model, layers)
 
     model = build()
-    rec = Recorder(model, layers=pick(model), memory=memory, flops=None)
+    rec = Recorder(model, layers=pick(model), memory=memory, flops=None, lifetimes=lifetimes)
     with rec:
         step(model)
     if flops and rec._counter is None:
@@ -880,11 +985,18 @@ def record(build, step, layers=None, memory=None, flops=True):
                   "counts are from the second run", file=sys.stderr)
         rec._counter = counted._counter
         rec.node_order = counted.node_order  # the same graph walked in the same order
+        rec.node_names = counted.node_names
+        if rec.allocations is not None and len(rec.nodes_run) != len(rec.node_names):
+            # The allocation rows place backward blocks by the memory step's nodes, the other
+            # rows by the counting step's: one numbering only if both ran the same nodes.
+            raise _lifetimes.AllocLogError(f"the memory step ran {len(rec.nodes_run)} autograd nodes, the counting "
+                                           f"step {len(rec.node_names)}: the places of the allocations would not be "
+                                           "the other rows'")
     return rec
 
 
 def record_hf(config, batch, seq, dtype="fp32", attention="eager", kernels="cuda", device="cpu", seed=0,
-              rope="shared", hold_outputs=False, memory=None, flops=True):
+              rope="shared", hold_outputs=False, memory=None, flops=True, lifetimes=None):
     """One training step of hf_models' model for `config` under a Recorder; returns the Recorder."""
     import hf_models
     if isinstance(dtype, str):
@@ -909,7 +1021,7 @@ def record_hf(config, batch, seq, dtype="fp32", attention="eager", kernels="cuda
         if hold_outputs:
             del out
 
-    return record(build, step, memory=memory, flops=flops)
+    return record(build, step, memory=memory, flops=flops, lifetimes=lifetimes)
 
 
 # ------------------------------------------------------ --module factories --
@@ -1026,6 +1138,10 @@ def main(argv=None):
         print(summary_markdown(args.summary, memory))
         return 0
     import hf_models
+    why = _preloaded(args, argv is None)
+    if why is not None:
+        print(f"recorder.py: {why}", file=sys.stderr)
+        return 2
     if args.module is not None:
         return main_module(args)
     missing = [o for o in ("hf_config", "batch", "seq", "out") if getattr(args, o) is None]
@@ -1046,7 +1162,7 @@ def main(argv=None):
     def run():
         try:
             return record_hf(config, args.batch, args.seq, args.dtype, args.attention, args.kernels, args.device,
-                             args.seed, args.rope, args.hold_outputs)
+                             args.seed, args.rope, args.hold_outputs, lifetimes=False if args.no_lifetimes else None)
         except hf_models.ConfigError as e:
             raise _BadInput(f"{args.hf_config}: {e}") from e
 
@@ -1076,7 +1192,8 @@ def _record_and_write(args, run, command):
     rec.write_csv(args.out)
     js = args.json or os.path.splitext(args.out)[0] + ".json"
     rec.write_json(js, {"command": command})
-    print(f"{args.out}: {len(rec.rows)} rows, {len(rec.compute_rows())} op counts; {js}", file=sys.stderr)
+    allocations = "" if rec.allocations is None else f", {len(rec.allocations)} allocations"
+    print(f"{args.out}: {len(rec.rows)} rows, {len(rec.compute_rows())} op counts{allocations}; {js}", file=sys.stderr)
     return 0
 
 
@@ -1109,7 +1226,7 @@ def main_module(args):
             factory = load_factory(args.module)
             build, step = module_step(factory, args.module, args.batch, args.seq, hf_models.DTYPES[args.dtype],
                                       args.device, args.seed)
-            return record(build, step, layers=args.layers)
+            return record(build, step, layers=args.layers, lifetimes=False if args.no_lifetimes else None)
         except ModuleError as e:
             raise _BadInput(str(e)) from e
         except ValueError as e:  # the layers: none found, a bad --layers path

@@ -10,11 +10,12 @@
 
 enum { COL_LAYER, COL_OP, COL_NAME, COL_BYTES, COL_DTYPE, COL_SHAPE, COL_PARAM, COL_STORAGE, COL_STORAGE_BYTES,
        COL_SAVED, COL_LEAF, COL_HOST, COL_PHASE, COL_FLOPS, COL_MOVED, COL_NODE, COL_CALLS, COL_FORWARD_OP,
-       COL_BACKWARD_OP, N_COLS };
+       COL_BACKWARD_OP, COL_FREED_LAYER, COL_FREED_PHASE, COL_FREED_OP, N_COLS };
 
 static const char *const column_names[N_COLS] = {
   "layer", "op", "name", "bytes", "dtype", "shape", "is_parameter", "storage", "storage_bytes", "saved",
   "leaf", "host", "phase", "flops", "moved", "node", "calls", "forward_op", "backward_op",
+  "freed_layer", "freed_phase", "freed_op",
 };
 #define N_REQUIRED 7 /* the first seven columns */
 
@@ -30,6 +31,11 @@ typedef struct {
    * places every op and reference (recorder.py), so a timed load builds
    * each stage's op list (trace_ops.c). */
   gboolean places;
+  /* freed_layer, freed_phase and freed_op: the file lists every
+   * allocation that is not a saved storage with where it was freed
+   * (recorder.py with its allocation log), rows of their own, which only
+   * op lists (places) can hold: without places they are dropped. */
+  gboolean lifetimes;
 } Header;
 
 static void
@@ -103,6 +109,14 @@ parse_header(char **fields, const char *origin, guint line, Header *header, GErr
   header->references = index[COL_LEAF] >= 0;
   header->places = header->references && index[COL_FLOPS] >= 0 && index[COL_FORWARD_OP] >= 0 &&
                    index[COL_BACKWARD_OP] >= 0;
+  int freed = (index[COL_FREED_LAYER] >= 0) + (index[COL_FREED_PHASE] >= 0) + (index[COL_FREED_OP] >= 0);
+  if (freed > 0 && (freed < 3 || index[COL_PHASE] < 0)) {
+    g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT,
+                "%s:%u: column '%s': expected freed_layer, freed_phase and freed_op together, with phase", origin, line,
+                index[COL_FREED_LAYER] < 0 ? "freed_layer" : index[COL_FREED_PHASE] < 0 ? "freed_phase" : "freed_op");
+    return FALSE;
+  }
+  header->lifetimes = freed == 3;
   return TRUE;
 }
 
@@ -139,6 +153,71 @@ parse_place(char **fields, const int index[N_COLS], guint col, const char *origi
   return TRUE;
 }
 
+/* A phase column's text: forward (FALSE) or backward (TRUE). */
+static gboolean
+parse_phase(const char *text, const char *column, const char *origin, guint line, gboolean *backward, GError **error)
+{
+  if (strcmp(text, "forward") != 0 && strcmp(text, "backward") != 0) {
+    g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "%s:%u: column '%s': expected forward or backward, got '%s'",
+                origin, line, column, text);
+    return FALSE;
+  }
+  *backward = text[0] == 'b';
+  return TRUE;
+}
+
+/* An allocation row's kind from its name (SimTraceAlloc), or
+ * SIM_TRACE_ALLOC_NONE for a name that is none. */
+static guint8
+alloc_kind(const char *name)
+{
+  for (guint k = SIM_TRACE_ALLOC_WORKSPACE; k < SIM_TRACE_ALLOC_KINDS; k++)
+    if (strcmp(name, sim_trace_alloc_names[k]) == 0)
+      return (guint8)k;
+  return SIM_TRACE_ALLOC_NONE;
+}
+
+/* An allocation row (lifetimes.py): where the block was made, in its
+ * phase's place column, and for a transient where it was freed.  Its
+ * name becomes the place's (the module in the forward, the node in the
+ * backward), as a compute row's. */
+static gboolean
+parse_alloc_row(char **fields, const Header *header, const char *origin, guint line, SimTraceRow *row, GError **error)
+{
+  const int *index = header->index;
+  if (!parse_phase(fields[index[COL_PHASE]], "phase", origin, line, &row->backward, error))
+    return FALSE;
+  guint col = row->backward ? COL_BACKWARD_OP : COL_FORWARD_OP;
+  gint64 *place = row->backward ? &row->backward_op : &row->forward_op;
+  if (!parse_place(fields, index, col, origin, line, place, error))
+    return FALSE;
+  if (*place == SIM_TRACE_NO_PLACE) {
+    g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "%s:%u: column '%s': a %s row needs the op that allocated it",
+                origin, line, column_names[col], sim_trace_alloc_names[row->alloc]);
+    return FALSE;
+  }
+  const char *freed = fields[index[COL_FREED_LAYER]];
+  gboolean transient = row->alloc == SIM_TRACE_ALLOC_TRANSIENT;
+  if (transient != (*freed != '\0')) {
+    g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "%s:%u: column 'freed_layer': %s", origin, line,
+                transient ? "a transient row needs where it was freed"
+                          : "only a transient row is freed elsewhere (workspace, grad and held are not)");
+    return FALSE;
+  }
+  if (transient) {
+    if (!parse_scope(freed, origin, line, &row->freed_scope, error) ||
+        !parse_phase(fields[index[COL_FREED_PHASE]], "freed_phase", origin, line, &row->freed_backward, error))
+      return FALSE;
+    guint64 v;
+    if (!parse_count(origin, line, "freed_op", fields[index[COL_FREED_OP]], G_MAXINT32, &v, error))
+      return FALSE;
+    row->freed_op = (gint64)v;
+  }
+  const char *node = index[COL_NODE] >= 0 ? fields[index[COL_NODE]] : "";
+  row->name = g_strdup(row->backward ? (*node ? node : "backward") : strip_layer_prefix(fields[index[COL_OP]]));
+  return TRUE;
+}
+
 /* The kernel class of a compute row: a matrix product's ATen op, another
  * op with FLOPs (the recorder's fused attention stand-ins), or none. */
 static guint8
@@ -160,15 +239,9 @@ parse_compute_row(char **fields, const Header *header, const char *origin, guint
                   GError **error)
 {
   const int *index = header->index;
-  const char *phase = fields[index[COL_PHASE]];
   row->compute = TRUE;
-  if (strcmp(phase, "forward") == 0 || strcmp(phase, "backward") == 0) {
-    row->backward = phase[0] == 'b';
-  } else {
-    g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "%s:%u: column 'phase': expected forward or backward, got '%s'",
-                origin, line, phase);
+  if (!parse_phase(fields[index[COL_PHASE]], "phase", origin, line, &row->backward, error))
     return FALSE;
-  }
   /* Counts up to 2^62: a whole file's sum stays exact in a double's range and far below overflow. */
   if (!parse_count(origin, line, "flops", fields[index[COL_FLOPS]], SIM_UNITS_MAX_BYTES, &row->flops, error) ||
       !parse_count(origin, line, "moved", fields[index[COL_MOVED]], SIM_UNITS_MAX_BYTES, &row->moved, error))
@@ -225,6 +298,20 @@ parse_row(char **fields, const Header *header, const char *origin, guint line, G
     return FALSE;
   if (index[COL_FLOPS] >= 0 && *fields[index[COL_FLOPS]]) {
     if (!parse_compute_row(fields, header, origin, line, &row, error)) {
+      g_free(row.name);
+      return FALSE;
+    }
+    g_array_append_val(rows, row);
+    return TRUE;
+  }
+  row.alloc = header->lifetimes && index[COL_SAVED] >= 0 && strcmp(fields[index[COL_SAVED]], "0") == 0
+                ? alloc_kind(fields[index[COL_NAME]]) : SIM_TRACE_ALLOC_NONE;
+  if (row.alloc != SIM_TRACE_ALLOC_NONE) {
+    if (!header->places)
+      return TRUE;
+    row.saved = FALSE;
+    if (!parse_count(origin, line, "bytes", fields[index[COL_BYTES]], SIM_UNITS_MAX_BYTES, &row.bytes, error) ||
+        !parse_alloc_row(fields, header, origin, line, &row, error)) {
       g_free(row.name);
       return FALSE;
     }

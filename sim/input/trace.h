@@ -7,7 +7,11 @@
  * rows the embedding and loss-head stages.  References to one storage are
  * one tensor with `refs` references, sized by the storage (storage_bytes).
  * Rows with saved = 0 and name "input" give the layer's input, what full
- * checkpointing keeps; other rows with saved = 0 are not saved.
+ * checkpointing keeps; other rows with saved = 0 are not saved.  With the
+ * freed_layer, freed_phase and freed_op columns, rows with saved = 0 named
+ * workspace, transient, grad or held are allocations (recorder.py's
+ * allocation log), which only a timed load with places lays over the ops
+ * (trace_ops.c); other loads drop them.
  *
  * Two readings, chosen by the header:
  * - without a `leaf` column (record_saved_tensors.py): parameters are left

@@ -21,6 +21,26 @@ G_BEGIN_DECLS
 /* A row's place column when empty. */
 #define SIM_TRACE_NO_PLACE (-1)
 
+/* What an allocation row is (its `name`; gpu_calib/record/lifetimes.py
+ * writes them): not a row of that kind (NONE); the most a place held at
+ * once of what it allocated and freed itself (WORKSPACE); a block made in
+ * one place and freed in another (TRANSIENT, with the freed_* columns); a
+ * parameter's gradient (GRAD, held to the end of the step); anything else
+ * alive when the step ended (HELD). */
+typedef enum {
+  SIM_TRACE_ALLOC_NONE,
+  SIM_TRACE_ALLOC_WORKSPACE,
+  SIM_TRACE_ALLOC_TRANSIENT,
+  SIM_TRACE_ALLOC_GRAD,
+  SIM_TRACE_ALLOC_HELD,
+  SIM_TRACE_ALLOC_KINDS,
+} SimTraceAlloc;
+
+static const char *const sim_trace_alloc_names[SIM_TRACE_ALLOC_KINDS] = {
+  [SIM_TRACE_ALLOC_NONE] = "", [SIM_TRACE_ALLOC_WORKSPACE] = "workspace", [SIM_TRACE_ALLOC_TRANSIENT] = "transient",
+  [SIM_TRACE_ALLOC_GRAD] = "grad", [SIM_TRACE_ALLOC_HELD] = "held",
+};
+
 typedef struct {
   gint64 scope;   /* layer index, SIM_TRACE_SCOPE_EMBED or SIM_TRACE_SCOPE_HEAD */
   /* A saved row: its tensor's name (the module, `layers.N.` dropped); an
@@ -44,6 +64,12 @@ typedef struct {
    * (autograd node) that ran it or unpacks it. */
   gint64 forward_op, backward_op;
   char *node;     /* a saved row in a file with places: the autograd node that unpacks it */
+  /* An allocation row (SimTraceAlloc, NONE for every other row): made in
+   * its phase (`backward`) at its place; a transient freed at freed_op in
+   * the freed phase of stage freed_scope.  `bytes` is the block's. */
+  guint8 alloc;
+  gboolean freed_backward;
+  gint64 freed_scope, freed_op;
   guint tensor;   /* a saved row: its tensor's index in its stage (set by the loader) */
   guint line;
 } SimTraceRow;

@@ -107,4 +107,9 @@ void cli_help_describe(GOptionContext *context, guint exits);
 /* Prints the error and returns its exit status. */
 int cli_fail(GError *error);
 
+/* Installs offsim's handlers for SIGINT, SIGTERM and SIGHUP (cli/signals.c):
+ * registered temporaries removed, gnuplot killed, then the process ends as
+ * the signal would have ended it. */
+void cli_signals_install(void);
+
 G_END_DECLS

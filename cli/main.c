@@ -63,6 +63,7 @@ main(int argc, char **argv)
     if (user == NULL || !g_get_charset(NULL))
       setlocale(LC_CTYPE, "C");
   }
+  cli_signals_install();
   if (argc < 2) {
     usage(stderr);
     return 2;

@@ -28,15 +28,6 @@
 
 #define TINY OFFSIM_SCENARIOS "/tiny.ini"
 
-/* Returns from the test, passing, when gnuplot is not installed. */
-#define NEEDS_GNUPLOT()                                                                  \
-  do {                                                                                   \
-    if (!plots_gnuplot_available()) {                                                    \
-      printf("test_plots: %s skipped: gnuplot is not on PATH\n", __func__);              \
-      return;                                                                            \
-    }                                                                                    \
-  } while (0)
-
 /* The contents of `path`, read into a buffer of its own: returning the one
  * g_file_get_contents() filled through `&contents` made GCC (-O3) take the
  * result for a pointer to that local (-Wdangling-pointer). */
@@ -184,7 +175,6 @@ END_TEST
  * none of them runs anything. */
 START_TEST(quoted_strings_reach_gnuplot_as_literal_text)
 {
-  NEEDS_GNUPLOT();
   g_autofree char *dir = test_tmp_dir_new();
   g_autofree char *out = g_build_filename(dir, "printed.txt", NULL);
   g_autofree char *out_q = plots_gnuplot_quote(out);
@@ -439,14 +429,21 @@ span_rows(const PlotsChart *chart)
 /* 5,000 layers are some 40,000 ops: drawn one box each, the SVG grows with
  * them (80 MB for a transformer).  Above 4,000 the chart draws 1/1000 slices
  * of the axis, each the kind that kept its row busy most, and says so. */
-START_TEST(large_timelines_are_drawn_aggregated)
+/* offload-async's step at 5,000 layers, the caller's to free. */
+static SimResult *
+uniform_5000(void)
 {
   g_autofree char *text = g_strdup_printf("[scenario]\nname = uniform 5000\ninclude = %s\n[model]\nlayers = 5000\n"
                                           "forward = 1ms\ninput = 8MiB\ntensors = attn:24MiB, mlp:32MiB\n"
                                           "static = 1GiB\nworkspace = 64MiB\n",
                                           OFFSIM_SCENARIOS "/profiles/h100-sxm-pcie-gen5.ini");
   g_autoptr(SimScenario) s = test_scenario_from_text(text);
-  g_autoptr(SimResult) r = test_evaluate(s, "offload-async");
+  return test_evaluate(s, "offload-async");
+}
+
+START_TEST(large_timelines_are_drawn_aggregated)
+{
+  g_autoptr(SimResult) r = uniform_5000();
   ck_assert_uint_gt(sim_program_n_ops(r->program), 30000);
   g_autoptr(GError) error = NULL;
   g_autoptr(PlotsChart) chart = plots_timeline_chart(r, "timeline-offload-async", 0, &error);
@@ -479,9 +476,16 @@ START_TEST(large_timelines_are_drawn_aggregated)
   g_autoptr(PlotsChart) exact = plots_timeline_chart(g_ptr_array_index(small, 2), "timeline", 0, &error);
   ck_assert_ptr_null(strstr(exact->commands->str, "ops drawn as"));
   ck_assert_ptr_nonnull(strstr(exact->commands->str, "set xlabel 'time since the step started (ms)'\n"));
+}
+END_TEST
 
-  if (!plots_gnuplot_available())
-    return;
+/* The aggregated timeline of 5,000 layers drawn by gnuplot: under 3 MB of SVG. */
+START_TEST(large_timeline_svg_stays_small)
+{
+  g_autoptr(SimResult) r = uniform_5000();
+  g_autoptr(GError) error = NULL;
+  g_autoptr(PlotsChart) chart = plots_timeline_chart(r, "timeline-offload-async", 0, &error);
+  ck_assert_ptr_nonnull(chart);
   g_autofree char *dir = test_tmp_dir_new();
   g_autoptr(GPtrArray) charts = g_ptr_array_new();
   g_ptr_array_add(charts, chart);
@@ -618,15 +622,35 @@ END_TEST
  * policies that fit it are on the front and ringed: "fast" (5 GiB) is the
  * quickest but does not fit 4.5 GiB, so "dominated" (4 GiB), which only
  * "fast" beat, joins the front.  With nothing that fits, there is none. */
-START_TEST(comparison_draws_the_budget_and_rings_what_fits)
+/* Four policies under a 4.5 GiB budget (the caller's to free). */
+static GPtrArray *
+budget_results(void)
 {
-  g_autoptr(GPtrArray) results = g_ptr_array_new_with_free_func((GDestroyNotify)sim_result_free);
+  GPtrArray *results = g_ptr_array_new_with_free_func((GDestroyNotify)sim_result_free);
   const gint64 G = 1 << 30;
-  const guint64 budget = 9ull << 29, device = 80ull << 30;
+  const guint64 budget = 9ull << 29;
   g_ptr_array_add(results, fake("fast", 10, 10, 0, 5 * G, budget));
   g_ptr_array_add(results, fake("small", 20, 10, 2, 3 * G, budget));
   g_ptr_array_add(results, fake("dominated", 15, 10, 0, 4 * G, budget));
   g_ptr_array_add(results, fake("slow and big", 30, 10, 0, 6 * G, budget));
+  return results;
+}
+
+/* The results, each held to a budget below every peak. */
+static void
+budget_below_every_peak(GPtrArray *results)
+{
+  for (guint i = 0; i < results->len; i++) {
+    SimResult *r = g_ptr_array_index(results, i);
+    r->capacity_bytes = 2ull << 30;
+    r->fits = FALSE;
+  }
+}
+
+START_TEST(comparison_draws_the_budget_and_rings_what_fits)
+{
+  g_autoptr(GPtrArray) results = budget_results();
+  const guint64 device = 80ull << 30;
   assert_front(results, (const gboolean[]){ FALSE, TRUE, TRUE, FALSE });
 
   g_autoptr(PlotsChart) chart = plots_comparison_chart(results, device, "comparison");
@@ -639,19 +663,23 @@ START_TEST(comparison_draws_the_budget_and_rings_what_fits)
   ck_assert_uint_eq(count(c, "$front using"), 2);
 
   /* A budget below every peak: no front, no ring, and the legend says so. */
-  for (guint i = 0; i < results->len; i++) {
-    SimResult *r = g_ptr_array_index(results, i);
-    r->capacity_bytes = 2ull << 30;
-    r->fits = FALSE;
-  }
+  budget_below_every_peak(results);
   g_autoptr(PlotsChart) none = plots_comparison_chart(results, device, "comparison");
   ck_assert_ptr_nonnull(strstr(none->commands->str, "title 'memory budget 2.00 GiB'"));
   ck_assert_ptr_nonnull(strstr(none->commands->str, "set xlabel 'peak device memory (GiB); no policy fits it'\n"));
   ck_assert_ptr_null(strstr(none->commands->str, "$front using"));
   ck_assert_ptr_nonnull(strstr(none->data->str, "$front << EOD\nEOD\n"));
+}
+END_TEST
 
-  if (!plots_gnuplot_available())
-    return;
+/* gnuplot draws both budget charts, with a front and without one. */
+START_TEST(comparison_budget_charts_render)
+{
+  g_autoptr(GPtrArray) results = budget_results();
+  const guint64 device = 80ull << 30;
+  g_autoptr(PlotsChart) chart = plots_comparison_chart(results, device, "comparison");
+  budget_below_every_peak(results);
+  g_autoptr(PlotsChart) none = plots_comparison_chart(results, device, "comparison");
   g_autofree char *dir = test_tmp_dir_new();
   g_autoptr(GPtrArray) charts = g_ptr_array_new();
   g_ptr_array_add(charts, chart);
@@ -664,14 +692,22 @@ START_TEST(comparison_draws_the_budget_and_rings_what_fits)
 }
 END_TEST
 
-START_TEST(sweep_draws_a_line_per_policy)
+/* Three policies over four bandwidths, one point missing (the caller's to free). */
+static PlotsSweep *
+tiny_sweep(void)
 {
-  g_autoptr(PlotsSweep) sweep = plots_sweep_new("tiny's sweep", "link.h2d_bandwidth", "GB/s", "step time", "ms");
+  PlotsSweep *sweep = plots_sweep_new("tiny's sweep", "link.h2d_bandwidth", "GB/s", "step time", "ms");
   const double x[] = { 16, 32, 55, 450 };
   g_array_append_vals(sweep->x, x, 4);
   plots_sweep_add_series(sweep, "resident", 4, (double[]){ 10, 10, 10, 10 });
   plots_sweep_add_series(sweep, "offload-async", 4, (double[]){ 90, 50, 30, NAN });
   plots_sweep_add_series(sweep, "offload_sync", 4, (double[]){ 120, 70, 45, 11 });
+  return sweep;
+}
+
+START_TEST(sweep_draws_a_line_per_policy)
+{
+  g_autoptr(PlotsSweep) sweep = tiny_sweep();
   g_autoptr(GError) error = NULL;
   g_autoptr(PlotsChart) chart = plots_sweep_chart(sweep, "sweep", &error);
   ck_assert_ptr_nonnull(chart);
@@ -702,9 +738,16 @@ START_TEST(sweep_draws_a_line_per_policy)
   ck_assert(g_error_matches(bad, SIM_ERROR, SIM_ERROR_INPUT));
   ck_assert_ptr_nonnull(strstr(bad->message, "'short' has 3 values for 4 points"));
   g_ptr_array_remove_index(sweep->series, 3);
+}
+END_TEST
 
-  if (!plots_gnuplot_available())
-    return;
+/* gnuplot draws the sweep as a PNG. */
+START_TEST(sweep_renders_png)
+{
+  g_autoptr(PlotsSweep) sweep = tiny_sweep();
+  g_autoptr(GError) error = NULL;
+  g_autoptr(PlotsChart) chart = plots_sweep_chart(sweep, "sweep", &error);
+  ck_assert_ptr_nonnull(chart);
   g_autofree char *dir = test_tmp_dir_new();
   g_autoptr(GPtrArray) charts = g_ptr_array_new();
   g_ptr_array_add(charts, chart);
@@ -782,7 +825,6 @@ END_TEST
  * the other key was held at. */
 START_TEST(sweep_plot_shows_units_and_held_values)
 {
-  NEEDS_GNUPLOT();
   g_autofree char *dir = test_tmp_dir_new();
   g_auto(TestRun) r = test_offsim_in(dir, "sweep", TINY, "--set", "link.latency=2us,20us", "--set",
                                      "model.forward=1ms,2ms", "--jobs", "1", "--plot", "plots", NULL);
@@ -809,7 +851,6 @@ assert_png(const char *path)
 
 START_TEST(compare_plot_writes_every_picture)
 {
-  NEEDS_GNUPLOT();
   g_autofree char *dir = test_tmp_dir_new();
   g_autofree char *plots = g_build_filename(dir, "plots", NULL);
   g_auto(TestRun) r = test_offsim("compare", "--plot", plots, NULL);
@@ -846,7 +887,6 @@ END_TEST
 
 START_TEST(renders_at_96_layers)
 {
-  NEEDS_GNUPLOT();
   g_autoptr(GPtrArray) results = uniform(96);
   g_autofree char *dir = test_tmp_dir_new();
   PlotsFiguresOptions o = { .dir = dir, .formats = PLOTS_FORMAT_PNG, .device_memory = 80ull << 30 };
@@ -884,7 +924,6 @@ tiny_in(const char *dir, const char *file, const char *more)
 
 START_TEST(hostile_scenario_name_is_drawn_literally)
 {
-  NEEDS_GNUPLOT();
   g_autofree char *dir = test_tmp_dir_new();
   const char *name = "evil `touch BQ` $(touch DOLLAR) it's \"dq\" x_1^2 @y {z} '; system('touch SYSTEM'); print '";
   g_autofree char *named = g_strdup_printf("name = %s\n", name);
@@ -934,7 +973,6 @@ END_TEST
 
 START_TEST(gnuplot_errors_come_back_and_leave_no_file)
 {
-  NEEDS_GNUPLOT();
   g_autoptr(GError) error = NULL;
   ck_assert(!plots_gnuplot_run("plot undefined_function_xyz(x)\n", &error));
   /* gnuplot ran and failed: the tool's fault, exit 3, not a bug of ours. */
@@ -1145,12 +1183,25 @@ START_TEST(sigint_during_plot_leaves_no_temporary)
 }
 END_TEST
 
+/* A program's handler over the registry (the library installs none; offsim's
+ * is cli/signals.c): clean up, then die of the signal. */
+static void
+temp_child_on_signal(int sig)
+{
+  sim_output_temp_cleanup();
+  signal(sig, SIG_DFL);
+  raise(sig);
+}
+
 /* The registry itself, in a child process (this test binary run again,
- * see main): a registered temporary goes on SIGTERM, one forgotten after
- * its rename stays, and a signal that was ignored stays ignored. */
+ * see main): with a handler that calls sim_output_temp_cleanup, a
+ * registered temporary goes on SIGTERM and one forgotten after its rename
+ * stays; without one (the signal ignored), nothing is removed. */
 static int
 temp_child(const char *dir, const char *mode)
 {
+  if (strcmp(mode, "term") == 0)
+    signal(SIGTERM, temp_child_on_signal);
   g_autofree char *kept_path = g_build_filename(dir, "kept.txt", NULL);
   g_autofree char *live_path = g_build_filename(dir, "live.txt", NULL);
   if (strcmp(mode, "ignored") == 0)
@@ -1663,7 +1714,6 @@ START_TEST(pipeline_scenario_draws_and_exports)
   g_autofree char *memory = read_text(memory_path);
   ck_assert(g_str_has_prefix(memory, "time_ms,gpu,device_bytes,host_bytes\n0,0,0,0\n"));
 
-  NEEDS_GNUPLOT();
   g_autofree char *plots = g_build_filename(dir, "plots", NULL);
   g_auto(TestRun) r = test_offsim("compare", ini, "--plot", plots, "--plot-format", "png", NULL);
   ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err);
@@ -1803,13 +1853,34 @@ START_TEST(comparison_legend_clears_the_axis_label)
 }
 END_TEST
 
+/* What needs a real gnuplot, a suite of its own (test_plots --gnuplot,
+ * CTest's test_plots_gnuplot): skipped, not passed, where none is
+ * installed. */
+static Suite *
+gnuplot_suite(void)
+{
+  Suite *s = suite_create("plots_gnuplot");
+  TCase *real = tcase_create("gnuplot");
+  tcase_set_timeout(real, 240);
+  tcase_add_test(real, quoted_strings_reach_gnuplot_as_literal_text);
+  tcase_add_test(real, compare_plot_writes_every_picture);
+  tcase_add_test(real, renders_at_96_layers);
+  tcase_add_test(real, sweep_plot_shows_units_and_held_values);
+  tcase_add_test(real, hostile_scenario_name_is_drawn_literally);
+  tcase_add_test(real, gnuplot_errors_come_back_and_leave_no_file);
+  tcase_add_test(real, large_timeline_svg_stays_small);
+  tcase_add_test(real, comparison_budget_charts_render);
+  tcase_add_test(real, sweep_renders_png);
+  suite_add_tcase(s, real);
+  return s;
+}
+
 static Suite *
 plots_suite(void)
 {
   Suite *s = suite_create("plots");
   TCase *quote = tcase_create("quote");
   tcase_add_test(quote, quote_doubles_quotes_and_drops_line_breaks);
-  tcase_add_test(quote, quoted_strings_reach_gnuplot_as_literal_text);
   tcase_add_test(quote, file_names_are_neither_paths_nor_hidden);
   suite_add_tcase(s, quote);
 
@@ -1830,11 +1901,6 @@ plots_suite(void)
 
   TCase *render = tcase_create("render");
   tcase_set_timeout(render, 240);
-  tcase_add_test(render, compare_plot_writes_every_picture);
-  tcase_add_test(render, renders_at_96_layers);
-  tcase_add_test(render, sweep_plot_shows_units_and_held_values);
-  tcase_add_test(render, hostile_scenario_name_is_drawn_literally);
-  tcase_add_test(render, gnuplot_errors_come_back_and_leave_no_file);
   tcase_add_test(render, missing_gnuplot_exits_3_and_still_writes_the_script);
   tcase_add_test(render, failing_gnuplot_exits_3_with_its_first_line);
   tcase_add_test(render, unwritable_paths_exit_2);
@@ -1867,5 +1933,12 @@ main(int argc, char **argv)
 {
   if (argc == 4 && strcmp(argv[1], "--temp-child") == 0)
     return temp_child(argv[2], argv[3]);
+  if (argc == 2 && strcmp(argv[1], "--gnuplot") == 0) {
+    if (!plots_gnuplot_available()) {
+      printf("test_plots --gnuplot: skipped: gnuplot is not on PATH\n");
+      return 77; /* CTest's skip */
+    }
+    return test_run_suite(gnuplot_suite());
+  }
   return test_run_suite(plots_suite());
 }

@@ -1,4 +1,4 @@
-/* sigaction, kill, waitpid, pthread_sigmask, O_CLOEXEC: POSIX, which -std=c11 hides. */
+/* kill, waitpid, pthread_sigmask, O_CLOEXEC: POSIX, which -std=c11 hides. */
 #define _POSIX_C_SOURCE 200809L
 
 #include "output.h"
@@ -34,11 +34,11 @@ sim_output_number(GString *out, double value)
   g_string_append(out, g_ascii_formatd(buf, sizeof buf, "%.15g", value == 0 ? 0.0 : value));
 }
 
-/* ---- temporaries, removed when a signal ends the process ----------------- */
+/* ---- temporaries, removed by the program's signal handler --------------- */
 
-/* Slots for names, in blocks that are added and never freed, so that the
- * handler can walk them at any moment: a name is published (or withdrawn)
- * by one atomic store, and the lock only orders the writers. */
+/* Slots for names, in blocks that are added and never freed, so that a
+ * signal handler can walk them at any moment: a name is published (or
+ * withdrawn) by one atomic store, and the lock only orders the writers. */
 #define TEMP_SLOTS 64
 
 typedef struct TempBlock {
@@ -50,11 +50,8 @@ static TempBlock temp_first;
 static GMutex temp_lock;
 static gint temp_child;
 
-static const int temp_signals[] = { SIGINT, SIGTERM, SIGHUP };
-static struct sigaction temp_previous[G_N_ELEMENTS(temp_signals)];
-
-static void
-on_signal(int sig)
+void
+sim_output_temp_cleanup(void)
 {
   int saved = errno;
   pid_t child = g_atomic_int_get(&temp_child);
@@ -69,39 +66,7 @@ on_signal(int sig)
       if (name)
         unlink(name);
     }
-  /* Die of the signal as without us: put back what was there and raise it
-   * again; it is delivered when this handler returns. */
-  for (guint i = 0; i < G_N_ELEMENTS(temp_signals); i++)
-    if (temp_signals[i] == sig)
-      sigaction(sig, &temp_previous[i], NULL);
-  raise(sig);
   errno = saved;
-}
-
-static void
-blocked_signals(sigset_t *set)
-{
-  sigemptyset(set);
-  for (guint i = 0; i < G_N_ELEMENTS(temp_signals); i++)
-    sigaddset(set, temp_signals[i]);
-}
-
-static void
-install_handler(void)
-{
-  static gsize installed = 0;
-  if (!g_once_init_enter(&installed))
-    return;
-  struct sigaction ours = { .sa_handler = on_signal, .sa_flags = SA_RESTART };
-  blocked_signals(&ours.sa_mask); /* one signal's cleanup at a time */
-  for (guint i = 0; i < G_N_ELEMENTS(temp_signals); i++) {
-    sigaction(temp_signals[i], NULL, &temp_previous[i]);
-    /* `nohup` and background jobs ignore some of them: so do we. */
-    if (!(temp_previous[i].sa_flags & SA_SIGINFO) && temp_previous[i].sa_handler == SIG_IGN)
-      continue;
-    sigaction(temp_signals[i], &ours, NULL);
-  }
-  g_once_init_leave(&installed, 1);
 }
 
 static void
@@ -138,11 +103,11 @@ sim_output_temp_open(const char *path, int mode, char **temp)
   g_autofree char *base = g_path_get_basename(path);
   g_autofree char *hidden = g_strdup_printf(".%s.XXXXXX", base);
   char *name = g_build_filename(dir, hidden, NULL);
-  install_handler();
-  /* Created and registered with the signals held, so that no file exists
-   * unregistered (in this thread). */
+  /* Created and registered with every signal held, so that no handler
+   * (the program's) sees a file that exists unregistered (in this thread);
+   * which signals the program handles is its own business. */
   sigset_t block, before;
-  blocked_signals(&block);
+  sigfillset(&block);
   pthread_sigmask(SIG_BLOCK, &block, &before);
   int fd = g_mkstemp_full(name, O_RDWR | O_CLOEXEC, mode);
   int e = errno;

@@ -8,13 +8,12 @@
  * then renamed.  A path that cannot be written is SIM_ERROR_INPUT (exit 2),
  * prefixed with the option that named it.
  *
- * Temporaries are registered while they exist: SIGINT, SIGTERM and SIGHUP
- * remove every registered temporary (after killing the registered child,
- * gnuplot, so that it cannot create one again) and then end the process as
- * the signal would have (the handler that was there before runs; a signal
- * that was ignored stays ignored).  The handler calls async-signal-safe
- * functions only and takes no lock: registration publishes each name with
- * an atomic store.  Only SIGKILL or a crash can leave a `.NAME.XXXXXX`.
+ * Temporaries are registered while they exist, so that a signal handler
+ * can remove them (sim_output_temp_cleanup).  This library installs no
+ * handler: which signals end the process, and how, is the program's policy
+ * (cli/signals.c: SIGINT, SIGTERM and SIGHUP clean up and end offsim as
+ * the signal would have).  Registration publishes each name with an atomic
+ * store and takes no lock the handler needs.
  *
  * Ownership: a temporary's name (`*temp`) is the caller's from
  * sim_output_temp_open until sim_output_temp_forget or _discard frees it.
@@ -59,7 +58,13 @@ void sim_output_temp_forget(char *temp);
 void sim_output_temp_discard(char *temp);
 
 /* The process writing into registered temporaries (gnuplot), killed and
- * reaped before they are removed on a signal; 0: none. */
+ * reaped by sim_output_temp_cleanup before it removes them; 0: none. */
 void sim_output_temp_child(GPid pid);
+
+/* Kills and reaps the registered child, then removes every registered
+ * temporary.  Async-signal-safe (kill, waitpid, unlink and atomic loads;
+ * errno kept): for a program's signal handler, before it ends the
+ * process. */
+void sim_output_temp_cleanup(void);
 
 G_END_DECLS

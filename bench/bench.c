@@ -54,7 +54,7 @@ bench_synthetic_program(guint layers)
     sim_program_mem(p, op, SIM_AT_START, SIM_POOL_DEVICE, bytes, act, l);
     sim_program_record(p, c, done);
     sim_program_wait(p, d, done);
-    op = sim_program_copy(p, d, SIM_DIR_D2H, (guint64)bytes, FALSE, l, act);
+    op = sim_program_copy(p, d, SIM_DIR_D2H, (guint64)bytes, SIM_HOST_PINNED, l, act);
     sim_program_mem(p, op, SIM_AT_START, SIM_POOL_HOST, bytes, act, l);
     sim_program_mem(p, op, SIM_AT_END, SIM_POOL_DEVICE, -bytes, act, l);
     sim_program_record(p, d, out);
@@ -66,7 +66,7 @@ bench_synthetic_program(guint layers)
     gint32 l = (gint32)i;
     gint64 bytes = 1 << 20;
     sim_program_wait(p, h, boundary);
-    guint32 op = sim_program_copy(p, h, SIM_DIR_H2D, (guint64)bytes, FALSE, l, act);
+    guint32 op = sim_program_copy(p, h, SIM_DIR_H2D, (guint64)bytes, SIM_HOST_PINNED, l, act);
     sim_program_mem(p, op, SIM_AT_START, SIM_POOL_DEVICE, bytes, act, l);
     sim_program_mem(p, op, SIM_AT_END, SIM_POOL_HOST, -bytes, act, l);
     sim_program_record(p, h, reloaded[i]);

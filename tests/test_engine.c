@@ -56,7 +56,7 @@ START_TEST(lone_copy_takes_latency_plus_bytes_over_bandwidth)
 {
   g_autoptr(SimProgram) p = sim_program_new();
   guint32 s = sim_program_add_stream(p, "d2h");
-  guint32 op = sim_program_copy(p, s, SIM_DIR_D2H, 100000000, FALSE, 0, sim_program_intern(p, "t"));
+  guint32 op = sim_program_copy(p, s, SIM_DIR_D2H, 100000000, SIM_HOST_PINNED, 0, sim_program_intern(p, "t"));
   SimLink link = link_of(20e9, 50e9, 70e9, 10e-6);
   g_autoptr(SimRun) run = run_ok(p, &link);
   /* 10 us + 1e8 B / 5e10 B/s = 2.01 ms */
@@ -72,7 +72,7 @@ START_TEST(pageable_copy_runs_at_pageable_factor)
 {
   g_autoptr(SimProgram) p = sim_program_new();
   guint32 s = sim_program_add_stream(p, "h2d");
-  sim_program_copy(p, s, SIM_DIR_H2D, 100000000, TRUE, 0, sim_program_intern(p, "t"));
+  sim_program_copy(p, s, SIM_DIR_H2D, 100000000, SIM_HOST_PAGEABLE, 0, sim_program_intern(p, "t"));
   SimLink link = link_of(20e9, 50e9, 70e9, 0);
   link.pageable_factor = 0.25;
   g_autoptr(SimRun) run = run_ok(p, &link);
@@ -85,8 +85,8 @@ START_TEST(same_direction_copies_on_two_streams_run_back_to_back)
   g_autoptr(SimProgram) p = sim_program_new();
   guint32 a = sim_program_add_stream(p, "a"), b = sim_program_add_stream(p, "b");
   guint32 t = sim_program_intern(p, "t");
-  guint32 first = sim_program_copy(p, a, SIM_DIR_D2H, 50000000, FALSE, 0, t);
-  guint32 second = sim_program_copy(p, b, SIM_DIR_D2H, 30000000, FALSE, 1, t);
+  guint32 first = sim_program_copy(p, a, SIM_DIR_D2H, 50000000, SIM_HOST_PINNED, 0, t);
+  guint32 second = sim_program_copy(p, b, SIM_DIR_D2H, 30000000, SIM_HOST_PINNED, 1, t);
   SimLink link = link_of(10e9, 10e9, 20e9, 5e-6);
   g_autoptr(SimRun) run = run_ok(p, &link);
   /* Issue order decides: first takes 5 us + 5 ms, then second 5 us + 3 ms. */
@@ -102,8 +102,8 @@ START_TEST(opposite_directions_share_the_bidirectional_cap)
   g_autoptr(SimProgram) p = sim_program_new();
   guint32 a = sim_program_add_stream(p, "d2h"), b = sim_program_add_stream(p, "h2d");
   guint32 t = sim_program_intern(p, "t");
-  guint32 out = sim_program_copy(p, a, SIM_DIR_D2H, 300000000, FALSE, 0, t);
-  guint32 in = sim_program_copy(p, b, SIM_DIR_H2D, 300000000, FALSE, 0, t);
+  guint32 out = sim_program_copy(p, a, SIM_DIR_D2H, 300000000, SIM_HOST_PINNED, 0, t);
+  guint32 in = sim_program_copy(p, b, SIM_DIR_H2D, 300000000, SIM_HOST_PINNED, 0, t);
   /* Each direction alone 50 GB/s; together capped at 60: 30 each, 10 ms. */
   SimLink link = link_of(50e9, 50e9, 60e9, 0);
   g_autoptr(SimRun) run = run_ok(p, &link);
@@ -116,8 +116,8 @@ START_TEST(opposite_directions_share_the_bidirectional_cap)
   a = sim_program_add_stream(q, "d2h");
   b = sim_program_add_stream(q, "h2d");
   t = sim_program_intern(q, "t");
-  out = sim_program_copy(q, a, SIM_DIR_D2H, 400000000, FALSE, 0, t);
-  in = sim_program_copy(q, b, SIM_DIR_H2D, 200000000, FALSE, 0, t);
+  out = sim_program_copy(q, a, SIM_DIR_D2H, 400000000, SIM_HOST_PINNED, 0, t);
+  in = sim_program_copy(q, b, SIM_DIR_H2D, 200000000, SIM_HOST_PINNED, 0, t);
   SimLink uneven = link_of(20e9, 50e9, 60e9, 0);
   g_autoptr(SimRun) run2 = run_ok(q, &uneven);
   ck_assert_close(end_of(run2, in), 10e-3, TOL);
@@ -138,8 +138,8 @@ START_TEST(rates_change_when_the_other_direction_finishes)
   g_autoptr(SimProgram) p = sim_program_new();
   guint32 a = sim_program_add_stream(p, "d2h"), b = sim_program_add_stream(p, "h2d");
   guint32 t = sim_program_intern(p, "t");
-  guint32 out = sim_program_copy(p, a, SIM_DIR_D2H, 500000000, FALSE, 0, t);
-  sim_program_copy(p, b, SIM_DIR_H2D, 100000000, FALSE, 0, t);
+  guint32 out = sim_program_copy(p, a, SIM_DIR_D2H, 500000000, SIM_HOST_PINNED, 0, t);
+  sim_program_copy(p, b, SIM_DIR_H2D, 100000000, SIM_HOST_PINNED, 0, t);
   SimLink link = link_of(50e9, 50e9, 60e9, 0);
   g_autoptr(SimRun) run = run_ok(p, &link);
   ck_assert_close(end_of(run, out), 1e8 / 30e9 + 4e8 / 50e9, 1e-15);
@@ -153,7 +153,7 @@ START_TEST(event_waits_order_work_across_streams)
   guint32 ev = sim_program_add_event(p, sim_program_intern(p, "done"), 0);
   /* The d2h stream's ops are issued first but must wait for the compute. */
   sim_program_wait(p, d, ev);
-  guint32 copy = sim_program_copy(p, d, SIM_DIR_D2H, 1000000, FALSE, 0, sim_program_intern(p, "t"));
+  guint32 copy = sim_program_copy(p, d, SIM_DIR_D2H, 1000000, SIM_HOST_PINNED, 0, sim_program_intern(p, "t"));
   guint32 fwd = sim_program_compute(p, c, 2e-3, SIM_PHASE_FORWARD, 0, sim_program_intern(p, "forward"));
   sim_program_record(p, c, ev);
   SimLink link = link_of(1e9, 1e9, 2e9, 0);
@@ -172,7 +172,7 @@ START_TEST(compute_is_slowed_while_a_copy_runs)
   g_autoptr(SimProgram) p = sim_program_new();
   guint32 c = sim_program_add_stream(p, "compute"), d = sim_program_add_stream(p, "d2h");
   guint32 fwd = sim_program_compute(p, c, 10e-3, SIM_PHASE_FORWARD, 0, sim_program_intern(p, "forward"));
-  guint32 copy = sim_program_copy(p, d, SIM_DIR_D2H, 5000000, FALSE, 0, sim_program_intern(p, "t"));
+  guint32 copy = sim_program_copy(p, d, SIM_DIR_D2H, 5000000, SIM_HOST_PINNED, 0, sim_program_intern(p, "t"));
   SimLink link = link_of(1e9, 1e9, 2e9, 1e-6);
   link.compute_slowdown = 0.2;
   g_autoptr(SimRun) run = run_ok(p, &link);
@@ -269,7 +269,7 @@ START_TEST(peak_of_three_ops_matches_hand_computation)
   guint32 a = sim_program_compute(p, s, 1e-3, SIM_PHASE_FORWARD, 0, sim_program_intern(p, "forward"));
   sim_program_mem(p, a, SIM_AT_START, SIM_POOL_DEVICE, 50, t, 0);
   sim_program_mem(p, a, SIM_AT_END, SIM_POOL_DEVICE, -20, t, 0);
-  guint32 b = sim_program_copy(p, s, SIM_DIR_D2H, 1000000, FALSE, 0, t);
+  guint32 b = sim_program_copy(p, s, SIM_DIR_D2H, 1000000, SIM_HOST_PINNED, 0, t);
   sim_program_mem(p, b, SIM_AT_START, SIM_POOL_HOST, 30, t, 0);
   sim_program_mem(p, b, SIM_AT_END, SIM_POOL_DEVICE, -30, t, 0);
   guint32 c = sim_program_compute(p, s, 1e-3, SIM_PHASE_BACKWARD, 0, sim_program_intern(p, "backward"));
@@ -446,13 +446,14 @@ busy_program_on(guint gpu, gboolean pageable)
     sim_program_mem(p, f, SIM_AT_START, SIM_POOL_DEVICE, 1000 + i, t, (gint32)i);
     sim_program_record(p, c, ev);
     sim_program_wait(p, d, ev);
-    guint32 out = sim_program_copy(p, d, SIM_DIR_D2H, 1000000 * (1 + i % 5), FALSE, (gint32)i, t);
+    guint32 out = sim_program_copy(p, d, SIM_DIR_D2H, 1000000 * (1 + i % 5), SIM_HOST_PINNED, (gint32)i, t);
     sim_program_mem(p, out, SIM_AT_START, SIM_POOL_HOST, 1000 + i, t, (gint32)i);
     sim_program_mem(p, out, SIM_AT_END, SIM_POOL_DEVICE, -(gint64)(1000 + i), t, (gint32)i);
     guint32 on_host = sim_program_add_event(p, t, (gint32)i);
     sim_program_record(p, d, on_host);
     sim_program_wait(p, h, on_host);
-    guint32 in = sim_program_copy(p, h, SIM_DIR_H2D, 1000000 * (1 + i % 4), pageable && i % 2, (gint32)i, t);
+    guint32 in = sim_program_copy(p, h, SIM_DIR_H2D, 1000000 * (1 + i % 4),
+                                     pageable && i % 2 ? SIM_HOST_PAGEABLE : SIM_HOST_PINNED, (gint32)i, t);
     sim_program_mem(p, in, SIM_AT_START, SIM_POOL_DEVICE, 7, t, (gint32)i);
     sim_program_mem(p, in, SIM_AT_END, SIM_POOL_DEVICE, -7, t, (gint32)i);
     sim_program_mem(p, in, SIM_AT_END, SIM_POOL_HOST, -(gint64)(1000 + i), t, (gint32)i);
@@ -554,7 +555,7 @@ START_TEST(a_calibrated_table_sets_copy_times)
     ck_assert_close(sim_link_copy_time(&link, SIM_DIR_H2D, cases[i].bytes, FALSE), cases[i].seconds, TOL);
     g_autoptr(SimProgram) p = sim_program_new();
     guint32 s = sim_program_add_stream(p, "h2d");
-    sim_program_copy(p, s, SIM_DIR_H2D, cases[i].bytes, FALSE, 0, sim_program_intern(p, "t"));
+    sim_program_copy(p, s, SIM_DIR_H2D, cases[i].bytes, SIM_HOST_PINNED, 0, sim_program_intern(p, "t"));
     g_autoptr(SimRun) run = run_ok(p, &link);
     ck_assert_close(run->step, cases[i].seconds, TOL);
   }
@@ -580,13 +581,13 @@ START_TEST(near_ties_finish_in_issue_order)
   sim_program_compute(p, a, 1, SIM_PHASE_FORWARD, 0, t);
   sim_program_compute(p, a, 1, SIM_PHASE_FORWARD, 0, t);
   sim_program_compute(p, a, 0.5, SIM_PHASE_FORWARD, 0, t);
-  sim_program_copy(p, b, SIM_DIR_H2D, 0, FALSE, 0, t);
+  sim_program_copy(p, b, SIM_DIR_H2D, 0, SIM_HOST_PINNED, 0, t);
   sim_program_compute(p, b, 1, SIM_PHASE_FORWARD, 0, t);
-  sim_program_copy(p, b, SIM_DIR_H2D, 2, FALSE, 0, t);
+  sim_program_copy(p, b, SIM_DIR_H2D, 2, SIM_HOST_PINNED, 0, t);
   sim_program_record(p, a, ev);
-  guint32 first = sim_program_copy(p, b, SIM_DIR_H2D, 2, FALSE, 0, t);
+  guint32 first = sim_program_copy(p, b, SIM_DIR_H2D, 2, SIM_HOST_PINNED, 0, t);
   sim_program_compute(p, b, 1, SIM_PHASE_FORWARD, 0, t);
-  guint32 second = sim_program_copy(p, a, SIM_DIR_H2D, 4, TRUE, 0, t);
+  guint32 second = sim_program_copy(p, a, SIM_DIR_H2D, 4, SIM_HOST_PAGEABLE, 0, t);
   SimLink link = link_of(1, 2, 3, 0);
   link.compute_slowdown = 0.25;
   g_autoptr(SimRun) run = run_ok(p, &link);
@@ -604,11 +605,11 @@ START_TEST(invariants_accept_copies_in_ready_order)
   guint32 x = sim_program_add_stream(p, "x"), y = sim_program_add_stream(p, "y");
   guint32 t = sim_program_intern(p, "t");
   sim_program_compute(p, x, 1e-3, SIM_PHASE_FORWARD, 0, t);
-  guint32 late = sim_program_copy(p, x, SIM_DIR_D2H, 1000000, FALSE, 0, t);
-  guint32 early = sim_program_copy(p, y, SIM_DIR_D2H, 1000000, FALSE, 1, t);
+  guint32 late = sim_program_copy(p, x, SIM_DIR_D2H, 1000000, SIM_HOST_PINNED, 0, t);
+  guint32 early = sim_program_copy(p, y, SIM_DIR_D2H, 1000000, SIM_HOST_PINNED, 1, t);
   /* What went out comes back, so the copy balance holds too. */
-  sim_program_copy(p, x, SIM_DIR_H2D, 1000000, FALSE, 0, t);
-  sim_program_copy(p, y, SIM_DIR_H2D, 1000000, FALSE, 1, t);
+  sim_program_copy(p, x, SIM_DIR_H2D, 1000000, SIM_HOST_PINNED, 0, t);
+  sim_program_copy(p, y, SIM_DIR_H2D, 1000000, SIM_HOST_PINNED, 1, t);
   SimLink link = link_of(1e9, 1e9, 2e9, 0);
   g_autoptr(SimRun) run = run_ok(p, &link);
   ck_assert(start_of(run, early) < start_of(run, late));
@@ -773,7 +774,7 @@ START_TEST(host_pageable_copy_blocks_the_host)
     g_autoptr(SimProgram) p = sim_program_new();
     guint32 c = sim_program_add_stream(p, "compute"), h = sim_program_add_stream(p, "h2d");
     guint32 t = sim_program_intern(p, "t");
-    guint32 copy = sim_program_copy(p, h, SIM_DIR_H2D, 1000000, pageable, 0, t);
+    guint32 copy = sim_program_copy(p, h, SIM_DIR_H2D, 1000000, pageable ? SIM_HOST_PAGEABLE : SIM_HOST_PINNED, 0, t);
     sim_program_set_launch(p, copy, 10e-6);
     guint32 op = sim_program_compute(p, c, 1e-3, SIM_PHASE_FORWARD, 0, t);
     sim_program_set_launch(p, op, 10e-6);
@@ -805,7 +806,7 @@ START_TEST(host_pageable_copy_stalls_issue_without_launches)
     sim_program_compute(p, c, 1e-3, SIM_PHASE_FORWARD, 0, t);
     sim_program_record(p, c, saved);
     sim_program_wait(p, d, saved);
-    guint32 copy = sim_program_copy(p, d, SIM_DIR_D2H, 1000000, pageable, 0, t);
+    guint32 copy = sim_program_copy(p, d, SIM_DIR_D2H, 1000000, pageable ? SIM_HOST_PAGEABLE : SIM_HOST_PINNED, 0, t);
     guint32 c1 = sim_program_compute(p, c, 1e-3, SIM_PHASE_FORWARD, 1, t);
     ck_assert(sim_program_has_host(p) == (pageable != 0));
     g_autoptr(SimRun) run = run_host(p, &link);
@@ -992,10 +993,10 @@ START_TEST(work_grows_linearly_with_the_program)
       sim_program_compute(p, c, 1e-3, SIM_PHASE_FORWARD, (gint32)i, t);
       sim_program_record(p, c, ev);
       sim_program_wait(p, d, ev);
-      sim_program_copy(p, d, SIM_DIR_D2H, 3000000, FALSE, (gint32)i, t);
+      sim_program_copy(p, d, SIM_DIR_D2H, 3000000, SIM_HOST_PINNED, (gint32)i, t);
       sim_program_record(p, d, back);
       sim_program_wait(p, h, back);
-      sim_program_copy(p, h, SIM_DIR_H2D, 1000000, FALSE, (gint32)i, t);
+      sim_program_copy(p, h, SIM_DIR_H2D, 1000000, SIM_HOST_PINNED, (gint32)i, t);
     }
     SimLink link = link_of(1e9, 1e9, 1.5e9, 1e-5);
     g_autoptr(SimEngine) engine = sim_engine_new();

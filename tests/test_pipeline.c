@@ -242,8 +242,8 @@ two_copies(guint64 bytes, SimDir dir0, SimDir dir1, const SimNode *node, gboolea
   guint32 a = sim_program_add_stream_on(p, "gpu0", 0);
   guint32 b = sim_program_add_stream_on(p, "gpu1", 1);
   guint32 label = sim_program_intern(p, "x");
-  sim_program_copy(p, a, dir0, bytes, FALSE, 0, label);
-  sim_program_copy(p, b, dir1, bytes, pageable1, 0, label);
+  sim_program_copy(p, a, dir0, bytes, SIM_HOST_PINNED, 0, label);
+  sim_program_copy(p, b, dir1, bytes, pageable1 ? SIM_HOST_PAGEABLE : SIM_HOST_PINNED, 0, label);
   SimMachine m;
   sim_scenario_machine_defaults(&m);
   m.link.h2d_bandwidth = m.link.d2h_bandwidth = 50e9;
@@ -284,7 +284,7 @@ START_TEST(host_memory_caps_a_socket)
   guint32 label = sim_program_intern(p, "x");
   for (guint g = 0; g < 4; g++) {
     guint32 s = sim_program_add_stream_on(p, "s", g);
-    sim_program_copy(p, s, g % 2 ? SIM_DIR_H2D : SIM_DIR_D2H, 25000000000ull, FALSE, 0, label);
+    sim_program_copy(p, s, g % 2 ? SIM_DIR_H2D : SIM_DIR_D2H, 25000000000ull, SIM_HOST_PINNED, 0, label);
   }
   SimMachine m;
   sim_scenario_machine_defaults(&m);

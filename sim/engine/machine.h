@@ -70,6 +70,14 @@ typedef enum {
   SIM_DIR_COUNT, /* the number of directions: size of per-direction arrays */
 } SimDir;
 
+/* The host memory a copy reads or writes: pinned (an asynchronous DMA at
+ * the link's rates) or pageable (staged through a pinned bounce buffer at
+ * pageable_factor, and the host blocks until it is done). */
+typedef enum {
+  SIM_HOST_PINNED,
+  SIM_HOST_PAGEABLE,
+} SimHostMemory;
+
 /* The most GPUs a node places on switches and sockets. */
 #define SIM_NODE_MAX_GPUS 256
 

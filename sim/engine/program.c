@@ -246,10 +246,10 @@ sim_program_compute(SimProgram *p, guint32 stream, double seconds, SimPhase phas
 }
 
 guint32
-sim_program_copy(SimProgram *p, guint32 stream, SimDir dir, guint64 bytes, gboolean pageable, gint32 layer,
+sim_program_copy(SimProgram *p, guint32 stream, SimDir dir, guint64 bytes, SimHostMemory host, gint32 layer,
                  guint32 label)
 {
-  return sim_program_copy_inline(p, stream, dir, bytes, pageable, layer, label);
+  return sim_program_copy_inline(p, stream, dir, bytes, host, layer, label);
 }
 
 void

@@ -102,7 +102,7 @@ sim_program_compute_inline(SimProgram *p, guint32 stream, double seconds, SimPha
 
 /* sim_program_copy, inline. */
 static inline guint32
-sim_program_copy_inline(SimProgram *p, guint32 stream, SimDir dir, guint64 bytes, gboolean pageable, gint32 layer,
+sim_program_copy_inline(SimProgram *p, guint32 stream, SimDir dir, guint64 bytes, SimHostMemory host, gint32 layer,
                         guint32 label)
 {
   g_return_val_if_fail(stream < p->streams->len, SIM_NO_OP);
@@ -110,7 +110,7 @@ sim_program_copy_inline(SimProgram *p, guint32 stream, SimDir dir, guint64 bytes
                                      stream, layer, label);
   SimOp *op = &p->ops[index];
   op->dir = (guint8)dir;
-  op->pageable = pageable ? 1 : 0;
+  op->pageable = host == SIM_HOST_PAGEABLE;
   op->bytes = bytes;
   p->n_blocking += op->pageable; /* a pageable copy blocks the host */
   p->copy_bytes[dir] += bytes;

@@ -407,7 +407,7 @@ tensor_label(const Lower *l, guint g, guint k)
  * writes the program's arrays, which the compiler cannot prove do not
  * alias the policy, so per-copy reads of it would be reloads. */
 typedef struct {
-  gboolean pageable;     /* copies at pageable_factor */
+  SimHostMemory host;    /* pageable: copies at pageable_factor, the host blocks */
   gboolean round;        /* host blocks rounded up to a power of two (pinned = caching) */
   gboolean free_at_end;  /* an offloaded source is freed when its copy ends (free = copy-end) */
   gboolean dedup;        /* one copy per storage, not per reference */
@@ -417,7 +417,7 @@ static inline CopyMode
 copy_mode(const Lower *l)
 {
   const SimPolicy *p = l->policy;
-  return (CopyMode){ p->pinned == SIM_PINNED_PAGEABLE, p->pinned == SIM_PINNED_CACHING, p->free == SIM_FREE_COPY_END,
+  return (CopyMode){ p->pinned == SIM_PINNED_PAGEABLE ? SIM_HOST_PAGEABLE : SIM_HOST_PINNED, p->pinned == SIM_PINNED_CACHING, p->free == SIM_FREE_COPY_END,
                      p->dedup };
 }
 
@@ -454,7 +454,7 @@ emit_tensor_copies(SimProgram *p, CopyMode m, gint32 index, SimDir dir, guint32 
 {
   gint64 bytes = (gint64)size, host = host_bytes(m, size);
   for (guint c = 0; c < n; c++) {
-    guint32 op = sim_program_copy_inline(p, stream, dir, size, m.pageable, index, label);
+    guint32 op = sim_program_copy_inline(p, stream, dir, size, m.host, index, label);
     if (dir == SIM_DIR_D2H) {
       sim_program_mem_inline(p, op, SIM_AT_START, SIM_POOL_HOST, host, label, index);
       if (c + 1 == n && frees_source && m.free_at_end)
@@ -887,7 +887,7 @@ gather_issue(Lower *l, guint g)
     guint32 due = sim_program_add_event(p, l->dp->label_gather, index);
     sim_program_record(p, l->s_compute, due);
     sim_program_wait(p, l->h2d_stream, due);
-    guint32 copy = sim_program_copy_inline(p, l->h2d_stream, SIM_DIR_H2D, shard, FALSE, index, l->dp->label_shard);
+    guint32 copy = sim_program_copy_inline(p, l->h2d_stream, SIM_DIR_H2D, shard, SIM_HOST_PINNED, index, l->dp->label_shard);
     p->ops[copy].phase = SIM_PHASE_OPTIMIZER; /* static state, not an activation */
     sim_program_mem_inline(p, copy, SIM_AT_START, SIM_POOL_DEVICE, (gint64)shard, p->workspace_tag, index);
     copied = sim_program_add_event(p, l->dp->label_shard, index);
@@ -1188,7 +1188,7 @@ emit_ref_copy(Lower *l, guint g, guint k, const SimUse *use, SimDir dir, guint32
   CopyMode m = copy_mode(l);
   guint64 bytes = ref_bytes(t, use);
   guint32 label = tensor_label(l, g, k);
-  guint32 op = sim_program_copy_inline(p, stream, dir, bytes, m.pageable, index, label);
+  guint32 op = sim_program_copy_inline(p, stream, dir, bytes, m.host, index, label);
   if (dir == SIM_DIR_H2D) {
     sim_program_mem_inline(p, op, SIM_AT_START, SIM_POOL_DEVICE, (gint64)bytes, label, index);
     sim_program_mem_inline(p, op, SIM_AT_END, SIM_POOL_HOST, -host_bytes(m, bytes), label, index);

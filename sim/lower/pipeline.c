@@ -282,7 +282,7 @@ emit_host_copy(Pipe *pp, guint gpu, guint which, SimDir dir, guint64 bytes, guin
   guint32 due = sim_program_add_event(p, label, SIM_NO_LAYER);
   sim_program_record(p, compute, due);
   sim_program_wait(p, stream, due);
-  guint32 copy = sim_program_copy_inline(p, stream, dir, bytes, FALSE, SIM_NO_LAYER, label);
+  guint32 copy = sim_program_copy_inline(p, stream, dir, bytes, SIM_HOST_PINNED, SIM_NO_LAYER, label);
   p->ops[copy].phase = SIM_PHASE_OPTIMIZER; /* static state, not an activation */
   guint32 done = sim_program_add_event(p, label, SIM_NO_LAYER);
   sim_program_record(p, stream, done);

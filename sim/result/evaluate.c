@@ -86,15 +86,12 @@ sim_evaluate(SimEvaluator *ev, const SimScenario *s, const SimPolicy *policy, co
     return NULL;
   gboolean expandable = s->machine.device.expandable_segments;
   SimResult *r;
-  if (!detail) {
-    g_autoptr(SimRun) borrowed = run;
-    r = sim_result_new_parallel(s->name, policy->name, s->workload, &s->parallel, program, borrowed, capacity, FALSE);
-    sim_result_reserve(r, borrowed, program, expandable);
-  } else {
-    r = sim_result_new_parallel(s->name, policy->name, s->workload, &s->parallel, g_steal_pointer(&kept), run, capacity,
-                                TRUE);
-    sim_result_reserve(r, run, r->program, expandable);
-  }
+  r = sim_result_new_parallel(s->name, policy->name, s->workload, &s->parallel, program, run, capacity);
+  sim_result_reserve(r, run, program, expandable);
+  if (detail)
+    sim_result_attach(r, g_steal_pointer(&kept), run);
+  else
+    sim_run_free(run);
   /* A policy that moved and recomputed nothing says why (only then: the
    * reason walks every layer's tensors). */
   if (r->d2h_copies == 0 && r->recompute_ms == 0)

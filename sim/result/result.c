@@ -209,16 +209,15 @@ fill_stages(SimResult *r, const SimWorkload *workload, const SimParallel *par, c
 }
 
 SimResult *
-sim_result_new(const char *scenario, const char *policy, const SimWorkload *workload, SimProgram *program,
-               SimRun *run, guint64 capacity, gboolean keep)
+sim_result_new(const char *scenario, const char *policy, const SimWorkload *workload, const SimProgram *program,
+               const SimRun *run, guint64 capacity)
 {
-  return sim_result_new_parallel(scenario, policy, workload, NULL, program, run, capacity, keep);
+  return sim_result_new_parallel(scenario, policy, workload, NULL, program, run, capacity);
 }
 
 SimResult *
 sim_result_new_parallel(const char *scenario, const char *policy, const SimWorkload *workload,
-                        const SimParallel *parallel, SimProgram *program, SimRun *run, guint64 capacity,
-                        gboolean keep)
+                        const SimParallel *parallel, const SimProgram *program, const SimRun *run, guint64 capacity)
 {
   SimResult *r = g_new0(SimResult, 1);
   r->scenario = g_strdup(scenario);
@@ -254,11 +253,15 @@ sim_result_new_parallel(const char *scenario, const char *policy, const SimWorkl
   fill_peak(&r->peak_host, run, program, SIM_POOL_HOST);
   r->capacity_bytes = capacity;
   r->fits = (guint64)r->peak_device.bytes <= capacity;
-  if (keep) {
-    r->program = program;
-    r->run = run;
-  }
   return r;
+}
+
+void
+sim_result_attach(SimResult *r, SimProgram *program, SimRun *run)
+{
+  g_return_if_fail(r->program == NULL && r->run == NULL);
+  r->program = program;
+  r->run = run;
 }
 
 void

@@ -91,16 +91,21 @@ typedef struct {
   SimRun *run;         /* owned, may be NULL */
 } SimResult;
 
-/* Computes the figures from a finished run.  Takes ownership of `program`
- * and `run` when `keep` is TRUE; otherwise borrows them for the call. */
+/* Computes the figures from a finished run, borrowing `program` and `run`
+ * for the call only; the result holds neither (sim_result_attach). */
 SimResult *sim_result_new(const char *scenario, const char *policy, const SimWorkload *workload,
-                          SimProgram *program, SimRun *run, guint64 capacity, gboolean keep);
+                          const SimProgram *program, const SimRun *run, guint64 capacity);
 
 /* The same for a step spread as `parallel` says (NULL, or not active: one
  * GPU, no stages). */
 SimResult *sim_result_new_parallel(const char *scenario, const char *policy, const SimWorkload *workload,
-                                   const SimParallel *parallel, SimProgram *program, SimRun *run, guint64 capacity,
-                                   gboolean keep);
+                                   const SimParallel *parallel, const SimProgram *program, const SimRun *run,
+                                   guint64 capacity);
+
+/* Gives `result` the program and run it was computed from, for the
+ * exports that walk them (plots, traces): the result owns both from now
+ * on and frees them with itself.  A result holds one pair at most. */
+void sim_result_attach(SimResult *result, SimProgram *program, SimRun *run);
 void sim_result_free(SimResult *result);
 
 /* Replays the device allocations of `run` (made by `program`) through the

@@ -101,6 +101,8 @@ policy_actions(const SimPolicy *p, guint base, guint n, SimAction *actions)
       g_assert(p->actions != NULL && i < p->actions->len);
       a = g_array_index(p->actions, SimAction, i);
       break;
+    case SIM_POLICY_KIND_COUNT:
+      g_assert_not_reached(); /* a count, not a kind */
     }
     actions[k] = a;
   }

@@ -25,6 +25,7 @@ sim_policy_free(SimPolicy *p)
 }
 
 const char *const sim_policy_kind_names[] = { "resident", "offload", "checkpoint", "plan", NULL };
+G_STATIC_ASSERT(G_N_ELEMENTS(sim_policy_kind_names) == SIM_POLICY_KIND_COUNT + 1);
 const char *const sim_action_names[] = { "keep", "offload", "recompute", "recompute+offload", "selective",
                                          "selective+offload", NULL };
 G_STATIC_ASSERT(G_N_ELEMENTS(sim_action_names) == SIM_ACTION_COUNT + 1);
@@ -36,7 +37,7 @@ const char *const sim_version_names[] = { "release", "master", NULL };
 const char *
 sim_policy_kind_name(SimPolicyKind kind)
 {
-  g_assert(kind <= SIM_POLICY_PLAN);
+  g_assert(kind < SIM_POLICY_KIND_COUNT);
   return sim_policy_kind_names[kind];
 }
 

@@ -33,6 +33,7 @@ typedef enum {
   SIM_POLICY_OFFLOAD,
   SIM_POLICY_CHECKPOINT,
   SIM_POLICY_PLAN,
+  SIM_POLICY_KIND_COUNT, /* the number of kinds: size of per-kind tables */
 } SimPolicyKind;
 
 typedef enum {

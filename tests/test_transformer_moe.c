@@ -42,16 +42,30 @@ load(const char *path, SimTransformer *t)
  * 46,702,792,704.  Active: 2 experts, 352,321,536: 394,305,536 per layer,
  * 12,879,925,248.  Mistral AI's announcement ("Mixtral of experts",
  * mistral.ai/news/mixtral-of-experts: "46.7B total parameters but only uses
- * 12.9B parameters per token"; as quoted at golden.com/wiki/Mixtral_8x7B). */
+ * 12.9B parameters per token"; as quoted at golden.com/wiki/Mixtral_8x7B).
+ *
+ * DeepSeek-V3 (scenarios/moe/deepseek-v3.json): MLA per layer q_a 7168 x
+ * 1536, its norm 1536, q_b 1536 x 128.192, kv_a 7168 x 576, its norm 512,
+ * kv_b 512 x 128.256, o 128.128 x 7168: 187,107,328; two norms 14,336; the
+ * first 3 layers dense (3 x 7168 x 18432 = 396,361,728): 583,483,392 each;
+ * the other 58 a router 256 x 7168 = 1,835,008, 256 experts of 3 x 7168 x
+ * 2048 = 44,040,192 and one shared expert of the same: 11,507,286,016 each;
+ * embedding and head 129,280 x 7168 each and the final norm:
+ * 671,026,404,352.  Active: 8 routed experts and the shared one,
+ * 585,318,400 per MoE layer: 37,552,282,624.  The technical report
+ * (DeepSeek-AI, arXiv:2412.19437, abstract: "671B total parameters with 37B
+ * activated for each token"), the multi-token-prediction module (14B)
+ * apart. */
 START_TEST(published_parameter_counts)
 {
   static const struct {
     const char *file;
     guint64 total, active;
-    double published_total, published_active; /* billions */
+    double published_total, published_active, unit; /* billions, and the unit they are written to */
   } models[] = {
-    { "qwen3-30b-a3b.json", G_GUINT64_CONSTANT(30532122624), G_GUINT64_CONSTANT(3353032704), 30.5, 3.3 },
-    { "mixtral-8x7b.json", G_GUINT64_CONSTANT(46702792704), G_GUINT64_CONSTANT(12879925248), 46.7, 12.9 },
+    { "qwen3-30b-a3b.json", G_GUINT64_CONSTANT(30532122624), G_GUINT64_CONSTANT(3353032704), 30.5, 3.3, 0.1 },
+    { "mixtral-8x7b.json", G_GUINT64_CONSTANT(46702792704), G_GUINT64_CONSTANT(12879925248), 46.7, 12.9, 0.1 },
+    { "deepseek-v3.json", G_GUINT64_CONSTANT(671026404352), G_GUINT64_CONSTANT(37552282624), 671, 37, 1 },
   };
   for (guint i = 0; i < G_N_ELEMENTS(models); i++) {
     g_autofree char *path = g_build_filename(OFFSIM_SCENARIOS, "moe", models[i].file, NULL);
@@ -59,10 +73,15 @@ START_TEST(published_parameter_counts)
     load(path, &t);
     ck_assert_uint_eq(sim_transformer_parameters(&t), models[i].total);
     ck_assert_uint_eq(sim_transformer_active_parameters(&t), models[i].active);
-    /* The published figures, to their one decimal. */
-    ck_assert(fabs(models[i].total / 1e9 - models[i].published_total) < 0.05);
-    ck_assert(fabs(floor(models[i].active / 1e8) / 10 - models[i].published_active) < 1e-9 ||
-              fabs(models[i].active / 1e9 - models[i].published_active) < 0.05);
+    /* The published figures are these counts rounded or truncated to the unit they are written in. */
+    const double counts[2] = { models[i].total / 1e9, models[i].active / 1e9 },
+                 published[2] = { models[i].published_total, models[i].published_active };
+    for (guint j = 0; j < 2; j++) {
+      double u = models[i].unit;
+      gboolean rounded = fabs(counts[j] - published[j]) <= u / 2;
+      gboolean truncated = fabs(floor(counts[j] / u) * u - published[j]) < 1e-9;
+      ck_assert_msg(rounded || truncated, "%s: %.4g B, published %.4g B", models[i].file, counts[j], published[j]);
+    }
   }
   /* A dense model: active = total. */
   g_autofree char *llama = g_build_filename(OFFSIM_SCENARIOS, "models", "llama-3.1-8b.json", NULL);
@@ -182,6 +201,12 @@ START_TEST(bad_moe_input_is_named)
       "[transformer] capacity_factor: expected 0 with ops = hf" },
     { "experts = 200\ntop_k = 2\nmoe_ffn = 32\nops = hf\n", "[transformer] experts: ops = hf runs each expert as ops of its own, at most" },
     { "experts = 4\ntop_k = 2\nmoe_ffn = 32\nshared_gate = true\n", "[transformer] shared_gate: a gate needs a shared expert" },
+    { "v_head_dim = 16\n", "[transformer] kv_lora_rank: expected a latent rank above 0 with q_lora_rank" },
+    { "kv_lora_rank = 16\nqk_rope_dim = 16\nv_head_dim = 16\n", "[transformer] qk_rope_dim: expected 1 to head_dim - 1 (15), got 16" },
+    { "kv_lora_rank = 16\nqk_rope_dim = 8\n", "[transformer] v_head_dim: expected the value head dim" },
+    { "kv_lora_rank = 16\nqk_rope_dim = 8\nv_head_dim = 16\nkv_heads = 2\n", "[transformer] kv_heads: expected heads (4) with kv_lora_rank" },
+    { "kv_lora_rank = 16\nqk_rope_dim = 8\nv_head_dim = 16\nops = hf\n",
+      "[transformer] kv_lora_rank: multi-head latent attention runs with ops = fused, attention = flash and tp = 1" },
   };
   for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
     g_autofree char *text = g_strdup_printf("%s[transformer]\nhidden = 64\nlayers = 2\nheads = 4\nffn = 176\n"
@@ -218,6 +243,21 @@ START_TEST(bad_moe_input_is_named)
   g_autoptr(GError) error = NULL;
   ck_assert(!sim_hf_config_load_data(qwen, -1, "q.json", &t, &error));
   ck_assert_msg(strstr(error->message, "q.json: field 'mlp_only_layers': expected an empty list"), "%s", error->message);
+  /* DeepSeek's layer rule is layer % moe_layer_freq == 0 past first_k_dense_replace: only 1 is offsim's. */
+  g_autofree char *path = g_build_filename(OFFSIM_SCENARIOS, "moe", "deepseek-v3.json", NULL);
+  g_autofree char *deepseek = NULL;
+  ck_assert(g_file_get_contents(path, &deepseek, NULL, NULL));
+  g_autoptr(GString) freq = g_string_new(deepseek);
+  g_string_replace(freq, "\"moe_layer_freq\": 1", "\"moe_layer_freq\": 2", 1);
+  g_clear_error(&error);
+  ck_assert(!sim_hf_config_load_data(freq->str, -1, "d.json", &t, &error));
+  ck_assert_msg(strstr(error->message, "d.json: field 'moe_layer_freq': expected 1"), "%s", error->message);
+  g_autoptr(GString) rope = g_string_new(deepseek);
+  g_string_replace(rope, "\"qk_rope_head_dim\": 64", "\"qk_rope_head_dim\": 0", 1);
+  g_clear_error(&error);
+  ck_assert(!sim_hf_config_load_data(rope->str, -1, "d.json", &t, &error));
+  ck_assert_msg(strstr(error->message, "d.json: field 'qk_rope_head_dim': expected an integer from 1"), "%s",
+                error->message);
 }
 END_TEST
 
@@ -288,6 +328,36 @@ START_TEST(readme_moe_table_is_the_program_s)
 }
 END_TEST
 
+/* ops = fused, multi-head latent attention by hand at N = 32 (batch 2 x
+ * 16), h = 64, 4 heads of head_dim 24 (16 + RoPE 8), v_head_dim 16,
+ * q_lora_rank 32, kv_lora_rank 16, bf16, flash, dense MLP: the attention
+ * saves attn_norm_in 32.64.2 = 4096 and its stats 128, qkv_in 4096,
+ * q_down 32.32.2 = 2048, its stats 128, q_up_in 2048, kv_down 32.16.2 =
+ * 1024, its stats 128, kv_up_in 1024, q and k 32.4.24.2 = 6144 each, v
+ * 32.4.16.2 = 4096, softmax_lse 32.4.4 = 512, attn_out 32.64.2 = 4096:
+ * 35,712. */
+START_TEST(mla_layer_bytes_by_hand)
+{
+  SimTransformer t = small(0, 0, 1, 0);
+  t.moe_ffn = 0;
+  t.head_dim = 24;
+  t.q_lora_rank = 32;
+  t.kv_lora_rank = 16;
+  t.qk_rope_dim = 8;
+  t.v_head_dim = 16;
+  SimDevice dev = { .memory = G_GUINT64_CONSTANT(80) << 30, .matmul_flops = 312e12, .efficiency = 0.5,
+                    .hbm_bandwidth = 2e12 };
+  g_autoptr(GError) error = NULL;
+  g_autoptr(SimWorkload) w = sim_transformer_build(&t, &dev, "mla", &error);
+  ck_assert_msg(w != NULL, "%s", error ? error->message : "");
+  /* The MLP: mlp_norm_in 4096, its stats 128, mlp_in 4096, four of 32.176.2 = 11,264. */
+  ck_assert_uint_eq(sim_layer_saved_bytes(sim_workload_layer(w, 0)), 35712 + 4096 + 128 + 4096 + 4 * 11264);
+  /* Parameters: q_a 64.32 + 32, q_b 32.96, kv_a 64.24 + 16, kv_b 16.4.32, o 64.64; norms 128; MLP 33,792. */
+  guint64 layer = 2048 + 32 + 3072 + 1536 + 16 + 2048 + 4096 + 128 + 33792;
+  ck_assert_uint_eq(sim_transformer_parameters(&t), 2 * layer + 2 * 256 * 64 + 64);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -302,6 +372,7 @@ main(void)
   tcase_add_test(tc, model_writes_moe_keys);
   tcase_add_test(tc, megatron_offloads_moe_modules);
   tcase_add_test(tc, readme_moe_table_is_the_program_s);
+  tcase_add_test(tc, mla_layer_bytes_by_hand);
   suite_add_tcase(s, tc);
   return test_run_suite(s);
 }

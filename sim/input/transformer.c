@@ -157,6 +157,40 @@ moe_check(const SimTransformer *c, const char *const *names, GError **error)
 #undef N
 }
 
+/* Multi-head latent attention's fields agree: none without kv_lora_rank;
+ * with it a RoPE part below head_dim, a v head dim, and as many key/value
+ * heads as query heads (each head's k and v come from the shared latent). */
+static gboolean
+mla_check(const SimTransformer *c, const char *const *names, GError **error)
+{
+#define N(id) name_of(names, SIM_KEY_TRANSFORMER_##id)
+  if (c->kv_lora_rank == 0) {
+    if (c->q_lora_rank || c->qk_rope_dim || c->v_head_dim) {
+      g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "%s: expected a latent rank above 0 with q_lora_rank, "
+                  "qk_rope_dim or v_head_dim (multi-head latent attention)", N(KV_LORA_RANK));
+      return FALSE;
+    }
+    return TRUE;
+  }
+  if (c->qk_rope_dim < 1 || c->qk_rope_dim >= c->head_dim) {
+    g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "%s: expected 1 to %s - 1 (%u), got %u", N(QK_ROPE_DIM),
+                N(HEAD_DIM), c->head_dim - 1, c->qk_rope_dim);
+    return FALSE;
+  }
+  if (c->v_head_dim < 1) {
+    g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "%s: expected the value head dim (above 0) with %s", N(V_HEAD_DIM),
+                N(KV_LORA_RANK));
+    return FALSE;
+  }
+  if (c->kv_heads != c->heads) {
+    g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "%s: expected %s (%u) with %s: latent attention has no grouped "
+                "key/value heads", N(KV_HEADS), N(HEADS), c->heads, N(KV_LORA_RANK));
+    return FALSE;
+  }
+  return TRUE;
+#undef N
+}
+
 gboolean
 sim_transformer_is_moe_layer(const SimTransformer *c, guint index)
 {
@@ -234,10 +268,16 @@ check(const SimTransformer *c, gboolean shape_only, const char *const *names, GE
     g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "%s: expected a probability in [0, 1)", N(DROPOUT));
     return FALSE;
   }
-  if (!moe_check(c, names, error))
+  if (!moe_check(c, names, error) || !mla_check(c, names, error))
     return FALSE;
   if (shape_only)
     return TRUE;
+  if (c->kv_lora_rank && (c->hf_ops || c->attention != SIM_ATTENTION_FLASH || c->tp != 1)) {
+    g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "%s: multi-head latent attention runs with ops = fused, attention "
+                "= flash and tp = 1 (HF's DeepseekV3Attention op by op and its tensor parallelism are not modelled)",
+                N(KV_LORA_RANK));
+    return FALSE;
+  }
   if (c->experts && c->tp != 1) {
     g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "%s: expected 1 with %s above 0 (tensor parallelism inside MoE "
                 "layers is not modelled)", N(TP), N(EXPERTS));
@@ -305,6 +345,15 @@ parameters_of(const SimTransformer *c)
           t = c->tp;
   guint64 norm = c->layernorm ? 2 * h : h;
   guint64 attn = h * (q + 2 * kv) + q * h;
+  if (c->kv_lora_rank) {
+    /* MLA (DeepseekV3Attention): q_a (h x q_lora) and its norm, q_b (q_lora
+     * x heads.head_dim), or one h x heads.head_dim q projection; kv_a (h x
+     * (kv_lora + rope)) and its norm, kv_b (kv_lora x heads.(nope + v)),
+     * o (heads.v x h). */
+    guint64 a = c->heads, ql = c->q_lora_rank, kl = c->kv_lora_rank, v = c->v_head_dim, d = c->head_dim;
+    attn = (ql ? h * ql + ql + ql * a * d : h * a * d) + h * (kl + c->qk_rope_dim) + kl +
+           kl * a * (d - c->qk_rope_dim + v) + a * v * h;
+  }
   if (c->qkv_bias || c->linear_bias)
     attn += q + 2 * kv;
   if (c->linear_bias)
@@ -316,7 +365,7 @@ parameters_of(const SimTransformer *c)
    * with its bias), the MLP's two or three projections (and their biases),
    * a weight (and a bias) per norm. */
   guint norm_tensors = c->layernorm ? 2 : 1, mlp_tensors = c->gelu ? 2 : 3;
-  guint attn_tensors = c->linear_bias ? 4 : 4 + (c->qkv_bias ? 3 : 0);
+  guint attn_tensors = c->kv_lora_rank ? (c->q_lora_rank ? 7 : 5) : c->linear_bias ? 4 : 4 + (c->qkv_bias ? 3 : 0);
   /* qwen3's q_norm and k_norm: a head_dim weight each. */
   guint64 qk = c->qk_norm ? 2 * (guint64)c->head_dim : 0;
   /* Each expert a SwiGLU (or GeLU) MLP of moe_ffn, the router a hidden x
@@ -496,6 +545,32 @@ fused_moe(SimLayer *layer, const SimTransformer *c, const Geometry *g, Checked *
   }
 }
 
+/* ops = fused, multi-head latent attention as Megatron-core's
+ * MLASelfAttention runs it (megatron/core/transformer/multi_latent_
+ * attention.py, NVIDIA/Megatron-LM@d98e8a6): the norm's output, read by
+ * the q and kv down-projections; each down-projection's output (its
+ * RMSNorm's input) with the norm's statistics and output (the up-
+ * projection's input); q, k and v as the flash kernel takes them, q and k
+ * heads x head_dim wide (the RoPE part included), v heads x v_head_dim.
+ * Without q_lora_rank one q projection reads the norm's output. */
+static void
+fused_mla(SimLayer *layer, const SimTransformer *c, const Geometry *g, Checked *k)
+{
+  guint64 a = c->heads, ql = c->q_lora_rank, kl = c->kv_lora_rank;
+  add(layer, "qkv_in", mul3(k, g->rows, g->h, g->e), 2);
+  if (ql) {
+    add(layer, "q_down", mul3(k, g->rows, ql, g->e), 1);
+    sim_tensor_set_elem(add(layer, "q_down_stats", mul(k, g->rows, 4), 1), 4);
+    add(layer, "q_up_in", mul3(k, g->rows, ql, g->e), 1);
+  }
+  add(layer, "kv_down", mul3(k, g->rows, kl, g->e), 1);
+  sim_tensor_set_elem(add(layer, "kv_down_stats", mul(k, g->rows, 4), 1), 4);
+  add(layer, "kv_up_in", mul3(k, g->rows, kl, g->e), 1);
+  add(layer, "q", mul3(k, g->rows, a * c->head_dim, g->e), 1);
+  add(layer, "k", mul3(k, g->rows, a * c->head_dim, g->e), 1);
+  add(layer, "v", mul3(k, g->rows, a * c->v_head_dim, g->e), 1);
+}
+
 /* ops = fused: one tensor per storage of a fused-kernel layer. */
 static void
 fused_layer(SimLayer *layer, guint index, const SimTransformer *c, const Geometry *g, Checked *k)
@@ -507,10 +582,16 @@ fused_layer(SimLayer *layer, guint index, const SimTransformer *c, const Geometr
 
   /* Attention. */
   add_norm(layer, c, g, k, "attn_norm_in", "attn_norm_stats");
-  add(layer, "qkv_in", row_h, 3);
-  add(layer, "q", mul3(k, g->rows, g->qd, g->e) / g->t, 1);
-  add(layer, "k", mul3(k, g->rows, g->kvd, g->e) / g->t, 1);
-  add(layer, "v", mul3(k, g->rows, g->kvd, g->e) / g->t, 1);
+  guint64 out = g->qd; /* the attention output's width: heads x v_head_dim with MLA */
+  if (c->kv_lora_rank) {
+    fused_mla(layer, c, g, k);
+    out = (guint64)c->heads * c->v_head_dim;
+  } else {
+    add(layer, "qkv_in", row_h, 3);
+    add(layer, "q", mul3(k, g->rows, g->qd, g->e) / g->t, 1);
+    add(layer, "k", mul3(k, g->rows, g->kvd, g->e) / g->t, 1);
+    add(layer, "v", mul3(k, g->rows, g->kvd, g->e) / g->t, 1);
+  }
   if (flash) {
     sim_tensor_set_elem(add(layer, "softmax_lse", mul3(k, g->rows, c->heads, 4) / g->t, 1), 4);
   } else {
@@ -523,7 +604,7 @@ fused_layer(SimLayer *layer, guint index, const SimTransformer *c, const Geometr
       add(layer, "attn_probs_dropped", scores, 1)->selective = TRUE;
     }
   }
-  add(layer, "attn_out", mul3(k, g->rows, g->qd, g->e) / g->t, flash ? 2 : 1);
+  add(layer, "attn_out", mul3(k, g->rows, out, g->e) / g->t, flash ? 2 : 1);
   if (drop)
     sim_tensor_set_elem(add(layer, "attn_resid_mask", mul(k, g->rows, g->h) / g->sr, 1), 1);
 
@@ -611,6 +692,11 @@ transformer_shape(const SimTransformer *c)
   m.qk_norm = c->qk_norm;
   m.routed = c->experts ? routed_tokens(c) : 0;
   m.hot = c->experts ? sim_transformer_expert_tokens(c, 0) : 0;
+  m.mla = c->kv_lora_rank > 0;
+  m.ql = c->q_lora_rank;
+  m.kvl = c->kv_lora_rank;
+  m.dr = c->qk_rope_dim;
+  m.dv = m.mla ? c->v_head_dim : m.d;
   return m;
 }
 
@@ -1091,6 +1177,13 @@ sim_transformer_format_ini(const SimTransformer *c, GString *out)
   for (guint i = 0; i < G_N_ELEMENTS(order); i++)
     if (order[i] != SIM_KEY_TRANSFORMER_POSITIONS || c->max_positions)
       sim_schema_format(order[i], c, out);
+  /* Latent attention's keys only with it. */
+  if (c->kv_lora_rank) {
+    sim_schema_format(SIM_KEY_TRANSFORMER_Q_LORA_RANK, c, out);
+    sim_schema_format(SIM_KEY_TRANSFORMER_KV_LORA_RANK, c, out);
+    sim_schema_format(SIM_KEY_TRANSFORMER_QK_ROPE_DIM, c, out);
+    sim_schema_format(SIM_KEY_TRANSFORMER_V_HEAD_DIM, c, out);
+  }
   /* A mixture of experts' keys only with experts: dense files stay as they were. */
   if (c->qk_norm)
     sim_schema_format(SIM_KEY_TRANSFORMER_QK_NORM, c, out);

@@ -1105,6 +1105,92 @@ fused_moe_backward(Ops *o, const Shape *m, const SimTransformer *c)
   grads(o, r, h * E * e);
 }
 
+/* Multi-head latent attention's projections (the tensors: transformer.c's
+ * fused_mla): q's down-projection, its RMSNorm and up-projection (or one q
+ * projection), kv's down-projection (the latent and the shared RoPE key),
+ * its RMSNorm and up-projection (k's no-RoPE part and v), then RoPE on q's
+ * and k's last qk_rope_dim and the concatenation that gives the kernel q,
+ * k and v; the backward in reverse, the q and kv down-projections' input
+ * gradients added into the norm's. */
+static void
+mla_forward(Ops *o, const Shape *m)
+{
+  guint64 e = m->e, n = m->n, h = m->h, a = m->a, d = m->d, nope = m->d - m->dr;
+  if (m->ql) {
+    gemm(o, n, m->ql, h, 1);
+    SAVES(o, op(o, "q_down", FALSE), "q_down");
+    memory(o, 1, n * m->ql * e, n * m->ql * e + 4 * n);
+    SAVES(o, op(o, "q_norm", FALSE), "q_down_stats", "q_up_in");
+  }
+  gemm(o, n, a * d, m->ql ? m->ql : h, 1);
+  guint qu = op(o, m->ql ? "q_up" : "q_proj", FALSE);
+  gemm(o, n, m->kvl + m->dr, h, 1);
+  guint kd = op(o, "kv_down", FALSE);
+  SAVES(o, kd, "kv_down");
+  memory(o, 1, n * m->kvl * e, n * m->kvl * e + 4 * n);
+  SAVES(o, op(o, "kv_norm", FALSE), "kv_down_stats", "kv_up_in");
+  span(o, n * m->dr * e, kd, op_count(o) + 1); /* the shared RoPE key, to RoPE */
+  gemm(o, n, a * (nope + m->dv), m->kvl, 1);
+  guint ku = op(o, "kv_up", FALSE);
+  span(o, n * a * d * e, qu, ku + 1); /* q, to RoPE */
+  /* RoPE on q's and the shared key's RoPE part, k's concatenation, v's copy. */
+  memory(o, 4, n * a * (d + nope + m->dv) * e + n * m->dr * e, n * a * (2 * d + m->dv) * e);
+  guint rope = op(o, "rope", FALSE);
+  SAVES(o, rope, "q", "k", "v");
+  span(o, n * a * (nope + m->dv) * e, ku, rope);
+}
+
+/* A linear's backward (dgrad and wgrad) as op `name` over N rows, reading
+ * the saved `input`; returns the op. */
+static guint
+fused_linear_backward(Ops *o, const Shape *m, const char *name, const char *input, guint64 in, guint64 out)
+{
+  gemm_backward(o, m->n, in, out);
+  guint b = op(o, name, TRUE);
+  uses(o, b, (const char *const[]){ input, NULL });
+  grads(o, b, in * out * m->e);
+  return b;
+}
+
+/* A latent's up-projection and RMSNorm backward (rank `rank`, up to
+ * `out`): the up-projection's input gradient lives to the norm, the
+ * norm's to the down-projection after it. */
+static void
+latent_backward(Ops *o, const Shape *m, const char *up, const char *up_in, const char *norm, const char *down,
+                const char *stats, guint64 rank, guint64 out)
+{
+  guint64 e = m->e, n = m->n;
+  guint u = fused_linear_backward(o, m, up, up_in, rank, out);
+  span(o, n * rank * e, u, u + 1);
+  memory(o, 1, 2 * n * rank * e + 4 * n, n * rank * e);
+  guint b = op(o, norm, TRUE);
+  uses(o, b, (const char *const[]){ down, stats, NULL });
+  grads(o, b, rank * e);
+  span(o, n * rank * e, b, b + 1);
+}
+
+static void
+mla_backward(Ops *o, const Shape *m, guint attention_op)
+{
+  guint64 e = m->e, n = m->n, h = m->h, a = m->a, d = m->d, nope = m->d - m->dr;
+  span(o, n * a * (2 * d + m->dv) * e, attention_op, attention_op + 1); /* d q, d k, d v */
+  memory(o, 4, n * a * (2 * d + m->dv) * e, n * a * (d + nope + m->dv) * e + n * m->dr * e);
+  guint rope = op(o, "rope", TRUE);
+  span(o, n * a * (nope + m->dv) * e, rope, rope + 1);
+  span(o, n * a * d * e, rope, rope + 4); /* d q, to q_up (or q_proj) */
+  span(o, n * m->dr * e, rope, rope + 3);
+  latent_backward(o, m, "kv_up", "kv_up_in", "kv_norm", "kv_down", "kv_down_stats", m->kvl, a * (nope + m->dv));
+  guint kd = fused_linear_backward(o, m, "kv_down", "qkv_in", h, m->kvl + m->dr);
+  guint last;
+  if (m->ql) {
+    latent_backward(o, m, "q_up", "q_up_in", "q_norm", "q_down", "q_down_stats", m->ql, a * d);
+    last = fused_linear_backward(o, m, "q_down", "qkv_in", h, m->ql);
+  } else {
+    last = fused_linear_backward(o, m, "q_proj", "qkv_in", h, a * d);
+  }
+  span(o, n * h * e, kd, last + 1); /* d qkv_in, accumulated */
+}
+
 /* One fused kernel per norm, activation and bias-dropout-add; the q, k and
  * v projections one GEMM; tensor-parallel GEMMs and the attention over
  * 1/t of the heads and of the MLP width.  With t > 1, Megatron's
@@ -1120,7 +1206,7 @@ fused_moe_backward(Ops *o, const Shape *m, const SimTransformer *c)
 static void
 fused_layer_ops(Ops *o, const Shape *m, const SimTransformer *c)
 {
-  guint64 e = m->e, n = m->n, h = m->h, t = m->t, qd = m->a * m->d, kvd = m->kv * m->d;
+  guint64 e = m->e, n = m->n, h = m->h, t = m->t, qd = m->a * m->d, kvd = m->kv * m->d, od = m->a * m->dv;
   guint64 f = m->f / t, row_h = n * h * e / m->sr, row_f = n * f * e, whole = n * h * e;
   gboolean swiglu = !c->gelu, sp = m->sr > 1, split = t > 1;
   SimCollectiveKind after_row = sp ? SIM_COLLECTIVE_REDUCE_SCATTER : SIM_COLLECTIVE_ALL_REDUCE;
@@ -1134,6 +1220,12 @@ fused_layer_ops(Ops *o, const Shape *m, const SimTransformer *c)
     span(o, whole, norm1, norm1 + 1); /* the gathered input, read by the GEMM */
   }
   in(o, SIM_MODULE_QKV);
+  if (m->mla) {
+    mla_forward(o, m);
+    in(o, SIM_MODULE_CORE_ATTN);
+    attention(o, m->b, m->a, m->a, m->s, (m->d + m->dv) / 2, FALSE);
+    SAVES(o, op(o, "attention", FALSE), "softmax_lse", "attn_out");
+  } else {
   gemm(o, n, (qd + 2 * kvd) / t, h, 1);
   guint qkv = op(o, "qkv_proj", FALSE);
   SAVES(o, qkv, "q", "k", "v");
@@ -1145,8 +1237,9 @@ fused_layer_ops(Ops *o, const Shape *m, const SimTransformer *c)
     attention(o, m->b, m->a / t, m->kv / t, m->s, m->d, FALSE);
     SAVES(o, op(o, "attention", FALSE), "softmax_lse", "attn_out");
   }
+  }
   in(o, SIM_MODULE_ATTN_PROJ);
-  gemm(o, n, h, qd / t, 1);
+  gemm(o, n, h, od / t, 1);
   guint proj = op(o, "attn_proj", FALSE);
   tp_collective(o, m, proj, after_row, whole, 0);
   span(o, n * h * e, proj, proj + 1);
@@ -1235,11 +1328,20 @@ fused_layer_ops(Ops *o, const Shape *m, const SimTransformer *c)
     tp_collective(o, m, d1, SIM_COLLECTIVE_ALL_GATHER, whole, 0); /* attn_proj's output gradient */
   span(o, n * h * e, d1, d1 + 1);
   in(o, SIM_MODULE_ATTN_PROJ);
-  gemm_backward(o, n, qd / t, h);
+  gemm_backward(o, n, od / t, h);
   guint pb = op(o, "attn_proj", TRUE);
   USES(o, pb, "attn_out");
-  grads(o, pb, qd / t * h * e);
-  span(o, n * qd / t * e, pb, pb + 1);
+  grads(o, pb, od / t * h * e);
+  span(o, n * od / t * e, pb, pb + 1);
+  if (m->mla) {
+    in(o, SIM_MODULE_CORE_ATTN);
+    attention(o, m->b, m->a, m->a, m->s, (m->d + m->dv) / 2, TRUE);
+    guint ab = op(o, "attention", TRUE);
+    USES(o, ab, "q", "k", "v", "attn_out", "softmax_lse");
+    span(o, n * qd * 4, ab, ab); /* dq accumulated in fp32 */
+    in(o, SIM_MODULE_QKV);
+    mla_backward(o, m, ab);
+  } else {
   guint dq, readers = split ? 2 : 1; /* the ops that read q, k and v's gradients: dgrad (and wgrad) */
   in(o, SIM_MODULE_CORE_ATTN);
   if (m->eager) {
@@ -1270,6 +1372,7 @@ fused_layer_ops(Ops *o, const Shape *m, const SimTransformer *c)
   USES(o, qb, "qkv_in", "qkv_in", "qkv_in");
   grads(o, qb, (qd + 2 * kvd) / t * h * e);
   span(o, n * h * e, qbd, qb + 1);
+  }
   in(o, SIM_MODULE_ATTN_NORM);
   guint nb1 = fused_norm_backward(o, m, c, "attn_norm", "attn_norm_in", "attn_norm_stats");
   span(o, row_h, nb2, nb1);

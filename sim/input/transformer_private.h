@@ -30,6 +30,10 @@ typedef struct {
    * capacity drops) and the most any expert takes. */
   guint64 E, k, fe, fs, routed, hot;
   gboolean shared_gate, norm_topk, qk_norm;
+  /* Multi-head latent attention: q's and the kv latent's ranks, the RoPE
+   * part of head_dim; dv the value (and output) head dim, d without MLA. */
+  gboolean mla;
+  guint64 ql, kvl, dr, dv;
 } TransformerShape;
 
 /* `c`'s shape.  Its products are sizes sim_transformer_build has checked

@@ -358,7 +358,7 @@ cli_model_main(int argc, char **argv)
   ModelOptions o = { 0 };
   GError *error = NULL;
   const GOptionEntry entries[] = {
-    { "hf-config", 0, 0, G_OPTION_ARG_FILENAME, &o.hf_config, "HuggingFace config.json (llama, qwen2, mistral, gpt2)",
+    { "hf-config", 0, 0, G_OPTION_ARG_FILENAME, &o.hf_config, "HuggingFace config.json (llama, qwen2, mistral, gpt2, mixtral, qwen2_moe, qwen3_moe, deepseek_v3)",
       "FILE" },
     { "batch", 0, 0, G_OPTION_ARG_INT, &o.batch, "Micro-batch size", "B" },
     { "seq", 0, 0, G_OPTION_ARG_INT, &o.seq, "Sequence length", "S" },

@@ -317,8 +317,18 @@ check_scenario(const ModelOptions *o, const SimTransformer *t, const char *name,
   g_autofree char *saved = sim_units_format_size(sim_workload_saved_bytes(w));
   g_autofree char *stat = sim_units_format_size(w->static_bytes);
   g_string_append_printf(ini, "\n# What one step saves: %s in %u tensors; static memory %s (%" G_GUINT64_FORMAT
-                         " parameters).\n", saved, sim_workload_saved_tensors(w), stat, sim_transformer_parameters(t));
-  list_tensors(ini, "each layer", sim_workload_layer(w, 0));
+                         " parameters", saved, sim_workload_saved_tensors(w), stat, sim_transformer_parameters(t));
+  /* A mixture of experts: what a token uses, and the MoE layer's tensors
+   * beside the dense ones (dense_layers, sparse_step). */
+  if (t->experts)
+    g_string_append_printf(ini, ", %" G_GUINT64_FORMAT " active per token", sim_transformer_active_parameters(t));
+  g_string_append(ini, ").\n");
+  guint moe = 0;
+  while (moe < t->layers && !sim_transformer_is_moe_layer(t, moe))
+    moe++;
+  list_tensors(ini, t->experts && moe > 0 ? "each dense layer" : "each layer", sim_workload_layer(w, 0));
+  if (t->experts && moe > 0 && moe < t->layers)
+    list_tensors(ini, "each MoE layer", sim_workload_layer(w, moe));
   list_tensors(ini, "embedding", w->embed);
   list_tensors(ini, "loss head", w->head);
   return TRUE;
@@ -348,7 +358,7 @@ cli_model_main(int argc, char **argv)
   ModelOptions o = { 0 };
   GError *error = NULL;
   const GOptionEntry entries[] = {
-    { "hf-config", 0, 0, G_OPTION_ARG_FILENAME, &o.hf_config, "HuggingFace config.json (llama, qwen2, mistral, gpt2)",
+    { "hf-config", 0, 0, G_OPTION_ARG_FILENAME, &o.hf_config, "HuggingFace config.json (llama, qwen2, mistral, gpt2, mixtral, qwen2_moe, qwen3_moe, deepseek_v3)",
       "FILE" },
     { "batch", 0, 0, G_OPTION_ARG_INT, &o.batch, "Micro-batch size", "B" },
     { "seq", 0, 0, G_OPTION_ARG_INT, &o.seq, "Sequence length", "S" },

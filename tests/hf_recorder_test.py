@@ -231,6 +231,8 @@ def test_meta(commands):
     seen_kernels = set()
     for args in commands:
         cfg_path = option(args, "--hf-config")
+        if cfg_path is None:
+            continue  # --module (moe_models.py): torch.where's nonzero has no meta kernel in torch 1.13
         with open(os.path.join(ROOT, cfg_path)) as f:
             cfg = json.load(f)
         kw = dict(batch=int(option(args, "--batch")), seq=int(option(args, "--seq")),

@@ -505,7 +505,8 @@ START_TEST(megatron_refuses_what_it_cannot_run)
 {
   static const Refusal cases[] = {
     { "offload_modules = attn_proj\n", "offload_modules: attn_proj needs core_attn" },
-    { "offload_modules = core_attn, expert_fc1\n", "offload_modules: expert_fc1 offloads inside a MoE layer" },
+    { "offload_modules = core_attn, fused_group_mlp\n",
+      "offload_modules: fused_group_mlp offloads TransformerEngine's fused grouped MLP" },
     { "offload_modules = core_attention\n", "offload_modules: expected Megatron's module names" },
     { "offload_modules = \n", "offload_modules: Megatron offloads at least one module" },
     { "dedup = true\n", "dedup: megatron copies every saved reference" },

@@ -25,23 +25,30 @@ typedef struct {
   const char *config;
   SimDtype dtype;
   SimAttention attention;
+  guint seq;        /* batch 2 in every recording */
 } Recording;
 
 /* The recordings of the CUDA kernels (`--kernels cuda`), which ops = hf
  * models; README of tests/data/hf for the others. */
 static const Recording recordings[] = {
-  { "qwen2-eager-bf16", "qwen2", SIM_DTYPE_BF16, SIM_ATTENTION_EAGER },
-  { "qwen2-sdpa-bf16", "qwen2", SIM_DTYPE_BF16, SIM_ATTENTION_SDPA },
-  { "qwen2-flash-bf16", "qwen2", SIM_DTYPE_BF16, SIM_ATTENTION_FLASH },
-  { "qwen2-eager-fp32", "qwen2", SIM_DTYPE_FP32, SIM_ATTENTION_EAGER },
-  { "llama-eager-bf16", "llama", SIM_DTYPE_BF16, SIM_ATTENTION_EAGER },
-  { "llama-sdpa-bf16", "llama", SIM_DTYPE_BF16, SIM_ATTENTION_SDPA },
-  { "llama-flash-bf16", "llama", SIM_DTYPE_BF16, SIM_ATTENTION_FLASH },
-  { "llama-eager-fp32", "llama", SIM_DTYPE_FP32, SIM_ATTENTION_EAGER },
-  { "gpt2-eager-bf16", "gpt2", SIM_DTYPE_BF16, SIM_ATTENTION_EAGER },
-  { "gpt2-sdpa-bf16", "gpt2", SIM_DTYPE_BF16, SIM_ATTENTION_SDPA },
-  { "gpt2-flash-bf16", "gpt2", SIM_DTYPE_BF16, SIM_ATTENTION_FLASH },
-  { "gpt2-eager-fp32", "gpt2", SIM_DTYPE_FP32, SIM_ATTENTION_EAGER },
+  { "qwen2-eager-bf16", "qwen2", SIM_DTYPE_BF16, SIM_ATTENTION_EAGER, 16 },
+  { "qwen2-sdpa-bf16", "qwen2", SIM_DTYPE_BF16, SIM_ATTENTION_SDPA, 16 },
+  { "qwen2-flash-bf16", "qwen2", SIM_DTYPE_BF16, SIM_ATTENTION_FLASH, 16 },
+  { "qwen2-eager-fp32", "qwen2", SIM_DTYPE_FP32, SIM_ATTENTION_EAGER, 16 },
+  { "llama-eager-bf16", "llama", SIM_DTYPE_BF16, SIM_ATTENTION_EAGER, 16 },
+  { "llama-sdpa-bf16", "llama", SIM_DTYPE_BF16, SIM_ATTENTION_SDPA, 16 },
+  { "llama-flash-bf16", "llama", SIM_DTYPE_BF16, SIM_ATTENTION_FLASH, 16 },
+  { "llama-eager-fp32", "llama", SIM_DTYPE_FP32, SIM_ATTENTION_EAGER, 16 },
+  { "gpt2-eager-bf16", "gpt2", SIM_DTYPE_BF16, SIM_ATTENTION_EAGER, 16 },
+  { "gpt2-sdpa-bf16", "gpt2", SIM_DTYPE_BF16, SIM_ATTENTION_SDPA, 16 },
+  { "gpt2-flash-bf16", "gpt2", SIM_DTYPE_BF16, SIM_ATTENTION_FLASH, 16 },
+  { "gpt2-eager-fp32", "gpt2", SIM_DTYPE_FP32, SIM_ATTENTION_EAGER, 16 },
+  /* Mixtures of experts (gpu_calib/record/moe_models.py), recorded on
+   * token ids whose routing is even in every layer (4 tokens per expert),
+   * as the generator routes them by default. */
+  { "mixtral-b2s4-eager-bf16", "mixtral", SIM_DTYPE_BF16, SIM_ATTENTION_EAGER, 4 },
+  { "qwen3_moe-b2s4-eager-bf16", "qwen3_moe", SIM_DTYPE_BF16, SIM_ATTENTION_EAGER, 4 },
+  { "qwen2_moe-b2s4-eager-bf16", "qwen2_moe", SIM_DTYPE_BF16, SIM_ATTENTION_EAGER, 4 },
 };
 
 static const SimDevice device = { .memory = G_GUINT64_CONSTANT(80) << 30, .matmul_flops = 312e12, .efficiency = 0.5,
@@ -56,7 +63,7 @@ generated(const Recording *r, const SimDevice *dev)
   g_autoptr(GError) error = NULL;
   ck_assert_msg(sim_hf_config_load(path, &t, &error), "%s", error ? error->message : "");
   t.batch = 2;
-  t.seq = 16;
+  t.seq = r->seq;
   t.dtype = r->dtype;
   t.attention = r->attention;
   t.hf_ops = TRUE;
@@ -166,19 +173,19 @@ START_TEST(op_counts_time_layers_as_the_generator)
     double mm = flops_only.matmul_flops * flops_only.efficiency;
     for (guint l = 0; l < LAYERS; l++) {
       const SimLayer *g = sim_workload_layer(gen, l), *t = sim_workload_layer(rec, l);
-      double score_pairs = 2.0 /* batch */ * 4 /* heads */ * 16 * 16, head_dim = 16;
+      double s = r->seq, score_pairs = 2.0 /* batch */ * 4 /* heads */ * s * s, head_dim = 16;
       /* QK^T and PV over s^2 pairs (eager) or the causal s(s+1)/2 against the generator's s^2 / 2. */
-      double extra = r->attention == SIM_ATTENTION_EAGER ? 0 : 4 * score_pairs * head_dim * (17.0 / 32 - 0.5) / mm;
+      double extra = r->attention == SIM_ATTENTION_EAGER ? 0 : 4 * score_pairs * head_dim * ((s + 1) / (2 * s) - 0.5) / mm;
       ck_assert_msg(fabs(t->forward - (g->forward + extra)) <= 1e-9 * g->forward, "%s layer %u: forward %.9g s "
                     "([trace]), %.9g s + %.9g (ops = hf)", r->file, l, t->forward, g->forward, extra);
       /* Backward: two products per forward one; a flash backward 2.5 per forward product. */
-      double attn = r->attention == SIM_ATTENTION_EAGER ? 0 : 4 * score_pairs * head_dim * (17.0 / 32) / mm;
+      double attn = r->attention == SIM_ATTENTION_EAGER ? 0 : 4 * score_pairs * head_dim * ((s + 1) / (2 * s)) / mm;
       double want = 2 * (t->forward - attn) + 2.5 * attn;
       ck_assert_msg(fabs(t->backward - want) <= 1e-9 * want, "%s layer %u: backward %.9g s, expected %.9g",
                     r->file, l, t->backward, want);
     }
     /* The head's LM head product: 2 x rows x hidden x vocab forward, twice that backward. */
-    double lm = 2.0 * 32 * 64 * 256 / mm;
+    double lm = 2.0 * 2 * r->seq * 64 * 256 / mm;
     ck_assert_msg(fabs(rec->head->forward - lm) <= 1e-9 * lm, "%s: head forward %.9g, expected %.9g", r->file,
                   rec->head->forward, lm);
     ck_assert_msg(fabs(rec->head->backward - 2 * lm) <= 1e-9 * lm, "%s: head backward %.9g", r->file,

@@ -143,20 +143,40 @@ typedef enum {
   WINDOW_NONE,   /* no sliding window */
   WINDOW_ALWAYS, /* sliding_window, absent: 4096, null: none (mistral) */
   WINDOW_FLAG,   /* the same when use_sliding_window is true (qwen2) */
+  WINDOW_FIELD,  /* sliding_window, absent or null: none (mixtral) */
 } Window;
+
+/* Where a mixture of experts' fields are (HF's configuration_*.py). */
+typedef enum {
+  MOE_NONE,
+  MOE_QWEN,    /* num_experts, moe_intermediate_size, norm_topk_prob (default false),
+                * decoder_sparse_step, mlp_only_layers; qwen2_moe's shared expert
+                * (shared_expert_intermediate_size, with its sigmoid gate) */
+  MOE_MIXTRAL, /* num_local_experts; intermediate_size is each expert's; always renormalised */
+  MOE_DEEPSEEK, /* n_routed_experts, moe_intermediate_size, n_shared_experts (of moe_intermediate_size
+                 * each, no gate), first_k_dense_replace, norm_topk_prob (default true), moe_layer_freq 1 */
+} Moe;
 
 typedef struct {
   const char *model_type;
   Layout layout;
   Bias bias;
   Window window;
+  Moe moe;
+  gboolean qk_norm; /* RMSNorm on each head's q and k (qwen3) */
+  gboolean shared;  /* a gated shared expert (qwen2_moe) */
+  gboolean mla;     /* multi-head latent attention (deepseek_v3) */
 } Family;
 
 static const Family families[] = {
-  { "llama", LAYOUT_LLAMA, BIAS_FIELD, WINDOW_NONE },
-  { "qwen2", LAYOUT_LLAMA, BIAS_ALWAYS, WINDOW_FLAG },
-  { "mistral", LAYOUT_LLAMA, BIAS_FIELD, WINDOW_ALWAYS },
-  { "gpt2", LAYOUT_GPT2, BIAS_FIELD, WINDOW_NONE },
+  { "llama", LAYOUT_LLAMA, BIAS_FIELD, WINDOW_NONE, MOE_NONE, FALSE, FALSE, FALSE },
+  { "qwen2", LAYOUT_LLAMA, BIAS_ALWAYS, WINDOW_FLAG, MOE_NONE, FALSE, FALSE, FALSE },
+  { "mistral", LAYOUT_LLAMA, BIAS_FIELD, WINDOW_ALWAYS, MOE_NONE, FALSE, FALSE, FALSE },
+  { "gpt2", LAYOUT_GPT2, BIAS_FIELD, WINDOW_NONE, MOE_NONE, FALSE, FALSE, FALSE },
+  { "mixtral", LAYOUT_LLAMA, BIAS_FIELD, WINDOW_FIELD, MOE_MIXTRAL, FALSE, FALSE, FALSE },
+  { "qwen2_moe", LAYOUT_LLAMA, BIAS_ALWAYS, WINDOW_FLAG, MOE_QWEN, FALSE, TRUE, FALSE },
+  { "qwen3_moe", LAYOUT_LLAMA, BIAS_FIELD, WINDOW_FLAG, MOE_QWEN, TRUE, FALSE, FALSE },
+  { "deepseek_v3", LAYOUT_LLAMA, BIAS_FIELD, WINDOW_NONE, MOE_DEEPSEEK, FALSE, FALSE, TRUE },
 };
 
 static const Family *
@@ -179,7 +199,94 @@ family_list(void)
   return g_string_free(out, FALSE);
 }
 
-/* The llama layout's fields (llama, qwen2, mistral). */
+/* A count field that may be absent or 0 (both 0), else within key `id`'s range. */
+static gboolean
+read_count0(Reader *r, const char *field, SimKeyId id, guint64 *out)
+{
+  GType type;
+  JsonNode *node = field_value(r, field, &type);
+  if (node == NULL || (type == G_TYPE_INT64 && json_node_get_int(node) == 0)) {
+    *out = 0;
+    return TRUE;
+  }
+  return read_uint(r, field, id, 0, out);
+}
+
+/* A mixture of experts' fields (family->moe).  Qwen's mlp_only_layers, a
+ * list of layers kept dense, must be empty: offsim's layers are dense by
+ * dense_layers and sparse_step only. */
+static gboolean
+load_moe(Reader *r, const Family *family, guint64 ffn, SimTransformer *c)
+{
+  guint64 experts, top_k, moe_ffn, shared = 0, step = 1, dense = 0;
+  gboolean norm = TRUE;
+  gboolean qwen = family->moe == MOE_QWEN, deepseek = family->moe == MOE_DEEPSEEK;
+  const char *count = qwen ? "num_experts" : deepseek ? "n_routed_experts" : "num_local_experts";
+  if (!read_uint(r, count, SIM_KEY_TRANSFORMER_EXPERTS, 0, &experts) ||
+      !read_uint(r, "num_experts_per_tok", SIM_KEY_TRANSFORMER_TOP_K, 0, &top_k))
+    return FALSE;
+  moe_ffn = ffn;
+  if (deepseek) {
+    /* HF's DeepseekV3 layer is MoE when layer >= first_k_dense_replace and
+     * layer % moe_layer_freq == 0: offsim's sparse_step counts (layer + 1),
+     * the same only at 1. */
+    guint64 shared_experts, freq;
+    if (!read_uint(r, "moe_intermediate_size", SIM_KEY_TRANSFORMER_MOE_FFN, 0, &moe_ffn) ||
+        !read_bool(r, "norm_topk_prob", TRUE, &norm) ||
+        !read_count0(r, "n_shared_experts", SIM_KEY_TRANSFORMER_SHARED_FFN, &shared_experts) ||
+        !read_count0(r, "first_k_dense_replace", SIM_KEY_TRANSFORMER_DENSE_LAYERS, &dense) ||
+        !read_uint(r, "moe_layer_freq", SIM_KEY_TRANSFORMER_SPARSE_STEP, 1, &freq))
+      return FALSE;
+    if (freq != 1)
+      return wrong_field(r, "moe_layer_freq", "1 (every layer past first_k_dense_replace an MoE layer)");
+    shared = shared_experts * moe_ffn;
+  }
+  if (qwen) {
+    if (!read_uint(r, "moe_intermediate_size", SIM_KEY_TRANSFORMER_MOE_FFN, 0, &moe_ffn) ||
+        !read_bool(r, "norm_topk_prob", FALSE, &norm) ||
+        !read_uint(r, "decoder_sparse_step", SIM_KEY_TRANSFORMER_SPARSE_STEP, 1, &step))
+      return FALSE;
+    if (family->shared && !read_count0(r, "shared_expert_intermediate_size", SIM_KEY_TRANSFORMER_SHARED_FFN, &shared))
+      return FALSE;
+    JsonNode *only = json_object_get_member(r->root, "mlp_only_layers");
+    if (only && !JSON_NODE_HOLDS_NULL(only) &&
+        (!JSON_NODE_HOLDS_ARRAY(only) || json_array_get_length(json_node_get_array(only)) != 0))
+      return wrong_field(r, "mlp_only_layers", "an empty list (offsim places dense layers by decoder_sparse_step "
+                         "only)");
+  }
+  c->experts = (guint)experts;
+  c->top_k = (guint)top_k;
+  c->moe_ffn = (guint)moe_ffn;
+  c->shared_ffn = (guint)shared;
+  c->shared_gate = shared > 0 && family->shared;
+  c->dense_layers = (guint)dense;
+  c->sparse_step = (guint)step;
+  c->norm_topk = norm;
+  return TRUE;
+}
+
+/* DeepSeek's multi-head latent attention: q_lora_rank (null: none),
+ * kv_lora_rank, qk_rope_head_dim, qk_nope_head_dim, v_head_dim; q's and
+ * k's head dim is qk_nope_head_dim + qk_rope_head_dim. */
+static gboolean
+load_mla(Reader *r, SimTransformer *c, guint64 *head_dim)
+{
+  guint64 q_lora, kv_lora, rope, nope, v;
+  if (!read_count0(r, "q_lora_rank", SIM_KEY_TRANSFORMER_Q_LORA_RANK, &q_lora) ||
+      !read_uint(r, "kv_lora_rank", SIM_KEY_TRANSFORMER_KV_LORA_RANK, 0, &kv_lora) ||
+      !read_uint(r, "qk_rope_head_dim", SIM_KEY_TRANSFORMER_QK_ROPE_DIM, 0, &rope) ||
+      !read_uint(r, "qk_nope_head_dim", SIM_KEY_TRANSFORMER_HEAD_DIM, 0, &nope) ||
+      !read_uint(r, "v_head_dim", SIM_KEY_TRANSFORMER_V_HEAD_DIM, 0, &v))
+    return FALSE;
+  c->q_lora_rank = (guint)q_lora;
+  c->kv_lora_rank = (guint)kv_lora;
+  c->qk_rope_dim = (guint)rope;
+  c->v_head_dim = (guint)v;
+  *head_dim = nope + rope;
+  return TRUE;
+}
+
+/* The llama layout's fields (llama, qwen2, mistral, and the MoE families on it). */
 static gboolean
 load_llama_like(Reader *r, const Family *family, SimTransformer *c)
 {
@@ -204,17 +311,26 @@ load_llama_like(Reader *r, const Family *family, SimTransformer *c)
   /* A sliding window (mistral; qwen2 with use_sliding_window) makes HF's SDPA
    * path pass a mask.  Absent: the configs' default, 4096; null: none. */
   guint64 window = 0;
-  gboolean windowed = family->window == WINDOW_ALWAYS;
+  gboolean windowed = family->window == WINDOW_ALWAYS || family->window == WINDOW_FIELD;
   if (family->window == WINDOW_FLAG && !read_bool(r, "use_sliding_window", FALSE, &windowed))
     return FALSE;
   if (windowed) {
     JsonNode *node = json_object_get_member(r->root, "sliding_window");
     if (node == NULL)
-      window = 4096;
+      window = family->window == WINDOW_FIELD ? 0 : 4096;
     else if (!JSON_NODE_HOLDS_NULL(node) && !read_uint(r, "sliding_window", SIM_KEY_TRANSFORMER_SEQ, 0, &window))
       return FALSE;
   }
   c->sliding_window = (guint)window;
+  c->experts = c->top_k = c->moe_ffn = c->shared_ffn = c->dense_layers = 0;
+  c->sparse_step = 1;
+  c->shared_gate = c->norm_topk = FALSE;
+  c->qk_norm = family->qk_norm;
+  c->q_lora_rank = c->kv_lora_rank = c->qk_rope_dim = c->v_head_dim = 0;
+  if (family->moe != MOE_NONE && !load_moe(r, family, ffn, c))
+    return FALSE;
+  if (family->mla && !load_mla(r, c, &head_dim))
+    return FALSE;
   c->hidden = (guint)hidden;
   c->layers = (guint)layers;
   c->heads = (guint)heads;
@@ -274,6 +390,10 @@ load_gpt2(Reader *r, const Family *family, SimTransformer *c)
   c->gelu = TRUE;
   c->sliding_window = 0;
   c->dropout = dropout;
+  c->experts = c->top_k = c->moe_ffn = c->shared_ffn = c->dense_layers = 0;
+  c->sparse_step = 1;
+  c->shared_gate = c->norm_topk = c->qk_norm = FALSE;
+  c->q_lora_rank = c->kv_lora_rank = c->qk_rope_dim = c->v_head_dim = 0;
   return TRUE;
 }
 
@@ -314,6 +434,21 @@ field_names(Reader *r, gboolean gpt2, const char *names[SIM_KEY_COUNT])
                                                                                         : "field 'num_attention_heads'";
     names[SIM_KEY_TRANSFORMER_HEAD_DIM] =
       field_value(r, "head_dim", &type) ? "field 'head_dim'" : "head_dim (hidden_size / num_attention_heads)";
+    names[SIM_KEY_TRANSFORMER_EXPERTS] = field_value(r, "num_local_experts", &type)  ? "field 'num_local_experts'"
+                                         : field_value(r, "n_routed_experts", &type) ? "field 'n_routed_experts'"
+                                                                                     : "field 'num_experts'";
+    names[SIM_KEY_TRANSFORMER_DENSE_LAYERS] = "field 'first_k_dense_replace'";
+    names[SIM_KEY_TRANSFORMER_Q_LORA_RANK] = "field 'q_lora_rank'";
+    names[SIM_KEY_TRANSFORMER_KV_LORA_RANK] = "field 'kv_lora_rank'";
+    names[SIM_KEY_TRANSFORMER_QK_ROPE_DIM] = "field 'qk_rope_head_dim'";
+    names[SIM_KEY_TRANSFORMER_V_HEAD_DIM] = "field 'v_head_dim'";
+    if (field_value(r, "kv_lora_rank", &type))
+      names[SIM_KEY_TRANSFORMER_HEAD_DIM] = "head_dim (qk_nope_head_dim + qk_rope_head_dim)";
+    names[SIM_KEY_TRANSFORMER_TOP_K] = "field 'num_experts_per_tok'";
+    names[SIM_KEY_TRANSFORMER_MOE_FFN] = field_value(r, "moe_intermediate_size", &type)
+                                           ? "field 'moe_intermediate_size'" : "field 'intermediate_size'";
+    names[SIM_KEY_TRANSFORMER_SHARED_FFN] = "field 'shared_expert_intermediate_size'";
+    names[SIM_KEY_TRANSFORMER_SPARSE_STEP] = "field 'decoder_sparse_step'";
   }
 }
 
@@ -451,6 +586,19 @@ apply_shape(SimTransformer *c, const SimTransformer *shape)
   c->tied_embeddings = shape->tied_embeddings;
   c->qkv_bias = shape->qkv_bias;
   c->linear_bias = shape->linear_bias;
+  c->experts = shape->experts;
+  c->top_k = shape->top_k;
+  c->moe_ffn = shape->moe_ffn;
+  c->shared_ffn = shape->shared_ffn;
+  c->shared_gate = shape->shared_gate;
+  c->dense_layers = shape->dense_layers;
+  c->sparse_step = shape->sparse_step;
+  c->norm_topk = shape->norm_topk;
+  c->qk_norm = shape->qk_norm;
+  c->q_lora_rank = shape->q_lora_rank;
+  c->kv_lora_rank = shape->kv_lora_rank;
+  c->qk_rope_dim = shape->qk_rope_dim;
+  c->v_head_dim = shape->v_head_dim;
 }
 
 /* A sweep loads the same config.json for every point: parsed shapes are

@@ -1,8 +1,10 @@
 /* sim/input/hf_config.h — a HuggingFace config.json as a transformer shape.
  *
  * Reads the model_type and the shape fields of llama, qwen2, mistral and
- * gpt2 configs (GQA, tied embeddings, QKV bias, GPT-2's learned positions
- * and biases; one row per family in hf_config.c's table, each naming its
+ * gpt2 configs and of the mixtures of experts mixtral, qwen2_moe,
+ * qwen3_moe and deepseek_v3 (GQA, tied embeddings, QKV bias, GPT-2's
+ * learned positions and biases; experts, shared experts, dense layers,
+ * q/k norms, DeepSeek's latent attention; one row per family in hf_config.c's table, each naming its
  * layout, whose op lists sim/input/transformer_ops.c builds) into a SimTransformer, leaving batch, seq, dtype and the
  * training options to the caller.  A missing or mistyped field is a
  * SIM_ERROR_INPUT naming the file and the field; an unknown model_type

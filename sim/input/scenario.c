@@ -1090,16 +1090,17 @@ get_offload_modules(const SimConfigGroup *g, SimPolicy *p, GError **error)
     return TRUE;
   if (p->framework != SIM_FRAMEWORK_MEGATRON)
     return fail(error, g, e, "is Megatron's option (framework = megatron)");
-  static const char *const moe[] = { "expert_fc1", "moe_act", "fused_group_mlp", "gdp_qkv", NULL };
+  static const char *const unmodelled[] = { "fused_group_mlp", "gdp_qkv", NULL };
   g_auto(GStrv) items = g_strsplit(e->value, ",", -1);
   guint names = 0;
   for (guint i = 0; items[i]; i++) {
     g_strstrip(items[i]);
     if (*items[i] == '\0' && items[1] == NULL)
       break;
-    if (g_strv_contains(moe, items[i]))
-      return fail(error, g, e, "%s offloads inside a MoE layer or a GatedDeltaProduct mixer, which offsim's layers "
-                  "do not have", items[i]);
+    if (g_strv_contains(unmodelled, items[i]))
+      return fail(error, g, e, "%s offloads TransformerEngine's fused grouped MLP (use_transformer_engine_op_fuser) "
+                  "or a GatedDeltaProduct mixer, which offsim's layers do not have (expected expert_fc1 and "
+                  "moe_act for an MoE layer's experts)", items[i]);
     guint k;
     for (k = 0; sim_framework_megatron_modules[k] && strcmp(sim_framework_megatron_modules[k], items[i]) != 0; k++)
       ;

@@ -73,6 +73,9 @@ hf_validate(const SimTransformer *c, const char *const *names, GError **error)
                 "%s, %s and %s: ops = hf follows the modeling code of a supported model_type, which has norm = "
                 "rmsnorm, mlp = swiglu and positions = 0 (llama, qwen2, mistral) or norm = layernorm, mlp = gelu and "
                 "positions above 0 (gpt2)", N(NORM), N(MLP), N(POSITIONS));
+  else if (!llama && (c->experts || c->qk_norm))
+    g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "%s: ops = hf has experts and qk_norm in the llama layout only "
+                "(mixtral, qwen2_moe, qwen3_moe: norm = rmsnorm, mlp = swiglu)", N(EXPERTS));
   else if (c->tp != 1 || c->sp)
     g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "%s and %s: ops = hf follows HuggingFace's modeling code on one "
                 "GPU: tp = 1 and sp = false", N(TP), N(SP));
@@ -99,6 +102,119 @@ hf_validate(const SimTransformer *c, const char *const *names, GError **error)
     return TRUE;
   return FALSE;
 #undef N
+}
+
+/* Ops of an ops = hf MoE layer besides its experts' (the attention's, at
+ * most 60 with eager attention and q/k norms, the router's and the shared
+ * expert's): a bound, checked when the op list is built (workload.c). */
+#define HF_LAYER_OTHER_OPS 96
+
+/* The mixture-of-experts fields agree with each other: top_k from 1 to
+ * experts and an expert size with experts, none of them without; an
+ * imbalance no expert can exceed (it takes each token once: at most
+ * experts / top_k times the mean); dense layers fewer than the layers. */
+static gboolean
+moe_check(const SimTransformer *c, const char *const *names, GError **error)
+{
+#define N(id) name_of(names, SIM_KEY_TRANSFORMER_##id)
+  if (c->experts == 0) {
+    if (c->top_k || c->moe_ffn || c->shared_ffn || c->dense_layers || c->sparse_step != 1 || c->norm_topk ||
+        c->shared_gate || c->expert_imbalance != 1 || c->capacity_factor != 0) {
+      g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "%s: expected a number of experts above 0 with top_k, moe_ffn, "
+                  "shared_ffn, shared_gate, dense_layers, sparse_step, norm_topk, expert_imbalance or "
+                  "capacity_factor (0 experts: a dense model)", N(EXPERTS));
+      return FALSE;
+    }
+    return TRUE;
+  }
+  if (c->top_k < 1 || c->top_k > c->experts) {
+    g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "%s: expected 1 to %s (%u) experts per token, got %u", N(TOP_K),
+                N(EXPERTS), c->experts, c->top_k);
+    return FALSE;
+  }
+  if (c->moe_ffn < 1) {
+    g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "%s: expected each expert's intermediate size (above 0) with %s",
+                N(MOE_FFN), N(EXPERTS));
+    return FALSE;
+  }
+  if (c->shared_gate && c->shared_ffn == 0) {
+    g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "%s: a gate needs a shared expert (expected shared_ffn above 0)",
+                N(SHARED_GATE));
+    return FALSE;
+  }
+  if (c->dense_layers >= c->layers) {
+    g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "%s: expected fewer than %s (%u), got %u", N(DENSE_LAYERS),
+                N(LAYERS), c->layers, c->dense_layers);
+    return FALSE;
+  }
+  if (!(c->expert_imbalance >= 1) || c->expert_imbalance * c->top_k > c->experts) {
+    g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "%s: expected 1 to %s / %s (%g): an expert takes a token once, so "
+                "at most every token, got %g", N(EXPERT_IMBALANCE), N(EXPERTS), N(TOP_K),
+                (double)c->experts / c->top_k, c->expert_imbalance);
+    return FALSE;
+  }
+  return TRUE;
+#undef N
+}
+
+/* Multi-head latent attention's fields agree: none without kv_lora_rank;
+ * with it a RoPE part below head_dim, a v head dim, and as many key/value
+ * heads as query heads (each head's k and v come from the shared latent). */
+static gboolean
+mla_check(const SimTransformer *c, const char *const *names, GError **error)
+{
+#define N(id) name_of(names, SIM_KEY_TRANSFORMER_##id)
+  if (c->kv_lora_rank == 0) {
+    if (c->q_lora_rank || c->qk_rope_dim || c->v_head_dim) {
+      g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "%s: expected a latent rank above 0 with q_lora_rank, "
+                  "qk_rope_dim or v_head_dim (multi-head latent attention)", N(KV_LORA_RANK));
+      return FALSE;
+    }
+    return TRUE;
+  }
+  if (c->qk_rope_dim < 1 || c->qk_rope_dim >= c->head_dim) {
+    g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "%s: expected 1 to %s - 1 (%u), got %u", N(QK_ROPE_DIM),
+                N(HEAD_DIM), c->head_dim - 1, c->qk_rope_dim);
+    return FALSE;
+  }
+  if (c->v_head_dim < 1) {
+    g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "%s: expected the value head dim (above 0) with %s", N(V_HEAD_DIM),
+                N(KV_LORA_RANK));
+    return FALSE;
+  }
+  if (c->kv_heads != c->heads) {
+    g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "%s: expected %s (%u) with %s: latent attention has no grouped "
+                "key/value heads", N(KV_HEADS), N(HEADS), c->heads, N(KV_LORA_RANK));
+    return FALSE;
+  }
+  return TRUE;
+#undef N
+}
+
+gboolean
+sim_transformer_is_moe_layer(const SimTransformer *c, guint index)
+{
+  return c->experts > 0 && index >= c->dense_layers && (index + 1) % c->sparse_step == 0;
+}
+
+guint64
+sim_transformer_expert_tokens(const SimTransformer *c, guint expert)
+{
+  guint64 total = (guint64)c->batch * c->seq * c->top_k, E = c->experts;
+  guint64 hot = (guint64)ceil(c->expert_imbalance * (double)total / (double)E - 1e-9);
+  hot = MIN(MAX(hot, (total + E - 1) / E), (guint64)c->batch * c->seq);
+  guint64 tokens;
+  if (expert == 0 || E == 1) {
+    tokens = hot;
+  } else {
+    guint64 rest = total - MIN(hot, total), base = rest / (E - 1), extra = rest % (E - 1);
+    tokens = base + (expert - 1 < extra ? 1 : 0);
+  }
+  if (c->capacity_factor > 0) {
+    guint64 capacity = (guint64)ceil(c->capacity_factor * (double)total / (double)E - 1e-9);
+    tokens = MIN(tokens, capacity);
+  }
+  return tokens;
 }
 
 /* A count field of `c` as the schema maps it. */
@@ -152,8 +268,36 @@ check(const SimTransformer *c, gboolean shape_only, const char *const *names, GE
     g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "%s: expected a probability in [0, 1)", N(DROPOUT));
     return FALSE;
   }
+  if (!moe_check(c, names, error) || !mla_check(c, names, error))
+    return FALSE;
   if (shape_only)
     return TRUE;
+  if (c->kv_lora_rank && (c->hf_ops || c->attention != SIM_ATTENTION_FLASH || c->tp != 1)) {
+    g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "%s: multi-head latent attention runs with ops = fused, attention "
+                "= flash and tp = 1 (HF's DeepseekV3Attention op by op and its tensor parallelism are not modelled)",
+                N(KV_LORA_RANK));
+    return FALSE;
+  }
+  if (c->experts && c->tp != 1) {
+    g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "%s: expected 1 with %s above 0 (tensor parallelism inside MoE "
+                "layers is not modelled)", N(TP), N(EXPERTS));
+    return FALSE;
+  }
+  /* ops = hf runs each expert as its own ops (HF's loop): 14 ops each
+   * (the gather, four GEMM and elementwise steps, the combine; as many
+   * backward), besides the attention's and the router's, within a layer's
+   * op limit (sim/model/workload.h). */
+  if (c->experts && c->hf_ops && 14 * (guint64)c->experts + HF_LAYER_OTHER_OPS > SIM_LAYER_MAX_OPS) {
+    g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "%s: ops = hf runs each expert as ops of its own, at most %u "
+                "experts per layer (expected ops = fused, Megatron's grouped GEMM, for %u)", N(EXPERTS),
+                (SIM_LAYER_MAX_OPS - HF_LAYER_OTHER_OPS) / 14, c->experts);
+    return FALSE;
+  }
+  if (c->experts && c->hf_ops && c->capacity_factor > 0) {
+    g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "%s: expected 0 with ops = hf (HuggingFace's MoE blocks drop no "
+                "token; a capacity is Megatron's, ops = fused)", N(CAPACITY_FACTOR));
+    return FALSE;
+  }
   if (c->heads % c->tp != 0 || c->kv_heads % c->tp != 0 || c->ffn % c->tp != 0) {
     g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "%s: %u must divide %s (%u), %s (%u) and %s (%u)", N(TP), c->tp,
                 N(HEADS), c->heads, N(KV_HEADS), c->kv_heads, N(FFN), c->ffn);
@@ -188,6 +332,10 @@ sim_transformer_validate_shape(const SimTransformer *c, const char *const *names
 typedef struct {
   guint64 layer, embed, head;
   guint layer_tensors, embed_tensors, head_tensors;
+  /* An MoE layer: all its parameters, those one token uses (the router,
+   * top_k experts, the shared experts, attention and norms), its tensors. */
+  guint64 moe_layer, moe_active;
+  guint moe_tensors;
 } Parameters;
 
 static Parameters
@@ -197,6 +345,15 @@ parameters_of(const SimTransformer *c)
           t = c->tp;
   guint64 norm = c->layernorm ? 2 * h : h;
   guint64 attn = h * (q + 2 * kv) + q * h;
+  if (c->kv_lora_rank) {
+    /* MLA (DeepseekV3Attention): q_a (h x q_lora) and its norm, q_b (q_lora
+     * x heads.head_dim), or one h x heads.head_dim q projection; kv_a (h x
+     * (kv_lora + rope)) and its norm, kv_b (kv_lora x heads.(nope + v)),
+     * o (heads.v x h). */
+    guint64 a = c->heads, ql = c->q_lora_rank, kl = c->kv_lora_rank, v = c->v_head_dim, d = c->head_dim;
+    attn = (ql ? h * ql + ql + ql * a * d : h * a * d) + h * (kl + c->qk_rope_dim) + kl +
+           kl * a * (d - c->qk_rope_dim + v) + a * v * h;
+  }
   if (c->qkv_bias || c->linear_bias)
     attn += q + 2 * kv;
   if (c->linear_bias)
@@ -208,26 +365,77 @@ parameters_of(const SimTransformer *c)
    * with its bias), the MLP's two or three projections (and their biases),
    * a weight (and a bias) per norm. */
   guint norm_tensors = c->layernorm ? 2 : 1, mlp_tensors = c->gelu ? 2 : 3;
-  guint attn_tensors = c->linear_bias ? 4 : 4 + (c->qkv_bias ? 3 : 0);
+  guint attn_tensors = c->kv_lora_rank ? (c->q_lora_rank ? 7 : 5) : c->linear_bias ? 4 : 4 + (c->qkv_bias ? 3 : 0);
+  /* qwen3's q_norm and k_norm: a head_dim weight each. */
+  guint64 qk = c->qk_norm ? 2 * (guint64)c->head_dim : 0;
+  /* Each expert a SwiGLU (or GeLU) MLP of moe_ffn, the router a hidden x
+   * experts linear, the shared experts one MLP of shared_ffn and its gate
+   * a hidden x 1 linear. */
+  guint64 expert = (c->gelu ? 2 : 3) * h * c->moe_ffn, router = h * c->experts;
+  guint64 shared = (c->gelu ? 2 : 3) * h * c->shared_ffn + (c->shared_gate ? h : 0);
+  guint64 moe_common = attn / t + 2 * norm + qk + router + shared;
+  guint shared_tensors = c->shared_ffn ? mlp_tensors + (c->shared_gate ? 1 : 0) : 0;
   return (Parameters){
-    .layer = (attn + mlp) / t + 2 * norm,
+    .moe_layer = moe_common + c->experts * expert,
+    .moe_active = moe_common + c->top_k * expert,
+    .moe_tensors = attn_tensors + 2 * norm_tensors + (c->qk_norm ? 2 : 0) + 1 + c->experts * mlp_tensors + shared_tensors,
+    .layer = (attn + mlp) / t + 2 * norm + qk,
     .embed = c->vocab * h / t + (guint64)c->max_positions * h,
     .head = (c->tied_embeddings ? 0 : c->vocab * h / t) + norm,
-    .layer_tensors = attn_tensors + mlp_tensors * (c->linear_bias ? 2 : 1) + 2 * norm_tensors,
+    .layer_tensors = attn_tensors + mlp_tensors * (c->linear_bias ? 2 : 1) + 2 * norm_tensors + (c->qk_norm ? 2 : 0),
     .embed_tensors = c->max_positions ? 2 : 1,
     .head_tensors = norm_tensors + (c->tied_embeddings ? 0 : 1),
   };
 }
 
+/* Layer `i`'s parameters and tensors. */
+static guint64
+layer_params(const SimTransformer *c, const Parameters *p, guint i)
+{
+  return sim_transformer_is_moe_layer(c, i) ? p->moe_layer : p->layer;
+}
+
+static guint
+layer_tensors(const SimTransformer *c, const Parameters *p, guint i)
+{
+  return sim_transformer_is_moe_layer(c, i) ? p->moe_tensors : p->layer_tensors;
+}
+
+/* The MoE layers of `c`. */
+static guint
+moe_layers(const SimTransformer *c)
+{
+  guint n = 0;
+  for (guint i = c->dense_layers; c->experts && i < c->layers; i++)
+    n += sim_transformer_is_moe_layer(c, i);
+  return n;
+}
+
+/* Every parameter, or (active) those one token's forward uses. */
+static guint64
+count_parameters(const SimTransformer *c, gboolean active)
+{
+  Parameters p = parameters_of(c);
+  guint moe = moe_layers(c);
+  guint64 per_moe = active ? p.moe_active : p.moe_layer;
+  /* Within the loaders' bounds everything but the products with the layer
+   * counts stays below 2^57: saturate those rather than wrap. */
+  guint64 big = MAX(p.layer, per_moe);
+  if (c->layers && big > (G_MAXUINT64 - p.embed - p.head) / c->layers)
+    return G_MAXUINT64;
+  return p.layer * (c->layers - moe) + per_moe * moe + p.embed + p.head;
+}
+
 guint64
 sim_transformer_parameters(const SimTransformer *c)
 {
-  Parameters p = parameters_of(c);
-  /* Within the loaders' bounds everything but the product with the layer
-   * count stays below 2^57: saturate that one rather than wrap. */
-  if (c->layers && p.layer > (G_MAXUINT64 - p.embed - p.head) / c->layers)
-    return G_MAXUINT64;
-  return p.layer * c->layers + p.embed + p.head;
+  return count_parameters(c, FALSE);
+}
+
+guint64
+sim_transformer_active_parameters(const SimTransformer *c)
+{
+  return count_parameters(c, TRUE);
 }
 
 /* What a shape certainly holds, from its fields alone, before anything is
@@ -249,7 +457,7 @@ memory_fits(const SimTransformer *c, const char *const *names, GError **error)
   sim_param_bytes_set(&per, e, c->grads_kept, c->adamw, c->master_weights);
   double per_param = (double)(per.weight + per.grad + per.state);
   double input = (double)c->batch * c->seq * c->hidden * e / (c->sp ? c->tp : 1);
-  double layer = (double)p.layer * per_param + input, ends = (double)(p.embed + p.head) * per_param;
+  double layer = (double)MAX(p.layer, c->experts ? p.moe_layer : 0) * per_param + input, ends = (double)(p.embed + p.head) * per_param;
   double scores = (double)c->batch * c->heads * c->seq * c->seq;
   if (scores > max) {
     g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "%s: the attention scores (%s x %s x %s^2: %.3g elements) take more "
@@ -261,7 +469,7 @@ memory_fits(const SimTransformer *c, const char *const *names, GError **error)
   if (ends + layer * c->layers > max) {
     g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "%s: %u layers of at least %.3g bytes each (%.3g parameters at %.0f "
                 "bytes, and the layer's input) add up to more than 4 EiB", N(LAYERS), c->layers, layer,
-                (double)p.layer, per_param);
+                (double)MAX(p.layer, c->experts ? p.moe_layer : 0), per_param);
     return FALSE;
   }
   return TRUE;
@@ -297,9 +505,75 @@ add_norm(SimLayer *layer, const SimTransformer *c, const Geometry *g, Checked *k
   sim_tensor_set_elem(add(layer, stats, mul(k, g->rows, c->layernorm ? 8 : 4) / g->sr, 1), 4);
 }
 
+/* The tokens all routed experts take in an MoE layer (N.k without a
+ * capacity, less what it drops). */
+static guint64
+routed_tokens(const SimTransformer *c)
+{
+  guint64 sum = 0;
+  for (guint i = 0; i < c->experts; i++)
+    sum += sim_transformer_expert_tokens(c, i);
+  return sum;
+}
+
+/* ops = fused, an MoE layer's MLP as Megatron-core runs it with grouped
+ * GEMM (megatron/core/transformer/moe: router.py, token_dispatcher.py,
+ * experts.py TEGroupedMLP, NVIDIA/Megatron-LM@d98e8a6): the router's
+ * input (and the shared experts'), the router's fp32 probabilities and its
+ * bool routing map, the permuted tokens' sort indices (read by permute and
+ * unpermute), the permuted tokens (grouped fc1's input), fc1's output and
+ * the routed rows' fp32 probabilities (the weighted SwiGLU's inputs,
+ * weighted_bias_swiglu_impl, experts.py l. 941-975; fc1's output 2 x
+ * moe_ffn wide for SwiGLU), the activation's output (grouped fc2's input);
+ * the shared experts as a dense MLP of shared_ffn (fc1's output and the
+ * activation's). */
+static void
+fused_moe(SimLayer *layer, const SimTransformer *c, const Geometry *g, Checked *k)
+{
+  guint64 T = routed_tokens(c), w = c->gelu ? 1 : 2;
+  add(layer, "mlp_in", mul3(k, g->rows, g->h, g->e), c->shared_ffn ? 2 : 1);
+  sim_tensor_set_elem(add(layer, "router_probs", mul3(k, g->rows, c->experts, 4), 1), 4);
+  sim_tensor_set_elem(add(layer, "routing_map", mul(k, g->rows, c->experts), 1), 1);
+  sim_tensor_set_elem(add(layer, "permute_idx", mul(k, T, 8), 2), 8);
+  add(layer, "expert_in", mul3(k, T, g->h, g->e), 1);
+  add(layer, "expert_fc1_out", mul3(k, T, w * c->moe_ffn, g->e), 1);
+  sim_tensor_set_elem(add(layer, "expert_probs", mul(k, T, 4), 1), 4);
+  add(layer, "expert_act_out", mul3(k, T, c->moe_ffn, g->e), 1);
+  if (c->shared_ffn) {
+    add(layer, "shared_fc1_out", mul3(k, g->rows, w * c->shared_ffn, g->e), 1);
+    add(layer, "shared_act_out", mul3(k, g->rows, c->shared_ffn, g->e), 1);
+  }
+}
+
+/* ops = fused, multi-head latent attention as Megatron-core's
+ * MLASelfAttention runs it (megatron/core/transformer/multi_latent_
+ * attention.py, NVIDIA/Megatron-LM@d98e8a6): the norm's output, read by
+ * the q and kv down-projections; each down-projection's output (its
+ * RMSNorm's input) with the norm's statistics and output (the up-
+ * projection's input); q, k and v as the flash kernel takes them, q and k
+ * heads x head_dim wide (the RoPE part included), v heads x v_head_dim.
+ * Without q_lora_rank one q projection reads the norm's output. */
+static void
+fused_mla(SimLayer *layer, const SimTransformer *c, const Geometry *g, Checked *k)
+{
+  guint64 a = c->heads, ql = c->q_lora_rank, kl = c->kv_lora_rank;
+  add(layer, "qkv_in", mul3(k, g->rows, g->h, g->e), 2);
+  if (ql) {
+    add(layer, "q_down", mul3(k, g->rows, ql, g->e), 1);
+    sim_tensor_set_elem(add(layer, "q_down_stats", mul(k, g->rows, 4), 1), 4);
+    add(layer, "q_up_in", mul3(k, g->rows, ql, g->e), 1);
+  }
+  add(layer, "kv_down", mul3(k, g->rows, kl, g->e), 1);
+  sim_tensor_set_elem(add(layer, "kv_down_stats", mul(k, g->rows, 4), 1), 4);
+  add(layer, "kv_up_in", mul3(k, g->rows, kl, g->e), 1);
+  add(layer, "q", mul3(k, g->rows, a * c->head_dim, g->e), 1);
+  add(layer, "k", mul3(k, g->rows, a * c->head_dim, g->e), 1);
+  add(layer, "v", mul3(k, g->rows, a * c->v_head_dim, g->e), 1);
+}
+
 /* ops = fused: one tensor per storage of a fused-kernel layer. */
 static void
-fused_layer(SimLayer *layer, const SimTransformer *c, const Geometry *g, Checked *k)
+fused_layer(SimLayer *layer, guint index, const SimTransformer *c, const Geometry *g, Checked *k)
 {
   guint64 row_h = mul3(k, g->rows, g->h, g->e) / g->sr;
   guint64 row_f = mul3(k, g->rows, g->f, g->e) / g->t;
@@ -308,10 +582,16 @@ fused_layer(SimLayer *layer, const SimTransformer *c, const Geometry *g, Checked
 
   /* Attention. */
   add_norm(layer, c, g, k, "attn_norm_in", "attn_norm_stats");
-  add(layer, "qkv_in", row_h, 3);
-  add(layer, "q", mul3(k, g->rows, g->qd, g->e) / g->t, 1);
-  add(layer, "k", mul3(k, g->rows, g->kvd, g->e) / g->t, 1);
-  add(layer, "v", mul3(k, g->rows, g->kvd, g->e) / g->t, 1);
+  guint64 out = g->qd; /* the attention output's width: heads x v_head_dim with MLA */
+  if (c->kv_lora_rank) {
+    fused_mla(layer, c, g, k);
+    out = (guint64)c->heads * c->v_head_dim;
+  } else {
+    add(layer, "qkv_in", row_h, 3);
+    add(layer, "q", mul3(k, g->rows, g->qd, g->e) / g->t, 1);
+    add(layer, "k", mul3(k, g->rows, g->kvd, g->e) / g->t, 1);
+    add(layer, "v", mul3(k, g->rows, g->kvd, g->e) / g->t, 1);
+  }
   if (flash) {
     sim_tensor_set_elem(add(layer, "softmax_lse", mul3(k, g->rows, c->heads, 4) / g->t, 1), 4);
   } else {
@@ -324,12 +604,16 @@ fused_layer(SimLayer *layer, const SimTransformer *c, const Geometry *g, Checked
       add(layer, "attn_probs_dropped", scores, 1)->selective = TRUE;
     }
   }
-  add(layer, "attn_out", mul3(k, g->rows, g->qd, g->e) / g->t, flash ? 2 : 1);
+  add(layer, "attn_out", mul3(k, g->rows, out, g->e) / g->t, flash ? 2 : 1);
   if (drop)
     sim_tensor_set_elem(add(layer, "attn_resid_mask", mul(k, g->rows, g->h) / g->sr, 1), 1);
 
   /* MLP. */
   add_norm(layer, c, g, k, "mlp_norm_in", "mlp_norm_stats");
+  if (sim_transformer_is_moe_layer(c, index)) {
+    fused_moe(layer, c, g, k);
+    return;
+  }
   add(layer, "mlp_in", row_h, c->gelu ? 1 : 2);
   if (c->gelu) {
     add(layer, "fc1_out", row_f, 1);
@@ -399,6 +683,20 @@ transformer_shape(const SimTransformer *c)
   m.padded = m.hf && !m.eager && m.d % 8 != 0 && m.e != 4;
   m.repeat = m.hf && !m.flash && m.kv < m.a;
   m.softmax32 = m.hf && !m.gpt2;
+  m.E = c->experts;
+  m.k = c->top_k;
+  m.fe = c->moe_ffn;
+  m.fs = c->shared_ffn;
+  m.shared_gate = c->shared_gate;
+  m.norm_topk = c->norm_topk;
+  m.qk_norm = c->qk_norm;
+  m.routed = c->experts ? routed_tokens(c) : 0;
+  m.hot = c->experts ? sim_transformer_expert_tokens(c, 0) : 0;
+  m.mla = c->kv_lora_rank > 0;
+  m.ql = c->q_lora_rank;
+  m.kvl = c->kv_lora_rank;
+  m.dr = c->qk_rope_dim;
+  m.dv = m.mla ? c->v_head_dim : m.d;
   return m;
 }
 
@@ -420,7 +718,10 @@ typedef struct {
 #define NORM_NAMES(p)                                                                                      \
   { p ".in", p ".in_fp32", p ".rsqrt", p ".normed", p ".mean", p ".rstd", p ".weight", p ".bias" }
 static const NormNames attn_norm = NORM_NAMES("attn_norm"), mlp_norm = NORM_NAMES("mlp_norm"),
-                       final_norm = NORM_NAMES("final_norm");
+                       final_norm = NORM_NAMES("final_norm"), q_norm = NORM_NAMES("q_norm"),
+                       k_norm = NORM_NAMES("k_norm");
+
+static void hf_rmsnorm(SimLayer *l, Checked *k, guint64 rows, guint64 width, guint64 e, const NormNames *names);
 
 /* LlamaRMSNorm: hidden.to(float32) (saved by pow and by the multiply by
  * rsqrt; in fp32 the cast is a no-op and this is the input itself), rsqrt
@@ -439,10 +740,18 @@ hf_norm(SimLayer *l, const Hf *m, Checked *k, const NormNames *names)
     hf_add(l, names->rstd, mul(k, m->n, 4), 1, HF_LEAF | HF_F32);
     return;
   }
-  hf_add(l, names->in_fp32, mul3(k, m->n, m->h, 4), 2, HF_F32);
-  hf_add(l, names->rsqrt, mul(k, m->n, 4), 2, HF_F32);
-  hf_add(l, names->weight, m->h * m->e, 1, HF_PARAM | HF_LEAF); /* saved as itself, not a view */
-  hf_add(l, names->normed, mul3(k, m->n, m->h, m->e), 1, 0);
+  hf_rmsnorm(l, k, m->n, m->h, m->e, names);
+}
+
+/* An RMSNorm over `width` of `rows` rows (hf_norm; qwen3's q_norm and
+ * k_norm over head_dim, rows = tokens x heads). */
+static void
+hf_rmsnorm(SimLayer *l, Checked *k, guint64 rows, guint64 width, guint64 e, const NormNames *names)
+{
+  hf_add(l, names->in_fp32, mul3(k, rows, width, 4), 2, HF_F32);
+  hf_add(l, names->rsqrt, mul(k, rows, 4), 2, HF_F32);
+  hf_add(l, names->weight, width * e, 1, HF_PARAM | HF_LEAF); /* saved as itself, not a view */
+  hf_add(l, names->normed, mul3(k, rows, width, e), 1, 0);
 }
 
 /* The MLP activation on `input` (N x ffn): SiLU and the fused GeLUs save
@@ -522,6 +831,75 @@ hf_fused_attention(SimLayer *l, const SimTransformer *c, const Hf *m, Checked *k
     hf_add(l, "attn_out", mul3(k, m->n, m->a * m->d, m->e), 1, 0);
 }
 
+/* A SwiGLU expert of `tokens` rows and width `f`, its names under `p`
+ * (routed experts "expert.<i>.", the shared one "shared."): what its
+ * gate_proj, SiLU, up_proj, product and down_proj save. */
+static void
+hf_expert(SimLayer *l, const Hf *m, Checked *k, const char *p, guint64 tokens, guint64 f)
+{
+  guint64 row_f = mul3(k, tokens, f, m->e);
+  g_autofree char *gw = g_strconcat(p, "gate_proj.weight", NULL), *g = g_strconcat(p, "gate", NULL),
+                  *a = g_strconcat(p, "act_out", NULL), *uw = g_strconcat(p, "up_proj.weight", NULL),
+                  *u = g_strconcat(p, "up", NULL), *d = g_strconcat(p, "down_in", NULL),
+                  *dw = g_strconcat(p, "down_proj.weight", NULL);
+  hf_add(l, gw, m->h * f * m->e, 1, HF_PARAM);
+  hf_add(l, g, row_f, 1, 0);
+  hf_add(l, uw, m->h * f * m->e, 1, HF_PARAM);
+  hf_add(l, a, row_f, 1, 0);
+  hf_add(l, u, row_f, 1, 0);
+  hf_add(l, d, row_f, 1, 0);
+  hf_add(l, dw, f * m->h * m->e, 1, HF_PARAM);
+}
+
+/* HF's sparse MoE block (modeling_mixtral.py, modeling_qwen2_moe.py,
+ * modeling_qwen3_moe.py; recorded in tests/data/hf): the router's input
+ * and weight, softmax(dtype=float32)'s result, topk's indices, with
+ * norm_topk_prob the in-place division's operands (a clone autograd takes
+ * of the top-k values, and their sum), then per expert that takes tokens
+ * (HF loops over the experts hit): torch.where's (2, t) int64 result, one
+ * storage read by the gather, the routing weights' index (twice) and
+ * index_add_; the gathered input (gate_proj and up_proj); the expert's
+ * MLP; its output and the routing weight slice (the product); the product
+ * (index_add_'s source).  qwen2_moe's shared expert reads the block's input
+ * with its gate, whose sigmoid's result is saved by itself and by the
+ * product with the shared output. */
+static void
+hf_moe(SimLayer *l, const SimTransformer *c, const Hf *m, Checked *k)
+{
+  guint64 row_h = mul3(k, m->n, m->h, m->e);
+  hf_add(l, "mlp_in", row_h, 1 + (m->fs ? 2 : 0) + (m->shared_gate ? 1 : 0), 0);
+  hf_add(l, "router.weight", m->h * m->E * m->e, 1, HF_PARAM);
+  hf_add(l, "router_probs", mul3(k, m->n, m->E, 4), 1, HF_F32);
+  hf_add(l, "topk_idx", mul3(k, m->n, m->k, 8), 1, HF_LEAF | HF_I64);
+  if (m->norm_topk) {
+    hf_add(l, "topk_clone", mul3(k, m->n, m->k, 4), 1, HF_F32);
+    hf_add(l, "topk_sum", mul(k, m->n, 4), 1, HF_F32);
+  }
+  for (guint i = 0; i < m->E; i++) {
+    guint64 t = sim_transformer_expert_tokens(c, i);
+    if (t == 0)
+      continue; /* not hit: HF's loop skips it */
+    g_autofree char *p = g_strdup_printf("expert.%u.", i);
+    g_autofree char *idx = g_strconcat(p, "idx", NULL), *in = g_strconcat(p, "in", NULL),
+                    *out = g_strconcat(p, "out", NULL), *route = g_strconcat(p, "route", NULL),
+                    *weighted = g_strconcat(p, "weighted", NULL);
+    hf_add(l, idx, mul(k, t, 16), 4, HF_LEAF | HF_I64);
+    hf_add(l, in, mul3(k, t, m->h, m->e), 2, 0);
+    hf_expert(l, m, k, p, t, m->fe);
+    hf_add(l, out, mul3(k, t, m->h, m->e), 1, 0);
+    hf_add(l, route, mul(k, t, m->e), 1, 0);
+    hf_add(l, weighted, mul3(k, t, m->h, m->e), 1, 0);
+  }
+  if (m->fs) {
+    hf_expert(l, m, k, "shared.", m->n, m->fs);
+    if (m->shared_gate) {
+      hf_add(l, "shared_gate.weight", m->h * m->e, 1, HF_PARAM);
+      hf_add(l, "shared_sigmoid", mul(k, m->n, m->e), 2, 0);
+      hf_add(l, "shared_out", row_h, 1, 0);
+    }
+  }
+}
+
 static void
 hf_layer(SimLayer *l, guint index, const SimTransformer *c, const Geometry *g, Checked *k)
 {
@@ -536,6 +914,10 @@ hf_layer(SimLayer *l, guint index, const SimTransformer *c, const Geometry *g, C
     hf_add(l, "q_proj.weight", m.h * qd * m.e, 1, HF_PARAM);
     hf_add(l, "k_proj.weight", m.h * kvd * m.e, 1, HF_PARAM);
     hf_add(l, "v_proj.weight", m.h * kvd * m.e, 1, HF_PARAM);
+    if (c->qk_norm) {
+      hf_rmsnorm(l, k, mul(k, m.n, m.a), m.d, m.e, &q_norm);
+      hf_rmsnorm(l, k, mul(k, m.n, m.kv), m.d, m.e, &k_norm);
+    }
     /* RoPE: cos and sin (1, seq, head_dim), computed once in the model's
      * forward and saved by the q and k multiplies of every layer. */
     guint shared = index > 0 ? HF_SHARED : 0;
@@ -560,6 +942,10 @@ hf_layer(SimLayer *l, guint index, const SimTransformer *c, const Geometry *g, C
     hf_add(l, "mlp.c_proj.weight", m.f * m.h * m.e, 1, HF_PARAM | HF_LEAF);
     if (m.drop)
       hf_add(l, "mlp_resid_mask", mul(k, m.n, m.h), 1, HF_LEAF | HF_BOOL);
+    return;
+  }
+  if (sim_transformer_is_moe_layer(c, index)) {
+    hf_moe(l, c, &m, k);
     return;
   }
   hf_add(l, "mlp_in", row_h, 2, 0);
@@ -669,13 +1055,13 @@ set_grads(SimWorkload *w, const SimTransformer *c, guint e)
   Parameters p = parameters_of(c);
   guint64 tied = c->tied_embeddings ? c->vocab * c->hidden / c->tp : 0;
   for (guint i = 0; i < sim_workload_n_layers(w); i++)
-    sim_workload_layer(w, i)->reduce_bytes = p.layer * e;
+    sim_workload_layer(w, i)->reduce_bytes = layer_params(c, &p, i) * e;
   w->head->reduce_bytes = (p.head + tied) * e;
   w->embed->reduce_bytes = (p.embed - tied) * e;
   if (c->grads_kept)
     return;
   for (guint i = 0; i < sim_workload_n_layers(w); i++)
-    sim_workload_layer(w, i)->grad_bytes = p.layer * e;
+    sim_workload_layer(w, i)->grad_bytes = layer_params(c, &p, i) * e;
   w->head->grad_bytes = w->head->reduce_bytes;
   w->embed->grad_bytes = w->embed->reduce_bytes;
 }
@@ -709,7 +1095,7 @@ sim_transformer_build(const SimTransformer *c, const SimDevice *dev, const char 
     if (c->hf_ops)
       hf_layer(layer, i, c, &g, &k);
     else
-      fused_layer(layer, c, &g, &k);
+      fused_layer(layer, i, c, &g, &k);
     layer_input(layer, &g, &k);
   }
   build_embed(sim_workload_add_embed(w), c, &g, &k);
@@ -739,9 +1125,9 @@ sim_transformer_build(const SimTransformer *c, const SimDevice *dev, const char 
   Parameters parts = parameters_of(c);
   for (guint i = 0; i < c->layers; i++) {
     SimLayer *layer = sim_workload_layer(w, i);
-    layer->static_bytes = mul(&k, parts.layer, per_param);
-    layer->params = parts.layer;
-    layer->param_tensors = parts.layer_tensors;
+    layer->static_bytes = mul(&k, layer_params(c, &parts, i), per_param);
+    layer->params = layer_params(c, &parts, i);
+    layer->param_tensors = layer_tensors(c, &parts, i);
   }
   w->embed->static_bytes = mul(&k, parts.embed, per_param);
   w->embed->params = parts.embed;
@@ -791,6 +1177,26 @@ sim_transformer_format_ini(const SimTransformer *c, GString *out)
   for (guint i = 0; i < G_N_ELEMENTS(order); i++)
     if (order[i] != SIM_KEY_TRANSFORMER_POSITIONS || c->max_positions)
       sim_schema_format(order[i], c, out);
+  /* Latent attention's keys only with it. */
+  if (c->kv_lora_rank) {
+    sim_schema_format(SIM_KEY_TRANSFORMER_Q_LORA_RANK, c, out);
+    sim_schema_format(SIM_KEY_TRANSFORMER_KV_LORA_RANK, c, out);
+    sim_schema_format(SIM_KEY_TRANSFORMER_QK_ROPE_DIM, c, out);
+    sim_schema_format(SIM_KEY_TRANSFORMER_V_HEAD_DIM, c, out);
+  }
+  /* A mixture of experts' keys only with experts: dense files stay as they were. */
+  if (c->qk_norm)
+    sim_schema_format(SIM_KEY_TRANSFORMER_QK_NORM, c, out);
+  if (c->experts) {
+    static const SimKeyId moe[] = {
+      SIM_KEY_TRANSFORMER_EXPERTS, SIM_KEY_TRANSFORMER_TOP_K, SIM_KEY_TRANSFORMER_MOE_FFN,
+      SIM_KEY_TRANSFORMER_SHARED_FFN, SIM_KEY_TRANSFORMER_SHARED_GATE, SIM_KEY_TRANSFORMER_DENSE_LAYERS,
+      SIM_KEY_TRANSFORMER_SPARSE_STEP, SIM_KEY_TRANSFORMER_NORM_TOPK, SIM_KEY_TRANSFORMER_EXPERT_IMBALANCE,
+      SIM_KEY_TRANSFORMER_CAPACITY_FACTOR,
+    };
+    for (guint i = 0; i < G_N_ELEMENTS(moe); i++)
+      sim_schema_format(moe[i], c, out);
+  }
   /* What only ops = hf reads, only with it: ops = fused files stay as they were. */
   if (c->hf_ops) {
     sim_schema_format(SIM_KEY_TRANSFORMER_OPS, c, out);

@@ -157,6 +157,28 @@ typedef struct {
   gboolean grads_kept;     /* grads = kept: gradients static all step; FALSE: set-to-none, each
                             * allocated when backward reaches its parameters */
   gboolean outputs_held;   /* outputs = held: the caller keeps the logits through backward */
+  /* Mixture of experts (experts = 0: every MLP dense).  A layer is an MoE
+   * layer when it is at least dense_layers deep (DeepSeek's
+   * first_k_dense_replace) and (index + 1) is a multiple of sparse_step
+   * (Qwen's decoder_sparse_step); the others keep the dense `ffn` MLP. */
+  guint experts;           /* routed experts per MoE layer */
+  guint top_k;             /* experts each token is routed to */
+  guint moe_ffn;           /* each routed expert's intermediate size */
+  guint shared_ffn;        /* the shared experts' intermediate size in all (0: none) */
+  gboolean shared_gate;    /* qwen2_moe: the shared expert's output scaled by sigmoid(x W), W hidden x 1 */
+  guint dense_layers;      /* the first layers with a dense MLP */
+  guint sparse_step;       /* every sparse_step-th layer is an MoE layer (1: all) */
+  gboolean norm_topk;      /* the top-k routing weights renormalised to sum to 1 (a division HF saves) */
+  gboolean qk_norm;        /* qwen3: an RMSNorm over head_dim on each head's q and k before RoPE */
+  double expert_imbalance; /* the hottest expert's tokens over the mean, >= 1 */
+  double capacity_factor;  /* ops = fused: an expert takes at most ceil(factor x mean) tokens, the rest
+                            * dropped; 0: none dropped */
+  /* DeepSeek's multi-head latent attention (kv_lora_rank > 0; ops = fused,
+   * flash): q through a rank-q_lora_rank bottleneck (0: one projection), k
+   * and v from a rank-kv_lora_rank latent plus a shared RoPE key of
+   * qk_rope_dim; head_dim is q's and k's per head (qk_nope_head_dim +
+   * qk_rope_head_dim), v_head_dim v's and the output's. */
+  guint q_lora_rank, kv_lora_rank, qk_rope_dim, v_head_dim;
 } SimTransformer;
 
 /* Every field at its scenario default (sim/input/schema.c); shape fields
@@ -198,6 +220,23 @@ SimWorkload *sim_transformer_build(const SimTransformer *config, const SimDevice
 /* Parameters per GPU (tensor-parallel shard), for static memory; G_MAXUINT64
  * when the count passes 64 bits. */
 guint64 sim_transformer_parameters(const SimTransformer *config);
+
+/* Whether layer `index` (from 0) of `config` is an MoE layer: experts,
+ * past dense_layers, and (index + 1) a multiple of sparse_step. */
+gboolean sim_transformer_is_moe_layer(const SimTransformer *config, guint index);
+
+/* The tokens routed expert `expert` of an MoE layer takes: the hottest
+ * (expert 0) expert_imbalance times the mean N.k/E, rounded up, the others
+ * the rest spread evenly (the first ones one more where it does not
+ * divide), each at most the capacity ceil(capacity_factor.N.k/E) when one
+ * is set.  Balanced routing (expert_imbalance = 1) gives every expert N.k/E
+ * where E divides N.k. */
+guint64 sim_transformer_expert_tokens(const SimTransformer *config, guint expert);
+
+/* The parameters one token's forward uses (all but the experts it is not
+ * routed to: top_k of each MoE layer's experts); the same as
+ * sim_transformer_parameters for a dense model. */
+guint64 sim_transformer_active_parameters(const SimTransformer *config);
 
 /* Appends the [transformer] group that describes `config` in full, one key
  * per line as the schema formats it, so that loading it builds the same

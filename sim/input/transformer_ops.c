@@ -100,6 +100,13 @@ op(Ops *o, const char *name, gboolean backward)
   return i;
 }
 
+/* The index the next op added will have. */
+static guint
+op_count(const Ops *o)
+{
+  return o->l->ops->len;
+}
+
 static gint
 find(const Ops *o, const char *name)
 {
@@ -187,9 +194,8 @@ typedef TransformerShape Shape;
 /* LlamaRMSNorm: to fp32, pow, mean, add, rsqrt, mul, cast back, weight *.
  * One fp32 row block at a time besides what it saves. */
 static guint
-rmsnorm_forward(Ops *o, const Shape *m, const char *prefix, const char *out)
+rmsnorm_forward_over(Ops *o, const Shape *m, guint64 x, const char *prefix, const char *out)
 {
-  guint64 x = m->n * m->h;
   memory(o, 8, x * (m->e + 4 + 4 + 4 + 4 + m->e), x * (4 + 4 + 4 + m->e + m->e));
   guint f = op(o, prefix, FALSE);
   g_autofree char *in = g_strconcat(prefix, ".in_fp32", NULL), *r = g_strconcat(prefix, ".rsqrt", NULL),
@@ -199,21 +205,32 @@ rmsnorm_forward(Ops *o, const Shape *m, const char *prefix, const char *out)
   return f;
 }
 
+static guint
+rmsnorm_forward(Ops *o, const Shape *m, const char *prefix, const char *out)
+{
+  return rmsnorm_forward_over(o, m, m->n * m->h, prefix, out);
+}
+
 /* Its backward, node by node folded into one op: the weight product, the
  * cast, x * rsqrt, rsqrt, mean, pow and the fp32 upcast, with two fp32
  * blocks live at once. */
 static guint
-rmsnorm_backward(Ops *o, const Shape *m, const char *prefix)
+rmsnorm_backward_over(Ops *o, const Shape *m, guint64 x, guint64 width, const char *prefix)
 {
-  guint64 x = m->n * m->h;
   memory(o, 14, x * (4 * m->e + 6 * 4), x * (2 * m->e + 5 * 4));
   guint b = op(o, prefix, TRUE);
   g_autofree char *in = g_strconcat(prefix, ".in_fp32", NULL), *r = g_strconcat(prefix, ".rsqrt", NULL),
                   *w = g_strconcat(prefix, ".weight", NULL), *nd = g_strconcat(prefix, ".normed", NULL);
   uses(o, b, (const char *const[]){ w, nd, in, r, r, in, NULL });
   span(o, 2 * x * 4, b, b);
-  grads(o, b, m->h * m->e);
+  grads(o, b, width * m->e);
   return b;
+}
+
+static guint
+rmsnorm_backward(Ops *o, const Shape *m, const char *prefix)
+{
+  return rmsnorm_backward_over(o, m, m->n * m->h, m->h, prefix);
 }
 
 /* nn.LayerNorm (CUDA's native_layer_norm): one kernel each way. */
@@ -256,25 +273,39 @@ norm_backward(Ops *o, const Shape *m, const char *prefix)
   return m->gpt2 ? layernorm_backward(o, m, prefix) : rmsnorm_backward(o, m, prefix);
 }
 
-/* A linear layer's forward op: out = in W^T (+ bias, in the same kernel). */
+/* A linear layer's forward op over `rows` rows: out = in W^T (+ bias, in
+ * the same kernel). */
+static guint
+linear_rows(Ops *o, guint64 rows, const char *name, guint64 in, guint64 out)
+{
+  gemm(o, rows, out, in, 1);
+  return op(o, name, FALSE);
+}
+
 static guint
 linear(Ops *o, const Shape *m, const char *name, guint64 in, guint64 out)
 {
-  gemm(o, m->n, out, in, 1);
-  return op(o, name, FALSE);
+  return linear_rows(o, m->n, name, in, out);
+}
+
+static guint
+linear_backward_rows(Ops *o, const Shape *m, guint64 rows, const char *name, const char *input, const char *weight,
+                     guint64 in, guint64 out, gboolean bias)
+{
+  gemm_backward(o, rows, in, out);
+  if (bias)
+    memory(o, 1, rows * out * m->e, out * m->e);
+  guint b = op(o, name, TRUE);
+  uses(o, b, (const char *const[]){ input, weight, NULL });
+  grads(o, b, (in * out + (bias ? out : 0)) * m->e);
+  return b;
 }
 
 static guint
 linear_backward(Ops *o, const Shape *m, const char *name, const char *input, const char *weight, guint64 in,
                 guint64 out, gboolean bias)
 {
-  gemm_backward(o, m->n, in, out);
-  if (bias)
-    memory(o, 1, m->n * out * m->e, out * m->e);
-  guint b = op(o, name, TRUE);
-  uses(o, b, (const char *const[]){ input, weight, NULL });
-  grads(o, b, (in * out + (bias ? out : 0)) * m->e);
-  return b;
+  return linear_backward_rows(o, m, m->n, name, input, weight, in, out, bias);
 }
 
 /* Indices of the attention's ops the MLP and the backward refer to. */
@@ -472,6 +503,236 @@ activation_forward(Ops *o, const Shape *m, const SimTransformer *c)
   return act;
 }
 
+/* ---- ops = hf: the sparse MoE block (mixtral, qwen2_moe, qwen3_moe) ------ */
+
+/* Names of a SwiGLU expert's tensors and ops under prefix `p`. */
+typedef struct {
+  char *gate_proj, *gate_w, *gate, *act, *act_out, *up_proj, *up_w, *up, *act_mul, *down_in, *down_proj, *down_w;
+} ExpertNames;
+
+static ExpertNames
+expert_names(const char *p)
+{
+  return (ExpertNames){
+    g_strconcat(p, "gate_proj", NULL), g_strconcat(p, "gate_proj.weight", NULL), g_strconcat(p, "gate", NULL),
+    g_strconcat(p, "act", NULL), g_strconcat(p, "act_out", NULL), g_strconcat(p, "up_proj", NULL),
+    g_strconcat(p, "up_proj.weight", NULL), g_strconcat(p, "up", NULL), g_strconcat(p, "act_mul", NULL),
+    g_strconcat(p, "down_in", NULL), g_strconcat(p, "down_proj", NULL), g_strconcat(p, "down_proj.weight", NULL),
+  };
+}
+
+static void
+expert_names_free(ExpertNames *x)
+{
+  char **all[] = { &x->gate_proj, &x->gate_w, &x->gate, &x->act, &x->act_out, &x->up_proj, &x->up_w, &x->up,
+                   &x->act_mul, &x->down_in, &x->down_proj, &x->down_w };
+  for (guint i = 0; i < G_N_ELEMENTS(all); i++)
+    g_clear_pointer(all[i], g_free);
+}
+
+/* A SwiGLU expert's forward over `t` rows of its gathered input, as HF's
+ * MLP modules run it (gate_proj, SiLU, up_proj, the product, down_proj),
+ * its projections in module[0] and its activation in module[1] (Megatron's
+ * expert_fc1 and moe_act for a routed expert; the MLP for the shared one);
+ * returns down_proj's op. */
+static guint
+expert_forward(Ops *o, const Shape *m, const ExpertNames *x, guint64 t, guint64 f, const SimModule module[2])
+{
+  guint64 e = m->e;
+  guint8 outer = o->module;
+  in(o, module[0]);
+  guint g = linear_rows(o, t, x->gate_proj, m->h, f);
+  saves(o, g, (const char *const[]){ x->gate_w, x->gate, NULL });
+  in(o, module[1]);
+  memory(o, 1, t * f * e, t * f * e);
+  guint a = op(o, x->act, FALSE);
+  saves(o, a, (const char *const[]){ x->act_out, NULL });
+  in(o, module[0]);
+  guint u = linear_rows(o, t, x->up_proj, m->h, f);
+  saves(o, u, (const char *const[]){ x->up_w, x->up, NULL });
+  in(o, module[1]);
+  memory(o, 1, 2 * t * f * e, t * f * e);
+  guint p = op(o, x->act_mul, FALSE);
+  saves(o, p, (const char *const[]){ x->down_in, NULL });
+  in(o, outer);
+  guint d = linear_rows(o, t, x->down_proj, f, m->h);
+  saves(o, d, (const char *const[]){ x->down_w, NULL });
+  return d;
+}
+
+/* Its backward from down_proj to gate_proj (autograd's order, as the dense
+ * MLP's); `in` is the expert's input.  Returns gate_proj's op. */
+static guint
+expert_backward(Ops *o, const Shape *m, const ExpertNames *x, const char *input, guint64 t, guint64 f,
+                const SimModule module[2])
+{
+  guint64 e = m->e;
+  guint8 outer = o->module;
+  guint d = linear_backward_rows(o, m, t, x->down_proj, x->down_in, x->down_w, f, m->h, FALSE);
+  span(o, t * f * e, d, d + 1);
+  in(o, module[1]);
+  memory(o, 2, 3 * t * f * e, 2 * t * f * e);
+  guint p = op(o, x->act_mul, TRUE);
+  uses(o, p, (const char *const[]){ x->act_out, x->up, NULL });
+  in(o, module[0]);
+  guint u = linear_backward_rows(o, m, t, x->up_proj, input, x->up_w, m->h, f, FALSE);
+  span(o, t * f * e, p, u);
+  span(o, t * f * e, p, u + 1);
+  in(o, module[1]);
+  memory(o, 1, 2 * t * f * e, t * f * e);
+  guint a = op(o, x->act, TRUE);
+  uses(o, a, (const char *const[]){ x->gate, NULL });
+  span(o, t * m->h * e, u, a + 1);
+  in(o, module[0]);
+  guint g = linear_backward_rows(o, m, t, x->gate_proj, input, x->gate_w, m->h, f, FALSE);
+  span(o, t * f * e, a, g);
+  in(o, outer);
+  return g;
+}
+
+/* The modules of a routed expert's and of the shared expert's ops. */
+static const SimModule routed_modules[2] = { SIM_MODULE_EXPERT_FC1, SIM_MODULE_MOE_ACT },
+                       shared_modules[2] = { SIM_MODULE_MLP, SIM_MODULE_MLP };
+
+/* HF's sparse MoE block forward after the MLP norm: the router GEMM, the
+ * fp32 softmax, top-k (and its renormalisation), the cast and the expert
+ * mask, then per expert hit its torch.where, gather, MLP, weighting by its
+ * routing weights and index_add_ into the zero-initialised output (which
+ * lives to the residual add); qwen2_moe's shared expert and its gate last.
+ * Returns the op whose output the residual add reads. */
+static guint
+hf_moe_forward(Ops *o, const Shape *m, const SimTransformer *c)
+{
+  guint64 e = m->e, n = m->n, h = m->h, E = m->E, k = m->k;
+  guint router = linear(o, m, "router", h, E);
+  SAVES(o, router, "router.weight");
+  span(o, n * E * e, router, router + 1); /* the logits (the block returns them) */
+  memory(o, 2, n * E * e + n * E * 4, n * E * 4 + n * E * 4);
+  guint sm = op(o, "router_softmax", FALSE);
+  SAVES(o, sm, "router_probs");
+  memory(o, 1, n * E * 4, n * k * 12);
+  guint topk = op(o, "topk", FALSE);
+  SAVES(o, topk, "topk_idx");
+  guint last = topk;
+  if (m->norm_topk) {
+    memory(o, 3, 3 * n * k * 4, n * k * 4 + n * 4 + n * k * 4);
+    last = op(o, "topk_norm", FALSE);
+    SAVES(o, last, "topk_clone", "topk_sum");
+  }
+  /* The cast of the weights, the one-hot mask (experts x k x N, int64)
+   * and its sum; the zeroed output. */
+  memory(o, 4, n * k * 4 + n * k * 8 + E * k * n * 8, n * k * e + E * k * n * 8 + n * h * e);
+  guint mask = op(o, "expert_mask", FALSE);
+  guint first = mask;
+  for (guint i = 0; i < m->E; i++) {
+    guint64 t = sim_transformer_expert_tokens(c, i);
+    if (t == 0)
+      continue;
+    g_autofree char *p = g_strdup_printf("expert.%u.", i);
+    g_autofree char *gather = g_strconcat(p, "gather", NULL), *combine = g_strconcat(p, "combine", NULL),
+                    *idx = g_strconcat(p, "idx", NULL), *in = g_strconcat(p, "in", NULL),
+                    *out = g_strconcat(p, "out", NULL), *route = g_strconcat(p, "route", NULL),
+                    *weighted = g_strconcat(p, "weighted", NULL);
+    /* torch.where on the expert's mask, then the gather of its rows. */
+    memory(o, 2, k * n * 8 + t * 8 + t * h * e, t * 16 + t * h * e);
+    guint gt = op(o, gather, FALSE);
+    saves(o, gt, (const char *const[]){ idx, in, NULL });
+    ExpertNames x = expert_names(p);
+    guint d = expert_forward(o, m, &x, t, m->fe, routed_modules);
+    expert_names_free(&x);
+    saves(o, d, (const char *const[]){ out, NULL });
+    /* The routing weights' rows, the product with them, index_add_. */
+    memory(o, 3, t * 16 + t * e + 2 * t * h * e + t * 8 + t * h * e, t * e + t * h * e + t * h * e);
+    last = op(o, combine, FALSE);
+    saves(o, last, (const char *const[]){ route, weighted, NULL });
+  }
+  span(o, n * k * e, mask, last);      /* the routing weights, read by each expert's weighting */
+  span(o, n * h * e, first, last + 1); /* the output index_add_ fills */
+  if (!m->fs)
+    return last;
+  ExpertNames x = expert_names("shared.");
+  guint d = expert_forward(o, m, &x, n, m->fs, shared_modules);
+  expert_names_free(&x);
+  if (!m->shared_gate)
+    return d;
+  span(o, n * h * e, d, d + 2);
+  guint g = linear(o, m, "shared_gate", h, 1);
+  SAVES(o, g, "shared_gate.weight");
+  memory(o, 3, n * e + 2 * n * h * e, n * e + 2 * n * h * e);
+  guint sg = op(o, "shared_mul", FALSE);
+  SAVES(o, sg, "shared_sigmoid");
+  SAVES(o, d, "shared_out");
+  span(o, n * h * e, first, sg + 1);
+  return sg;
+}
+
+/* Its backward from the output down to the router, in autograd's order:
+ * the shared expert (made last), then the experts from the last hit to
+ * the first, the routing's renormalisation, top-k, softmax and the
+ * router GEMM.  Returns the router's op. */
+static guint
+hf_moe_backward(Ops *o, const Shape *m, const SimTransformer *c)
+{
+  guint64 e = m->e, n = m->n, h = m->h, E = m->E, k = m->k;
+  if (m->fs) {
+    if (m->shared_gate) {
+      memory(o, 3, n * e + 2 * n * h * e, n * e + n * h * e);
+      guint sg = op(o, "shared_mul", TRUE);
+      USES(o, sg, "shared_sigmoid", "shared_sigmoid", "shared_out");
+      guint g = linear_backward(o, m, "shared_gate", "mlp_in", "shared_gate.weight", h, 1, FALSE);
+      span(o, n * e, sg, g);
+    }
+    ExpertNames x = expert_names("shared.");
+    guint g = expert_backward(o, m, &x, "mlp_in", n, m->fs, shared_modules);
+    expert_names_free(&x);
+    span(o, n * h * e, g, g + 1);
+  }
+  guint first = 0, end = 0, have = 0;
+  for (guint j = (guint)m->E; j-- > 0;) {
+    guint64 t = sim_transformer_expert_tokens(c, j);
+    if (t == 0)
+      continue;
+    g_autofree char *p = g_strdup_printf("expert.%u.", j);
+    g_autofree char *gather = g_strconcat(p, "gather", NULL), *combine = g_strconcat(p, "combine", NULL),
+                    *idx = g_strconcat(p, "idx", NULL), *in = g_strconcat(p, "in", NULL),
+                    *out = g_strconcat(p, "out", NULL), *route = g_strconcat(p, "route", NULL),
+                    *weighted = g_strconcat(p, "weighted", NULL);
+    /* index_add_'s, the product's and the routing weights' index nodes. */
+    memory(o, 4, 2 * t * 8 + 3 * t * h * e + t * e + t * 16, 2 * t * h * e + t * e + n * k * e);
+    guint cb = op(o, combine, TRUE);
+    if (!have++)
+      first = cb;
+    uses(o, cb, (const char *const[]){ idx, weighted, out, route, idx, idx, NULL });
+    span(o, t * h * e, cb, cb + 1);
+    ExpertNames x = expert_names(p);
+    guint g = expert_backward(o, m, &x, in, t, m->fe, routed_modules);
+    expert_names_free(&x);
+    span(o, t * h * e, g, g + 1);
+    /* index backward: the gathered rows' gradient scattered into N x h. */
+    memory(o, 2, t * 8 + t * h * e, n * h * e);
+    guint gb = op(o, gather, TRUE);
+    uses(o, gb, (const char *const[]){ idx, NULL });
+    end = gb;
+  }
+  /* The routing weights' gradient (N x k), accumulated over the experts. */
+  if (have)
+    span(o, n * k * e, first, end + 1);
+  if (m->norm_topk) {
+    memory(o, 3, 3 * n * k * 4 + n * 4, n * k * 4);
+    guint nb = op(o, "topk_norm", TRUE);
+    USES(o, nb, "topk_clone", "topk_sum");
+  }
+  memory(o, 1, n * k * 12, n * E * 4);
+  guint tk = op(o, "topk", TRUE);
+  USES(o, tk, "topk_idx");
+  span(o, n * E * 4, tk, tk + 1);
+  memory(o, 1, 2 * n * E * 4, n * E * 4 + n * E * e);
+  guint sm = op(o, "router_softmax", TRUE);
+  USES(o, sm, "router_probs");
+  span(o, n * E * e, sm, sm + 1);
+  return linear_backward(o, m, "router", "mlp_in", "router.weight", h, E, FALSE);
+}
+
 /* An HF decoder layer.  The residual stream enters as the layer's input
  * (a span until the attention's residual add, unless the first norm saves
  * it) and leaves as the output of the MLP's add (held by that op: the
@@ -497,12 +758,27 @@ hf_layer_ops(Ops *o, const Shape *m, const SimTransformer *c)
     else if (m->padded)
       span(o, n * 3 * h * e, qf, qf + 1);
   } else {
+    /* qwen3's q_norm and k_norm (RMSNorm over head_dim) after each
+     * projection: the normalised q and k go to RoPE. */
+    guint qk = m->qk_norm ? 1 : 0;
     qf = linear(o, m, "q_proj", h, qd);
     SAVES(o, qf, "q_proj.weight");
-    span(o, n * qd * e, qf, qf + 3); /* to RoPE */
+    if (qk) {
+      span(o, n * qd * e, qf, qf + 1);
+      guint nq = rmsnorm_forward_over(o, m, n * qd, "q_norm", "q_norm.normed");
+      span(o, n * qd * e, nq, nq + 4); /* to RoPE */
+    } else {
+      span(o, n * qd * e, qf, qf + 3); /* to RoPE */
+    }
     kf = linear(o, m, "k_proj", h, kvd);
     SAVES(o, kf, "k_proj.weight");
-    span(o, n * kvd * e, kf, kf + 2);
+    if (qk) {
+      span(o, n * kvd * e, kf, kf + 1);
+      guint nk = rmsnorm_forward_over(o, m, n * kvd, "k_norm", "k_norm.normed");
+      span(o, n * kvd * e, nk, nk + 2);
+    } else {
+      span(o, n * kvd * e, kf, kf + 2);
+    }
     vf = linear(o, m, "v_proj", h, kvd);
     SAVES(o, vf, "v_proj.weight");
     if (!m->repeat && !m->padded)
@@ -546,7 +822,10 @@ hf_layer_ops(Ops *o, const Shape *m, const SimTransformer *c)
   norm_forward(o, m, "mlp_norm", "mlp_in");
   in(o, SIM_MODULE_MLP);
   guint fc2;
-  if (m->gpt2) {
+  gboolean moe = find(o, "router_probs") >= 0; /* this layer's tensors say which MLP it has */
+  if (moe) {
+    fc2 = hf_moe_forward(o, m, c);
+  } else if (m->gpt2) {
     guint fc1 = linear(o, m, "mlp.c_fc", h, f);
     SAVES(o, fc1, "mlp.c_fc.weight", "fc1_out");
     SAVES(o, activation_forward(o, m, c), "fc2_in");
@@ -596,6 +875,11 @@ hf_layer_ops(Ops *o, const Shape *m, const SimTransformer *c)
     span(o, n * f * e, ab, ab + 1);
     guint b1 = linear_backward(o, m, "mlp.c_fc", "mlp_in", "mlp.c_fc.weight", h, f, TRUE);
     span(o, row_h, b1, b1 + 1);
+  } else if (moe) {
+    in(o, SIM_MODULE_MLP);
+    g0 = op_count(o);
+    guint r = hf_moe_backward(o, m, c);
+    span(o, row_h, r, r + 1);
   } else {
     in(o, SIM_MODULE_MLP);
     guint b2 = linear_backward(o, m, "down_proj", "down_in", "down_proj.weight", f, h, FALSE);
@@ -666,7 +950,15 @@ hf_layer_ops(Ops *o, const Shape *m, const SimTransformer *c)
     guint rb = op(o, "rope", TRUE);
     USES(o, rb, "rope_cos", "rope_sin", "rope_cos", "rope_sin");
     span(o, 2 * n * qd * e, rb, rb);
-    span(o, n * (qd + kvd) * e, rb, rb + 3);
+    guint norms = 0;
+    if (m->qk_norm) {
+      /* d q and d k through k_norm and q_norm (head_dim wide) first. */
+      guint kb = rmsnorm_backward_over(o, m, n * kvd, m->d, "k_norm");
+      rmsnorm_backward_over(o, m, n * qd, m->d, "q_norm");
+      span(o, n * kvd * e, rb, kb);
+      norms = 2;
+    }
+    span(o, n * (qd + kvd) * e, rb + norms, rb + norms + 3);
     in(o, SIM_MODULE_QKV);
     guint vb = linear_backward(o, m, "v_proj", "qkv_in", "v_proj.weight", h, kvd, bias);
     linear_backward(o, m, "k_proj", "qkv_in", "k_proj.weight", h, kvd, bias);
@@ -715,6 +1007,190 @@ column_backward(Ops *o, const Shape *m, const char *name, guint64 in, guint64 ou
   return op(o, wgrad, TRUE);
 }
 
+/* An MoE layer's MLP under Megatron-core with grouped GEMM (the tensors:
+ * transformer.c's fused_moe): the router GEMM with its fused softmax and
+ * top-k, the permutation of the routed tokens, grouped fc1, the fused
+ * activation, grouped fc2, the unpermutation weighted by the routing
+ * probabilities, and the shared experts as a dense MLP.  A grouped GEMM
+ * runs every expert's rows in one kernel, whose time the fullest expert
+ * sets: `experts` GEMMs of the hottest expert's rows. */
+static void
+fused_moe_forward(Ops *o, const Shape *m, const SimTransformer *c)
+{
+  guint64 e = m->e, n = m->n, h = m->h, E = m->E, T = m->routed, w = c->gelu ? 1 : 2;
+  gemm(o, n, E, h, 1);
+  memory(o, 1, n * E * e, n * E * 4 + n * E);
+  guint router = op(o, "router", FALSE);
+  SAVES(o, router, "router_probs", "routing_map");
+  memory(o, 1, n * h * e + n * E + n * E * 4, T * h * e + T * 8 + T * 4);
+  guint perm = op(o, "permute", FALSE);
+  SAVES(o, perm, "permute_idx", "expert_in", "expert_probs");
+  in(o, SIM_MODULE_EXPERT_FC1);
+  gemm(o, m->hot, w * m->fe, h, E);
+  SAVES(o, op(o, "expert_fc1", FALSE), "expert_fc1_out");
+  in(o, SIM_MODULE_MOE_ACT);
+  memory(o, 1, T * w * m->fe * e + T * 4, T * m->fe * e);
+  SAVES(o, op(o, "moe_act", FALSE), "expert_act_out");
+  in(o, SIM_MODULE_MLP);
+  gemm(o, m->hot, h, m->fe, E);
+  guint fc2 = op(o, "expert_fc2", FALSE);
+  span(o, T * h * e, fc2, fc2 + 1);
+  memory(o, 1, T * h * e + T * 8, n * h * e);
+  guint unperm = op(o, "unpermute", FALSE);
+  span(o, n * h * e, unperm, unperm + 1 + (m->fs ? 3 : 0));
+  if (m->fs) {
+    gemm(o, n, w * m->fs, h, 1);
+    SAVES(o, op(o, "shared_fc1", FALSE), "shared_fc1_out");
+    memory(o, 1, n * w * m->fs * e, n * m->fs * e);
+    SAVES(o, op(o, "shared_act", FALSE), "shared_act_out");
+    gemm(o, n, h, m->fs, 1);
+    guint s2 = op(o, "shared_fc2", FALSE);
+    span(o, n * h * e, s2, s2 + 1);
+  }
+}
+
+static void
+fused_moe_backward(Ops *o, const Shape *m, const SimTransformer *c)
+{
+  guint64 e = m->e, n = m->n, h = m->h, E = m->E, T = m->routed, w = c->gelu ? 1 : 2, fe = m->fe;
+  if (m->fs) {
+    gemm_backward(o, n, m->fs, h);
+    guint s2 = op(o, "shared_fc2", TRUE);
+    USES(o, s2, "shared_act_out");
+    grads(o, s2, m->fs * h * e);
+    span(o, n * m->fs * e, s2, s2 + 1);
+    memory(o, 1, n * (w + 1) * m->fs * e, n * w * m->fs * e);
+    guint sa = op(o, "shared_act", TRUE);
+    USES(o, sa, "shared_fc1_out");
+    span(o, n * w * m->fs * e, sa, sa + 1);
+    gemm_backward(o, n, h, w * m->fs);
+    guint s1 = op(o, "shared_fc1", TRUE);
+    USES(o, s1, "mlp_in");
+    grads(o, s1, w * m->fs * h * e);
+    span(o, n * h * e, s1, op_count(o) + 5); /* d mlp_in, to the router's backward (added there) */
+  }
+  memory(o, 1, n * h * e + T * 8, T * h * e);
+  guint up = op(o, "unpermute", TRUE);
+  USES(o, up, "permute_idx");
+  span(o, T * h * e, up, up + 1);
+  /* dgrad and wgrad of every expert: E GEMMs of the hottest expert's rows each. */
+  gemm(o, m->hot, fe, h, E);
+  gemm(o, fe, h, m->hot, E);
+  guint f2 = op(o, "expert_fc2", TRUE);
+  USES(o, f2, "expert_act_out");
+  grads(o, f2, E * fe * h * e);
+  span(o, T * fe * e, f2, f2 + 1);
+  in(o, SIM_MODULE_MOE_ACT);
+  memory(o, 1, T * (w + 1) * fe * e + T * 4, T * w * fe * e + T * 4);
+  guint act = op(o, "moe_act", TRUE);
+  USES(o, act, "expert_fc1_out", "expert_probs");
+  span(o, T * w * fe * e, act, act + 1);
+  span(o, T * 4, act, act + 3); /* d probs, to the router */
+  in(o, SIM_MODULE_EXPERT_FC1);
+  gemm(o, m->hot, h, w * fe, E);
+  gemm(o, w * fe, h, m->hot, E);
+  guint f1 = op(o, "expert_fc1", TRUE);
+  USES(o, f1, "expert_in");
+  grads(o, f1, E * w * fe * h * e);
+  span(o, T * h * e, f1, f1 + 1);
+  in(o, SIM_MODULE_MLP);
+  memory(o, 1, T * h * e + T * 8, n * h * e);
+  guint perm = op(o, "permute", TRUE);
+  USES(o, perm, "permute_idx");
+  span(o, n * h * e, perm, perm + 2);
+  gemm_backward(o, n, h, E);
+  memory(o, 1, n * E * 4 + n * E + T * 4, n * E * e);
+  guint r = op(o, "router", TRUE);
+  USES(o, r, "mlp_in", "router_probs", "routing_map");
+  grads(o, r, h * E * e);
+}
+
+/* Multi-head latent attention's projections (the tensors: transformer.c's
+ * fused_mla): q's down-projection, its RMSNorm and up-projection (or one q
+ * projection), kv's down-projection (the latent and the shared RoPE key),
+ * its RMSNorm and up-projection (k's no-RoPE part and v), then RoPE on q's
+ * and k's last qk_rope_dim and the concatenation that gives the kernel q,
+ * k and v; the backward in reverse, the q and kv down-projections' input
+ * gradients added into the norm's. */
+static void
+mla_forward(Ops *o, const Shape *m)
+{
+  guint64 e = m->e, n = m->n, h = m->h, a = m->a, d = m->d, nope = m->d - m->dr;
+  if (m->ql) {
+    gemm(o, n, m->ql, h, 1);
+    SAVES(o, op(o, "q_down", FALSE), "q_down");
+    memory(o, 1, n * m->ql * e, n * m->ql * e + 4 * n);
+    SAVES(o, op(o, "q_norm", FALSE), "q_down_stats", "q_up_in");
+  }
+  gemm(o, n, a * d, m->ql ? m->ql : h, 1);
+  guint qu = op(o, m->ql ? "q_up" : "q_proj", FALSE);
+  gemm(o, n, m->kvl + m->dr, h, 1);
+  guint kd = op(o, "kv_down", FALSE);
+  SAVES(o, kd, "kv_down");
+  memory(o, 1, n * m->kvl * e, n * m->kvl * e + 4 * n);
+  SAVES(o, op(o, "kv_norm", FALSE), "kv_down_stats", "kv_up_in");
+  span(o, n * m->dr * e, kd, op_count(o) + 1); /* the shared RoPE key, to RoPE */
+  gemm(o, n, a * (nope + m->dv), m->kvl, 1);
+  guint ku = op(o, "kv_up", FALSE);
+  span(o, n * a * d * e, qu, ku + 1); /* q, to RoPE */
+  /* RoPE on q's and the shared key's RoPE part, k's concatenation, v's copy. */
+  memory(o, 4, n * a * (d + nope + m->dv) * e + n * m->dr * e, n * a * (2 * d + m->dv) * e);
+  guint rope = op(o, "rope", FALSE);
+  SAVES(o, rope, "q", "k", "v");
+  span(o, n * a * (nope + m->dv) * e, ku, rope);
+}
+
+/* A linear's backward (dgrad and wgrad) as op `name` over N rows, reading
+ * the saved `input`; returns the op. */
+static guint
+fused_linear_backward(Ops *o, const Shape *m, const char *name, const char *input, guint64 in, guint64 out)
+{
+  gemm_backward(o, m->n, in, out);
+  guint b = op(o, name, TRUE);
+  uses(o, b, (const char *const[]){ input, NULL });
+  grads(o, b, in * out * m->e);
+  return b;
+}
+
+/* A latent's up-projection and RMSNorm backward (rank `rank`, up to
+ * `out`): the up-projection's input gradient lives to the norm, the
+ * norm's to the down-projection after it. */
+static void
+latent_backward(Ops *o, const Shape *m, const char *up, const char *up_in, const char *norm, const char *down,
+                const char *stats, guint64 rank, guint64 out)
+{
+  guint64 e = m->e, n = m->n;
+  guint u = fused_linear_backward(o, m, up, up_in, rank, out);
+  span(o, n * rank * e, u, u + 1);
+  memory(o, 1, 2 * n * rank * e + 4 * n, n * rank * e);
+  guint b = op(o, norm, TRUE);
+  uses(o, b, (const char *const[]){ down, stats, NULL });
+  grads(o, b, rank * e);
+  span(o, n * rank * e, b, b + 1);
+}
+
+static void
+mla_backward(Ops *o, const Shape *m, guint attention_op)
+{
+  guint64 e = m->e, n = m->n, h = m->h, a = m->a, d = m->d, nope = m->d - m->dr;
+  span(o, n * a * (2 * d + m->dv) * e, attention_op, attention_op + 1); /* d q, d k, d v */
+  memory(o, 4, n * a * (2 * d + m->dv) * e, n * a * (d + nope + m->dv) * e + n * m->dr * e);
+  guint rope = op(o, "rope", TRUE);
+  span(o, n * a * (nope + m->dv) * e, rope, rope + 1);
+  span(o, n * a * d * e, rope, rope + 4); /* d q, to q_up (or q_proj) */
+  span(o, n * m->dr * e, rope, rope + 3);
+  latent_backward(o, m, "kv_up", "kv_up_in", "kv_norm", "kv_down", "kv_down_stats", m->kvl, a * (nope + m->dv));
+  guint kd = fused_linear_backward(o, m, "kv_down", "qkv_in", h, m->kvl + m->dr);
+  guint last;
+  if (m->ql) {
+    latent_backward(o, m, "q_up", "q_up_in", "q_norm", "q_down", "q_down_stats", m->ql, a * d);
+    last = fused_linear_backward(o, m, "q_down", "qkv_in", h, m->ql);
+  } else {
+    last = fused_linear_backward(o, m, "q_proj", "qkv_in", h, a * d);
+  }
+  span(o, n * h * e, kd, last + 1); /* d qkv_in, accumulated */
+}
+
 /* One fused kernel per norm, activation and bias-dropout-add; the q, k and
  * v projections one GEMM; tensor-parallel GEMMs and the attention over
  * 1/t of the heads and of the MLP width.  With t > 1, Megatron's
@@ -730,7 +1206,7 @@ column_backward(Ops *o, const Shape *m, const char *name, guint64 in, guint64 ou
 static void
 fused_layer_ops(Ops *o, const Shape *m, const SimTransformer *c)
 {
-  guint64 e = m->e, n = m->n, h = m->h, t = m->t, qd = m->a * m->d, kvd = m->kv * m->d;
+  guint64 e = m->e, n = m->n, h = m->h, t = m->t, qd = m->a * m->d, kvd = m->kv * m->d, od = m->a * m->dv;
   guint64 f = m->f / t, row_h = n * h * e / m->sr, row_f = n * f * e, whole = n * h * e;
   gboolean swiglu = !c->gelu, sp = m->sr > 1, split = t > 1;
   SimCollectiveKind after_row = sp ? SIM_COLLECTIVE_REDUCE_SCATTER : SIM_COLLECTIVE_ALL_REDUCE;
@@ -744,6 +1220,12 @@ fused_layer_ops(Ops *o, const Shape *m, const SimTransformer *c)
     span(o, whole, norm1, norm1 + 1); /* the gathered input, read by the GEMM */
   }
   in(o, SIM_MODULE_QKV);
+  if (m->mla) {
+    mla_forward(o, m);
+    in(o, SIM_MODULE_CORE_ATTN);
+    attention(o, m->b, m->a, m->a, m->s, (m->d + m->dv) / 2, FALSE);
+    SAVES(o, op(o, "attention", FALSE), "softmax_lse", "attn_out");
+  } else {
   gemm(o, n, (qd + 2 * kvd) / t, h, 1);
   guint qkv = op(o, "qkv_proj", FALSE);
   SAVES(o, qkv, "q", "k", "v");
@@ -755,8 +1237,9 @@ fused_layer_ops(Ops *o, const Shape *m, const SimTransformer *c)
     attention(o, m->b, m->a / t, m->kv / t, m->s, m->d, FALSE);
     SAVES(o, op(o, "attention", FALSE), "softmax_lse", "attn_out");
   }
+  }
   in(o, SIM_MODULE_ATTN_PROJ);
-  gemm(o, n, h, qd / t, 1);
+  gemm(o, n, h, od / t, 1);
   guint proj = op(o, "attn_proj", FALSE);
   tp_collective(o, m, proj, after_row, whole, 0);
   span(o, n * h * e, proj, proj + 1);
@@ -772,16 +1255,21 @@ fused_layer_ops(Ops *o, const Shape *m, const SimTransformer *c)
     tp_collective(o, m, norm2, SIM_COLLECTIVE_ALL_GATHER, whole, 0);
     span(o, whole, norm2, norm2 + 1);
   }
-  in(o, SIM_MODULE_MLP);
-  gemm(o, n, swiglu ? 2 * f : f, h, 1);
-  guint fc1 = op(o, "fc1", FALSE);
-  SAVES(o, fc1, "fc1_out", "gate", "up");
-  memory(o, 1, (swiglu ? 2 : 1) * row_f, (swiglu ? 2 : 1) * row_f);
-  SAVES(o, op(o, "act", FALSE), "fc2_in", "silu_out", "down_in");
-  gemm(o, n, h, f, 1);
-  guint fc2 = op(o, "fc2", FALSE);
-  tp_collective(o, m, fc2, after_row, whole, 0);
-  span(o, n * h * e, fc2, fc2 + 1);
+  gboolean moe = find(o, "router_probs") >= 0; /* this layer's tensors say which MLP it has */
+  if (moe) {
+    fused_moe_forward(o, m, c);
+  } else {
+    in(o, SIM_MODULE_MLP);
+    gemm(o, n, swiglu ? 2 * f : f, h, 1);
+    guint fc1 = op(o, "fc1", FALSE);
+    SAVES(o, fc1, "fc1_out", "gate", "up");
+    memory(o, 1, (swiglu ? 2 : 1) * row_f, (swiglu ? 2 : 1) * row_f);
+    SAVES(o, op(o, "act", FALSE), "fc2_in", "silu_out", "down_in");
+    gemm(o, n, h, f, 1);
+    guint fc2 = op(o, "fc2", FALSE);
+    tp_collective(o, m, fc2, after_row, whole, 0);
+    span(o, n * h * e, fc2, fc2 + 1);
+  }
   in(o, SIM_MODULE_MLP_RESIDUAL);
   memory(o, 1, 2 * row_h, row_h + (m->drop ? n * h / m->sr : 0));
   guint add2 = op(o, "mlp_residual", FALSE);
@@ -795,36 +1283,40 @@ fused_layer_ops(Ops *o, const Shape *m, const SimTransformer *c)
   if (sp)
     tp_collective(o, m, d2, SIM_COLLECTIVE_ALL_GATHER, whole, 0); /* fc2's output gradient, whole */
   span(o, n * h * e, d2, d2 + 1);
-  in(o, SIM_MODULE_MLP);
-  gemm_backward(o, n, f, h);
-  guint b2 = op(o, "fc2", TRUE);
-  USES(o, b2, swiglu ? "down_in" : "fc2_in");
-  grads(o, b2, f * h * e);
-  span(o, row_f, b2, b2 + 1);
-  memory(o, swiglu ? 2 : 1, (swiglu ? 3 : 2) * row_f, (swiglu ? 2 : 1) * row_f);
-  guint ab = op(o, "act", TRUE);
-  if (swiglu)
-    USES(o, ab, "gate", "up", "silu_out");
-  else
-    USES(o, ab, "fc1_out");
-  span(o, (swiglu ? 2 : 1) * row_f, ab, ab + (split ? 2 : 1)); /* read by the dgrad (and the wgrad) */
-  guint b1, b1d;
-  if (split) {
-    if (sp) {
-      tp_collective(o, m, ab, SIM_COLLECTIVE_ALL_GATHER, whole, 1); /* mlp_in again, for the wgrad */
-      span(o, whole, ab, ab + 2);
-    }
-    b1 = column_backward(o, m, "fc1", h, swiglu ? 2 * f : f, &b1d);
+  if (moe) {
+    fused_moe_backward(o, m, c);
   } else {
-    gemm_backward(o, n, h, swiglu ? 2 * f : f);
-    b1 = b1d = op(o, "fc1", TRUE);
+    in(o, SIM_MODULE_MLP);
+    gemm_backward(o, n, f, h);
+    guint b2 = op(o, "fc2", TRUE);
+    USES(o, b2, swiglu ? "down_in" : "fc2_in");
+    grads(o, b2, f * h * e);
+    span(o, row_f, b2, b2 + 1);
+    memory(o, swiglu ? 2 : 1, (swiglu ? 3 : 2) * row_f, (swiglu ? 2 : 1) * row_f);
+    guint ab = op(o, "act", TRUE);
+    if (swiglu)
+      USES(o, ab, "gate", "up", "silu_out");
+    else
+      USES(o, ab, "fc1_out");
+    span(o, (swiglu ? 2 : 1) * row_f, ab, ab + (split ? 2 : 1)); /* read by the dgrad (and the wgrad) */
+    guint b1, b1d;
+    if (split) {
+      if (sp) {
+        tp_collective(o, m, ab, SIM_COLLECTIVE_ALL_GATHER, whole, 1); /* mlp_in again, for the wgrad */
+        span(o, whole, ab, ab + 2);
+      }
+      b1 = column_backward(o, m, "fc1", h, swiglu ? 2 * f : f, &b1d);
+    } else {
+      gemm_backward(o, n, h, swiglu ? 2 * f : f);
+      b1 = b1d = op(o, "fc1", TRUE);
+    }
+    if (swiglu)
+      USES(o, b1, "mlp_in", "mlp_in");
+    else
+      USES(o, b1, "mlp_in");
+    grads(o, b1, (swiglu ? 2 : 1) * f * h * e);
+    span(o, n * h * e, b1d, b1 + 1);
   }
-  if (swiglu)
-    USES(o, b1, "mlp_in", "mlp_in");
-  else
-    USES(o, b1, "mlp_in");
-  grads(o, b1, (swiglu ? 2 : 1) * f * h * e);
-  span(o, n * h * e, b1d, b1 + 1);
   in(o, SIM_MODULE_MLP_NORM);
   guint nb2 = fused_norm_backward(o, m, c, "mlp_norm", "mlp_norm_in", "mlp_norm_stats");
   span(o, row_h, d2, nb2);
@@ -836,11 +1328,20 @@ fused_layer_ops(Ops *o, const Shape *m, const SimTransformer *c)
     tp_collective(o, m, d1, SIM_COLLECTIVE_ALL_GATHER, whole, 0); /* attn_proj's output gradient */
   span(o, n * h * e, d1, d1 + 1);
   in(o, SIM_MODULE_ATTN_PROJ);
-  gemm_backward(o, n, qd / t, h);
+  gemm_backward(o, n, od / t, h);
   guint pb = op(o, "attn_proj", TRUE);
   USES(o, pb, "attn_out");
-  grads(o, pb, qd / t * h * e);
-  span(o, n * qd / t * e, pb, pb + 1);
+  grads(o, pb, od / t * h * e);
+  span(o, n * od / t * e, pb, pb + 1);
+  if (m->mla) {
+    in(o, SIM_MODULE_CORE_ATTN);
+    attention(o, m->b, m->a, m->a, m->s, (m->d + m->dv) / 2, TRUE);
+    guint ab = op(o, "attention", TRUE);
+    USES(o, ab, "q", "k", "v", "attn_out", "softmax_lse");
+    span(o, n * qd * 4, ab, ab); /* dq accumulated in fp32 */
+    in(o, SIM_MODULE_QKV);
+    mla_backward(o, m, ab);
+  } else {
   guint dq, readers = split ? 2 : 1; /* the ops that read q, k and v's gradients: dgrad (and wgrad) */
   in(o, SIM_MODULE_CORE_ATTN);
   if (m->eager) {
@@ -871,6 +1372,7 @@ fused_layer_ops(Ops *o, const Shape *m, const SimTransformer *c)
   USES(o, qb, "qkv_in", "qkv_in", "qkv_in");
   grads(o, qb, (qd + 2 * kvd) / t * h * e);
   span(o, n * h * e, qbd, qb + 1);
+  }
   in(o, SIM_MODULE_ATTN_NORM);
   guint nb1 = fused_norm_backward(o, m, c, "attn_norm", "attn_norm_in", "attn_norm_stats");
   span(o, row_h, nb2, nb1);
@@ -1063,31 +1565,36 @@ sim_transformer_ops_attach(SimWorkload *w, const SimTransformer *c, const SimDev
   Shape m = transformer_shape(c);
   Builder layer = c->hf_ops ? hf_layer_ops : fused_layer_ops;
   guint n = sim_workload_n_layers(w);
-  if (n > 0) {
-    SimLayer *first = sim_workload_layer(w, 0);
-    if (!attach(first, layer, &m, c, dev, error))
-      return FALSE;
-    /* Every layer lists the same tensors in the same order (layer 0's RoPE
-     * tables are its own, later ones' shared): one op list for all. */
-    g_autoptr(GArray) names = g_array_new(FALSE, FALSE, sizeof(const char *));
-    for (guint i = 1; i < n; i++) {
-      SimLayer *l = sim_workload_layer(w, i);
-      if (i == 1) {
-        /* The order attach gave layer 0, by name. */
-        for (guint k = 0; k < first->tensors->len; k++)
-          g_array_append_val(names, g_array_index(first->tensors, SimTensor, k).name);
-      }
-      g_autofree guint *order = g_new(guint, MAX(l->tensors->len, 1u));
-      for (guint k = 0; k < l->tensors->len; k++) {
-        const char *name = g_array_index(names, const char *, k);
-        guint j = 0;
-        while (g_array_index(l->tensors, SimTensor, j).name != name)
-          j++;
-        order[k] = j;
-      }
-      permute(l, order);
-      sim_layer_share_ops(l, first);
+  /* Layers of one kind (dense, or MoE) list the same tensors in the same
+   * order (the first's RoPE tables are its own, later ones' shared): one
+   * op list for each kind, built on its first layer. */
+  SimLayer *firsts[2] = { NULL, NULL };
+  g_autoptr(GArray) dense_names = g_array_new(FALSE, FALSE, sizeof(const char *));
+  g_autoptr(GArray) moe_names = g_array_new(FALSE, FALSE, sizeof(const char *));
+  GArray *names[2] = { dense_names, moe_names };
+  for (guint i = 0; i < n; i++) {
+    SimLayer *l = sim_workload_layer(w, i);
+    guint kind = sim_transformer_is_moe_layer(c, i);
+    SimLayer *first = firsts[kind];
+    if (first == NULL) {
+      if (!attach(l, layer, &m, c, dev, error))
+        return FALSE;
+      firsts[kind] = l;
+      /* The order attach gave it, by name. */
+      for (guint k = 0; k < l->tensors->len; k++)
+        g_array_append_val(names[kind], g_array_index(l->tensors, SimTensor, k).name);
+      continue;
     }
+    g_autofree guint *order = g_new(guint, MAX(l->tensors->len, 1u));
+    for (guint k = 0; k < l->tensors->len; k++) {
+      const char *name = g_array_index(names[kind], const char *, k);
+      guint j = 0;
+      while (g_array_index(l->tensors, SimTensor, j).name != name)
+        j++;
+      order[k] = j;
+    }
+    permute(l, order);
+    sim_layer_share_ops(l, first);
   }
   return attach(w->embed, embed_ops, &m, c, dev, error) && attach(w->head, head_ops, &m, c, dev, error);
 }

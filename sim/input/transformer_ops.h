@@ -15,7 +15,9 @@
  * tests/test_hf_memory.c (recordings of tests/data/hf) and written out in
  * docs/reference.md.
  *
- * What an op list says, per layout (ops = hf: llama, qwen2, mistral and
+ * What an op list says, per layout (ops = hf: llama, qwen2, mistral (and
+ * the MoE blocks of mixtral, qwen2_moe, qwen3_moe: the router, then each
+ * expert's ops as HF's loop runs them) and
  * gpt2 as HF's modeling code runs them; ops = fused: Megatron and
  * TransformerEngine's fused kernels):
  *

@@ -25,6 +25,15 @@ typedef struct {
   gboolean padded;  /* ops = hf, fused kernels, 16-bit, head_dim not a multiple of 8: padded copies */
   gboolean repeat;  /* ops = hf: repeat_kv copies k and v to the query head count (eager, sdpa) */
   gboolean softmax32; /* ops = hf, eager: the softmax in fp32, then cast back (llama-likes) */
+  /* Mixture of experts: routed experts, top-k, each expert's and the shared
+   * experts' intermediate sizes; tokens routed in all (N.k, less what a
+   * capacity drops) and the most any expert takes. */
+  guint64 E, k, fe, fs, routed, hot;
+  gboolean shared_gate, norm_topk, qk_norm;
+  /* Multi-head latent attention: q's and the kv latent's ranks, the RoPE
+   * part of head_dim; dv the value (and output) head dim, d without MLA. */
+  gboolean mla;
+  guint64 ql, kvl, dr, dv;
 } TransformerShape;
 
 /* `c`'s shape.  Its products are sizes sim_transformer_build has checked

@@ -83,17 +83,21 @@ te(SimPolicy *p)
   p->skip_strided = TRUE;
 }
 
-/* Megatron-LM's offload_modules (transformer_config.py l. 1328-1342, the
- * dense layer's choices; the MoE and GatedDeltaProduct ones have no module
- * in offsim's layers) and the modules of offsim's ops they wrap
- * (transformer_layer.py l. 709-729, 760-764, 818-830, 1109-1115:
- * input_layernorm, committed after the attention's residual add;
- * attention.py l. 1386-1395, 1552-1607, 1626-1629: get_query_key_value_
- * tensors, core_attention, linear_proj; the pre-MLP layernorm). */
+/* Megatron-LM's offload_modules (transformer_config.py l. 1328-1342; the
+ * fused_group_mlp and GatedDeltaProduct ones have no module in offsim's
+ * layers) and the modules of offsim's ops they wrap (transformer_layer.py
+ * l. 709-729, 760-764, 818-830, 1109-1115: input_layernorm, committed
+ * after the attention's residual add; attention.py l. 1386-1395,
+ * 1552-1607, 1626-1629: get_query_key_value_tensors, core_attention,
+ * linear_proj; the pre-MLP layernorm; moe/experts.py l. 928-941,
+ * TEGroupedMLP.forward: expert_fc1 around grouped fc1, whose input is the
+ * permuted tokens, moe_act around the activation, whose inputs are fc1's
+ * output and the permuted probabilities; NVIDIA/Megatron-LM@d98e8a6). */
 const char *const sim_framework_megatron_modules[] = { "attn_norm", "qkv_linear", "core_attn", "attn_proj", "mlp_norm",
-                                                       NULL };
+                                                       "expert_fc1", "moe_act", NULL };
 static const guint8 megatron_module_of[] = { SIM_MODULE_ATTN_NORM, SIM_MODULE_QKV, SIM_MODULE_CORE_ATTN,
-                                             SIM_MODULE_ATTN_PROJ, SIM_MODULE_MLP_NORM };
+                                             SIM_MODULE_ATTN_PROJ, SIM_MODULE_MLP_NORM, SIM_MODULE_EXPERT_FC1,
+                                             SIM_MODULE_MOE_ACT };
 G_STATIC_ASSERT(G_N_ELEMENTS(megatron_module_of) + 1 == G_N_ELEMENTS(sim_framework_megatron_modules));
 G_STATIC_ASSERT(SIM_FRAMEWORK_MEGATRON_ALL == (1u << G_N_ELEMENTS(megatron_module_of)) - 1);
 

@@ -24,12 +24,12 @@ G_BEGIN_DECLS
  * SIM_FRAMEWORK_NONE changes nothing. */
 void sim_framework_preset(SimPolicy *policy, SimFramework framework);
 
-/* Megatron's offload_modules names for a dense layer, NULL-terminated, and
+/* Megatron's offload_modules names (a dense layer's and an MoE layer's), NULL-terminated, and
  * the SimModule bits of those whose bits are set in `names` (bit i: name
  * i); sim_framework_megatron_all the bits of every name. */
 extern const char *const sim_framework_megatron_modules[];
 guint32 sim_framework_megatron_hooked(guint names);
-#define SIM_FRAMEWORK_MEGATRON_ALL 0x1fu
+#define SIM_FRAMEWORK_MEGATRON_ALL 0x7fu
 
 /* Whether the framework offloads checkpoint inputs at all (verl with its
  * checkpointing, DeepSpeed's cpu_checkpointing, torchtune under a

@@ -104,6 +104,8 @@ typedef enum {
   SIM_MODULE_ATTN_RESIDUAL, /* the residual dropout and add after attention */
   SIM_MODULE_MLP_NORM,
   SIM_MODULE_MLP,
+  SIM_MODULE_EXPERT_FC1,    /* an MoE layer's expert fc1 (ops = hf: each expert's gate_proj and up_proj) */
+  SIM_MODULE_MOE_ACT,       /* its activation (ops = hf: each expert's SiLU and product) */
   SIM_MODULE_MLP_RESIDUAL,
   SIM_MODULE_FINAL_NORM,
   SIM_MODULE_LM_HEAD,

@@ -1,7 +1,7 @@
 #include "engine_private.h"
 
 #include "error.h"
-#include "heap.h"
+#include "heap_inl.h"
 #include "invariants.h"
 
 #include <math.h>

@@ -1,7 +1,8 @@
-/* sim/engine/heap.h — a binary min-heap of (key, seq, value) triples.
+/* sim/engine/heap_inl.h — a binary min-heap of (key, seq, value) triples.
  *
  * Internal to the engine: only engine.c includes it, for its ready streams,
- * running computes and host_allocs, and the copy queues.  Order is by key,
+ * running computes and host_allocs, and the copy queues, so every function
+ * is static (as libuv's heap-inl.h): nothing here has external linkage.  Order is by key,
  * then by seq, so equal keys come out in a fixed order (the engine passes
  * the op's issue index as seq): that is what makes runs byte-identical.
  *
@@ -34,10 +35,37 @@ typedef struct {
   guint64 ops;
 } SimHeap;
 
-void sim_heap_init(SimHeap *heap);
-void sim_heap_clear(SimHeap *heap); /* empties it, keeps the storage */
-void sim_heap_free(SimHeap *heap);  /* releases the storage */
-void sim_heap_grow(SimHeap *heap);
+/* Items room is made for at the first push: more than the engine's heaps
+ * hold for a program of three streams. */
+#define SIM_HEAP_FIRST_CAPACITY 16
+
+static inline void
+sim_heap_init(SimHeap *heap)
+{
+  *heap = (SimHeap){ 0 };
+}
+
+/* Empties it, keeps the storage. */
+static inline void
+sim_heap_clear(SimHeap *heap)
+{
+  heap->len = 0;
+}
+
+/* Releases the storage. */
+static inline void
+sim_heap_free(SimHeap *heap)
+{
+  g_free(heap->items);
+  *heap = (SimHeap){ 0 };
+}
+
+static inline void
+sim_heap_grow(SimHeap *heap)
+{
+  heap->cap = heap->cap ? heap->cap * 2 : SIM_HEAP_FIRST_CAPACITY;
+  heap->items = g_renew(SimHeapItem, heap->items, heap->cap);
+}
 
 static inline gboolean
 sim_heap_less(const SimHeapItem *a, const SimHeapItem *b)

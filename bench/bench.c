@@ -6,7 +6,6 @@
 #include "grid.h"
 #include "evaluate.h"
 #include "plan.h"
-#include "program_private.h" /* capacities, for program_bytes */
 #include "scenario.h"
 
 #include <stdlib.h>
@@ -121,10 +120,7 @@ bench_scenario_text(guint layers)
 static guint64
 program_bytes(const SimProgram *p, const SimRun *run)
 {
-  guint64 bytes = (guint64)p->ops_cap * sizeof(SimOp) + (guint64)p->mem_cap * sizeof(SimMemAction);
-  for (guint s = 0; s < p->streams->len; s++)
-    bytes += ((SimStream *)g_ptr_array_index(p->streams, s))->cap * sizeof(guint32);
-  return bytes + run->applied->len * sizeof(guint32);
+  return sim_program_storage_bytes(p) + run->applied->len * sizeof(guint32);
 }
 
 /* The median of `repeats` lowered and run steps of the scenario `text`; a

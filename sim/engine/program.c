@@ -386,3 +386,12 @@ sim_program_describe_op(const SimProgram *p, guint32 index)
   return g_strdup_printf("op %u '%s %s%s' on stream '%s'", index, sim_phase_name(op->phase),
                          sim_program_label(p, op->label), layer, stream->name);
 }
+
+guint64
+sim_program_storage_bytes(const SimProgram *p)
+{
+  guint64 bytes = (guint64)p->ops_cap * sizeof(SimOp) + (guint64)p->mem_cap * sizeof(SimMemAction);
+  for (guint s = 0; s < p->streams->len; s++)
+    bytes += ((SimStream *)g_ptr_array_index(p->streams, s))->cap * sizeof(guint32);
+  return bytes;
+}

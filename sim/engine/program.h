@@ -336,6 +336,10 @@ sim_program_has_microbatches(const SimProgram *program)
  * inline forms of program_private.h. */
 guint32 sim_program_compute(SimProgram *program, guint32 stream, double seconds, SimPhase phase, gint32 layer,
                             guint32 label);
+/* The bytes a program's arrays hold (ops, memory actions, streams' op
+ * lists, at their capacities): what its storage costs (offsim bench). */
+guint64 sim_program_storage_bytes(const SimProgram *program);
+
 guint32 sim_program_copy(SimProgram *program, guint32 stream, SimDir dir, guint64 bytes, SimHostMemory host,
                          gint32 layer, guint32 label);
 guint32 sim_program_record(SimProgram *program, guint32 stream, guint32 event);

@@ -1,4 +1,4 @@
-/* planner/plan_private.h — what the single-GPU planner (plan.c) and the
+/* planner/internal/plan_private.h — what the single-GPU planner (plan.c) and the
  * pipeline planner (stages.c) share, so that a plan means the same in both:
  * a layer's costs and useful actions, the scratch policy every candidate is
  * written into, the policy a plan prints, its verdict and its per-layer

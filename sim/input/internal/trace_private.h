@@ -1,4 +1,4 @@
-/* sim/input/trace_private.h — what the recording's reader (trace.c) hands
+/* sim/input/internal/trace_private.h — what the recording's reader (trace.c) hands
  * the op-list builder (trace_ops.c); not for other modules.
  *
  * trace.c parses every line into a Row and turns the saved rows into each

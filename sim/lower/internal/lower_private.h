@@ -1,4 +1,4 @@
-/* sim/lower/lower_private.h — the pieces of the lowering that the pipeline
+/* sim/lower/internal/lower_private.h — the pieces of the lowering that the pipeline
  * lowering (pipeline.c) assembles per chunk and micro-batch.
  *
  * Who may include it: lower.c, which defines them, and pipeline.c.  A

@@ -1,4 +1,4 @@
-/* sim/input/transformer_private.h — the shape of a generated transformer in
+/* sim/input/internal/transformer_private.h — the shape of a generated transformer in
  * the units its tensor lists (transformer.c) and its op lists
  * (transformer_ops.c) both count in, derived once.
  *

@@ -1,4 +1,4 @@
-/* sim/engine/engine_private.h — what the engine offers tests only.
+/* sim/engine/internal/engine_private.h — what the engine offers tests only.
  *
  * Who may include it: tests (tests/test_engine.c).  The library keeps the
  * definitions in engine.c; nothing in the simulator calls them, since

@@ -1,4 +1,4 @@
-/* sim/engine/program_private.h — the inside of a SimProgram: its fast
+/* sim/engine/internal/program_private.h — the inside of a SimProgram: its fast
  * builders, the helpers that grow its arrays, and what only tests call.
  *
  * Who may include it, and why:
@@ -7,10 +7,10 @@
  *  - sim/lower/lower.c, which writes a program per candidate a planner
  *    tries: it builds through the inline forms below, so that an op or a
  *    memory action costs no call;
- *  - bench/bench.c, which reads the capacities to report what a program's
- *    storage costs per op;
  *  - tests, for the functions marked test-only.
- * Anything else builds through program.h.
+ * Anything else builds through program.h: the build puts this header on
+ * the include path of offsim_engine, of offsim_lower and of the tests
+ * only (offsim_engine_internal, sim/CMakeLists.txt).
  *
  * The inline builders keep every invariant of program.h: they are the
  * bodies of program.h's sim_program_compute, sim_program_copy and

@@ -266,7 +266,7 @@ plan_run(const char *path, const PlanOptions *o, GError **error)
     g_error_free(cause);
     return -1;
   }
-  g_autoptr(SimScenario) s = sim_scenario_load_file(path, error);
+  g_autoptr(SimScenario) s = cli_load_scenario(path, error);
   if (s == NULL)
     return -1;
   /* No plan whose peak the device cannot hold fits, whatever the budget. */

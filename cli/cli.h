@@ -17,6 +17,7 @@
 
 #include "gnuplot.h"
 #include "plan.h"
+#include "shapes.h"
 
 G_BEGIN_DECLS
 
@@ -40,6 +41,13 @@ void cli_plan_format_layers(GString *out, const PlannerPlan *plan);
 void cli_plan_format_stages(GString *out, const PlannerPlan *plan);
 /* How the plan's lower bound was found, in words (static). */
 const char *cli_plan_bound_words(const PlannerPlan *plan);
+
+/* `offsim plan --emit NAME` (cli/emit.c): the plan of `shape` over `n`
+ * layers as the target's configuration, `comment` (lines) as comments
+ * where the format has them, and the names' source.  New string. */
+char *cli_emit_config(PlannerTarget target, const PlannerShape *shape, guint n, const char *comment);
+/* What the configuration leaves to the user's code, for stderr (static). */
+const char *cli_emit_note(PlannerTarget target);
 
 /* `offsim plan --format json`'s object for a plan under `budget` (actions
  * and layers included), for `plan` and `compare --budget --format json`;

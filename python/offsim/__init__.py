@@ -23,7 +23,7 @@ import threading
 import cffi
 import pandas as pd
 
-__all__ = ["Error", "run", "compare", "plan", "sweep", "model", "main", "scenario_text"]
+__all__ = ["Error", "run", "compare", "plan", "emit", "sweep", "model", "main", "scenario_text"]
 
 _ffi = cffi.FFI()
 # cli/api.h, as cffi reads it.
@@ -163,6 +163,10 @@ def compare(scenario=None, budget=None):
 def plan(scenario, budget, framework=None):
     """``offsim plan SCENARIO --budget SIZE --format json``: the plan's layers, one row each.
 
+    With `framework` (megatron, torchtune, verl, te, deepspeed, torchtitan) only the plans that
+    framework's configuration can express, ``attrs["plan"]["framework"]`` saying what that
+    restriction costs; save_on_cpu: any per-layer plan with its copy schedule.
+
     The columns are the JSON's per-layer fields (index, action, ...); ``attrs["plan"]`` is the
     whole JSON object (verdict, the policy block, actions, stages), ``attrs["json"]`` its text,
     ``attrs["feasible"]`` whether a plan fits (the CLI's exit 4 when none does: not an error,
@@ -179,6 +183,15 @@ def plan(scenario, budget, framework=None):
     df.attrs["json"] = out
     df.attrs["feasible"] = status == 0
     return df
+
+
+def emit(scenario, budget, framework, restrict=True):
+    """``offsim plan SCENARIO --budget SIZE --framework NAME --emit NAME``: the plan as the
+    framework's own configuration (text).  Without `restrict`, ``--emit NAME`` alone: the
+    per-layer plan, or :class:`Error` (exit 2) when the framework cannot express it."""
+    arg, text = _scenario(scenario)
+    args = ["plan", arg] + _budget(budget) + (["--framework", framework] if restrict else []) + ["--emit", framework]
+    return call(args, text)[1]
 
 
 def sweep(scenario, set, jobs=None, keep_going=True, on_row=None):

@@ -123,6 +123,18 @@ def test_plan_that_nothing_fits_is_exit_4_not_an_error():
     assert df.attrs["json"] == out and not df.attrs["feasible"]
 
 
+def test_framework_plan_and_emit_are_the_cli():
+    path = os.path.join(SCENARIOS, "llama-3.1-8b.ini")
+    df = offsim.plan(path, budget="60GiB", framework="megatron")
+    assert df.attrs["json"] == cli_ok("plan", path, "--budget", "60GiB", "--framework", "megatron", "--format", "json")
+    assert df.attrs["plan"]["framework"]["name"] == "megatron"
+    text = offsim.emit(path, "60GiB", "torchtitan")
+    assert text == cli_ok("plan", path, "--budget", "60GiB", "--framework", "torchtitan", "--emit", "torchtitan")
+    with pytest.raises(offsim.Error) as e:
+        offsim.emit(path, "60GiB", "te", restrict=False)
+    assert_same_error(e, "plan", path, "--budget", "60GiB", "--emit", "te")
+
+
 SWEEP = {"transformer.heads": [14, 12], "transformer.kv_heads": [2, 7]}
 SWEEP_ARGS = ["--set", "transformer.heads=14,12", "--set", "transformer.kv_heads=2,7"]
 

@@ -29,6 +29,7 @@ int cli_plan_main(int argc, char **argv);    /* offsim plan */
 int cli_bench_main(int argc, char **argv);   /* offsim bench */
 int cli_sweep_main(int argc, char **argv);   /* offsim sweep */
 int cli_show_main(int argc, char **argv);    /* offsim show */
+int cli_check_main(int argc, char **argv);   /* offsim check */
 /* `offsim ARGS...`: the command argv[1] names (cli/command.c). */
 int cli_command_main(int argc, char **argv);
 

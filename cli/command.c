@@ -24,6 +24,7 @@ static const Command commands[] = {
   { "sweep", cli_sweep_main, "every combination of scenario values, in parallel, as CSV" },
   { "bench", cli_bench_main, "performance figures: engine events/s, step, plan and sweep times" },
   { "budget", cli_budget_main, "the activation budget ledger: which chunks to offload to fit" },
+  { "check", cli_check_main, "a torch.profiler trace's step, kernel and copy figures beside the prediction" },
 };
 
 /* The command list, for --help (stdout) and a missing command (stderr). */

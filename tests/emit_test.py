@@ -12,9 +12,10 @@ Usage: emit_test.py OFFSIM_BINARY SOURCE_DIR.  Standard library only (json, toml
 import json
 import os
 import re
-import subprocess
 import sys
 import tomllib
+
+from clitest import Checks
 
 OFFSIM, SOURCE = sys.argv[1], sys.argv[2]
 DATA = os.path.join(SOURCE, "tests", "data", "frameworks")
@@ -23,18 +24,8 @@ TARGETS = ["megatron", "torchtune", "verl", "te", "deepspeed", "torchtitan"]
 # the plain one; budgets from tight to loose, so that each framework's shapes change.
 SCENARIOS = ["scenarios/frameworks/llama-3.1-8b.ini", "scenarios/llama-3.1-8b.ini"]
 BUDGETS = ["40GiB", "50GiB", "60GiB", "70GiB", "90GiB"]
-failures = []
-
-
-def check(ok, what):
-    if not ok:
-        failures.append(what)
-        print("FAIL:", what)
-
-
-def offsim(*args):
-    p = subprocess.run([OFFSIM, *args], capture_output=True, text=True, cwd=SOURCE)
-    return p.returncode, p.stdout, p.stderr
+checks = Checks(OFFSIM, SOURCE)
+check, offsim = checks.check, checks.offsim
 
 
 def known(target):
@@ -172,13 +163,5 @@ for args, message in [
     check(status == 2 and err.startswith(message) and out == "", "%s: %d %s" % (args, status, err))
 
 # README.md's example: the block after its marker is what its command prints.
-readme = open(os.path.join(SOURCE, "README.md")).read()
-after = readme.split("<!-- offsim-emit-output -->\n```\n", 1)[1]
-shown = after.split("```\n", 1)[0]
-command = readme.split("<!-- offsim-emit-output -->", 1)[0].rsplit("./build/cli/offsim ", 1)[1].split("\n", 1)[0]
-status, out, err = offsim(*command.split())
-check(status == 0 and out == shown, "README's --emit example differs from '%s': %s" % (command, out))
-
-if failures:
-    sys.exit("emit_test: %d failures" % len(failures))
-print("emit_test: every emitted name is the framework's own and every configuration is its plan")
+checks.readme_example(open(os.path.join(SOURCE, "README.md")).read(), "<!-- offsim-emit-output -->")
+checks.finish("emit_test", "every emitted name is the framework's own and every configuration is its plan")

@@ -23,7 +23,7 @@ import threading
 import cffi
 import pandas as pd
 
-__all__ = ["Error", "run", "compare", "plan", "emit", "sweep", "model", "main", "scenario_text"]
+__all__ = ["Error", "run", "compare", "plan", "emit", "sweep", "model", "check", "main", "scenario_text"]
 
 _ffi = cffi.FFI()
 # cli/api.h, as cffi reads it.
@@ -248,6 +248,15 @@ class _RowStream:
             self.header = fields
         else:
             self.on_row(dict(zip(self.header, fields)))
+
+
+def check(trace, scenario=None, policy=None):
+    """``offsim check [SCENARIO] --trace FILE --format csv``: a torch.profiler trace's measured
+    figures (per step when it has ProfilerSteps), one row each, beside the prediction for
+    `scenario` (its first policy, or `policy`); columns quantity, measured, predicted."""
+    args, text = _scenario_args(scenario)
+    args += ["--trace", os.fspath(trace), "--format", "csv"] + ([] if policy is None else ["--policy", policy])
+    return _csv_frame(call(["check"] + args, text)[1])
 
 
 def model(hf_config, batch=None, seq=None, **options):

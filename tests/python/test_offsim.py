@@ -135,6 +135,14 @@ def test_framework_plan_and_emit_are_the_cli():
     assert_same_error(e, "plan", path, "--budget", "60GiB", "--emit", "te")
 
 
+def test_check_is_the_cli():
+    trace = os.path.join(SOURCE, "tests", "data", "kineto", "sampled_rank-0.json.gz")
+    path = os.path.join(SCENARIOS, "llama-3.1-8b.ini")
+    df = offsim.check(trace, path, policy="offload-async")
+    assert_frame_is(df, cli_ok("check", path, "--trace", trace, "--policy", "offload-async", "--format", "csv"))
+    assert list(df.columns) == ["quantity", "measured", "predicted"]
+
+
 SWEEP = {"transformer.heads": [14, 12], "transformer.kv_heads": [2, 7]}
 SWEEP_ARGS = ["--set", "transformer.heads=14,12", "--set", "transformer.kv_heads=2,7"]
 

@@ -17,6 +17,7 @@
 
 #include "gnuplot.h"
 #include "plan.h"
+#include "shapes.h"
 
 G_BEGIN_DECLS
 
@@ -28,6 +29,9 @@ int cli_plan_main(int argc, char **argv);    /* offsim plan */
 int cli_bench_main(int argc, char **argv);   /* offsim bench */
 int cli_sweep_main(int argc, char **argv);   /* offsim sweep */
 int cli_show_main(int argc, char **argv);    /* offsim show */
+int cli_check_main(int argc, char **argv);   /* offsim check */
+/* `offsim ARGS...`: the command argv[1] names (cli/command.c). */
+int cli_command_main(int argc, char **argv);
 
 /* The per-layer table of a plan: action, bytes saved, exposed time if the
  * layer were offloaded, recompute time (for `plan` and `compare --budget`). */
@@ -38,6 +42,13 @@ void cli_plan_format_layers(GString *out, const PlannerPlan *plan);
 void cli_plan_format_stages(GString *out, const PlannerPlan *plan);
 /* How the plan's lower bound was found, in words (static). */
 const char *cli_plan_bound_words(const PlannerPlan *plan);
+
+/* `offsim plan --emit NAME` (cli/emit.c): the plan of `shape` over `n`
+ * layers as the target's configuration, `comment` (lines) as comments
+ * where the format has them, and the names' source.  New string. */
+char *cli_emit_config(PlannerTarget target, const PlannerShape *shape, guint n, const char *comment);
+/* What the configuration leaves to the user's code, for stderr (static). */
+const char *cli_emit_note(PlannerTarget target);
 
 /* `offsim plan --format json`'s object for a plan under `budget` (actions
  * and layers included), for `plan` and `compare --budget --format json`;
@@ -72,6 +83,24 @@ guint64 cli_capacity(guint64 budget, const SimScenario *scenario);
  * (a full disk, a closed descriptor) is like an output path that cannot:
  * bad input, exit 2, "stdout: cannot write the report: REASON". */
 gboolean cli_print(const char *text, GError **error);
+
+/* What a process that embeds the commands (cli/api.c) gives them in place
+ * of its own stdin and stderr; zero (both NULL) in the executable.  `input`
+ * is the text a scenario "-" reads; `failures`, when set, takes cli_fail's
+ * line instead of stderr.  Stdout is sim_output_redirect_stdout's. */
+typedef struct {
+  const char *input;
+  GString *failures;
+} CliEmbed;
+extern CliEmbed cli_embed;
+
+/* The scenario a command names: a path, or "-" for the text on stdin (or
+ * cli_embed.input), named CLI_STDIN_ORIGIN in messages, its includes
+ * resolved against the current directory.  The configuration alone for
+ * the commands that change it first (sweep, show). */
+#define CLI_STDIN_ORIGIN "(stdin)"
+SimConfig *cli_load_config(const char *path, GError **error);
+SimScenario *cli_load_scenario(const char *path, GError **error);
 
 /* Output paths, checked before anything is simulated, so that a typo in
  * one costs no run (cli/options.c).  A FILE output must be a non-empty

@@ -8,6 +8,7 @@
 #include "cli.h"
 
 #include "error.h"
+#include "output.h"
 #include "scenario.h"
 #include "units.h"
 
@@ -161,12 +162,28 @@ cli_capacity(guint64 budget, const SimScenario *scenario)
 gboolean
 cli_print(const char *text, GError **error)
 {
-  errno = 0;
-  if (fputs(text, stdout) >= 0 && fflush(stdout) == 0 && !ferror(stdout))
-    return TRUE;
-  int e = errno ? errno : EIO;
-  g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "stdout: cannot write the report: %s", g_strerror(e));
-  return FALSE;
+  return sim_output_stdout(text, strlen(text), error);
+}
+
+CliEmbed cli_embed;
+
+SimConfig *
+cli_load_config(const char *path, GError **error)
+{
+  if (strcmp(path, "-") != 0)
+    return sim_config_load_file(path, error);
+  g_autofree char *text = NULL;
+  gsize length;
+  if (cli_embed.input == NULL && !sim_config_read_input("/dev/stdin", "the scenario", &text, &length, error))
+    return NULL;
+  return sim_config_load_data(cli_embed.input ? cli_embed.input : text, CLI_STDIN_ORIGIN, NULL, error);
+}
+
+SimScenario *
+cli_load_scenario(const char *path, GError **error)
+{
+  g_autoptr(SimConfig) c = cli_load_config(path, error);
+  return c ? sim_scenario_from_config(c, error) : NULL;
 }
 
 /* What keeps `dir` from holding an output named `path`, or NULL. */

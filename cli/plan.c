@@ -203,7 +203,8 @@ cli_plan_format_stages(GString *out, const PlannerPlan *p)
 /* `budget` is what the planner used, `asked` what --budget said (more when
  * it passed the device's memory). */
 static char *
-plan_table(const SimScenario *s, const PlannerPlan *p, guint64 budget, guint64 asked)
+plan_table(const SimScenario *s, const PlannerPlan *p, guint64 budget, guint64 asked, const char *framework,
+           const char *restriction)
 {
   GString *out = g_string_new(NULL);
   const SimResult *r = p->result;
@@ -227,7 +228,13 @@ plan_table(const SimScenario *s, const PlannerPlan *p, guint64 budget, guint64 a
   g_string_append_printf(out, "peak        %12s   (resident %s)\n", peak, resident_peak);
   g_string_append_printf(out, "lower bound %9.2f ms   gap %.2f %%   %s\n", p->lower_bound_ms, p->gap * 100,
                          cli_plan_bound_words(p));
-  g_string_append_printf(out, "verdict     %s: %s\n\n", p->verdict, p->verdict_reason);
+  g_string_append_printf(out, "verdict     %s: %s\n", p->verdict, p->verdict_reason);
+  if (framework) {
+    g_autofree char *runs = planner_shapes_describe((const SimAction *)p->policy->actions->data,
+                                                    p->policy->actions->len);
+    g_string_append_printf(out, "framework   %s's configuration expresses %s: %s\n", framework, runs, restriction);
+  }
+  g_string_append_c(out, '\n');
   g_autofree char *block = planner_plan_format_policy(p->policy);
   g_string_append_printf(out, "%s\n", block);
   cli_plan_format_stages(out, p);
@@ -239,7 +246,113 @@ typedef struct {
   char *budget;
   char *format;
   char *framework;
+  char *emit;
 } PlanOptions;
+
+/* What --framework and --emit ask for, checked before the scenario loads. */
+typedef struct {
+  gboolean restricted;   /* --framework TARGET: only the target's shapes */
+  PlannerTarget target;  /* with `restricted`, or --emit's */
+  gboolean emit;
+  SimFramework schedule; /* the per-layer plan's copy schedule */
+} PlanRequest;
+
+static gboolean
+parse_framework(const PlanOptions *o, PlanRequest *r, GError **error)
+{
+  *r = (PlanRequest){ .schedule = SIM_FRAMEWORK_NONE };
+  g_autoptr(GString) targets = g_string_new(NULL);
+  for (guint t = 0; t < PLANNER_TARGET_COUNT; t++)
+    g_string_append_printf(targets, "%s%s", t ? ", " : "", planner_target_names[t]);
+  if (o->framework && planner_target_lookup(o->framework, &r->target)) {
+    r->restricted = TRUE;
+    r->schedule = planner_target_framework(r->target);
+  } else if (o->framework) {
+    /* A hook in the user's code (save_on_cpu) takes any layer: every per-layer plan. */
+    SimPolicy probe = { 0 };
+    if (!sim_schema_parse(SIM_KEY_POLICY_FRAMEWORK, o->framework, &probe, NULL) || probe.framework == SIM_FRAMEWORK_NONE) {
+      g_autofree char *quoted = sim_error_quote(o->framework);
+      g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "--framework: expected one of %s or save_on_cpu, got '%s'",
+                  targets->str, quoted);
+      return FALSE;
+    }
+    r->schedule = probe.framework;
+  }
+  if (o->emit == NULL)
+    return TRUE;
+  PlannerTarget emit;
+  g_autofree char *quoted = sim_error_quote(o->emit);
+  if (!planner_target_lookup(o->emit, &emit)) {
+    g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "--emit: expected one of %s, got '%s'", targets->str, quoted);
+    return FALSE;
+  }
+  if (o->framework && (!r->restricted || emit != r->target)) {
+    g_autofree char *framework = sim_error_quote(o->framework);
+    g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT,
+                "--emit %s: the plan is searched for --framework %s; give the same name to both, or --emit alone",
+                quoted, framework);
+    return FALSE;
+  }
+  r->emit = TRUE;
+  r->target = emit;
+  r->schedule = planner_target_framework(emit);
+  return TRUE;
+}
+
+/* --emit without --framework: the per-layer plan, if the target can say it. */
+static gboolean
+match_shape(const PlannerPlan *p, PlannerTarget target, PlannerShape *shape, GError **error)
+{
+  const SimAction *actions = (const SimAction *)p->policy->actions->data;
+  guint n = p->policy->actions->len;
+  if (planner_shapes_match(target, actions, n, shape))
+    return TRUE;
+  g_autofree char *runs = planner_shapes_describe(actions, n);
+  const char *t = planner_target_names[target];
+  g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT,
+              "--emit %s: %s's configuration cannot express the plan (%s); --framework %s plans only what it can "
+              "express", t, t, runs, t);
+  return FALSE;
+}
+
+/* What the restriction to the target's shapes costs, in words. */
+static char *
+restriction_words(const PlannerShapesPlan *sp)
+{
+  const PlannerPlan *p = sp->plan, *u = sp->unrestricted;
+  if (!u->feasible)
+    return g_strdup("no per-layer plan fits either");
+  if (!p->feasible)
+    return g_strdup_printf("none of its plans fits, the per-layer plan does (%.2f ms)", u->result->step_ms);
+  double extra = p->result->step_ms - u->result->step_ms;
+  if (fabs(extra) <= 1e-9 * u->result->step_ms) /* the same plan, the two runs' rounding apart */
+    extra = 0;
+  /* The per-layer search is exact for offsim's own schedules only: for a
+   * framework's it is a local search, which a shape can beat. */
+  return g_strdup_printf("%+.2f ms (%+.2f %%) against the per-layer plan with its schedule (%.2f ms%s)", extra,
+                         u->result->step_ms > 0 ? extra / u->result->step_ms * 100 : 0, u->result->step_ms,
+                         extra < 0 ? ", a local search's: it missed this plan" : "");
+}
+
+/* --emit: the configuration on stdout, the plan and the restriction's cost
+ * in its comments and on stderr, with what the configuration leaves to the
+ * user's code. */
+static char *
+emit_text(const SimScenario *s, const PlannerPlan *p, PlannerTarget target, const PlannerShape *shape,
+          const char *restriction, guint64 budget)
+{
+  g_autofree char *b = sim_units_format_size(budget);
+  g_autofree char *peak = sim_units_format_size(p->result->peak_reserved_bytes);
+  g_autofree char *runs = planner_shapes_describe((const SimAction *)p->policy->actions->data,
+                                                  p->policy->actions->len);
+  g_autofree char *comment = g_strdup_printf("offsim plan for %s under %s: %s\nstep %.2f ms (resident %.2f ms), "
+                                             "%s reserved at most\n%s%s",
+                                             s->name, b, runs, p->result->step_ms, p->resident->step_ms, peak,
+                                             restriction ? "restricted to what this configuration expresses: " : "",
+                                             restriction ? restriction : "");
+  g_printerr("offsim plan --emit %s: %s\n%s\n", planner_target_names[target], cli_emit_note(target), comment);
+  return cli_emit_config(target, shape, p->policy->actions->len, comment);
+}
 
 static int
 plan_run(const char *path, const PlanOptions *o, GError **error)
@@ -258,28 +371,55 @@ plan_run(const char *path, const PlanOptions *o, GError **error)
     g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "--format: plan prints table or json");
     return -1;
   }
-  /* --framework: the [policy] key's names and parser. */
-  SimPolicy probe = { 0 };
-  GError *cause = NULL;
-  if (o->framework && !sim_schema_parse(SIM_KEY_POLICY_FRAMEWORK, o->framework, &probe, &cause)) {
-    g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "--framework: %s", cause->message);
-    g_error_free(cause);
+  PlanRequest req;
+  if (!parse_framework(o, &req, error))
+    return -1;
+  if (req.emit && o->format) {
+    g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "--emit: prints the framework's configuration; not with --format");
     return -1;
   }
-  g_autoptr(SimScenario) s = sim_scenario_load_file(path, error);
+  g_autoptr(SimScenario) s = cli_load_scenario(path, error);
   if (s == NULL)
     return -1;
   /* No plan whose peak the device cannot hold fits, whatever the budget. */
   guint64 capacity = cli_capacity(budget, s);
-  g_autoptr(PlannerPlan) p = planner_plan_framework(s, capacity, probe.framework, error);
-  if (p == NULL)
+  g_autoptr(PlannerShapesPlan) shaped = NULL;
+  g_autoptr(PlannerPlan) own = NULL;
+  if (req.restricted && (shaped = planner_shapes_plan(s, capacity, req.target, error)) == NULL)
     return -1;
+  if (!req.restricted && (own = planner_plan_framework(s, capacity, req.schedule, error)) == NULL)
+    return -1;
+  const PlannerPlan *p = shaped ? shaped->plan : own;
+  g_autofree char *restriction = shaped ? restriction_words(shaped) : NULL;
   g_autofree char *text = NULL;
-  if (format == CLI_FORMAT_JSON) {
+  if (req.emit) {
+    PlannerShape shape = shaped ? shaped->shape : (PlannerShape){ 0 };
+    if (!p->feasible) { /* exit 4 with its line, printed by the caller */
+      g_autofree char *min = sim_units_format_size(p->min_budget);
+      g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "--emit %s: no plan fits the budget; the smallest peak found is %s",
+                  planner_target_names[req.target], min);
+      return EXIT_INFEASIBLE;
+    }
+    if (!shaped && !match_shape(p, req.target, &shape, error))
+      return -1;
+    text = emit_text(s, p, req.target, &shape, restriction, capacity);
+  } else if (format == CLI_FORMAT_JSON) {
     g_autoptr(JsonNode) node = cli_plan_json(p, p->result, capacity);
+    if (shaped) {
+      JsonObject *root = json_node_get_object(node);
+      g_autoptr(JsonObject) f = json_object_new();
+      json_object_set_string_member(f, "name", planner_target_names[req.target]);
+      g_autofree char *runs = planner_shapes_describe((const SimAction *)p->policy->actions->data,
+                                                      p->policy->actions->len);
+      json_object_set_string_member(f, "shape", runs);
+      json_object_set_boolean_member(f, "unrestricted_feasible", shaped->unrestricted->feasible);
+      json_object_set_double_member(f, "unrestricted_step_ms", shaped->unrestricted->result->step_ms);
+      json_object_set_double_member(f, "restriction_ms", p->result->step_ms - shaped->unrestricted->result->step_ms);
+      json_object_set_object_member(root, "framework", json_object_ref(f));
+    }
     text = cli_report_json_to_string(node);
   } else {
-    text = plan_table(s, p, capacity, budget);
+    text = plan_table(s, p, capacity, budget, shaped ? planner_target_names[req.target] : NULL, restriction);
   }
   if (!cli_print(text, error))
     return -1;
@@ -296,7 +436,10 @@ cli_plan_main(int argc, char **argv)
       "SIZE" },
     { "format", 'f', 0, G_OPTION_ARG_STRING, &o.format, "Output: table (default) or json", "FORMAT" },
     { "framework", 0, 0, G_OPTION_ARG_STRING, &o.framework,
-      "Offload with this framework's schedule (save_on_cpu, verl, te, megatron, torchtune, deepspeed)", "NAME" },
+      "Plan only what this framework's configuration expresses, with its copy schedule (megatron, torchtune, "
+      "verl, te, deepspeed, torchtitan), or any per-layer plan with save_on_cpu's", "NAME" },
+    { "emit", 0, 0, G_OPTION_ARG_STRING, &o.emit,
+      "Print the plan as this framework's configuration (the names above but save_on_cpu)", "NAME" },
     G_OPTION_ENTRY_NULL,
   };
   g_set_prgname("offsim plan");
@@ -319,9 +462,12 @@ cli_plan_main(int argc, char **argv)
     status = plan_run(argv[1], &o, &error);
     if (status < 0)
       status = cli_fail(error);
+    else if (error) /* --emit and no plan fits: its line, exit 4 */
+      cli_fail(error);
   }
   g_free(o.budget);
   g_free(o.format);
   g_free(o.framework);
+  g_free(o.emit);
   return status;
 }

@@ -271,6 +271,12 @@ cli_report_csv_header(GString *out, const char *prefix)
   }
 }
 
+guint
+cli_report_csv_columns(void)
+{
+  return G_N_ELEMENTS(fields);
+}
+
 /* Straight from the table, no JSON node: a sweep formats a row per point
  * and policy on its workers, and this is most of their output's cost. */
 void

@@ -39,6 +39,8 @@ char *cli_report_format(const SimScenario *scenario, GPtrArray *results, CliForm
  * values there. */
 void cli_report_csv_header(GString *out, const char *prefix);
 void cli_report_csv_row(GString *out, const char *prefix, const SimResult *result);
+/* How many fields the header and a row have after the prefix. */
+guint cli_report_csv_columns(void);
 
 /* One result as a JSON object node (the fields above). */
 JsonNode *cli_report_result_json(const SimResult *result);

@@ -216,7 +216,7 @@ run_scenario(const char *path, const RunOptions *o, gboolean compare, GError **e
   RunRequest req;
   if (!parse_request(o, &req, error))
     return FALSE;
-  g_autoptr(SimScenario) scenario = path ? sim_scenario_load_file(path, error) : sim_scenario_load_default(error);
+  g_autoptr(SimScenario) scenario = path ? cli_load_scenario(path, error) : sim_scenario_load_default(error);
   if (scenario == NULL)
     return FALSE;
   g_autoptr(GPtrArray) chosen = choose_policies(scenario, o->policy, compare, error);

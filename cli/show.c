@@ -466,7 +466,7 @@ static gboolean
 show_run(const char *path, GError **error)
 {
   const char *text = path ? NULL : sim_scenario_default_text();
-  g_autoptr(SimConfig) config = path ? sim_config_load_file(path, error)
+  g_autoptr(SimConfig) config = path ? cli_load_config(path, error)
                                      : sim_config_load_data(text, "(embedded default)", NULL, error);
   if (config == NULL)
     return FALSE;

@@ -64,6 +64,8 @@ draw(const PlannerGrid *g, const char *scenario, const char *dir, GError **error
 typedef struct {
   SimOutputStream *out;
   char *header;    /* still to write before the first row (shard 0), or NULL */
+  gboolean keep_going; /* rows end with an `error` field */
+  guint failed;    /* points written as an error row */
   gboolean plot;
   guint first;     /* the shard's first point */
   guint64 stride;  /* points between two values of the first key */
@@ -84,9 +86,31 @@ format_rows(const PlannerGrid *g, const PlannerGridPoint *point, GString *out, g
     sim_output_csv_field(prefix, planner_grid_value(g, a, point->index));
     g_string_append_c(prefix, ',');
   }
-  for (guint k = 0; k < point->results->len; k++)
-    cli_report_csv_row(out, prefix->str, g_ptr_array_index(point->results, k));
-  return sink_plots(data, point->index);
+  const Sink *k = data;
+  for (guint r = 0; r < point->results->len; r++) {
+    cli_report_csv_row(out, prefix->str, g_ptr_array_index(point->results, r));
+    if (k->keep_going) { /* an empty error field before the line end */
+      g_string_truncate(out, out->len - 1);
+      g_string_append(out, ",\n");
+    }
+  }
+  return sink_plots(k, point->index);
+}
+
+/* --keep-going: a point that failed is one row, its swept values, every
+ * result field empty, and the error (the message exit 2 would print). */
+static void
+format_error_row(const PlannerGrid *g, const PlannerGridPoint *point, GString *out)
+{
+  for (guint a = 0; a < g->axes->len; a++) {
+    sim_output_csv_field(out, planner_grid_value(g, a, point->index));
+    g_string_append_c(out, ',');
+  }
+  for (guint c = 0; c < cli_report_csv_columns(); c++)
+    g_string_append_c(out, ',');
+  g_autofree char *message = sim_error_printable(point->error->message);
+  sim_output_csv_field(out, message);
+  g_string_append_c(out, '\n');
 }
 
 /* On the calling thread, in point order.  The header waits for the first
@@ -99,6 +123,13 @@ write_rows(PlannerGrid *g, PlannerGridPoint *point, const GString *text, gpointe
     g_autofree char *header = g_steal_pointer(&k->header);
     if (!sim_output_stream_write(k->out, header, strlen(header), error))
       return FALSE;
+  }
+  g_autoptr(GString) failed = NULL;
+  if (point->error) {
+    failed = g_string_new(NULL);
+    format_error_row(g, point, failed);
+    text = failed;
+    k->failed++;
   }
   if (!sim_output_stream_write(k->out, text->str, text->len, error))
     return FALSE;
@@ -115,6 +146,7 @@ typedef struct {
   char **sets;
   int jobs;
   char *shard, *out, *plot;
+  gboolean keep_going;
 } SweepOptions;
 
 static gboolean
@@ -124,7 +156,14 @@ sweep_run(const char *path, const SweepOptions *o, GError **error)
     g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "sweep: give at least one --set group.key=v1,v2,...");
     return FALSE;
   }
-  PlannerGridOptions options = { .jobs = o->jobs == SWEEP_JOBS_UNSET ? 0 : (guint)o->jobs, .shard_option = "--shard" };
+  /* A failed point is no point of the chart: it would leave a hole the
+   * chart's lines cannot cross. */
+  if (o->keep_going && o->plot) {
+    g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "--keep-going: not with --plot (a failed point has nothing to draw)");
+    return FALSE;
+  }
+  PlannerGridOptions options = { .jobs = o->jobs == SWEEP_JOBS_UNSET ? 0 : (guint)o->jobs, .shard_option = "--shard",
+                                 .keep_going = o->keep_going };
   if (o->shard) {
     guint64 i, n;
     g_auto(GStrv) parts = g_strsplit(o->shard, "/", -1);
@@ -154,7 +193,7 @@ sweep_run(const char *path, const SweepOptions *o, GError **error)
   }
   if (!cli_check_output_file("--out", o->out, error) || !cli_check_output_dir("--plot", o->plot, error))
     return FALSE;
-  g_autoptr(SimConfig) config = sim_config_load_file(path, error);
+  g_autoptr(SimConfig) config = cli_load_config(path, error);
   if (config == NULL)
     return FALSE;
   g_autoptr(PlannerGrid) grid = planner_grid_new(config, g_steal_pointer(&axes), &options, error);
@@ -162,7 +201,8 @@ sweep_run(const char *path, const SweepOptions *o, GError **error)
     return FALSE;
 
   /* Swept values first, then the result fields, one row per point and policy. */
-  Sink sink = { .plot = o->plot != NULL, .first = options.shard, .stride = grid->size / plotted };
+  Sink sink = { .plot = o->plot != NULL, .keep_going = o->keep_going, .first = options.shard,
+                .stride = grid->size / plotted };
   if (options.shard == 0) {
     g_autoptr(GString) prefix = g_string_new(NULL);
     for (guint a = 0; a < grid->axes->len; a++) {
@@ -171,6 +211,10 @@ sweep_run(const char *path, const SweepOptions *o, GError **error)
     }
     g_autoptr(GString) header = g_string_new(NULL);
     cli_report_csv_header(header, prefix->str);
+    if (o->keep_going) {
+      g_string_truncate(header, header->len - 1);
+      g_string_append(header, ",error\n");
+    }
     sink.header = g_string_free(g_steal_pointer(&header), FALSE);
   }
   sink.out = sim_output_stream_open("--out", o->out, error);
@@ -191,6 +235,10 @@ sweep_run(const char *path, const SweepOptions *o, GError **error)
   }
   if (!sim_output_stream_commit(sink.out, error))
     return FALSE;
+  if (sink.failed)
+    g_printerr("offsim sweep: %u of %llu points failed; the error column of their rows says why\n", sink.failed,
+               (unsigned long long)(options.shards > 1 ? (grid->size - options.shard + options.shards - 1) / options.shards
+                                                       : grid->size));
   if (o->plot) {
     if (!draw(grid, path, o->plot, error))
       return FALSE;
@@ -211,6 +259,8 @@ cli_sweep_main(int argc, char **argv)
     { "jobs", 'j', 0, G_OPTION_ARG_INT, &o.jobs, "Threads (default: every core)", "N" },
     { "shard", 0, 0, G_OPTION_ARG_STRING, &o.shard, "Run every N-th point from I (0-based), for batch systems", "I/N" },
     { "out", 'o', 0, G_OPTION_ARG_FILENAME, &o.out, "Write the CSV to FILE (atomically) instead of stdout", "FILE" },
+    { "keep-going", 0, 0, G_OPTION_ARG_NONE, &o.keep_going, "A point that fails is a row with an `error` column "
+      "(the last), not the end of the sweep", NULL },
     { "plot", 0, 0, G_OPTION_ARG_FILENAME, &o.plot, "Draw step time against the first --set key into DIR (others "
       "at their first value)", "DIR" },
     G_OPTION_ENTRY_NULL,

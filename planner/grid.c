@@ -178,8 +178,11 @@ run_point(gpointer data, gpointer user)
       if (r)
         g_ptr_array_add(point->results, r);
     }
-    if (job->error)
+    if (job->error) {
       g_prefix_error(&job->error, "sweep point %u: ", point->index);
+      /* The policies before the failing one are not the point's figures. */
+      g_clear_pointer(&point->results, g_ptr_array_unref);
+    }
     /* Formatted and freed here, in parallel: the calling thread only copies
      * bytes out, so that it does not become the sweep's serial part. */
     else if (sh->stream->format && !sh->stream->format(sh->grid, point, job->text, sh->stream->data))
@@ -286,7 +289,8 @@ planner_grid_stream(PlannerGrid *g, const SimConfig *base, const PlannerGridOpti
     }
     if (job == NULL)
       continue;
-    if (job->error)
+    job->point.error = o->keep_going ? job->error : NULL;
+    if (job->error && !o->keep_going)
       failure = g_steal_pointer(&job->error);
     else if (stream->write && !stream->write(g, &job->point, job->text, stream->data, &failure) && failure == NULL)
       g_set_error(&failure, SIM_ERROR, SIM_ERROR_INPUT, "sweep point %u: not written", job->point.index);
@@ -317,7 +321,8 @@ static gboolean
 keep_point(PlannerGrid *g, PlannerGridPoint *point, const GString *text, gpointer data, GError **error)
 {
   (void)text, (void)data, (void)error;
-  planner_grid_keep(g, point);
+  if (point->results) /* a failed point (keep_going) has none to keep */
+    planner_grid_keep(g, point);
   return TRUE;
 }
 

@@ -22,7 +22,9 @@
  * Every value is checked before anything runs (each axis value is applied
  * alone to the base scenario): a bad value is one SIM_ERROR_INPUT naming
  * it.  A combination that fails (kv_heads that does not divide a swept
- * heads, say) fails the sweep with the lowest such point's error.
+ * heads, say) fails the sweep with the lowest such point's error, or,
+ * with keep_going, is handed to `write` as a failed point and the sweep
+ * goes on.
  *
  * Threads share the base configuration read-only; each has its own
  * SimEvaluator, reused across its points.  The grid knows no command line:
@@ -52,12 +54,16 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(PlannerGridAxis, planner_grid_axis_free)
 typedef struct {
   guint index;       /* in the whole grid */
   GPtrArray *results; /* SimResult* per policy, in scenario order */
+  const GError *error; /* keep_going only: why the point failed (results NULL), else NULL */
 } PlannerGridPoint;
 
 typedef struct {
   guint jobs;        /* threads; 0 = one per core */
   guint shard, shards; /* shards = 0 or 1: everything */
   const char *shard_option; /* the caller's name for shard/shards ("--shard"), for messages */
+  /* A point that fails does not stop the sweep: `write` gets it in its
+   * turn, point->error set, its results NULL (`format` is not called). */
+  gboolean keep_going;
   /* Called from the calling thread about ten times a second while the sweep
    * runs, and once at the end. */
   void (*progress)(guint done, guint total, gpointer data);

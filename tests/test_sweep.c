@@ -346,6 +346,77 @@ START_TEST(a_failed_sweep_leaves_no_partial_out)
 }
 END_TEST
 
+/* --keep-going: point 1 of heads 16,14 x kv_heads 2,7 fails (7 does not
+ * divide 16).  Its row holds its swept values, every result field empty and
+ * the message the sweep stops with without --keep-going; the other rows are
+ * the rows of the sweeps that hold those values, each with an empty error
+ * field; the sweep goes on past it and exits 0.  --out gets the same bytes. */
+static char *
+without_error_field(const char *csv)
+{
+  g_auto(GStrv) lines = g_strsplit(csv, "\n", -1);
+  for (char **l = lines; *l; l++)
+    if (**l) {
+      char *comma = strrchr(*l, ',');
+      ck_assert_ptr_nonnull(comma);
+      *comma = '\0';
+    }
+  return g_strjoinv("\n", lines);
+}
+
+START_TEST(keep_going_writes_a_failed_point_as_a_row)
+{
+  g_auto(TestRun) stopped = test_offsim("sweep", DEFAULT, "--set", "transformer.heads=16,14", "--set",
+                                        "transformer.kv_heads=2,7", NULL);
+  ck_assert_int_eq(stopped.status, 2);
+  g_auto(TestRun) first = test_offsim("sweep", DEFAULT, "--set", "transformer.heads=16", "--set",
+                                      "transformer.kv_heads=2", NULL);
+  g_auto(TestRun) rest = test_offsim("sweep", DEFAULT, "--set", "transformer.heads=14", "--set",
+                                     "transformer.kv_heads=2,7", NULL);
+  ck_assert_int_eq(first.status, 0);
+  ck_assert_int_eq(rest.status, 0);
+  g_autofree char *dir = test_tmp_dir_new();
+  g_autofree char *out = g_build_filename(dir, "sweep.csv", NULL);
+  const char *jobs[] = { "1", "2" };
+  for (guint j = 0; j < G_N_ELEMENTS(jobs); j++) {
+    g_auto(TestRun) r = test_offsim("sweep", DEFAULT, "--set", "transformer.heads=16,14", "--set",
+                                    "transformer.kv_heads=2,7", "--jobs", jobs[j], "--keep-going", NULL);
+    ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err);
+    ck_assert_msg(strstr(r.err, "1 of 4 points failed"), "%s", r.err);
+    /* Header and point 0, point 1's row, then points 2 and 3. */
+    const char *failed = strstr(r.out, "\n16,7,");
+    ck_assert_ptr_nonnull(failed);
+    const char *after = strchr(failed + 1, '\n') + 1;
+    g_autofree char *head = g_strndup(r.out, (gsize)(failed + 1 - r.out));
+    g_autofree char *row = g_strndup(failed + 1, (gsize)(after - failed - 1));
+    g_autofree char *head_plain = without_error_field(head);
+    g_autofree char *tail_plain = without_error_field(after);
+    ck_assert_str_eq(head_plain, first.out);
+    const char *rest_rows = strchr(rest.out, '\n') + 1; /* without its header */
+    ck_assert_str_eq(tail_plain, rest_rows);
+    g_autofree char *header = g_strndup(head, (gsize)(strchr(head, '\n') + 1 - head));
+    ck_assert(g_str_has_suffix(header, ",note,error\n"));
+    g_autoptr(GString) expected = g_string_new("16,7,");
+    for (guint c = 0; c < cli_report_csv_columns(); c++)
+      g_string_append_c(expected, ',');
+    g_autofree char *message = g_strndup(stopped.err + strlen("offsim: "), strlen(stopped.err) - strlen("offsim: ") - 1);
+    sim_output_csv_field(expected, message);
+    g_string_append_c(expected, '\n');
+    ck_assert_str_eq(row, expected->str);
+
+    g_auto(TestRun) o = test_offsim("sweep", DEFAULT, "--set", "transformer.heads=16,14", "--set",
+                                    "transformer.kv_heads=2,7", "--jobs", jobs[j], "--keep-going", "--out", out, NULL);
+    ck_assert_int_eq(o.status, 0);
+    g_autofree char *written = read_text(out);
+    ck_assert_str_eq(written, r.out);
+  }
+  g_auto(TestRun) plot = test_offsim("sweep", DEFAULT, "--set", "transformer.heads=16,14", "--keep-going", "--plot",
+                                     dir, NULL);
+  ck_assert_int_eq(plot.status, 2);
+  ck_assert_str_eq(plot.err, "offsim: --keep-going: not with --plot (a failed point has nothing to draw)\n");
+}
+END_TEST
+
 /* SIGTERM in the middle of a long sweep to --out: no file, no temporary. */
 START_TEST(a_signal_leaves_no_partial_out)
 {
@@ -462,6 +533,7 @@ sweep_suite(void)
   TCase *out = tcase_create("out");
   tcase_set_timeout(out, 60);
   tcase_add_test(out, a_failed_sweep_leaves_no_partial_out);
+  tcase_add_test(out, keep_going_writes_a_failed_point_as_a_row);
   tcase_add_test(out, a_signal_leaves_no_partial_out);
   tcase_add_test(out, plot_beyond_its_limit_is_refused_up_front);
   suite_add_tcase(s, out);

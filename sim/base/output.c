@@ -163,6 +163,41 @@ write_all(int fd, const char *text, gsize length)
   return TRUE;
 }
 
+static SimOutputSink stdout_sink;
+static gpointer stdout_sink_data;
+
+void
+sim_output_redirect_stdout(SimOutputSink sink, gpointer data)
+{
+  stdout_sink = sink;
+  stdout_sink_data = data;
+}
+
+/* fd is STDOUT_FILENO for stdout: the sink, when one is set, takes it. */
+static gboolean
+write_out(int fd, const char *text, gsize length)
+{
+  if (fd != STDOUT_FILENO || stdout_sink == NULL)
+    return write_all(fd, text, length);
+  errno = 0;
+  if (length == 0 || stdout_sink(text, length, stdout_sink_data))
+    return TRUE;
+  if (errno == 0)
+    errno = EIO;
+  return FALSE;
+}
+
+gboolean
+sim_output_stdout(const char *text, gsize length, GError **error)
+{
+  errno = 0;
+  if (fflush(stdout) == 0 && !ferror(stdout) && write_out(STDOUT_FILENO, text, length))
+    return TRUE;
+  int e = errno ? errno : EIO;
+  g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "stdout: cannot write the report: %s", g_strerror(e));
+  return FALSE;
+}
+
 static gboolean
 save_failed(GError **error, const char *option, const char *path, const char *what, int e)
 {
@@ -221,7 +256,7 @@ stream_failed(SimOutputStream *s, GError **error, const char *what, int e)
 static gboolean
 stream_flush(SimOutputStream *s, GError **error)
 {
-  gboolean ok = write_all(s->fd, s->buffer->str, s->buffer->len);
+  gboolean ok = write_out(s->fd, s->buffer->str, s->buffer->len);
   int e = errno;
   /* Emptied even on failure, so that nothing is written twice. */
   g_string_truncate(s->buffer, 0);
@@ -234,7 +269,7 @@ sim_output_stream_write(SimOutputStream *s, const char *text, gsize length, GErr
   if (s->buffer->len + length > STREAM_BUFFER && !stream_flush(s, error))
     return FALSE;
   if (length >= STREAM_BUFFER)
-    return write_all(s->fd, text, length) || stream_failed(s, error, "cannot write", errno);
+    return write_out(s->fd, text, length) || stream_failed(s, error, "cannot write", errno);
   g_string_append_len(s->buffer, text, (gssize)length);
   return TRUE;
 }
@@ -269,7 +304,7 @@ sim_output_stream_abort(SimOutputStream *s)
   /* What stdout was given cannot be taken back: it all goes, in order, so
    * that a failure shows after the last row before it. */
   if (s->path == NULL)
-    (void)write_all(s->fd, s->buffer->str, s->buffer->len);
+    (void)write_out(s->fd, s->buffer->str, s->buffer->len);
   if (s->path && s->fd >= 0)
     close(s->fd);
   sim_output_temp_discard(s->temp);

@@ -46,6 +46,19 @@ gboolean sim_output_stream_write(SimOutputStream *stream, const char *text, gsiz
 gboolean sim_output_stream_commit(SimOutputStream *stream, GError **error);
 void sim_output_stream_abort(SimOutputStream *stream);
 
+/* Where "stdout" goes: a process that embeds the commands (cli/api.h, the
+ * Python package) takes their report as bytes instead of from descriptor 1.
+ * While a sink is set, everything written to stdout here (streams with a
+ * NULL path, sim_output_stdout) goes to it, in order; FALSE from it is a
+ * failed write (errno says why, EIO if unset).  NULL restores descriptor 1.
+ * One sink per process: the caller serialises the commands it runs. */
+typedef gboolean (*SimOutputSink)(const char *text, gsize length, gpointer data);
+void sim_output_redirect_stdout(SimOutputSink sink, gpointer data);
+
+/* Writes `text` to stdout (or the sink) now, stdio's buffer first; a failed
+ * write is SIM_ERROR_INPUT "stdout: cannot write the report: REASON". */
+gboolean sim_output_stdout(const char *text, gsize length, GError **error);
+
 /* Creates DIR/.NAME.XXXXXX beside `path` (DIR/NAME) with `mode` (before the
  * umask), registered: returns its open descriptor and its name in `*temp`,
  * or -1 with errno set. */

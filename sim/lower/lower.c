@@ -1658,9 +1658,11 @@ free_after_use(Lower *l, guint g, guint b, guint32 op)
 }
 
 /* The backward ops of group g, each after the reloads of what it unpacks;
- * returns the last. */
+ * returns the last.  `free_input`: the checkpointed input a recompute kept
+ * is freed when the last op ends, before Megatron's module pops (which may
+ * reload a layer below after it) make that op no longer the newest. */
 static guint32
-emit_backward_ops(Lower *l, guint g)
+emit_backward_ops(Lower *l, guint g, gboolean free_input)
 {
   const SimLayer *layer = group_layer(l, g);
   SimProgram *p = l->p;
@@ -1687,6 +1689,8 @@ emit_backward_ops(Lower *l, guint g)
     if (l->reduces && o->reduce_bytes)
       lower_dp_add(l, o->reduce_bytes, o->grad_bytes, index);
     node_done(l, index);
+    if (free_input && b + 1 == layer->ops->len)
+      sim_program_mem_inline(p, op, SIM_AT_END, SIM_POOL_DEVICE, -(gint64)layer->input_bytes, l->label_input, index);
     if (by_module)
       emit_module_pops(l, g, b);
   }
@@ -1701,7 +1705,7 @@ static guint32
 emit_stage_ops(Lower *l, guint g, SimPhase phase)
 {
   if (phase != SIM_PHASE_FORWARD)
-    return emit_backward_ops(l, g);
+    return emit_backward_ops(l, g, FALSE);
   guint32 op = emit_forward_ops(l, g, REPLAY_FORWARD);
   gboolean whole = l->has_embed && l->has_head && l->w->forward_bytes;
   if (g == group_embed(l) && whole)
@@ -1812,17 +1816,12 @@ emit_forward(Lower *l, guint i)
 static guint32
 emit_backward_with_ops(Lower *l, guint i)
 {
-  const SimLayer *layer = group_layer(l, i);
   SimAction a = action_at(l, i);
   if (recomputes(a))
     emit_forward_ops(l, i, REPLAY_FULL);
   else if (a == SIM_ACTION_SELECTIVE || a == SIM_ACTION_SELECTIVE_OFFLOAD)
     emit_forward_ops(l, i, REPLAY_SELECTIVE);
-  guint32 op = emit_backward_ops(l, i);
-  if (recomputes(a))
-    sim_program_mem_inline(l->p, op, SIM_AT_END, SIM_POOL_DEVICE, -(gint64)layer->input_bytes, l->label_input,
-                           group_index(l, i));
-  return op;
+  return emit_backward_ops(l, i, recomputes(a));
 }
 
 static guint32

@@ -1,0 +1,171 @@
+/* cli/check.c — `offsim check`: what a Kineto trace of real steps measured,
+ * beside what offsim predicts for the scenario said to describe them.
+ *
+ * Only the figures a trace shows directly (sim/input/kineto.h): the step
+ * time (ProfilerStep annotations), the GPU's kernel time, and the copies
+ * each way with the bandwidth they achieved; per step when the trace has
+ * steps.  The prediction is `offsim run SCENARIO --policy NAME`'s: the
+ * kernel time against compute + recompute + optimizer (nominal work), the
+ * bandwidth against the link's rate for large pinned copies. */
+#include "cli.h"
+
+#include "error.h"
+#include "evaluate.h"
+#include "kineto.h"
+#include "output.h"
+#include "report.h"
+
+#include <math.h>
+
+typedef struct {
+  char *trace, *policy, *format;
+} CheckOptions;
+
+/* One row: the quantity, its measured and predicted values (NAN: none). */
+typedef struct {
+  const char *name;
+  double measured, predicted;
+} Row;
+
+static void
+rows_add(GArray *rows, const char *name, double measured, double predicted)
+{
+  Row r = { name, measured, predicted };
+  g_array_append_val(rows, r);
+}
+
+static char *
+format_rows(const char *trace, const SimKineto *k, const SimScenario *s, const SimResult *r, GArray *rows,
+            CliFormat format)
+{
+  GString *out = g_string_new(NULL);
+  if (format == CLI_FORMAT_CSV) {
+    g_string_append(out, "quantity,measured,predicted\n");
+    for (guint i = 0; i < rows->len; i++) {
+      const Row *row = &g_array_index(rows, Row, i);
+      g_string_append_printf(out, "%s,", row->name);
+      if (!isnan(row->measured))
+        sim_output_number(out, row->measured);
+      g_string_append_c(out, ',');
+      if (!isnan(row->predicted))
+        sim_output_number(out, row->predicted);
+      g_string_append_c(out, '\n');
+    }
+    return g_string_free(out, FALSE);
+  }
+  g_string_append_printf(out, "trace %s: %u events, %u ProfilerStep%s, %u kernels; %s\n", trace, k->events, k->steps,
+                         k->steps == 1 ? "" : "s", k->kernels,
+                         k->steps ? "figures per step" : "no steps: figures for the whole trace");
+  if (s)
+    g_string_append_printf(out, "predicted: %s, policy %s\n", s->name, r->policy);
+  g_string_append_printf(out, "\n%-22s %14s %14s\n", "quantity", "measured", s ? "predicted" : "");
+  for (guint i = 0; i < rows->len; i++) {
+    const Row *row = &g_array_index(rows, Row, i);
+    g_string_append_printf(out, "%-22s ", row->name);
+    if (isnan(row->measured))
+      g_string_append_printf(out, "%14s", "-");
+    else
+      g_string_append_printf(out, "%14.6g", row->measured);
+    if (s && !isnan(row->predicted))
+      g_string_append_printf(out, " %14.6g", row->predicted);
+    else if (s)
+      g_string_append_printf(out, " %14s", "-");
+    g_string_append_c(out, '\n');
+  }
+  return g_string_free(out, FALSE);
+}
+
+static gboolean
+check_run(const char *path, const CheckOptions *o, GError **error)
+{
+  CliFormat format = CLI_FORMAT_TABLE;
+  if (o->trace == NULL) {
+    g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "check: --trace FILE is required (a torch.profiler trace)");
+    return FALSE;
+  }
+  if (o->format && !cli_report_parse_format(o->format, &format, error))
+    return FALSE;
+  if (format == CLI_FORMAT_JSON) {
+    g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "--format: check prints table or csv");
+    return FALSE;
+  }
+  if (o->policy && path == NULL) {
+    g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "--policy: give the SCENARIO to predict it");
+    return FALSE;
+  }
+  SimKineto k;
+  if (!sim_kineto_load(o->trace, &k, error))
+    return FALSE;
+  g_autoptr(SimScenario) s = path ? cli_load_scenario(path, error) : NULL;
+  if (path && s == NULL)
+    return FALSE;
+  g_autoptr(SimResult) r = NULL;
+  if (s) {
+    const SimPolicy *p = o->policy ? sim_scenario_policy(s, o->policy) : g_ptr_array_index(s->policies, 0);
+    if (p == NULL) {
+      g_autofree char *quoted = sim_error_quote(o->policy);
+      g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "--policy: no policy '%s' in %s", quoted, s->origin);
+      return FALSE;
+    }
+    g_autoptr(SimEvaluator) evaluator = sim_evaluate_new();
+    SimEvaluateOptions eval = { .budget = s->machine.device.memory };
+    if ((r = sim_evaluate(evaluator, s, p, &eval, error)) == NULL)
+      return FALSE;
+  }
+  /* Per step when the trace has steps: a prediction is one step's. */
+  double per = k.steps ? k.steps : 1;
+  g_autoptr(GArray) rows = g_array_new(FALSE, FALSE, sizeof(Row));
+  rows_add(rows, "step_ms", k.steps ? k.step_seconds * 1e3 : NAN, r ? r->step_ms : NAN);
+  rows_add(rows, "gpu_kernel_ms", k.kernel_seconds * 1e3 / per,
+           r ? r->compute_ms + r->recompute_ms + r->optimizer_ms : NAN);
+  static const char *const names[SIM_KINETO_DIRECTIONS][4] = {
+    { "h2d_copies", "h2d_bytes", "h2d_ms", "h2d_gb_per_s" },
+    { "d2h_copies", "d2h_bytes", "d2h_ms", "d2h_gb_per_s" },
+    { "other_copies", "other_bytes", "other_ms", "other_gb_per_s" },
+  };
+  for (guint d = 0; d < SIM_KINETO_DIRECTIONS; d++) {
+    const SimKinetoCopies *c = &k.copies[d];
+    gboolean h2d = d == SIM_KINETO_H2D, d2h = d == SIM_KINETO_D2H;
+    double copies = r && (h2d || d2h) ? (h2d ? r->h2d_copies : r->d2h_copies) : NAN;
+    double bytes = r && (h2d || d2h) ? (double)(h2d ? r->h2d_bytes : r->d2h_bytes) : NAN;
+    double rate = s && (h2d || d2h) ? (h2d ? s->machine.link.h2d_bandwidth : s->machine.link.d2h_bandwidth) / 1e9 : NAN;
+    rows_add(rows, names[d][0], c->count / per, copies);
+    rows_add(rows, names[d][1], (double)c->bytes / per, bytes);
+    rows_add(rows, names[d][2], c->seconds * 1e3 / per, NAN);
+    rows_add(rows, names[d][3], c->seconds > 0 ? (double)c->bytes / c->seconds / 1e9 : NAN, rate);
+  }
+  g_autofree char *text = format_rows(o->trace, &k, s, r, rows, format);
+  return cli_print(text, error);
+}
+
+int
+cli_check_main(int argc, char **argv)
+{
+  CheckOptions o = { 0 };
+  GError *error = NULL;
+  const GOptionEntry entries[] = {
+    { "trace", 't', 0, G_OPTION_ARG_FILENAME, &o.trace, "A torch.profiler (Kineto) trace, .json or .json.gz (required)",
+      "FILE" },
+    { "policy", 'p', 0, G_OPTION_ARG_STRING, &o.policy, "The policy the trace ran (default: the scenario's first)",
+      "NAME" },
+    { "format", 'f', 0, G_OPTION_ARG_STRING, &o.format, "Output: table (default) or csv", "FORMAT" },
+    G_OPTION_ENTRY_NULL,
+  };
+  g_set_prgname("offsim check");
+  g_autoptr(GOptionContext) ctx = g_option_context_new("[SCENARIO]  - a real step's trace beside the prediction");
+  cli_help_describe(ctx, 0);
+  int status = 0;
+  if (!cli_parse_options(ctx, "check", entries, &argc, &argv, &status)) {
+    /* --help, or an error: printed */
+  } else if (argc > 2) {
+    g_set_error(&error, SIM_ERROR, SIM_ERROR_INPUT, "check: expected at most one scenario file, got '%s' and '%s'",
+                argv[1], argv[2]);
+    status = cli_fail(error);
+  } else if (!check_run(argc == 2 ? argv[1] : NULL, &o, &error)) {
+    status = cli_fail(error);
+  }
+  g_free(o.trace);
+  g_free(o.policy);
+  g_free(o.format);
+  return status;
+}

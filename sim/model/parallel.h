@@ -36,7 +36,9 @@
  * consecutive data-parallel ranks, tp apart.  The expert gradients'
  * reduction over the dp / ep ranks of the expert-data-parallel group is not
  * modelled apart: the gradient buckets are reduced over all dp replicas
- * (2(n-1)/n of the bucket, a little more than over dp / ep), and sharding
+ * (2(dp-1)/dp of the bucket where dp / ep ranks would move
+ * 2(dp/ep-1)/(dp/ep): pessimistic, most at ep = dp, where they move
+ * nothing), and sharding
  * with ep > 1 is refused (it would divide the experts' state by dp instead
  * of dp / ep).
  *

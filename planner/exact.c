@@ -381,7 +381,7 @@ planner_exact_new(const SimScenario *s, const SimPolicy *policy, guint n_actions
   x->act = g_new0(Act, (gsize)x->n * x->na);
   for (guint i = 0; i < x->n; i++) {
     double comm[2];
-    sim_lower_layer_comm(sim_workload_layer(w, i), x->link, x->tp, &comm[0], &comm[1]);
+    sim_lower_layer_comm(sim_workload_layer(w, i), x->link, x->tp, w->ep, &comm[0], &comm[1]);
     for (guint a = 0; a < x->na; a++)
       act_fill(x, policy, sim_workload_layer(w, i), (SimAction)a, comm, &x->act[i * x->na + a]);
   }

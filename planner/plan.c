@@ -109,7 +109,7 @@ layer_costs(Ctx *c)
     /* And the tensor-parallel collectives compute waits for: at least
      * their time past what they run beside, whatever slows either. */
     double comm_f, comm_b;
-    sim_lower_layer_comm(layer, &c->s->machine.link, w->tp, &comm_f, &comm_b);
+    sim_lower_layer_comm(layer, &c->s->machine.link, w->tp, w->ep, &comm_f, &comm_b);
     c->compute += layer->forward + layer->backward + comm_f + comm_b;
   }
   /* The optimizer step closes every step. */

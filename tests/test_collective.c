@@ -1,7 +1,8 @@
 /* tests/test_collective.c — what a collective costs (sim/engine/collective.h)
  * against hand derivations from nccl-tests' bus bandwidth (doc/PERFORMANCE.md:
  * all-reduce 2(n-1)/n, all-gather and reduce-scatter (n-1)/n of the whole
- * buffer through each rank's link), how many nodes a group spans, and where
+ * buffer through each rank's link, all-to-all (n-1)/n of what each rank
+ * sends), how many nodes a group spans, and where
  * a rank sits (sim_parallel_global_rank, Megatron-LM's tp-dp-pp order). */
 #include "testutil.h"
 
@@ -33,6 +34,7 @@ START_TEST(test_names)
   ck_assert_str_eq(sim_collective_names[SIM_COLLECTIVE_ALL_REDUCE], "all-reduce");
   ck_assert_str_eq(sim_collective_names[SIM_COLLECTIVE_ALL_GATHER], "all-gather");
   ck_assert_str_eq(sim_collective_names[SIM_COLLECTIVE_REDUCE_SCATTER], "reduce-scatter");
+  ck_assert_str_eq(sim_collective_names[SIM_COLLECTIVE_ALL_TO_ALL], "all-to-all");
   ck_assert_ptr_null(sim_collective_names[SIM_COLLECTIVE_COUNT]);
 }
 END_TEST
@@ -65,6 +67,21 @@ START_TEST(test_gather_and_scatter_by_hand)
   /* 4 ranks: 3/4. */
   ck_assert_close(sim_collective_factor(SIM_COLLECTIVE_ALL_GATHER, 4), 0.75, 0);
   ck_assert_close(sim_collective_factor(SIM_COLLECTIVE_ALL_REDUCE, 4), 1.5, 0);
+}
+END_TEST
+
+START_TEST(test_all_to_all_by_hand)
+{
+  SimLink l = link_fixture();
+  /* nccl-tests' summary, "AlltoAll: (n-1)/n": each rank keeps the 1/n it
+   * sends itself.  48 MiB = 50,331,648 B sent by each of 8 ranks in one
+   * node: 10 us + 7/8 × 50331648 / 400e9 = 10 + 110.100480 us. */
+  double t = sim_collective_time(&l, SIM_COLLECTIVE_ALL_TO_ALL, MIB(48), 8, 1);
+  ck_assert_close(t, 120.10048e-6, 1e-12);
+  /* 2 ranks over two nodes: the network's 100 us + 1/2 × 50331648 / 50e9
+   * = 100 + 503.31648 us. */
+  ck_assert_close(sim_collective_time(&l, SIM_COLLECTIVE_ALL_TO_ALL, MIB(48), 2, 2), 603.31648e-6, 1e-12);
+  ck_assert_close(sim_collective_factor(SIM_COLLECTIVE_ALL_TO_ALL, 4), 0.75, 0);
 }
 END_TEST
 
@@ -177,6 +194,7 @@ collective_suite(void)
   tcase_add_test(cost, test_names);
   tcase_add_test(cost, test_all_reduce_by_hand);
   tcase_add_test(cost, test_gather_and_scatter_by_hand);
+  tcase_add_test(cost, test_all_to_all_by_hand);
   tcase_add_test(cost, test_one_rank_is_free);
   tcase_add_test(cost, test_network_across_nodes);
   suite_add_tcase(s, cost);

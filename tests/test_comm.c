@@ -27,15 +27,13 @@
 static SimScenario *
 scenario(const char *overrides)
 {
-  g_autofree char *text = test_ini_merge(BASE, overrides);
-  return test_scenario_from_text(text);
+  return test_scenario_merged(BASE, overrides);
 }
 
 static char *
 scenario_error(const char *overrides)
 {
-  g_autofree char *text = test_ini_merge(BASE, overrides);
-  return test_scenario_error(text);
+  return test_scenario_merged_error(BASE, overrides);
 }
 
 static double

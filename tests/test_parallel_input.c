@@ -287,7 +287,7 @@ START_TEST(test_bad_counts)
   g_autofree char *lat = input_error(BASE8 "[parallel]\np2p_latency = 5\n");
   assert_has(lat, "test.ini: [parallel] p2p_latency: ");
   g_autofree char *unknown = input_error(BASE8 "[parallel]\ntp = 2\n");
-  assert_has(unknown, "test.ini: [parallel] tp: unknown key (expected one of pp, microbatches, schedule, virtual, dp, "
+  assert_has(unknown, "test.ini: [parallel] tp: unknown key (expected one of pp, microbatches, schedule, virtual, dp, ep, "
                       "sharding, split, p2p_bandwidth, p2p_latency, bucket, offload_optimizer, offload_params)");
 }
 END_TEST

@@ -66,13 +66,6 @@ override_error(const char *base, const char *overrides)
   return text_error(text);
 }
 
-static SimScenario *
-override_scenario(const char *base, const char *overrides)
-{
-  g_autofree char *text = test_ini_merge(base, overrides);
-  return test_scenario_from_text(text);
-}
-
 static char *
 write_file(const char *dir, const char *name, const char *data, gssize len)
 {
@@ -224,7 +217,7 @@ END_TEST
 START_TEST(test_layer_override_explicit_backward)
 {
   /* With [model] backward, an overridden forward leaves backward alone. */
-  g_autoptr(SimScenario) s = override_scenario(MINIMAL, "[model]\nbackward = 5ms\n[layer.3]\nforward = 3ms\n"
+  g_autoptr(SimScenario) s = test_scenario_merged(MINIMAL, "[model]\nbackward = 5ms\n[layer.3]\nforward = 3ms\n"
                                                              "[layer.1]\nbackward = 7ms\n");
   ck_assert_close(sim_workload_layer(s->workload, 0)->backward, 5e-3, 1e-15);
   ck_assert_close(sim_workload_layer(s->workload, 1)->backward, 7e-3, 1e-15);
@@ -348,14 +341,14 @@ START_TEST(test_bidir_default_is_sum)
   g_autoptr(SimScenario) s = test_scenario_from_text(DEVICE MODEL "[link]\nh2d_bandwidth = 50GB/s\n"
                                                                   "d2h_bandwidth = 30GB/s\n");
   ck_assert_double_eq(s->machine.link.bidir_bandwidth, 80e9);
-  g_autoptr(SimScenario) given = override_scenario(MINIMAL, "[link]\nbidir_bandwidth = 90GB/s\n");
+  g_autoptr(SimScenario) given = test_scenario_merged(MINIMAL, "[link]\nbidir_bandwidth = 90GB/s\n");
   ck_assert_double_eq(given->machine.link.bidir_bandwidth, 90e9);
 }
 END_TEST
 
 START_TEST(test_link_and_device_keys)
 {
-  g_autoptr(SimScenario) s = override_scenario(MINIMAL, "[device]\nmatmul_tflops = 790\nhbm_bandwidth = 3.35TB/s\n"
+  g_autoptr(SimScenario) s = test_scenario_merged(MINIMAL, "[device]\nmatmul_tflops = 790\nhbm_bandwidth = 3.35TB/s\n"
                                                              "[link]\nlatency = 8us\npageable_factor = 0.5\n"
                                                              "compute_slowdown = 0.03\nhost_alloc = 3ms\n");
   ck_assert_close(s->machine.device.matmul_flops, 790e12, 1);
@@ -1022,7 +1015,7 @@ END_TEST
 
 START_TEST(test_link_tables)
 {
-  g_autoptr(SimScenario) s = override_scenario(MINIMAL, "[link]\nh2d_table = 4KiB:1GB/s, 1MiB:20GB/s, 1GiB:50GB/s\n"
+  g_autoptr(SimScenario) s = test_scenario_merged(MINIMAL, "[link]\nh2d_table = 4KiB:1GB/s, 1MiB:20GB/s, 1GiB:50GB/s\n"
                                                      "[calibration]\ndate = 2026-11-29\ndriver = 580.1\n");
   ck_assert_uint_eq(s->machine.link.table_points[1], 3);
   ck_assert_uint_eq(s->machine.link.table_points[0], 0);

@@ -112,6 +112,19 @@ small(guint experts, guint top_k, double imbalance, double capacity)
   return t;
 }
 
+/* `t` built on an 80 GiB device of 312 TFLOPS at half efficiency; the
+ * test fails with the error if it does not build. */
+static SimWorkload *
+build(const SimTransformer *t)
+{
+  SimDevice dev = { .memory = G_GUINT64_CONSTANT(80) << 30, .matmul_flops = 312e12, .efficiency = 0.5,
+                    .hbm_bandwidth = 2e12 };
+  g_autoptr(GError) error = NULL;
+  SimWorkload *w = sim_transformer_build(t, &dev, "moe", &error);
+  ck_assert_msg(w != NULL, "%s", error ? error->message : "");
+  return w;
+}
+
 /* Tokens per expert by hand: N.k = 64 over 8 experts is 8 each; an
  * imbalance of 1.5 gives the hottest ceil(12) = 12 and the other seven the
  * remaining 52, 8 8 8 7 7 7 7; a capacity factor of 1.25 caps every expert at
@@ -147,18 +160,47 @@ START_TEST(fused_layer_bytes_by_hand)
   SimTransformer dense = small(0, 0, 1, 0);
   dense.moe_ffn = 0;
   SimTransformer moe = small(8, 2, 1, 0), dropped = small(8, 2, 1.5, 1.25);
-  SimDevice dev = { .memory = G_GUINT64_CONSTANT(80) << 30, .matmul_flops = 312e12, .efficiency = 0.5,
-                    .hbm_bandwidth = 2e12 };
-  g_autoptr(GError) error = NULL;
-  g_autoptr(SimWorkload) d = sim_transformer_build(&dense, &dev, "d", &error);
-  ck_assert_msg(d != NULL, "%s", error ? error->message : "");
-  g_autoptr(SimWorkload) m = sim_transformer_build(&moe, &dev, "m", &error);
-  ck_assert_msg(m != NULL, "%s", error ? error->message : "");
-  g_autoptr(SimWorkload) x = sim_transformer_build(&dropped, &dev, "x", &error);
-  ck_assert_msg(x != NULL, "%s", error ? error->message : "");
+  g_autoptr(SimWorkload) d = build(&dense);
+  g_autoptr(SimWorkload) m = build(&moe);
+  g_autoptr(SimWorkload) x = build(&dropped);
   guint64 attention = sim_layer_saved_bytes(sim_workload_layer(d, 0)) - (4096 + 4 * 11264);
   ck_assert_uint_eq(sim_layer_saved_bytes(sim_workload_layer(m, 0)), attention + 26624);
   ck_assert_uint_eq(sim_layer_saved_bytes(sim_workload_layer(x, 0)), attention + 4096 + 1024 + 256 + 62 * 332);
+}
+END_TEST
+
+/* Expert parallelism, ep = 2, on the GPU holding the hottest expert: with
+ * the imbalance of 1.5 above its experts 0-3 take 12 + 8 + 8 + 8 = 36 rows
+ * from each of the two ranks, 72; the sort indices stay this GPU's own 64
+ * routed rows.  The MLP saves mlp_in 4096, router_probs 1024, routing_map
+ * 256, permute_idx 64.8 = 512 and 72 x 324 (expert_in, expert_fc1_out,
+ * expert_probs, expert_act_out a row) = 23,328: 29,216 instead of ep = 1's
+ * 4096 + 1024 + 256 + 64 x 332 = 26,624.  Balanced, 2 x 4 x 8 = 64 rows:
+ * the same as without ep.  Its parameters: 4 experts of 3 x 64 x 32 per
+ * MoE layer instead of 8, the router (8 x 64) whole. */
+START_TEST(expert_parallel_layer_by_hand)
+{
+  SimTransformer hot = small(8, 2, 1.5, 0), even = small(8, 2, 1, 0), one = small(8, 2, 1.5, 0);
+  hot.ep = even.ep = 2;
+  ck_assert_uint_eq(sim_transformer_local_experts(&hot), 4);
+  ck_assert_uint_eq(sim_transformer_local_tokens(&hot), 72);
+  ck_assert_uint_eq(sim_transformer_local_tokens(&even), 64);
+  ck_assert_uint_eq(sim_transformer_local_tokens(&one), 64);
+  g_autoptr(SimWorkload) h = build(&hot);
+  g_autoptr(SimWorkload) o = build(&one);
+  ck_assert_uint_eq(h->ep, 2);
+  ck_assert_uint_eq(sim_layer_saved_bytes(sim_workload_layer(h, 0)) - sim_layer_saved_bytes(sim_workload_layer(o, 0)),
+                    29216 - 26624);
+  guint64 attn = 16384 + 128, ends = 2 * 256 * 64 + 64;
+  ck_assert_uint_eq(sim_transformer_parameters(&hot), 2 * (attn + 512 + 4 * 6144) + ends);
+  ck_assert_uint_eq(sim_transformer_parameters(&one), 2 * (attn + 512 + 8 * 6144) + ends);
+  /* A caller of the API meets [parallel] ep's rules too: 3 does not divide 8. */
+  SimTransformer three = small(8, 2, 1, 0);
+  three.ep = 3;
+  g_autoptr(GError) error = NULL;
+  ck_assert(!sim_transformer_validate(&three, NULL, &error));
+  ck_assert_msg(strstr(error->message, "experts: expected a multiple of the expert-parallel degree (3)") != NULL, "%s",
+                error->message);
 }
 END_TEST
 
@@ -345,11 +387,7 @@ START_TEST(mla_layer_bytes_by_hand)
   t.kv_lora_rank = 16;
   t.qk_rope_dim = 8;
   t.v_head_dim = 16;
-  SimDevice dev = { .memory = G_GUINT64_CONSTANT(80) << 30, .matmul_flops = 312e12, .efficiency = 0.5,
-                    .hbm_bandwidth = 2e12 };
-  g_autoptr(GError) error = NULL;
-  g_autoptr(SimWorkload) w = sim_transformer_build(&t, &dev, "mla", &error);
-  ck_assert_msg(w != NULL, "%s", error ? error->message : "");
+  g_autoptr(SimWorkload) w = build(&t);
   /* The MLP: mlp_norm_in 4096, its stats 128, mlp_in 4096, four of 32.176.2 = 11,264. */
   ck_assert_uint_eq(sim_layer_saved_bytes(sim_workload_layer(w, 0)), 35712 + 4096 + 128 + 4096 + 4 * 11264);
   /* Parameters: q_a 64.32 + 32, q_b 32.96, kv_a 64.24 + 16, kv_b 16.4.32, o 64.64; norms 128; MLP 33,792. */
@@ -367,6 +405,7 @@ main(void)
   tcase_add_test(tc, published_parameter_counts);
   tcase_add_test(tc, tokens_per_expert_by_hand);
   tcase_add_test(tc, fused_layer_bytes_by_hand);
+  tcase_add_test(tc, expert_parallel_layer_by_hand);
   tcase_add_test(tc, which_layers_are_moe);
   tcase_add_test(tc, bad_moe_input_is_named);
   tcase_add_test(tc, model_writes_moe_keys);

@@ -225,3 +225,17 @@ test_ini_merge(const char *base, const char *overrides)
   }
   return g_string_free(out, FALSE);
 }
+
+SimScenario *
+test_scenario_merged(const char *base, const char *overrides)
+{
+  g_autofree char *text = test_ini_merge(base, overrides);
+  return test_scenario_from_text(text);
+}
+
+char *
+test_scenario_merged_error(const char *base, const char *overrides)
+{
+  g_autofree char *text = test_ini_merge(base, overrides);
+  return test_scenario_error(text);
+}

@@ -22,6 +22,12 @@ char *test_scenario_error(const char *text);
  * key of a shared text goes through here.  A new string. */
 char *test_ini_merge(const char *base, const char *overrides);
 
+/* test_scenario_from_text and test_scenario_error of `base` with
+ * `overrides` merged in (test_ini_merge): a suite's shared scenario, one
+ * test's changes. */
+SimScenario *test_scenario_merged(const char *base, const char *overrides);
+char *test_scenario_merged_error(const char *base, const char *overrides);
+
 /* The README's lines in *lines (the caller frees them with g_strfreev) and
  * the index of the first that starts with `prefix`, a table's header; the
  * test fails when there is none. */

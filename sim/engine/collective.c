@@ -1,6 +1,6 @@
 #include "collective.h"
 
-const char *const sim_collective_names[] = { "all-reduce", "all-gather", "reduce-scatter", NULL };
+const char *const sim_collective_names[] = { "all-reduce", "all-gather", "reduce-scatter", "all-to-all", NULL };
 
 guint
 sim_collective_nodes(guint first_rank, guint stride, guint ranks, guint gpus_per_node)
@@ -27,7 +27,8 @@ sim_collective_factor(SimCollectiveKind kind, guint ranks)
   if (ranks <= 1)
     return 0;
   double n = ranks, share = (n - 1) / n;
-  /* An all-reduce is a reduce-scatter followed by an all-gather. */
+  /* An all-reduce is a reduce-scatter followed by an all-gather; an
+   * all-to-all keeps the 1/n it sends itself. */
   return kind == SIM_COLLECTIVE_ALL_REDUCE ? 2 * share : share;
 }
 

@@ -1,5 +1,5 @@
 /* sim/engine/collective.h — what one collective (all-reduce, all-gather,
- * reduce-scatter) among a group of GPUs costs, and how many nodes the group
+ * reduce-scatter, all-to-all) among a group of GPUs costs, and how many nodes the group
  * spans.
  *
  * Tensor parallelism all-reduces (or, with sequence parallelism,
@@ -16,7 +16,10 @@
  * moves 2(n-1)/n S through every rank's link, so it takes at best
  * t = S/B × 2(n-1)/n; a reduce-scatter or an all-gather does half of that
  * work, t = S/B × (n-1)/n (S the whole array, recvcount × n or sendcount × n
- * elements).  nccl-tests reports busbw = algbw × that factor precisely so
+ * elements); an all-to-all, where each rank sends S in all (count × n
+ * elements, a 1/n share to each rank, itself included), moves (n-1)/n S
+ * through its link too: the summary of the same page lists "AlltoAll:
+ * (n-1)/n".  nccl-tests reports busbw = algbw × that factor precisely so
  * that the figure does not depend on n and compares with the hardware's; so
  * a measured busbw is the B of this formula, and the profiles' figures are
  * busbw measurements.  Here
@@ -52,10 +55,11 @@ typedef enum {
   SIM_COLLECTIVE_ALL_REDUCE,
   SIM_COLLECTIVE_ALL_GATHER,
   SIM_COLLECTIVE_REDUCE_SCATTER,
+  SIM_COLLECTIVE_ALL_TO_ALL, /* expert parallelism's token dispatch and combine: over the EP group */
   SIM_COLLECTIVE_COUNT,
 } SimCollectiveKind;
 
-/* "all-reduce", "all-gather", "reduce-scatter", NULL: indexed by the kind. */
+/* "all-reduce", "all-gather", "reduce-scatter", "all-to-all", NULL: indexed by the kind. */
 extern const char *const sim_collective_names[];
 
 /* How many distinct nodes a group of `ranks` global ranks first_rank,
@@ -66,12 +70,13 @@ guint sim_collective_nodes(guint first_rank, guint stride, guint ranks, guint gp
 
 /* The factor of `bytes` / bandwidth one collective of `kind` over `ranks`
  * ranks moves through each rank's link: 2(n-1)/n for an all-reduce, (n-1)/n
- * for an all-gather or a reduce-scatter (nccl-tests' busbw factors); 0 for
- * one rank. */
+ * for an all-gather, a reduce-scatter or an all-to-all (nccl-tests' busbw
+ * factors); 0 for one rank. */
 double sim_collective_factor(SimCollectiveKind kind, guint ranks);
 
 /* Seconds one collective over `ranks` ranks takes, `bytes` being the whole
- * (unsharded) buffer: latency + sim_collective_factor × bytes / bandwidth,
+ * (unsharded) buffer, for an all-to-all what each rank sends in all:
+ * latency + sim_collective_factor × bytes / bandwidth,
  * within one node (nodes <= 1) at link->node.collective_latency and
  * collective_bandwidth, across nodes at link->network's latency and
  * bandwidth.  1 rank (or 0): 0 seconds, no latency either (nothing is

@@ -509,6 +509,17 @@ load_parallel(const SimConfig *c, SimParallel *par, GError **error)
     return fail(error, g, entry_of(g, SIM_KEY_PARALLEL_SHARDING),
                 "expected none with dp = 1 (sharding divides the static memory among data-parallel replicas), "
                 "got %s", sim_sharding_names[par->sharding]);
+  /* Megatron carves the expert-parallel group out of the data-parallel
+   * ranks (sim/model/parallel.h: parallel_state.py l. 874-884). */
+  if (par->dp % par->ep != 0)
+    return fail(error, g, entry_of(g, SIM_KEY_PARALLEL_EP),
+                "expected a divisor of dp (%u): Megatron takes the expert-parallel ranks from the data-parallel ones "
+                "(world size tp × dp × pp divisible by tp × ep × pp, megatron/core/parallel_state.py l. 874-884), "
+                "got %u", par->dp, par->ep);
+  if (par->ep > 1 && par->sharding != SIM_SHARDING_NONE)
+    return fail(error, g, entry_of(g, SIM_KEY_PARALLEL_SHARDING),
+                "expected none with ep = %u (sharding the experts' state over the dp / ep ranks of the "
+                "expert-data-parallel group is not modelled), got %s", par->ep, sim_sharding_names[par->sharding]);
   /* DeepSpeed offloads the optimizer from ZeRO-1 on; the weights only
    * when they are sharded (ZeRO-3, FSDP2's CPUOffloadPolicy), which moves
    * the optimizer state with them. */
@@ -541,6 +552,12 @@ check_parallel_layers(const SimConfig *c, const SimParallel *par, const SimWorkl
 {
   const SimConfigGroup *g = sim_config_group(c, "parallel");
   guint chunks = sim_parallel_chunks(par), n_layers = sim_workload_n_layers(w);
+  /* Expert parallelism places experts: only a [transformer] has them
+   * (load_transformer checks it against them). */
+  if (w->ep != par->ep)
+    return fail(error, g, entry_of(g, SIM_KEY_PARALLEL_EP),
+                "expected 1 for a workload without experts (only a [transformer] with experts places them), got %u",
+                par->ep);
   /* Sharding divides parameters' bytes: a [model]'s or a recording's
    * `static` is one size, with nothing to say what it is made of. */
   if (par->sharding != SIM_SHARDING_NONE && !sim_param_bytes_known(&w->param_bytes))
@@ -752,8 +769,35 @@ sim_scenario_transformer_derive(const SimConfigGroup *g, gboolean from_hf, SimTr
 }
 
 /* [transformer]: hf_config first, then the keys, which override it. */
+/* [parallel] ep against the model: experts to place, Megatron's modules
+ * (HF's have no expert parallelism), and a whole number of them on each
+ * GPU.  Then the model is cut for it. */
 static gboolean
-load_transformer(const SimConfig *c, const SimMachine *m, const char *name, SimWorkload **out, GError **error)
+transformer_ep(const SimConfig *c, const SimParallel *par, SimTransformer *t, GError **error)
+{
+  if (par->ep == 1)
+    return TRUE;
+  const SimConfigGroup *g = sim_config_group(c, "parallel");
+  const SimConfigEntry *e = entry_of(g, SIM_KEY_PARALLEL_EP);
+  if (t->experts == 0)
+    return fail(error, g, e,
+                "expected 1 without [transformer] experts (a dense model has no experts to place; Megatron requires "
+                "num_moe_experts, transformer_config.py l. 1595), got %u", par->ep);
+  if (t->hf_ops)
+    return fail(error, g, e,
+                "expected 1 with [transformer] ops = hf (HuggingFace's modeling code runs every expert on every GPU: "
+                "it has no expert parallelism; use ops = fused, Megatron's), got %u", par->ep);
+  if (t->experts % par->ep != 0)
+    return fail(error, g, e,
+                "expected a divisor of [transformer] experts (%u), a whole number of experts on each GPU "
+                "(megatron/core/transformer/moe/moe_layer.py l. 186), got %u", t->experts, par->ep);
+  t->ep = par->ep;
+  return TRUE;
+}
+
+static gboolean
+load_transformer(const SimConfig *c, const SimMachine *m, const SimParallel *par, const char *name,
+                 SimWorkload **out, GError **error)
 {
   static const SimKeyId shape[] = { SIM_KEY_TRANSFORMER_HIDDEN, SIM_KEY_TRANSFORMER_LAYERS, SIM_KEY_TRANSFORMER_HEADS,
                                     SIM_KEY_TRANSFORMER_FFN, SIM_KEY_TRANSFORMER_VOCAB };
@@ -777,6 +821,8 @@ load_transformer(const SimConfig *c, const SimMachine *m, const char *name, SimW
       !read_fields(g, SIM_GROUP_TRANSFORMER, 0, &t, error))
     return FALSE;
   sim_scenario_transformer_derive(g, hf != NULL, &t);
+  if (!transformer_ep(c, par, &t, error))
+    return FALSE;
   /* head_dim 0 (heads does not divide hidden) and every range are
    * sim_transformer_validate's, which the build calls: one check for this
    * group and for `offsim model`. */
@@ -1308,7 +1354,7 @@ sim_scenario_from_config(const SimConfig *c, GError **error)
                 second->name);
     return NULL;
   }
-  gboolean loaded = transformer ? load_transformer(c, &s->machine, s->name, &s->workload, error)
+  gboolean loaded = transformer ? load_transformer(c, &s->machine, &s->parallel, s->name, &s->workload, error)
                     : trace     ? load_trace(c, &s->machine, s->name, &s->workload, error)
                                 : load_workload(c, s->name, &s->workload, error);
   if (!loaded)

@@ -335,6 +335,11 @@ static const SimSchemaKey keys[SIM_KEY_COUNT] = {
                                  .expect = "a chunk count per stage such as 2 (above 1 only with schedule = interleaved)" },
   [SIM_KEY_PARALLEL_DP] = { SIM_GROUP_PARALLEL, "dp", SIM_VALUE_COUNT, .offset = PAR(dp), .min = 1,
                             .max = SIM_PARALLEL_MAX_GPUS, .fallback = "1", .expect = "a data-parallel degree such as 2" },
+  /* Megatron's --expert-model-parallel-size: the MoE layers' experts over ep
+   * of the dp replicas (sim/model/parallel.h). */
+  [SIM_KEY_PARALLEL_EP] = { SIM_GROUP_PARALLEL, "ep", SIM_VALUE_COUNT, .offset = PAR(ep), .min = 1,
+                            .max = SIM_PARALLEL_MAX_GPUS, .fallback = "1",
+                            .expect = "an expert-parallel degree such as 8 (dividing dp and experts)" },
   /* ZeRO's stages over the dp replicas (sim/model/sharding.h). */
   [SIM_KEY_PARALLEL_SHARDING] = { SIM_GROUP_PARALLEL, "sharding", SIM_VALUE_CHOICE, .offset = PAR(sharding),
                                   .names = sim_sharding_names, .fallback = "none",

@@ -19,6 +19,7 @@ sim_transformer_defaults(SimTransformer *c)
 {
   *c = (SimTransformer){ 0 };
   sim_schema_apply_defaults(SIM_GROUP_TRANSFORMER, c);
+  c->ep = 1; /* [parallel] ep's default, set by the scenario (not a [transformer] key) */
   sim_transformer_follow_ops(c);
 }
 
@@ -278,6 +279,14 @@ check(const SimTransformer *c, gboolean shape_only, const char *const *names, GE
                 N(KV_LORA_RANK));
     return FALSE;
   }
+  /* The scenario names [parallel] ep for these (scenario.c); a caller that
+   * sets ep itself meets the same rules here. */
+  if (c->ep > 1 && (c->experts % c->ep != 0 || c->hf_ops)) {
+    g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "%s: expected a multiple of the expert-parallel degree (%u) with "
+                "ops = fused (HF's modeling code has no expert parallelism), got %u%s", N(EXPERTS), c->ep, c->experts,
+                c->hf_ops ? " with ops = hf" : "");
+    return FALSE;
+  }
   if (c->experts && c->tp != 1) {
     g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "%s: expected 1 with %s above 0 (tensor parallelism inside MoE "
                 "layers is not modelled)", N(TP), N(EXPERTS));
@@ -372,13 +381,14 @@ parameters_of(const SimTransformer *c)
    * experts linear, the shared experts one MLP of shared_ffn and its gate
    * a hidden x 1 linear. */
   guint64 expert = (c->gelu ? 2 : 3) * h * c->moe_ffn, router = h * c->experts;
+  guint64 local = sim_transformer_local_experts(c); /* the experts this GPU holds (ep) */
   guint64 shared = (c->gelu ? 2 : 3) * h * c->shared_ffn + (c->shared_gate ? h : 0);
   guint64 moe_common = attn / t + 2 * norm + qk + router + shared;
   guint shared_tensors = c->shared_ffn ? mlp_tensors + (c->shared_gate ? 1 : 0) : 0;
   return (Parameters){
-    .moe_layer = moe_common + c->experts * expert,
+    .moe_layer = moe_common + local * expert,
     .moe_active = moe_common + c->top_k * expert,
-    .moe_tensors = attn_tensors + 2 * norm_tensors + (c->qk_norm ? 2 : 0) + 1 + c->experts * mlp_tensors + shared_tensors,
+    .moe_tensors = attn_tensors + 2 * norm_tensors + (c->qk_norm ? 2 : 0) + 1 + (guint)local * mlp_tensors + shared_tensors,
     .layer = (attn + mlp) / t + 2 * norm + qk,
     .embed = c->vocab * h / t + (guint64)c->max_positions * h,
     .head = (c->tied_embeddings ? 0 : c->vocab * h / t) + norm,
@@ -506,7 +516,7 @@ add_norm(SimLayer *layer, const SimTransformer *c, const Geometry *g, Checked *k
 }
 
 /* The tokens all routed experts take in an MoE layer (N.k without a
- * capacity, less what it drops). */
+ * capacity, less what it drops): what this GPU's router sends out. */
 static guint64
 routed_tokens(const SimTransformer *c)
 {
@@ -514,6 +524,21 @@ routed_tokens(const SimTransformer *c)
   for (guint i = 0; i < c->experts; i++)
     sum += sim_transformer_expert_tokens(c, i);
   return sum;
+}
+
+guint
+sim_transformer_local_experts(const SimTransformer *c)
+{
+  return c->experts / MAX(c->ep, 1);
+}
+
+guint64
+sim_transformer_local_tokens(const SimTransformer *c)
+{
+  guint64 sum = 0;
+  for (guint i = 0; i < sim_transformer_local_experts(c); i++)
+    sum += sim_transformer_expert_tokens(c, i);
+  return sum * MAX(c->ep, 1);
 }
 
 /* ops = fused, an MoE layer's MLP as Megatron-core runs it with grouped
@@ -530,15 +555,17 @@ routed_tokens(const SimTransformer *c)
 static void
 fused_moe(SimLayer *layer, const SimTransformer *c, const Geometry *g, Checked *k)
 {
-  guint64 T = routed_tokens(c), w = c->gelu ? 1 : 2;
+  /* The sort indices are this GPU's routing (T rows); from expert_in on,
+   * the rows its experts received (the dispatch's output, Tl rows). */
+  guint64 T = routed_tokens(c), Tl = sim_transformer_local_tokens(c), w = c->gelu ? 1 : 2;
   add(layer, "mlp_in", mul3(k, g->rows, g->h, g->e), c->shared_ffn ? 2 : 1);
   sim_tensor_set_elem(add(layer, "router_probs", mul3(k, g->rows, c->experts, 4), 1), 4);
   sim_tensor_set_elem(add(layer, "routing_map", mul(k, g->rows, c->experts), 1), 1);
   sim_tensor_set_elem(add(layer, "permute_idx", mul(k, T, 8), 2), 8);
-  add(layer, "expert_in", mul3(k, T, g->h, g->e), 1);
-  add(layer, "expert_fc1_out", mul3(k, T, w * c->moe_ffn, g->e), 1);
-  sim_tensor_set_elem(add(layer, "expert_probs", mul(k, T, 4), 1), 4);
-  add(layer, "expert_act_out", mul3(k, T, c->moe_ffn, g->e), 1);
+  add(layer, "expert_in", mul3(k, Tl, g->h, g->e), 1);
+  add(layer, "expert_fc1_out", mul3(k, Tl, w * c->moe_ffn, g->e), 1);
+  sim_tensor_set_elem(add(layer, "expert_probs", mul(k, Tl, 4), 1), 4);
+  add(layer, "expert_act_out", mul3(k, Tl, c->moe_ffn, g->e), 1);
   if (c->shared_ffn) {
     add(layer, "shared_fc1_out", mul3(k, g->rows, w * c->shared_ffn, g->e), 1);
     add(layer, "shared_act_out", mul3(k, g->rows, c->shared_ffn, g->e), 1);
@@ -691,7 +718,10 @@ transformer_shape(const SimTransformer *c)
   m.norm_topk = c->norm_topk;
   m.qk_norm = c->qk_norm;
   m.routed = c->experts ? routed_tokens(c) : 0;
-  m.hot = c->experts ? sim_transformer_expert_tokens(c, 0) : 0;
+  m.ep = MAX(c->ep, 1);
+  m.El = sim_transformer_local_experts(c);
+  m.routed_local = c->experts ? sim_transformer_local_tokens(c) : 0;
+  m.hot = c->experts ? m.ep * sim_transformer_expert_tokens(c, 0) : 0;
   m.mla = c->kv_lora_rank > 0;
   m.ql = c->q_lora_rank;
   m.kvl = c->kv_lora_rank;
@@ -1140,6 +1170,7 @@ sim_transformer_build(const SimTransformer *c, const SimDevice *dev, const char 
     return NULL;
   w->launch = dev->launch_overhead;
   w->tp = c->tp;
+  w->ep = MAX(c->ep, 1);
   w->time_model = sim_time_model_names[sim_device_time_model(dev)];
   /* HF's forward keeps eager attention's 4D causal mask (batch x 1 x seq x
    * seq, the dtype's minimum where masked) and gpt2's token and position

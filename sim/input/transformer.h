@@ -179,6 +179,18 @@ typedef struct {
    * qk_rope_dim; head_dim is q's and k's per head (qk_nope_head_dim +
    * qk_rope_head_dim), v_head_dim v's and the output's. */
   guint q_lora_rank, kv_lora_rank, qk_rope_dim, v_head_dim;
+  /* Expert parallelism ([parallel] ep, not a [transformer] key: the
+   * scenario copies it here): each MoE layer's routed experts spread over
+   * ep GPUs, experts / ep on each, as Megatron-core's MoELayer places them
+   * (megatron/core/transformer/moe/moe_layer.py l. 186-188 at d98e8a6).
+   * This GPU is the one holding the hottest expert (expert 0) and the next
+   * experts / ep - 1: its static memory counts those experts only (the
+   * router, the shared experts and attention replicated), its grouped GEMMs
+   * take the tokens every rank of its group routes to them (each rank
+   * routes alike: ep x sim_transformer_expert_tokens), and the dispatch
+   * before them and the combine after are all-to-alls over the ep ranks.
+   * 1 (or 0): no expert parallelism. */
+  guint ep;
 } SimTransformer;
 
 /* Every field at its scenario default (sim/input/schema.c); shape fields
@@ -232,6 +244,15 @@ gboolean sim_transformer_is_moe_layer(const SimTransformer *config, guint index)
  * is set.  Balanced routing (expert_imbalance = 1) gives every expert N.k/E
  * where E divides N.k. */
 guint64 sim_transformer_expert_tokens(const SimTransformer *config, guint expert);
+
+/* The routed experts of an MoE layer on this GPU: experts / ep. */
+guint sim_transformer_local_experts(const SimTransformer *config);
+
+/* The tokens this GPU's routed experts take in an MoE layer (ep = 1: every
+ * expert's, N.k less what a capacity drops): the sum over its local experts
+ * 0 .. experts / ep - 1 of ep x sim_transformer_expert_tokens, since each of
+ * the ep ranks of its group sends it the tokens it routes to them. */
+guint64 sim_transformer_local_tokens(const SimTransformer *config);
 
 /* The parameters one token's forward uses (all but the experts it is not
  * routed to: top_k of each MoE layer's experts); the same as

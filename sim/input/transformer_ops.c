@@ -185,6 +185,24 @@ tp_collective(Ops *o, const TransformerShape *m, guint i, SimCollectiveKind kind
   x->comm_bytes = bytes;
 }
 
+/* Op i ends with an all-to-all over its expert-parallel group (the
+ * lowering's group for SIM_COLLECTIVE_ALL_TO_ALL) of `rows` hidden-wide
+ * rows sent by each rank, exposed: the next op needs what it brings.  The
+ * rows are those the hottest expert's GPU receives (dispatch) or sends back
+ * (combine), routed_local: the collective ends when its busiest rank's
+ * share is through (each rank is charged alike, nccl-tests' S).  A group
+ * of one rank has none. */
+static void
+ep_all_to_all(Ops *o, const TransformerShape *m, guint i, guint64 rows)
+{
+  if (m->ep <= 1)
+    return;
+  SimLayerOp *x = &g_array_index(o->l->ops, SimLayerOp, i);
+  x->collective = (guint8)(SIM_COLLECTIVE_ALL_TO_ALL + 1);
+  x->overlap = 0;
+  x->comm_bytes = rows * m->h * m->e;
+}
+
 /* ---- shapes ------------------------------------------------------------ */
 
 typedef TransformerShape Shape;
@@ -1013,11 +1031,18 @@ column_backward(Ops *o, const Shape *m, const char *name, guint64 in, guint64 ou
  * activation, grouped fc2, the unpermutation weighted by the routing
  * probabilities, and the shared experts as a dense MLP.  A grouped GEMM
  * runs every expert's rows in one kernel, whose time the fullest expert
- * sets: `experts` GEMMs of the hottest expert's rows. */
+ * sets: `experts` GEMMs of the hottest expert's rows.  With expert
+ * parallelism (ep > 1: Megatron's MoEAlltoAllTokenDispatcher,
+ * token_dispatcher.py) the permuted rows go to the experts' GPUs in an
+ * all-to-all after the permutation and come back in one after fc2 (the
+ * backward: one after unpermute's, one after fc1's); the grouped GEMMs run
+ * this GPU's E / ep experts over the rows they received (Tl), the router,
+ * the permutation and the unpermutation this GPU's own T. */
 static void
 fused_moe_forward(Ops *o, const Shape *m, const SimTransformer *c)
 {
-  guint64 e = m->e, n = m->n, h = m->h, E = m->E, T = m->routed, w = c->gelu ? 1 : 2;
+  guint64 e = m->e, n = m->n, h = m->h, E = m->E, El = m->El, T = m->routed, Tl = m->routed_local;
+  guint64 w = c->gelu ? 1 : 2;
   gemm(o, n, E, h, 1);
   memory(o, 1, n * E * e, n * E * 4 + n * E);
   guint router = op(o, "router", FALSE);
@@ -1025,16 +1050,18 @@ fused_moe_forward(Ops *o, const Shape *m, const SimTransformer *c)
   memory(o, 1, n * h * e + n * E + n * E * 4, T * h * e + T * 8 + T * 4);
   guint perm = op(o, "permute", FALSE);
   SAVES(o, perm, "permute_idx", "expert_in", "expert_probs");
+  ep_all_to_all(o, m, perm, Tl); /* the dispatch */
   in(o, SIM_MODULE_EXPERT_FC1);
-  gemm(o, m->hot, w * m->fe, h, E);
+  gemm(o, m->hot, w * m->fe, h, El);
   SAVES(o, op(o, "expert_fc1", FALSE), "expert_fc1_out");
   in(o, SIM_MODULE_MOE_ACT);
-  memory(o, 1, T * w * m->fe * e + T * 4, T * m->fe * e);
+  memory(o, 1, Tl * w * m->fe * e + Tl * 4, Tl * m->fe * e);
   SAVES(o, op(o, "moe_act", FALSE), "expert_act_out");
   in(o, SIM_MODULE_MLP);
-  gemm(o, m->hot, h, m->fe, E);
+  gemm(o, m->hot, h, m->fe, El);
   guint fc2 = op(o, "expert_fc2", FALSE);
-  span(o, T * h * e, fc2, fc2 + 1);
+  span(o, Tl * h * e, fc2, fc2 + 1);
+  ep_all_to_all(o, m, fc2, Tl); /* the combine */
   memory(o, 1, T * h * e + T * 8, n * h * e);
   guint unperm = op(o, "unpermute", FALSE);
   span(o, n * h * e, unperm, unperm + 1 + (m->fs ? 3 : 0));
@@ -1052,7 +1079,8 @@ fused_moe_forward(Ops *o, const Shape *m, const SimTransformer *c)
 static void
 fused_moe_backward(Ops *o, const Shape *m, const SimTransformer *c)
 {
-  guint64 e = m->e, n = m->n, h = m->h, E = m->E, T = m->routed, w = c->gelu ? 1 : 2, fe = m->fe;
+  guint64 e = m->e, n = m->n, h = m->h, E = m->E, El = m->El, T = m->routed, Tl = m->routed_local;
+  guint64 w = c->gelu ? 1 : 2, fe = m->fe;
   if (m->fs) {
     gemm_backward(o, n, m->fs, h);
     guint s2 = op(o, "shared_fc2", TRUE);
@@ -1072,27 +1100,29 @@ fused_moe_backward(Ops *o, const Shape *m, const SimTransformer *c)
   memory(o, 1, n * h * e + T * 8, T * h * e);
   guint up = op(o, "unpermute", TRUE);
   USES(o, up, "permute_idx");
-  span(o, T * h * e, up, up + 1);
-  /* dgrad and wgrad of every expert: E GEMMs of the hottest expert's rows each. */
-  gemm(o, m->hot, fe, h, E);
-  gemm(o, fe, h, m->hot, E);
+  span(o, Tl * h * e, up, up + 1);
+  ep_all_to_all(o, m, up, Tl); /* the combine's backward: the output gradient to the experts */
+  /* dgrad and wgrad of every local expert: El GEMMs of the hottest expert's rows each. */
+  gemm(o, m->hot, fe, h, El);
+  gemm(o, fe, h, m->hot, El);
   guint f2 = op(o, "expert_fc2", TRUE);
   USES(o, f2, "expert_act_out");
-  grads(o, f2, E * fe * h * e);
-  span(o, T * fe * e, f2, f2 + 1);
+  grads(o, f2, El * fe * h * e);
+  span(o, Tl * fe * e, f2, f2 + 1);
   in(o, SIM_MODULE_MOE_ACT);
-  memory(o, 1, T * (w + 1) * fe * e + T * 4, T * w * fe * e + T * 4);
+  memory(o, 1, Tl * (w + 1) * fe * e + Tl * 4, Tl * w * fe * e + Tl * 4);
   guint act = op(o, "moe_act", TRUE);
   USES(o, act, "expert_fc1_out", "expert_probs");
-  span(o, T * w * fe * e, act, act + 1);
-  span(o, T * 4, act, act + 3); /* d probs, to the router */
+  span(o, Tl * w * fe * e, act, act + 1);
+  span(o, Tl * 4, act, act + 3); /* d probs, to the router */
   in(o, SIM_MODULE_EXPERT_FC1);
-  gemm(o, m->hot, h, w * fe, E);
-  gemm(o, w * fe, h, m->hot, E);
+  gemm(o, m->hot, h, w * fe, El);
+  gemm(o, w * fe, h, m->hot, El);
   guint f1 = op(o, "expert_fc1", TRUE);
   USES(o, f1, "expert_in");
-  grads(o, f1, E * w * fe * h * e);
-  span(o, T * h * e, f1, f1 + 1);
+  grads(o, f1, El * w * fe * h * e);
+  span(o, Tl * h * e, f1, f1 + 1);
+  ep_all_to_all(o, m, f1, Tl); /* the dispatch's backward: the input gradient home */
   in(o, SIM_MODULE_MLP);
   memory(o, 1, T * h * e + T * 8, n * h * e);
   guint perm = op(o, "permute", TRUE);

@@ -801,18 +801,38 @@ tp_nodes(const SimLink *link, guint tp)
   return sim_collective_nodes(0, 1, tp, MAX(link->node.gpus, 1));
 }
 
+/* Nodes GPU 0's expert-parallel group spans: ep data-parallel ranks, tp
+ * apart (Megatron's expert order tp-ep-dp-pp: sim/model/parallel.h). */
+static guint
+ep_nodes(const SimLink *link, guint tp, guint ep)
+{
+  return sim_collective_nodes(0, tp, ep, MAX(link->node.gpus, 1));
+}
+
+/* Seconds op o's collective takes: an all-to-all over the expert-parallel
+ * group (ep ranks on ep_nodes nodes), any other kind over the
+ * tensor-parallel one. */
+static double
+op_comm_time(const SimLink *link, const SimLayerOp *o, guint tp, guint tp_nodes, guint ep, guint ep_nodes)
+{
+  SimCollectiveKind kind = (SimCollectiveKind)(o->collective - 1);
+  gboolean experts = kind == SIM_COLLECTIVE_ALL_TO_ALL;
+  return sim_collective_time(link, kind, o->comm_bytes, experts ? ep : tp, experts ? ep_nodes : tp_nodes);
+}
+
 void
-sim_lower_layer_comm(const SimLayer *layer, const SimLink *link, guint tp, double *forward, double *backward)
+sim_lower_layer_comm(const SimLayer *layer, const SimLink *link, guint tp, guint ep, double *forward,
+                     double *backward)
 {
   *forward = *backward = 0;
-  if (layer == NULL || layer->ops == NULL || tp <= 1)
+  if (layer == NULL || layer->ops == NULL || (tp <= 1 && ep <= 1))
     return;
-  guint nodes = tp_nodes(link, tp);
+  guint nodes = tp_nodes(link, tp), enodes = ep_nodes(link, tp, ep);
   for (guint i = 0; i < layer->ops->len; i++) {
     const SimLayerOp *o = sim_layer_op(layer, i);
     if (!o->collective)
       continue;
-    double t = sim_collective_time(link, (SimCollectiveKind)(o->collective - 1), o->comm_bytes, tp, nodes);
+    double t = op_comm_time(link, o, tp, nodes, ep, enodes);
     for (guint k = 1; k <= o->overlap && i + k < layer->ops->len; k++)
       t -= sim_layer_op(layer, i + k)->seconds;
     *(o->backward ? backward : forward) += MAX(0.0, t);
@@ -1413,8 +1433,7 @@ comm_after(Lower *l, guint g, const SimLayerOp *o)
   if (!o->collective)
     return;
   gint32 index = group_index(l, g);
-  double seconds =
-    sim_collective_time(l->link, (SimCollectiveKind)(o->collective - 1), o->comm_bytes, l->w->tp, l->tp_nodes);
+  double seconds = op_comm_time(l->link, o, l->w->tp, l->tp_nodes, l->w->ep, l->ep_nodes);
   g_assert(l->s_comm != SIM_NO_OP && l->n_comm < G_N_ELEMENTS(l->comm));
   guint32 ready = sim_program_add_event(p, l->label_comm_ready, index);
   sim_program_record(p, l->s_compute, ready);
@@ -2099,9 +2118,10 @@ sim_lower_into(SimProgram *p, const SimWorkload *w, const SimPolicy *policy, con
   sim_program_add_stream(p, "compute");
   sim_program_add_stream(p, "d2h");
   sim_program_add_stream(p, "h2d");
-  if (w->tp > 1) {
+  if (w->tp > 1 || w->ep > 1) {
     l.s_comm = sim_program_add_stream(p, "comm");
     l.tp_nodes = tp_nodes(link, w->tp);
+    l.ep_nodes = ep_nodes(link, w->tp, w->ep);
   }
   /* One GPU: nothing is sharded (the loader refuses sharding with dp = 1). */
   sim_program_set_baseline(p, SIM_POOL_DEVICE, w->static_bytes, "static");

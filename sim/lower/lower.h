@@ -140,13 +140,15 @@ SimLowerOptimizer sim_lower_optimizer_step(const SimWorkload *w, guint64 params,
 /* The step over every parameter: one GPU's whole model. */
 SimLowerOptimizer sim_lower_optimizer_whole(const SimWorkload *w);
 
-/* The seconds of layer `layer`'s tensor-parallel collectives (a workload
- * cut for `tp` ranks, on GPU 0's group) that its compute waits for, in
+/* The seconds of layer `layer`'s collectives (a workload cut for `tp`
+ * tensor-parallel and `ep` expert-parallel ranks, on GPU 0's groups: the
+ * all-to-alls over ep, the others over tp) that its compute waits for, in
  * the forward and in the backward, when nothing else slows them: each
  * collective's time past the ops it runs beside (SimLayerOp.overlap).  What
  * the planner's estimates add to the layer's compute; 0 without ops or
- * with tp = 1. */
-void sim_lower_layer_comm(const SimLayer *layer, const SimLink *link, guint tp, double *forward, double *backward);
+ * with tp = ep = 1. */
+void sim_lower_layer_comm(const SimLayer *layer, const SimLink *link, guint tp, guint ep, double *forward,
+                          double *backward);
 
 /* What happens to one saved tensor of a group under its action. */
 typedef enum {

@@ -28,6 +28,7 @@ typedef struct {
   guint32 label_shard, label_grads_out, label_weights_in, label_host_step;
   GArray **barriers;    /* per stage: its buckets' barriers (LowerDp), shared by its replicas */
   guint tp_nodes;       /* nodes the tensor-parallel group of the GPU being lowered spans */
+  guint ep_nodes;       /* nodes its expert-parallel group spans */
   LowerDp dp;           /* the gradient reduction of the stage being lowered, when dp > 1 */
   Lower labels;         /* the labels every slice shares, interned once */
 } Pipe;
@@ -223,6 +224,7 @@ slice_open(Pipe *pp, guint gpu, guint stage, guint chunk, guint mb)
   l->s_h2d = stream_of(pp, gpu, SIM_PIPELINE_STREAM_H2D);
   l->s_comm = pp->streams > SIM_PIPELINE_STREAMS ? stream_of(pp, gpu, SIM_PIPELINE_STREAM_COMM) : SIM_NO_OP;
   l->tp_nodes = pp->tp_nodes;
+  l->ep_nodes = pp->ep_nodes;
   l->dp = pp->par->dp > 1 ? &pp->dp : NULL;
   const GArray *stages = pp->policy->stages;
   l->keeps_all = stages != NULL && (stage >= stages->len || !g_array_index(stages, gboolean, stage));
@@ -333,6 +335,11 @@ emit_replica(Pipe *pp, guint r, Item *items)
     guint node_gpus = MAX(pp->link->node.gpus, 1); /* a link built without [node]: one GPU a node */
     pp->dp.nodes = sim_collective_nodes(sim_parallel_global_rank(par, pp->w->tp, s, 0, 0), pp->w->tp, par->dp, node_gpus);
     pp->tp_nodes = sim_collective_nodes(sim_parallel_global_rank(par, pp->w->tp, s, r, 0), 1, pp->w->tp, node_gpus);
+    /* Replica r's expert-parallel group: the ep replicas of its block, tp
+     * ranks apart (Megatron's expert order tp-ep-dp-pp; ep divides dp). */
+    guint ep = pp->w->ep;
+    pp->ep_nodes = sim_collective_nodes(sim_parallel_global_rank(par, pp->w->tp, s, r - r % ep, 0), pp->w->tp, ep,
+                                        node_gpus);
     for (guint k = 0; k < n; k++)
       emit_item(pp, gpu, s, &items[k], &left);
     sim_program_mark_microbatch(p, -1); /* the step's end is no micro-batch's */
@@ -377,7 +384,7 @@ sim_lower_pipeline_into(SimProgram *p, const SimWorkload *w, const SimPolicy *po
   guint chunks = sim_parallel_chunks(par), M = par->microbatches, gpus = sim_parallel_gpus(par);
   g_assert(gpus <= SIM_PARALLEL_MAX_GPUS && gpus <= SIM_NODE_MAX_GPUS);
   Pipe pp = { .p = p, .w = w, .policy = policy, .par = par, .link = link, .chunks = chunks, .M = M };
-  pp.streams = SIM_PIPELINE_STREAMS + (w->tp > 1 || par->dp > 1);
+  pp.streams = SIM_PIPELINE_STREAMS + (w->tp > 1 || w->ep > 1 || par->dp > 1);
   pp.bounds = g_new(guint, chunks + 1);
   sim_parallel_chunk_bounds(par, sim_workload_n_layers(w), pp.bounds);
   pp.slices = g_new0(Lower, chunks * M);

@@ -17,7 +17,30 @@
  *     over the sender's p2p stream: p2p_latency + bytes / p2p_bandwidth;
  *   - dp replicas run the same program on their own GPUs: they share the
  *     switch and the host memory, and meet at every collective (the
- *     gradient buckets, ZeRO's and FSDP's gathers: sim/lower/pipeline.c).
+ *     gradient buckets, ZeRO's and FSDP's gathers: sim/lower/pipeline.c);
+ *   - with ep > 1 the MoE layers' experts are spread over groups of ep
+ *     replicas (expert parallelism): each GPU is simulated as the one that
+ *     holds the hottest expert (sim/input/transformer.h, SimTransformer.ep),
+ *     its all-to-alls over its group.
+ *
+ * Expert parallelism.  Megatron-LM builds the expert grid from the same
+ * world size with expert_tensor_parallel_size = tp unless told otherwise
+ * (megatron/core/parallel_state.py l. 871-872 at d98e8a6) and requires the
+ * world size tp × dp × pp to be divisible by etp × ep × pp (l. 874-884): with
+ * etp = tp (offsim's only case, tp being 1 in MoE layers), ep divides dp,
+ * and expert_data_parallel_size = dp / ep.  It also requires experts (l.
+ * 1595 of megatron/core/transformer/transformer_config.py) and ep dividing
+ * their number (megatron/training/arguments.py l. 1657,
+ * megatron/core/transformer/moe/moe_layer.py l. 186).  In the expert order
+ * (the default tp-cp-ep-dp-pp, l. 617, cp = 1) the ep ranks of a group are
+ * consecutive data-parallel ranks, tp apart.  The expert gradients'
+ * reduction over the dp / ep ranks of the expert-data-parallel group is not
+ * modelled apart: the gradient buckets are reduced over all dp replicas
+ * (2(dp-1)/dp of the bucket where dp / ep ranks would move
+ * 2(dp/ep-1)/(dp/ep): pessimistic, most at ep = dp, where they move
+ * nothing), and sharding
+ * with ep > 1 is refused (it would divide the experts' state by dp instead
+ * of dp / ep).
  *
  * GPU numbering (what [node] places on switches and sockets): stage-major,
  * replicas innermost, gpu = stage × dp + replica, as Megatron orders ranks
@@ -61,6 +84,7 @@ typedef struct {
   SimPipeSchedule schedule;
   guint virtual_chunks;     /* model chunks per stage (`virtual`), >= 1; > 1 only with interleaved */
   guint dp;                 /* data-parallel replicas, >= 1 */
+  guint ep;                 /* expert-parallel ranks among them (a divisor of dp), >= 1 */
   SimSharding sharding;     /* what the dp replicas shard (sharding.h); none with dp = 1 */
   GArray *split;            /* guint layers per chunk (pp × virtual entries, in model order), or NULL: even */
   double p2p_bandwidth;     /* bytes per second between neighbouring stages */

@@ -123,6 +123,7 @@ sim_workload_new(const char *name, guint n_layers)
   w->name = g_strdup(name);
   w->time_model = "given";
   w->tp = 1;
+  w->ep = 1;
   w->layers = g_array_sized_new(FALSE, TRUE, sizeof(SimLayer), n_layers);
   g_array_set_clear_func(w->layers, layer_clear);
   g_array_set_size(w->layers, n_layers);

@@ -155,8 +155,9 @@ typedef struct {
   /* The parameter gradients it produces when they are not static (grads
    * = set-to-none): allocated at its end, held to the end of the step. */
   guint64 grad_bytes;
-  /* A collective among the layer's tensor-parallel ranks (SimWorkload.tp)
-   * that follows its kernels on the communication stream: 0 none, else a
+  /* A collective among the layer's tensor-parallel ranks (SimWorkload.tp;
+   * an all-to-all among its expert-parallel ranks, SimWorkload.ep) that
+   * follows its kernels on the communication stream: 0 none, else a
    * SimCollectiveKind (sim/engine/collective.h) + 1, over comm_bytes (the
    * whole, unsharded buffer).  The compute stream waits for it before the
    * op `overlap` ops later: 0 before the next (exposed, as Megatron's
@@ -283,8 +284,11 @@ typedef struct {
    * ops of layers described op by op; 0: the host is not modelled. */
   double launch;
   /* The tensor-parallel ranks the ops were cut for ([transformer] tp,
-   * >= 1): the group of their collectives. */
+   * >= 1): the group of their collectives, all but the all-to-alls. */
   guint tp;
+  /* The expert-parallel ranks ([parallel] ep, >= 1) the MoE layers were
+   * cut for: the group of their all-to-alls (SIM_COLLECTIVE_ALL_TO_ALL). */
+  guint ep;
   /* How the layers' times were found, for the output: "given" ([model]
    * and [layer.N] times, a recording's own), or the device's time model
    * that timed them ("flat", "kernel": a generated transformer's kernels;

@@ -26,9 +26,12 @@ typedef struct {
   gboolean repeat;  /* ops = hf: repeat_kv copies k and v to the query head count (eager, sdpa) */
   gboolean softmax32; /* ops = hf, eager: the softmax in fp32, then cast back (llama-likes) */
   /* Mixture of experts: routed experts, top-k, each expert's and the shared
-   * experts' intermediate sizes; tokens routed in all (N.k, less what a
-   * capacity drops) and the most any expert takes. */
-  guint64 E, k, fe, fs, routed, hot;
+   * experts' intermediate sizes; tokens this GPU routes in all (N.k, less
+   * what a capacity drops) and the most any expert takes (from every rank
+   * of its expert-parallel group).  With expert parallelism (ep): El of the
+   * experts on this GPU (E / ep), routed_local the tokens they take;
+   * without, El = E and routed_local = routed. */
+  guint64 E, k, fe, fs, routed, hot, El, routed_local, ep;
   gboolean shared_gate, norm_topk, qk_norm;
   /* Multi-head latent attention: q's and the kv latent's ranks, the RoPE
    * part of head_dim; dv the value (and output) head dim, d without MLA. */

@@ -55,6 +55,7 @@ typedef struct {
   guint32 s_compute, s_d2h, s_h2d; /* its GPU's streams */
   guint32 s_comm;  /* its GPU's communication stream (collectives), when the step has one */
   guint tp_nodes;  /* nodes its tensor-parallel group spans */
+  guint ep_nodes;  /* nodes its expert-parallel group spans */
   LowerDp *dp;     /* its GPU's data parallelism, or NULL (dp = 1) */
   gboolean reduces; /* its backward feeds dp's gradient reduction (the last micro-batch) */
   guint32 *gathered; /* full sharding: per group, its weights' gather in this phase, or SIM_NO_EVENT */

@@ -176,23 +176,27 @@ def replayed(offsim, hf, tmp, name):
                       % os.path.join(hf, name + ".csv"), base=0)  # no parameters: static = 0
 
 
-def compare(label, rec, sim, layer_off, head_off, skip_embed, skip_head=False):
+# What compare does with a stage: check it against the bound, print it unchecked, or leave it out.
+CHECK, SHOW, SKIP = "check", "show", "skip"
+
+
+def compare(label, rec, sim, layer_off, head_off, embed=CHECK, head=CHECK):
     """Prints each (phase, layer)'s peak against the recording's; returns the failures."""
     failures = 0
     print(label)
     for key, want in rec.items():
         phase, layer = key
-        if layer == "embed" and skip_embed and label.endswith("(ops = hf)"):
-            continue  # the mask and RoPE tables are built there: not modelled (README)
-        if layer == "head" and skip_head:
+        how = embed if layer == "embed" else head if layer == "head" else CHECK
+        if how == SKIP:
             continue
         got = sim.get(key, 0)
         off = (got - want) / want
         bound = head_off if layer == "head" else layer_off
-        bad = abs(off) > bound and not (layer == "embed" and skip_embed)
+        bad = abs(off) > bound and how == CHECK
         failures += bad
-        print("  %-8s %-5s recorded %9d offsim %9d %+6.1f %%%s" % (phase, layer, want, got, 100 * off,
-                                                                 "  FAIL" if bad else ""))
+        print("  %-8s %-5s recorded %9d offsim %9d %+6.1f %%%s%s" % (phase, layer, want, got, 100 * off,
+                                                                   "  FAIL" if bad else "",
+                                                                   "  (not checked)" if how == SHOW else ""))
     return failures
 
 
@@ -204,10 +208,13 @@ def main():
         for name, cfg, dtype, attention, *seq in RECORDINGS:
             rec = recorded(hf, name)
             # The generator's head at seq 4 is not checked (see RECORDINGS); the recording's own is.
+            # The generator's embedding builds the mask and RoPE tables, which it does not model (README);
+            # its head at seq 4 is not checked (see RECORDINGS); a recording's own embedding is shown, not
+            # checked (TRACE_OFF).
             failures += compare(name + " (ops = hf)", rec, simulated(offsim, hf, tmp, cfg, dtype, attention, *seq),
-                                LAYER_OFF, HEAD_OFF, True, skip_head=bool(seq))
+                                LAYER_OFF, HEAD_OFF, embed=SKIP, head=SKIP if seq else CHECK)
             failures += compare(name + " (the recording as [trace])", rec, replayed(offsim, hf, tmp, name),
-                                TRACE_OFF, TRACE_OFF, True)
+                                TRACE_OFF, TRACE_OFF, embed=SHOW)
     print("%d failed" % failures)
     return 1 if failures else 0
 

@@ -10,6 +10,7 @@
 #include "hf_config.h"
 #include "transformer.h"
 #include "trace.h"
+#include "trace_private.h" /* the allocation rows' names */
 
 #include <string.h>
 
@@ -80,10 +81,9 @@ read_recording(const char *path, guint layers, Figures *figures)
        * (PyTorch 2.2 saves only its sizes) and Python scalars (wrapped
        * numbers skip the pack hook); the allocation rows (lifetimes.py);
        * nothing else. */
-      static const char *const allocations[] = { "workspace", "transient", "grad", "held" };
       gboolean allocation = FALSE;
-      for (guint k = 0; k < G_N_ELEMENTS(allocations); k++)
-        allocation = allocation || strcmp(f[c_name], allocations[k]) == 0;
+      for (guint k = SIM_TRACE_ALLOC_WORKSPACE; k < SIM_TRACE_ALLOC_KINDS; k++)
+        allocation = allocation || strcmp(f[c_name], sim_trace_alloc_names[k]) == 0;
       ck_assert_msg(allocation || strcmp(f[c_name], "input") == 0 || strcmp(f[c_adjust], "mean-input") == 0 ||
                       strcmp(f[c_adjust], "wrapped-number") == 0,
                     "%s:%u: saved = 0 without a reason", path, i + 1);

@@ -85,10 +85,11 @@ sim_trace_flat_seconds(const SimDevice *dev, double flops, double bytes)
 }
 
 /* Gives every stage of `w` (layers, embedding, head) its op list from the
- * rows of a file with places, timed by the flat model on `device`.  FALSE
- * with SIM_ERROR_INPUT "ORIGIN:LINE: ..." for a row it cannot place (a
- * saved reference no backward op unpacks) or a stage without forward or
- * backward ops. */
+ * rows of a file with places, timed by the flat model on `device`, and
+ * lays its allocation rows over the ops.  FALSE with SIM_ERROR_INPUT
+ * "ORIGIN:LINE: ..." for a row it cannot place (a saved reference no
+ * backward op unpacks, a block freed before it was made or in a layer the
+ * file does not have) or a stage without forward or backward ops. */
 gboolean sim_trace_build_ops(SimWorkload *w, const GArray *rows, const char *origin, const SimDevice *device,
                              GError **error);
 

@@ -51,6 +51,13 @@ typedef struct {
   guint64 evaluations;
   const Option *opts; /* the schedules tried: `options`, or a framework's own */
   guint n_opts;
+  /* The exact search's model of the step (planner/exact.h), NULL where it
+   * does not apply: local search runs through the engine only the moves it
+   * predicts may pay (screen_passes). */
+  const PlannerExact *model;
+  gboolean per_op;   /* the workload runs op by op (sim_workload_has_ops): the model is not the engine */
+  double miss_step;  /* the largest |engine - model| change of step seen on a move, seconds */
+  gint64 miss_peak;  /* ... of peak, bytes */
 } Ctx;
 
 static gboolean
@@ -231,13 +238,54 @@ dfs(Dfs *d, guint layer)
   }
 }
 
+/* The model's step and peak of `actions` under b's schedule. */
+static Eval
+model_eval(const Ctx *c, const Best *b, const SimAction *actions)
+{
+  Eval m;
+  planner_exact_eval(c->model, &c->opts[b->option], actions, &m.step, &m.peak);
+  return m;
+}
+
+/* Whether a move whose model figures are `trial`, from a plan whose model
+ * figures are `now`, may beat the plan b holds: the model's change of step
+ * and of peak, widened by the largest error the model has made on a change
+ * so far, added to b's engine figures.  Where the model is the engine's
+ * arithmetic (planner/exact.h) the errors stay at rounding and the screen
+ * drops exactly the moves that cannot pay; where it is not (prefetch 2, a
+ * workload run op by op), the errors grow as moves are run, and the last
+ * sweep of a search, which changes nothing, screens with the widest. */
+static gboolean
+screen_passes(const Ctx *c, const Best *b, const Eval *now, const Eval *trial, gboolean by_peak)
+{
+  gint64 peak = b->eval.peak + (trial->peak - now->peak) - c->miss_peak;
+  if (by_peak)
+    return peak <= b->eval.peak;
+  return peak <= (gint64)c->budget && trial->step - now->step - c->miss_step < 0;
+}
+
+/* What the engine said of a move against what the model predicted. */
+static void
+screen_learn(Ctx *c, const Best *b, const Eval *now, const Eval *trial, const Eval *e)
+{
+  double step = fabs((e->step - b->eval.step) - (trial->step - now->step));
+  gint64 peak = ABS((e->peak - b->eval.peak) - (trial->peak - now->peak));
+  c->miss_step = MAX(c->miss_step, step);
+  c->miss_peak = MAX(c->miss_peak, peak);
+}
+
 /* One layer's action at a time, first improvement, until a sweep changes
- * nothing.  Starts from `b` and improves it in place. */
+ * nothing.  Starts from `b` and improves it in place.  With a model, a
+ * move runs through the engine only when the model's screen passes it:
+ * at 96 layers run op by op that is about one move in fourteen. */
 static gboolean
 local_search(Ctx *c, Best *b, gboolean by_peak, GError **error)
 {
   g_autofree SimAction *trial = g_new(SimAction, c->n);
   gboolean changed = TRUE;
+  Eval now = { 0 }, predicted = { 0 };
+  if (c->model)
+    now = model_eval(c, b, b->actions);
   while (changed) {
     changed = FALSE;
     for (guint i = 0; i < c->n; i++) {
@@ -251,11 +299,19 @@ local_search(Ctx *c, Best *b, gboolean by_peak, GError **error)
         bounds(c, trial, c->n, &mem, &time);
         if (by_peak ? (gint64)mem > b->eval.peak : mem > c->budget || time >= b->eval.step)
           continue;
+        if (c->model) {
+          predicted = model_eval(c, b, trial);
+          if (!screen_passes(c, b, &now, &predicted, by_peak))
+            continue;
+        }
         Eval e;
         if (!evaluate(c, trial, &c->opts[b->option], &e, error))
           return FALSE;
+        if (c->model)
+          screen_learn(c, b, &now, &predicted, &e);
         if ((by_peak || (guint64)e.peak <= c->budget) && better(b, &e, by_peak)) {
           best_take(b, c, trial, b->option, &e);
+          now = predicted;
           changed = TRUE;
         }
       }
@@ -517,7 +573,7 @@ beam(Ctx *c, const PlannerExact *x, Best *best, guint width, SimAction *actions,
 static gboolean
 prove(Ctx *c, Best *best, double *bound, guint64 *states, GError **error)
 {
-  g_autoptr(PlannerExact) x = planner_exact_new(c->s, c->policy, c->n_actions);
+  const PlannerExact *x = c->model;
   g_autofree SimAction *actions = g_new(SimAction, c->n);
   if (!beam(c, x, best, PLANNER_BEAM, actions, states, error))
     return FALSE;
@@ -535,6 +591,35 @@ prove(Ctx *c, Best *best, double *bound, guint64 *states, GError **error)
   return TRUE;
 }
 
+/* On a workload run op by op the model is close to the engine, not its
+ * arithmetic (a layer is many ops, not one each way): it proves nothing
+ * there, and its best plans are suggestions, each judged by the engine.
+ * Its step sits below the engine's by about the same on every plan
+ * (7.2 - 7.3 ms of about 1 s on the bench's 96 layers), so below the
+ * engine's step the search would find nearly every plan: it looks below
+ * the model's own figure for the plan held, widened by the largest error
+ * the model has made on a move (screen_learn).  An exact schedule is
+ * searched whole (tens of milliseconds at 96 layers); a relaxed one, whose
+ * plans are the relaxation's best, as a beam of PLANNER_BEAM_OPS.  When a
+ * suggestion was better, local search goes on from it. */
+static gboolean
+suggest(Ctx *c, Best *best, guint64 *states, GError **error)
+{
+  const PlannerExact *x = c->model;
+  g_autofree SimAction *actions = g_new(SimAction, c->n);
+  double searched = best->found ? best->eval.step : INFINITY, step;
+  for (guint o = 0; o < c->n_opts; o++) {
+    guint width = planner_exact_is_exact(x, &c->opts[o]) ? 0 : PLANNER_BEAM_OPS;
+    double cutoff = best->found ? model_eval(c, best, best->actions).step + c->miss_step : INFINITY;
+    PlannerExactStats stats = { 0 };
+    gboolean found = planner_exact_solve(x, &c->opts[o], c->budget, cutoff, width, actions, &step, &stats);
+    *states += stats.states;
+    if (found && !consider(c, best, actions, o, FALSE, error))
+      return FALSE;
+  }
+  return !best->found || best->eval.step >= searched || local_search(c, best, FALSE, error);
+}
+
 /* Past PLANNER_PROVEN_LAYERS: a beam of PLANNER_BEAM_STATES / layers
  * states per key (at least PLANNER_BEAM_LARGE) may improve the plan, and
  * *bound receives the Lagrangian bound of every schedule (the least):
@@ -542,7 +627,7 @@ prove(Ctx *c, Best *best, double *bound, guint64 *states, GError **error)
 static gboolean
 improve(Ctx *c, Best *best, double *bound, guint64 *states, GError **error)
 {
-  g_autoptr(PlannerExact) x = planner_exact_new(c->s, c->policy, c->n_actions);
+  const PlannerExact *x = c->model;
   g_autofree SimAction *actions = g_new(SimAction, c->n);
   if (!beam(c, x, best, MAX(PLANNER_BEAM_LARGE, PLANNER_BEAM_STATES / c->n), actions, states, error))
     return FALSE;
@@ -603,9 +688,13 @@ planner_plan_scratch_new(const SimScenario *s, SimFramework framework, GError **
   return g_steal_pointer(&scratch);
 }
 
-GArray *
-planner_plan_notes(SimEvaluator *evaluator, const SimScenario *s, SimPolicy *scratch, const PlannerLayerCost *cost,
-                   const SimAction *actions, const PlannerOption *o, guint64 *evaluations, GError **error)
+/* PlannerLayerNote per layer of the plan `actions` under `o`: what the
+ * choice saves, what offloading that layer alone would expose (two runs per
+ * layer, written into `scratch`, counted in *evaluations), what recomputing
+ * it costs.  A new array, or NULL with `error` set. */
+static GArray *
+notes_of(SimEvaluator *evaluator, const SimScenario *s, SimPolicy *scratch, const PlannerLayerCost *cost,
+         const SimAction *actions, const PlannerOption *o, guint64 *evaluations, GError **error)
 {
   guint n = sim_workload_n_layers(s->workload);
   g_autoptr(GArray) notes = g_array_sized_new(FALSE, TRUE, sizeof(PlannerLayerNote), n);
@@ -634,6 +723,31 @@ planner_plan_notes(SimEvaluator *evaluator, const SimScenario *s, SimPolicy *scr
   }
   return g_steal_pointer(&notes);
 }
+
+gboolean
+planner_plan_annotate(PlannerPlan *p, const SimScenario *s, GError **error)
+{
+  const SimPolicy *policy = p->policy;
+  g_autoptr(SimPolicy) scratch = planner_plan_scratch_new(s, policy->framework, error);
+  if (scratch == NULL)
+    return FALSE;
+  guint n = policy->actions->len;
+  g_autofree PlannerLayerCost *cost = g_new0(PlannerLayerCost, MAX(n, 1));
+  for (guint i = 0; i < n; i++)
+    planner_plan_layer_cost(sim_workload_layer(s->workload, i), &cost[i]);
+  g_autoptr(SimEvaluator) evaluator = sim_evaluate_new();
+  PlannerOption o = { policy->async, policy->prefetch, policy->inflight };
+  GArray *notes = notes_of(evaluator, s, scratch, cost, (const SimAction *)policy->actions->data, &o, &p->evaluations,
+                           error);
+  if (notes == NULL)
+    return FALSE;
+  if (p->notes)
+    g_array_unref(p->notes);
+  p->notes = notes;
+  return TRUE;
+}
+
+static PlannerPlan *search_allocated(const SimScenario *s, guint64 budget, SimFramework framework, GError **error);
 
 /* The plan's result and resident's judged against `budget`. */
 static gboolean
@@ -664,7 +778,7 @@ planner_plan_framework(const SimScenario *s, guint64 budget, SimFramework framew
    * allocated one); its bound stays the first search's, a relaxation (a
    * plan that reserves within the budget allocates within it).  A plan
    * that still does not fit says so (fits NO). */
-  g_autoptr(PlannerPlan) best = planner_plan_allocated(s, budget, framework, error);
+  g_autoptr(PlannerPlan) best = search_allocated(s, budget, framework, error);
   if (best == NULL)
     return NULL;
   double bound_ms = best->lower_bound_ms;
@@ -674,7 +788,7 @@ planner_plan_framework(const SimScenario *s, guint64 budget, SimFramework framew
     if (over == 0 || over >= search)
       break;
     search -= over;
-    g_autoptr(PlannerPlan) p = planner_plan_allocated(s, search, framework, error);
+    g_autoptr(PlannerPlan) p = search_allocated(s, search, framework, error);
     if (p == NULL || (p->feasible && !judge_against(p, s, budget, error)))
       return NULL;
     evaluations += p->evaluations;
@@ -689,7 +803,8 @@ planner_plan_framework(const SimScenario *s, guint64 budget, SimFramework framew
   }
   best->evaluations = evaluations;
   best->states = states;
-  return g_steal_pointer(&best);
+  /* The notes once, for the plan kept (two runs a layer). */
+  return planner_plan_annotate(best, s, error) ? g_steal_pointer(&best) : NULL;
 }
 
 PlannerPlan *
@@ -700,6 +815,14 @@ planner_plan(const SimScenario *s, guint64 budget, GError **error)
 
 PlannerPlan *
 planner_plan_allocated(const SimScenario *s, guint64 budget, SimFramework framework, GError **error)
+{
+  g_autoptr(PlannerPlan) p = search_allocated(s, budget, framework, error);
+  return p && planner_plan_annotate(p, s, error) ? g_steal_pointer(&p) : NULL;
+}
+
+/* planner_plan_allocated without the notes. */
+static PlannerPlan *
+search_allocated(const SimScenario *s, guint64 budget, SimFramework framework, GError **error)
 {
   /* A pipeline is planned per stage: the exact search below models one GPU. */
   if (sim_parallel_active(&s->parallel))
@@ -726,7 +849,9 @@ planner_plan_allocated(const SimScenario *s, guint64 budget, SimFramework framew
   /* The exact search covers the planner's own schedules, not a framework's;
    * it bounds the engine's step only on layers that are one op each way. */
   gboolean exact = framework == SIM_FRAMEWORK_NONE && planner_exact_supports(scratch);
-  gboolean per_op = sim_workload_has_ops(s->workload);
+  g_autoptr(PlannerExact) model = exact ? planner_exact_new(s, scratch, c.n_actions) : NULL;
+  c.model = model;
+  gboolean per_op = c.per_op = sim_workload_has_ops(s->workload);
   /* Where the proof can close, a small model takes the heuristic and the
    * proof (tens of engine runs) before the exhaustive search (tens of
    * thousands): the exhaustive one runs only when the proof leaves a gap
@@ -738,8 +863,9 @@ planner_plan_allocated(const SimScenario *s, guint64 budget, SimFramework framew
   /* The proof: the exact search under every schedule, below the plan found. */
   double bound = NAN, relaxed = NAN;
   if (exact) {
-    if (n <= PLANNER_PROVEN_LAYERS ? !prove(&c, &best, &bound, &p->states, error)
-                                   : !improve(&c, &best, &relaxed, &p->states, error))
+    if (per_op ? !suggest(&c, &best, &p->states, error)
+        : n <= PLANNER_PROVEN_LAYERS ? !prove(&c, &best, &bound, &p->states, error)
+                                     : !improve(&c, &best, &relaxed, &p->states, error))
       return NULL;
   }
   gboolean closed = best.found ? !isnan(bound) && best.eval.step <= bound * (1 + PLANNER_OPTIMAL_GAP) : !isnan(bound);
@@ -773,12 +899,6 @@ planner_plan_allocated(const SimScenario *s, guint64 budget, SimFramework framew
   p->gap = p->lower_bound_ms > 0 ? MAX(0.0, p->result->step_ms / p->lower_bound_ms - 1) : 0;
   p->optimal = p->proven && p->feasible && p->gap <= PLANNER_OPTIMAL_GAP;
   planner_plan_verdict(p, s->workload->static_bytes);
-
-  /* Per layer: what the choice saves, and what the alternatives would cost. */
-  p->notes = planner_plan_notes(evaluator, s, scratch, c.cost, best.actions, &c.opts[best.option], &c.evaluations,
-                                error);
-  if (p->notes == NULL)
-    return NULL;
   p->evaluations = c.evaluations;
   return g_steal_pointer(&p);
 }

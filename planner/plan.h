@@ -34,7 +34,16 @@
  *     evaluations) is replaced by prefix plans, "the first m layers
  *     offload / recompute / recompute+offload", m found by bisection for
  *     each schedule: O(log L) evaluations of O(L) each;
- *   - generated transformers add selective and selective+offload moves.
+ *   - generated transformers add selective and selective+offload moves;
+ *     they run op by op, where the exact search's model is close to the
+ *     engine but not its arithmetic: nothing is proven there, and its
+ *     plans (each exact schedule's least below the model's figure for the
+ *     plan held, a beam of PLANNER_BEAM_OPS under prefetch 2) are
+ *     suggestions the engine judges (docs/planner.md, "Op by op");
+ *   - local search runs a move through the engine only when the exact
+ *     search's model says it may pay (its change of step and peak, widened
+ *     by the largest error it made on a move so far), wherever the model
+ *     applies.
  *
  * Schedule options tried: async with prefetch 1 and 2 (inflight 2), async
  * with inflight 1, and sync.
@@ -82,6 +91,14 @@ G_BEGIN_DECLS
  * plans 3.7 - 8.2 % above the bound, 1,024 found the proven optimum (the
  * exact search run at 97 layers) on all four. */
 #define PLANNER_BEAM_LARGE 8
+/* On a workload run op by op, the beam a relaxed schedule (prefetch 2) is
+ * searched with (plan.c's suggest: nothing is proven there).  Measured
+ * over 45 plans (the bundled Llama-3.1-8B, its GH200 variant, GPT-3 175B,
+ * Qwen2.5-0.5B and its op-by-op step, budgets at a tenth to nine tenths
+ * of the way from the least to the largest policy's peak): 32 found the
+ * same plans as 64 and the whole search; 16 missed one by 0.54 %.  On
+ * the bench's 96 layers the whole search costs about twice the plan. */
+#define PLANNER_BEAM_OPS 32
 #define PLANNER_BEAM_STATES 204800
 
 /* A copy schedule the planner tries for offloaded layers. */

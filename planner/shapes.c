@@ -172,8 +172,7 @@ planner_shapes_plan_free(PlannerShapesPlan *plan)
  * schedule), the verdict against resident, the notes per layer. */
 static PlannerPlan *
 shape_plan(const SimScenario *s, guint64 budget, SimEvaluator *evaluator, SimPolicy *scratch,
-           const PlannerOption *own, const PlannerLayerCost *cost, const SimAction *actions,
-           const PlannerPlan *unrestricted, guint64 *evaluations, GError **error)
+           const PlannerOption *own, const SimAction *actions, const PlannerPlan *unrestricted, guint64 *evaluations, GError **error)
 {
   guint n = sim_workload_n_layers(s->workload);
   g_autoptr(PlannerPlan) p = g_new0(PlannerPlan, 1);
@@ -192,11 +191,8 @@ shape_plan(const SimScenario *s, guint64 budget, SimEvaluator *evaluator, SimPol
   p->gap = p->lower_bound_ms > 0 ? MAX(0.0, p->result->step_ms / p->lower_bound_ms - 1) : 0;
   p->optimal = p->proven && p->feasible && p->gap <= PLANNER_OPTIMAL_GAP;
   planner_plan_verdict(p, s->workload->static_bytes);
-  p->notes = planner_plan_notes(evaluator, s, scratch, cost, actions, own, evaluations, error);
-  if (p->notes == NULL)
-    return NULL;
   p->evaluations = *evaluations;
-  return g_steal_pointer(&p);
+  return planner_plan_annotate(p, s, error) ? g_steal_pointer(&p) : NULL;
 }
 
 PlannerShapesPlan *
@@ -248,7 +244,7 @@ planner_shapes_plan(const SimScenario *s, guint64 budget, PlannerTarget target, 
   }
   out->shape = g_array_index(shapes, PlannerShape, best != G_MAXUINT ? best : smallest);
   planner_shape_actions(&out->shape, n, actions);
-  out->plan = shape_plan(s, budget, evaluator, scratch, &own, cost, actions, out->unrestricted, &evaluations, error);
+  out->plan = shape_plan(s, budget, evaluator, scratch, &own, actions, out->unrestricted, &evaluations, error);
   if (out->plan == NULL)
     return NULL;
   out->plan->evaluations += out->unrestricted->evaluations; /* both searches' simulations */

@@ -684,9 +684,6 @@ planner_plan_stages(const SimScenario *s, guint64 budget, SimFramework framework
   p->lower_bound_ms = p->resident->step_ms;
   p->gap = p->lower_bound_ms > 0 ? MAX(0.0, p->result->step_ms / p->lower_bound_ms - 1) : 0;
   planner_plan_verdict(p, resident_static(s, p->resident));
-  p->notes = planner_plan_notes(evaluator, s, scratch, cost, chosen, &c.opts[option], &c.evaluations, error);
-  if (p->notes == NULL)
-    return NULL;
   p->evaluations = c.evaluations;
   return g_steal_pointer(&p);
 }

@@ -78,7 +78,8 @@ G_BEGIN_DECLS
  * on every GPU, with `framework`'s schedule for offloaded layers
  * (SIM_FRAMEWORK_NONE: planner_plan_options' schedules).  planner_plan and
  * planner_plan_framework call it for such a scenario.  The plan's `stages`
- * says, per stage, its layers and peaks; NULL with `error` set on failure. */
+ * says, per stage, its layers and peaks; its notes are the caller's
+ * (planner_plan_annotate).  NULL with `error` set on failure. */
 PlannerPlan *planner_plan_stages(const SimScenario *scenario, guint64 budget, SimFramework framework,
                                  GError **error);
 

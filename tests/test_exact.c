@@ -162,6 +162,25 @@ START_TEST(model_is_the_engine_on_transformers)
 }
 END_TEST
 
+/* Layers of many storages, as a layer of many experts has (one copy per
+ * storage): a window's and the top's memory events pass the stack's room
+ * (SCRATCH_EVENTS) and the model stays the engine's.  It aborted before. */
+START_TEST(model_is_the_engine_on_many_copies)
+{
+  GString *t = g_string_new("[device]\nmemory = 80GiB\n[link]\nh2d_bandwidth = 12GB/s\nd2h_bandwidth = 12GB/s\n"
+                            "bidir_bandwidth = 20GB/s\nlatency = 8us\n[model]\nlayers = 4\nforward = 2ms\n"
+                            "backward = 4ms\ninput = 8MB\nstatic = 1GiB\ntensors = ");
+  for (guint k = 0; k < 300; k++)
+    g_string_append_printf(t, "%se%u:%uMB", k ? ", " : "", k, 1 + k % 7);
+  g_string_append_c(t, '\n');
+  g_autofree char *text = g_string_free(t, FALSE);
+  g_autoptr(SimScenario) s = test_scenario_from_text(text);
+  Agreement agree = { 0 };
+  check_against_engine(s, 10, 29, &agree);
+  ck_assert_uint_ge(agree.plans, 30);
+}
+END_TEST
+
 /* Every plan of a small model through the model: the dynamic program finds
  * the least feasible step, under every schedule, and the engine agrees. */
 START_TEST(dynamic_program_is_brute_force)
@@ -222,6 +241,7 @@ main(void)
   tcase_set_timeout(tc, 300);
   tcase_add_test(tc, model_is_the_engine_on_random_models);
   tcase_add_test(tc, model_is_the_engine_on_transformers);
+  tcase_add_test(tc, model_is_the_engine_on_many_copies);
   tcase_add_test(tc, dynamic_program_is_brute_force);
   suite_add_tcase(suite, tc);
   return test_run_suite(suite);

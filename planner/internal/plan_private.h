@@ -50,12 +50,10 @@ SimPolicy *planner_plan_policy_new(const SimPolicy *scratch, const SimAction *ac
  * policy removes (the reason says how much of the activation peak went). */
 void planner_plan_verdict(PlannerPlan *plan, guint64 static_bytes);
 
-/* PlannerLayerNote per layer of the plan `actions` under `option`: what the
- * choice saves, what offloading that layer alone would expose (two runs per
- * layer, written into `scratch`, counted in *evaluations), what recomputing
- * it costs.  A new array, or NULL with `error` set. */
-GArray *planner_plan_notes(SimEvaluator *evaluator, const SimScenario *scenario, SimPolicy *scratch,
-                           const PlannerLayerCost *cost, const SimAction *actions, const PlannerOption *option,
-                           guint64 *evaluations, GError **error);
+/* plan->notes, a PlannerLayerNote per layer of its policy: what the
+ * choice saves, what offloading that layer alone would expose (two runs
+ * per layer, counted in plan->evaluations), what recomputing it costs.
+ * Replaces any notes it had.  FALSE with `error` set when a run fails. */
+gboolean planner_plan_annotate(PlannerPlan *plan, const SimScenario *scenario, GError **error);
 
 G_END_DECLS

@@ -161,7 +161,7 @@ time_steps(guint layers, guint repeats, double *median_ms, guint *ops, guint64 *
   return time_text(text, repeats, median_ms, ops, bytes, &events, error);
 }
 
-static const char plan_scenario[];
+static char *plan_text(guint layers);
 
 static gboolean
 bench_step(const BenchOptions *o, BenchFigures *f, GError **error)
@@ -173,50 +173,70 @@ bench_step(const BenchOptions *o, BenchFigures *f, GError **error)
   if (!time_steps(96, f->step_runs, &f->step_96x32_ms, &f->step_96x32_ops, &bytes, error))
     return FALSE;
   /* The planner's 96-layer transformer, op by op, under async offload. */
-  g_autofree char *text = g_strconcat(plan_scenario, "[policy.async]\nkind = offload\n", NULL);
+  g_autofree char *plan = plan_text(96);
+  g_autofree char *text = g_strconcat(plan, "[policy.async]\nkind = offload\n", NULL);
   if (!time_text(text, f->step_runs, &f->step_96_ops_ms, &f->step_96_ops_ops, &bytes, &events, error))
     return FALSE;
   /* And on 64 GPUs: its tensor-parallel collectives in every layer, the
    * pipeline's sends, the replicas' gradient buckets and weight gathers. */
-  g_autofree char *gpus = g_strconcat(plan_scenario, "[parallel]\npp = 4\ndp = 2\nmicrobatches = 8\nsharding = optimizer\n",
+  g_autofree char *gpus = g_strconcat(plan, "[parallel]\npp = 4\ndp = 2\nmicrobatches = 8\nsharding = optimizer\n",
                                       "[policy.async]\nkind = offload\n", NULL);
   return time_text(gpus, f->step_64gpu_runs, &f->step_64gpu_ms, &f->step_64gpu_ops, &bytes, &events, error);
 }
 
-/* GPT-3 175B shapes, 96 layers, TP 8 with SP, on an 80 GiB-class link. */
-static const char plan_scenario[] =
-  "[scenario]\nname = bench plan 96\n[device]\nmemory = 400GiB\nmatmul_tflops = 795\nhbm_bandwidth = 3.35TB/s\n"
-  "[link]\nh2d_bandwidth = 55GB/s\nd2h_bandwidth = 55GB/s\nbidir_bandwidth = 101GB/s\nlatency = 8us\n"
-  "compute_slowdown = 0.03\n"
-  "[transformer]\nhidden = 12288\nlayers = 96\nheads = 96\nffn = 49152\nvocab = 51200\nbatch = 1\nseq = 2048\n"
-  "dtype = bf16\nnorm = layernorm\nmlp = gelu\nattention = eager\ndropout = 0.1\ntp = 8\nsp = true\n"
-  "optimizer = none\nmaster_weights = false\n";
-
-static gboolean
-bench_plan(const BenchOptions *o, BenchFigures *f, GError **error)
+/* GPT-3 175B shapes, `layers` layers, TP 8 with SP, on an 80 GiB-class link. */
+static char *
+plan_text(guint layers)
 {
-  g_autoptr(SimScenario) s = sim_scenario_load_data(plan_scenario, "bench plan 96", error);
+  return g_strdup_printf(
+    "[scenario]\nname = bench plan %u\n[device]\nmemory = 400GiB\nmatmul_tflops = 795\nhbm_bandwidth = 3.35TB/s\n"
+    "[link]\nh2d_bandwidth = 55GB/s\nd2h_bandwidth = 55GB/s\nbidir_bandwidth = 101GB/s\nlatency = 8us\n"
+    "compute_slowdown = 0.03\n"
+    "[transformer]\nhidden = 12288\nlayers = %u\nheads = 96\nffn = 49152\nvocab = 51200\nbatch = 1\nseq = 2048\n"
+    "dtype = bf16\nnorm = layernorm\nmlp = gelu\nattention = eager\ndropout = 0.1\ntp = 8\nsp = true\n"
+    "optimizer = none\nmaster_weights = false\n",
+    layers, layers);
+}
+
+/* The plan of that model at `layers` layers under half its activations
+ * above static memory, `repeats` times: the median into *ms, the last
+ * plan's figures into the rest. */
+static gboolean
+time_plan(guint layers, guint repeats, double *ms, guint64 *evaluations, double *gap, gboolean *optimal,
+          GError **error)
+{
+  g_autofree char *text = plan_text(layers);
+  g_autoptr(SimScenario) s = sim_scenario_load_data(text, "bench plan", error);
   if (s == NULL)
     return FALSE;
-  /* Half of the activations above static memory must go. */
   guint64 saved = sim_workload_saved_bytes(s->workload);
   guint64 budget = s->workload->static_bytes + s->workload->head->workspace_bytes + saved / 2;
-  guint repeats = MAX(1u, o->repeats / 2);
-  g_autofree double *ms = g_new(double, repeats);
+  g_autofree double *runs = g_new(double, repeats);
   for (guint r = 0; r < repeats; r++) {
     double t0 = now_s();
     g_autoptr(PlannerPlan) plan = planner_plan(s, budget, error);
     double t1 = now_s();
     if (plan == NULL)
       return FALSE;
-    ms[r] = (t1 - t0) * 1e3;
-    f->plan_96_evaluations = plan->evaluations;
-    f->plan_96_gap = plan->gap;
-    f->plan_96_optimal = plan->optimal;
+    runs[r] = (t1 - t0) * 1e3;
+    *evaluations = plan->evaluations;
+    *gap = plan->gap;
+    if (optimal)
+      *optimal = plan->optimal;
   }
-  f->plan_96_ms = median(ms, repeats);
-  f->plan_96_runs = repeats;
+  *ms = median(runs, repeats);
   return TRUE;
+}
+
+static gboolean
+bench_plan(const BenchOptions *o, BenchFigures *f, GError **error)
+{
+  /* A plan of 96 layers is long: half the repeats; one of 12 is short. */
+  f->plan_96_runs = MAX(1u, o->repeats / 2);
+  f->plan_12_runs = 2 * o->repeats;
+  return time_plan(96, f->plan_96_runs, &f->plan_96_ms, &f->plan_96_evaluations, &f->plan_96_gap,
+                   &f->plan_96_optimal, error) &&
+         time_plan(12, f->plan_12_runs, &f->plan_12_ms, &f->plan_12_evaluations, &f->plan_12_gap, NULL, error);
 }
 
 static gboolean

@@ -11,6 +11,7 @@
  *   step_96x32_ms         lower and run one step of a 96-layer model with 32
  *                         saved tensors per layer under async offload;
  *   plan_96_ms            plan a 96-layer generated transformer under a budget;
+ *   plan_12_ms            the same model at 12 layers (a small model, op by op);
  *   sweep_points_per_sec  sweep points (all four default policies each) per
  *                         second, on every core;
  *   scale                 the 96x32 step's model at 100 and 10,000 layers: time
@@ -63,6 +64,10 @@ typedef struct {
   guint64 plan_96_evaluations;
   double plan_96_gap;           /* the plan over its lower bound, minus 1 */
   gboolean plan_96_optimal;     /* proven optimal by the exact search */
+  double plan_12_ms;
+  guint plan_12_runs;
+  guint64 plan_12_evaluations;
+  double plan_12_gap;
   double sweep_points_per_sec;
   guint sweep_runs;
   guint sweep_points;

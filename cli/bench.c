@@ -38,6 +38,10 @@ bench_json(const BenchFigures *f, const char *cpu, guint cores)
     json_object_set_int_member(o, "plan_96_evaluations", (gint64)f->plan_96_evaluations);
     json_object_set_double_member(o, "plan_96_gap", f->plan_96_gap);
     json_object_set_boolean_member(o, "plan_96_optimal", f->plan_96_optimal);
+    json_object_set_double_member(o, "plan_12_ms", f->plan_12_ms);
+    json_object_set_int_member(o, "plan_12_runs", f->plan_12_runs);
+    json_object_set_int_member(o, "plan_12_evaluations", (gint64)f->plan_12_evaluations);
+    json_object_set_double_member(o, "plan_12_gap", f->plan_12_gap);
   }
   if (f->ran & BENCH_SWEEP) {
     json_object_set_double_member(o, "sweep_points_per_sec", f->sweep_points_per_sec);
@@ -107,6 +111,9 @@ bench_format(const BenchFigures *f, CliFormat format)
     g_string_append_printf(out, "plan_96_ms            %14.1f   (%s; %" G_GUINT64_FORMAT " simulations, gap %.3f %%%s)\n",
                            f->plan_96_ms, runs, f->plan_96_evaluations, f->plan_96_gap * 100,
                            f->plan_96_optimal ? ", optimal" : "");
+    g_autofree char *small = runs_words(f->plan_12_runs);
+    g_string_append_printf(out, "plan_12_ms            %14.1f   (%s; %" G_GUINT64_FORMAT " simulations, gap %.3f %%)\n",
+                           f->plan_12_ms, small, f->plan_12_evaluations, f->plan_12_gap * 100);
   }
   if (f->ran & BENCH_SWEEP) {
     g_autofree char *runs = runs_words(f->sweep_runs);

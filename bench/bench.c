@@ -249,6 +249,13 @@ bench_pipeline_text(guint dp)
                          base, dp, MAX(1u, gpus / 4));
 }
 
+char *
+bench_pp_text(guint pp)
+{
+  g_autofree char *base = bench_scenario_text(BENCH_PP_LAYERS);
+  return g_strdup_printf("%s[parallel]\npp = %u\nmicrobatches = %u\n", base, pp, BENCH_PP_MICROBATCHES);
+}
+
 static gboolean
 bench_gpus(const BenchOptions *o, BenchFigures *f, GError **error)
 {

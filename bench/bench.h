@@ -104,6 +104,14 @@ SimProgram *bench_synthetic_program(guint layers);
  * (1 to 8 MiB), 2 ms forward, one async offload policy, on PCIe Gen5. */
 char *bench_scenario_text(guint layers);
 
+/* The same work split over pp stages (the gpus figure's pp rows): the step
+ * model's layers at BENCH_PP_LAYERS layers, BENCH_PP_MICROBATCHES
+ * micro-batches, pp from 2 to BENCH_PP_LAYERS, no shared node links, so
+ * that only the GPU count changes. */
+#define BENCH_PP_LAYERS 128
+#define BENCH_PP_MICROBATCHES 8
+char *bench_pp_text(guint pp);
+
 /* "Intel(R) Xeon(R) ..." from /proc/cpuinfo, or "unknown". */
 char *bench_cpu_model(void);
 

@@ -155,11 +155,11 @@ typedef struct {
 } Run;
 
 /* From how many GPUs a run without the host model walks the live ones
- * only: below, keeping the list costs more than the GPUs it skips (an
- * earlier form of this change, callgrind on `offsim-instructions pp N`: at
- * pp 8, where every GPU is busy most of the time, 736 engine instructions
- * per event walking the live GPUs against 694 walking all; at pp 16, 854
- * against 1,050). */
+ * only: below, keeping the list costs about what the GPUs it skips do, or
+ * more (callgrind on `offsim-instructions pp N`, engine instructions per
+ * event walking the live GPUs against walking all: pp 2 387 and 349, pp 4
+ * 530 and 485, pp 8 707 and 708; from pp 16 on the walk wins, 820 against
+ * 1,050 at pp 16). */
 #define LIVE_WALK_GPUS 16
 
 /* for (each GPU g a step walks, in ascending order).  `live` (a constant

@@ -269,6 +269,13 @@ bench_pipeline_text(guint dp)
                          base, dp, MAX(1u, gpus / 4));
 }
 
+char *
+bench_pp_text(guint pp)
+{
+  g_autofree char *base = bench_scenario_text(BENCH_PP_LAYERS);
+  return g_strdup_printf("%s[parallel]\npp = %u\nmicrobatches = %u\n", base, pp, BENCH_PP_MICROBATCHES);
+}
+
 static gboolean
 bench_gpus(const BenchOptions *o, BenchFigures *f, GError **error)
 {
@@ -282,6 +289,16 @@ bench_gpus(const BenchOptions *o, BenchFigures *f, GError **error)
     if (!time_text(text, f->gpu_runs, &f->gpu_ms[k], &f->gpu_ops[k], &bytes, &f->gpu_events[k], error))
       return FALSE;
     f->gpu_count[k] = 4 * dp[k];
+  }
+  static const guint pp_full[] = { 2, 4, 8, 16, 32, 64 }, pp_quick[] = { 2, 4 };
+  const guint *pp = o->quick ? pp_quick : pp_full;
+  f->pp_rows = o->quick ? G_N_ELEMENTS(pp_quick) : G_N_ELEMENTS(pp_full);
+  for (guint k = 0; k < f->pp_rows; k++) {
+    g_autofree char *text = bench_pp_text(pp[k]);
+    guint64 bytes;
+    if (!time_text(text, f->gpu_runs, &f->pp_ms[k], &f->pp_ops[k], &bytes, &f->pp_events[k], error))
+      return FALSE;
+    f->pp_stages[k] = pp[k];
   }
   return TRUE;
 }

@@ -19,7 +19,9 @@
  *   gpus                  a pipeline of 4 stages (4 layers x 32 tensors each,
  *                         8 micro-batches, async offload on a node whose
  *                         switches and sockets are shared) at dp = 1 .. 16:
- *                         how a step's cost grows with the GPUs it runs.
+ *                         how a step's cost grows with the GPUs it runs;
+ *                         and the same work (bench_pp_text) over pp = 2 .. 64
+ *                         stages: the cost per event at pp N against pp 2.
  */
 #pragma once
 
@@ -29,8 +31,9 @@ G_BEGIN_DECLS
 
 /* Rows of the scale figure at most. */
 #define BENCH_SCALE_ROWS 4
-/* Rows of the gpus figure at most. */
+/* Rows of the gpus figure at most, dp rows and pp rows. */
 #define BENCH_GPU_ROWS 5
+#define BENCH_PP_ROWS 6
 
 /* The figures, as bits of BenchFigures.ran. */
 typedef enum {
@@ -87,6 +90,11 @@ typedef struct {
   guint64 gpu_events[BENCH_GPU_ROWS];
   guint gpu_ops[BENCH_GPU_ROWS];
   guint gpu_runs;
+  guint pp_rows;
+  guint pp_stages[BENCH_PP_ROWS];
+  double pp_ms[BENCH_PP_ROWS];
+  guint64 pp_events[BENCH_PP_ROWS];
+  guint pp_ops[BENCH_PP_ROWS];
   guint repeats; /* --repeats, from which the runs follow */
 } BenchFigures;
 
@@ -108,6 +116,14 @@ SimProgram *bench_synthetic_program(guint layers);
 /* The step and scale figures' model: `layers` layers of 32 saved tensors
  * (1 to 8 MiB), 2 ms forward, one async offload policy, on PCIe Gen5. */
 char *bench_scenario_text(guint layers);
+
+/* The same work split over pp stages (the gpus figure's pp rows): the step
+ * model's layers at BENCH_PP_LAYERS layers, BENCH_PP_MICROBATCHES
+ * micro-batches, pp from 2 to BENCH_PP_LAYERS, no shared node links, so
+ * that only the GPU count changes. */
+#define BENCH_PP_LAYERS 128
+#define BENCH_PP_MICROBATCHES 8
+char *bench_pp_text(guint pp);
 
 /* "Intel(R) Xeon(R) ..." from /proc/cpuinfo, or "unknown". */
 char *bench_cpu_model(void);

@@ -5,12 +5,14 @@
  *
  *   offsim-instructions engine   one engine run of the synthetic program
  *   offsim-instructions step     ten 96x32 async steps, lowered and run
+ *   offsim-instructions pp N     one step of the gpus figure's pp-N pipeline
  */
 #include "bench.h"
 #include "engine.h"
 #include "evaluate.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static const SimLink link_ = {
@@ -35,6 +37,16 @@ measure_step(SimEvaluator *evaluator, const SimScenario *s)
   }
 }
 
+/* One lowered and run step of the pp rows' pipeline (bench_pp_text). */
+__attribute__((noinline)) static guint64
+measure_pp(SimEvaluator *evaluator, const SimScenario *s)
+{
+  const SimPolicy *policy = g_ptr_array_index(s->policies, 0);
+  g_autoptr(SimRun) run = sim_evaluate_run(evaluator, s, policy, NULL);
+  g_assert(run != NULL);
+  return run->events;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -54,6 +66,15 @@ main(int argc, char **argv)
     printf("steps 10 ops %u\n", sim_program_n_ops(sim_evaluate_program(evaluator)));
     return 0;
   }
-  fprintf(stderr, "usage: offsim-instructions engine|step\n");
+  if (argc == 3 && strcmp(argv[1], "pp") == 0) {
+    g_autofree char *text = bench_pp_text((guint)atoi(argv[2]));
+    g_autoptr(SimScenario) s = sim_scenario_load_data(text, "pp", NULL);
+    g_autoptr(SimEvaluator) evaluator = sim_evaluate_new();
+    measure_pp(evaluator, s); /* warm: buffers and labels */
+    printf("events %" G_GUINT64_FORMAT " ops %u\n", measure_pp(evaluator, s),
+           sim_program_n_ops(sim_evaluate_program(evaluator)));
+    return 0;
+  }
+  fprintf(stderr, "usage: offsim-instructions engine|step|pp STAGES\n");
   return 2;
 }

@@ -12,6 +12,18 @@
 #endif
 
 /* Only the figures that ran (--only), each with the runs behind its median. */
+/* One row of the gpus figure in the JSON: its median, runs, events and ops. */
+static void
+json_gpus_row(JsonObject *o, const char *name, double ms, guint runs, guint64 events, guint ops)
+{
+  JsonObject *row = json_object_new();
+  json_object_set_double_member(row, "ms", ms);
+  json_object_set_int_member(row, "runs", runs);
+  json_object_set_int_member(row, "events", (gint64)events);
+  json_object_set_int_member(row, "ops", ops);
+  json_object_set_object_member(o, name, row);
+}
+
 static char *
 bench_json(const BenchFigures *f, const char *cpu, guint cores)
 {
@@ -60,12 +72,11 @@ bench_json(const BenchFigures *f, const char *cpu, guint cores)
   }
   for (guint k = 0; k < f->gpu_rows; k++) {
     g_autofree char *name = g_strdup_printf("gpus_%u", f->gpu_count[k]);
-    JsonObject *row = json_object_new();
-    json_object_set_double_member(row, "ms", f->gpu_ms[k]);
-    json_object_set_int_member(row, "runs", f->gpu_runs);
-    json_object_set_int_member(row, "events", (gint64)f->gpu_events[k]);
-    json_object_set_int_member(row, "ops", f->gpu_ops[k]);
-    json_object_set_object_member(o, name, row);
+    json_gpus_row(o, name, f->gpu_ms[k], f->gpu_runs, f->gpu_events[k], f->gpu_ops[k]);
+  }
+  for (guint k = 0; k < f->pp_rows; k++) {
+    g_autofree char *name = g_strdup_printf("pp_%u", f->pp_stages[k]);
+    json_gpus_row(o, name, f->pp_ms[k], f->gpu_runs, f->pp_events[k], f->pp_ops[k]);
   }
   json_object_set_int_member(o, "repeats", f->repeats);
   json_object_set_string_member(o, "cpu", cpu);
@@ -80,6 +91,18 @@ static char *
 runs_words(guint runs)
 {
   return runs == 1 ? g_strdup("1 run") : g_strdup_printf("median of %u runs", runs);
+}
+
+/* A row of the gpus figure: `ms` for `events`, and the time per event
+ * against the first row's (ms0 for events0). */
+static void
+text_gpus_row(GString *out, const char *label, guint ops, guint64 events, double ms, double ms0, guint64 events0,
+              guint runs)
+{
+  double per_event0 = events0 ? ms0 / events0 : 0, per_event = events ? ms / events : 0;
+  g_autofree char *words = runs_words(runs);
+  g_string_append_printf(out, "gpus  %s GPUs   %10u ops, %9" G_GUINT64_FORMAT " events in %9.3f ms, %.2fx the time per event (%s)\n",
+                         label, ops, events, ms, per_event0 > 0 ? per_event / per_event0 : 0, words);
 }
 
 static char *
@@ -130,15 +153,15 @@ bench_format(const BenchFigures *f, CliFormat format)
                            f->scale_ops[k] ? (double)f->scale_bytes[k] / f->scale_ops[k] : 0,
                            base > 0 ? per_op / base : 0, runs);
   }
-  /* One line per GPU count: the time per event against the fewest GPUs'. */
-  double per_event0 = f->gpu_rows && f->gpu_events[0] ? f->gpu_ms[0] / f->gpu_events[0] : 0;
+  /* One line per GPU count (dp rows), then per stage count of the same
+   * work (pp rows): the time per event against the first row's. */
   for (guint k = 0; k < f->gpu_rows; k++) {
-    double per_event = f->gpu_events[k] ? f->gpu_ms[k] / f->gpu_events[k] : 0;
-    g_autofree char *runs = runs_words(f->gpu_runs);
-    g_string_append_printf(out, "gpus  %-9u GPUs   %10u ops, %9" G_GUINT64_FORMAT " events in %9.3f ms, %.2fx the time "
-                                "per event (%s)\n",
-                           f->gpu_count[k], f->gpu_ops[k], f->gpu_events[k], f->gpu_ms[k],
-                           per_event0 > 0 ? per_event / per_event0 : 0, runs);
+    g_autofree char *label = g_strdup_printf("%-9u", f->gpu_count[k]);
+    text_gpus_row(out, label, f->gpu_ops[k], f->gpu_events[k], f->gpu_ms[k], f->gpu_ms[0], f->gpu_events[0], f->gpu_runs);
+  }
+  for (guint k = 0; k < f->pp_rows; k++) {
+    g_autofree char *label = g_strdup_printf("pp %-6u", f->pp_stages[k]);
+    text_gpus_row(out, label, f->pp_ops[k], f->pp_events[k], f->pp_ms[k], f->pp_ms[0], f->pp_events[0], f->gpu_runs);
   }
   return g_string_free(out, FALSE);
 }

@@ -1,9 +1,12 @@
 /* Engine semantics against hand computations (docs/engine.md). */
 #include "testutil.h"
 
-#include "engine_private.h" /* sim_run_live_at_peak, test-only */
+#include "engine_private.h" /* sim_run_live_at_peak, sim_engine_set_live_walk_gpus, test-only */
 #include "error.h"
 #include "invariants.h"
+#include "lower.h"
+#include "pipeline.h"
+#include "scenario.h"
 
 #include <math.h>
 #include <string.h>
@@ -898,6 +901,72 @@ assert_same_run(const SimRun *a, const SimRun *b)
   }
 }
 
+/* Lowers every policy of scenario `s` and runs it twice, op times and curve
+ * recorded: the loop walking only the live GPUs (from 2 GPUs on) and the
+ * scan over every GPU.  The runs must be the same bytes.  Returns the
+ * program's GPUs. */
+static guint
+assert_live_walk_is_the_scan(const SimScenario *s)
+{
+  guint n_gpus = 0;
+  for (guint k = 0; k < s->policies->len; k++) {
+    const SimPolicy *policy = g_ptr_array_index(s->policies, k);
+    g_autoptr(SimProgram) p = sim_program_new();
+    if (sim_parallel_active(&s->parallel))
+      sim_lower_pipeline_into(p, s->workload, policy, &s->machine.link, &s->parallel);
+    else
+      sim_lower_into(p, s->workload, policy, &s->machine.link);
+    SimEngineOptions options = { .record_ops = TRUE, .record_curve = TRUE };
+    g_autoptr(SimEngine) engine = sim_engine_new();
+    g_autoptr(GError) error = NULL;
+    sim_engine_set_live_walk_gpus(G_MAXUINT);
+    g_autoptr(SimRun) scan = sim_engine_run(engine, p, &s->machine.link, &options, &error);
+    sim_engine_set_live_walk_gpus(2);
+    g_autoptr(SimRun) live = sim_engine_run(engine, p, &s->machine.link, &options, &error);
+    sim_engine_set_live_walk_gpus(0);
+    ck_assert_msg(scan != NULL && live != NULL, "%s, %s: %s", s->name, policy->name, error ? error->message : "");
+    assert_same_run(scan, live);
+    ck_assert(scan->comm_exposed == live->comm_exposed);
+    ck_assert_uint_eq(scan->heap_ops, live->heap_ops);
+    n_gpus = p->n_gpus;
+  }
+  return n_gpus;
+}
+
+/* Walking only the live GPUs at each step (docs/engine.md, "The loop")
+ * gives the scan's run to the bit: every bundled scenario with several
+ * GPUs (pipelines, shared node links, data-parallel collectives, expert
+ * all-to-alls) and a long pipeline whose GPUs are idle most of the time,
+ * behind shared switches and sockets. */
+START_TEST(live_walk_gives_the_scan_run)
+{
+  const char *files[] = { "llama-3.1-8b-pp4.ini", "llama-3.1-8b-dp8.ini", "pipeline-tiny.ini",
+                          "gpt3-175b-tp8-sp.ini", "moe/qwen3-30b-a3b-ep8.ini" };
+  guint multi = 0;
+  for (guint k = 0; k < G_N_ELEMENTS(files); k++) {
+    g_autofree char *path = g_build_filename(OFFSIM_SCENARIOS, files[k], NULL);
+    g_autoptr(GError) error = NULL;
+    g_autoptr(SimScenario) s = sim_scenario_load_file(path, &error);
+    ck_assert_msg(s != NULL, "%s: %s", path, error ? error->message : "");
+    multi += assert_live_walk_is_the_scan(s) > 1;
+  }
+  ck_assert_uint_ge(multi, 3);
+  /* 16 stages of 2 micro-batches: at most a few GPUs busy at a time. */
+  static const char pipeline[] = "[scenario]\nname = idle stages\n[device]\nmemory = 80GiB\n"
+                                 "[link]\nh2d_bandwidth = 55GB/s\nd2h_bandwidth = 55GB/s\nlatency = 8us\n"
+                                 "compute_slowdown = 0.03\n[model]\nforward = 2ms\ninput = 4MiB\n"
+                                 "tensors = a:3MiB, b:5MiB, c:1MiB\nlayers = 32\n"
+                                 "[policy.async]\nkind = offload\n[policy.resident]\nkind = resident\n"
+                                 "[parallel]\npp = 16\nmicrobatches = 2\n"
+                                 "[node]\ngpus = 16\ngpus_per_switch = 2\nswitch_bandwidth = 40GB/s\nsockets = 4\n"
+                                 "host_memory_bandwidth = 100GB/s\n";
+  g_autoptr(GError) error = NULL;
+  g_autoptr(SimScenario) s = sim_scenario_load_data(pipeline, "idle stages", &error);
+  ck_assert_msg(s != NULL, "%s", error ? error->message : "");
+  ck_assert_uint_eq(assert_live_walk_is_the_scan(s), 16);
+}
+END_TEST
+
 /* With every launch 0 the host issues each op at time 0 and never holds
  * one: the host model's loop gives the very run of the loop without it.
  * And a launch set back to 0 turns the model off again. */
@@ -1050,6 +1119,7 @@ engine_suite(void)
   tcase_add_test(tc, host_sync_by_a_zero_host_alloc);
   tcase_add_test(tc, host_each_gpu_has_its_own_host);
   tcase_add_test(tc, host_launch_zero_runs_as_before);
+  tcase_add_test(tc, live_walk_gives_the_scan_run);
   tcase_add_test(tc, host_stuck_behind_a_blocking_op_is_reported);
   tcase_add_test(tc, host_invariants_catch_early_starts);
   suite_add_tcase(s, tc);

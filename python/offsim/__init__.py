@@ -250,12 +250,20 @@ class _RowStream:
             self.on_row(dict(zip(self.header, fields)))
 
 
-def check(trace, scenario=None, policy=None):
-    """``offsim check [SCENARIO] --trace FILE --format csv``: a torch.profiler trace's measured
-    figures (per step when it has ProfilerSteps), one row each, beside the prediction for
-    `scenario` (its first policy, or `policy`); columns quantity, measured, predicted."""
+def check(trace=None, scenario=None, policy=None, snapshot=None):
+    """``offsim check [SCENARIO] [--trace FILE] [--snapshot FILE] --format csv``:
+    what a real step measured, one row each, beside the prediction for `scenario` (its first
+    policy, or `policy`); columns quantity, measured, predicted.
+
+    `trace` is a torch.profiler (Kineto) trace (figures per step when it has ProfilerSteps);
+    `snapshot` a torch.cuda.memory._dump_snapshot pickle (peak allocated and reserved, and the
+    memory by record_function range); at least one of them.
+    """
     args, text = _scenario_args(scenario)
-    args += ["--trace", os.fspath(trace), "--format", "csv"] + ([] if policy is None else ["--policy", policy])
+    for option, value in (("--trace", trace), ("--snapshot", snapshot)):
+        if value is not None:
+            args += [option, os.fspath(value)]
+    args += ["--format", "csv"] + ([] if policy is None else ["--policy", policy])
     return _csv_frame(call(["check"] + args, text)[1])
 
 

@@ -1,52 +1,13 @@
 /* sim/input/kineto.c — a Kineto trace's measured figures (sim/input/kineto.h). */
 #include "kineto.h"
 
-#include "config.h"
 #include "error.h"
+#include "gzip.h"
 
-#include <gio/gio.h>
 #include <json-glib/json-glib.h>
 #include <string.h>
 
 const char *const sim_kineto_direction_names[SIM_KINETO_DIRECTIONS] = { "H2D", "D2H", "other" };
-
-/* gzip's two magic bytes: torch.profiler writes .json.gz as often as .json. */
-static gboolean
-is_gzip(const char *data, gsize length)
-{
-  return length >= 2 && (guchar)data[0] == 0x1f && (guchar)data[1] == 0x8b;
-}
-
-static char *
-gunzip(const char *path, const char *data, gsize length, gsize *out_length, GError **error)
-{
-  g_autoptr(GZlibDecompressor) z = g_zlib_decompressor_new(G_ZLIB_COMPRESSOR_FORMAT_GZIP);
-  g_autoptr(GByteArray) out = g_byte_array_new();
-  guint8 buffer[65536];
-  gsize in_pos = 0;
-  for (;;) {
-    gsize read = 0, written = 0;
-    g_autoptr(GError) local = NULL;
-    GConverterResult r = g_converter_convert(G_CONVERTER(z), data + in_pos, length - in_pos, buffer, sizeof buffer,
-                                             G_CONVERTER_INPUT_AT_END, &read, &written, &local);
-    if (r == G_CONVERTER_ERROR) {
-      g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "%s: not a readable gzip file: %s", path, local->message);
-      return NULL;
-    }
-    in_pos += read;
-    g_byte_array_append(out, buffer, (guint)written);
-    if (out->len > SIM_CONFIG_MAX_FILE_BYTES) {
-      g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "%s: larger than %d MiB once decompressed", path,
-                  SIM_CONFIG_MAX_FILE_BYTES >> 20);
-      return NULL;
-    }
-    if (r == G_CONVERTER_FINISHED)
-      break;
-  }
-  *out_length = out->len;
-  g_byte_array_append(out, (const guint8 *)"", 1);
-  return (char *)g_byte_array_free(g_steal_pointer(&out), FALSE);
-}
 
 static SimKinetoDirection
 direction(const char *name)
@@ -70,12 +31,9 @@ gboolean
 sim_kineto_load(const char *path, SimKineto *out, GError **error)
 {
   *out = (SimKineto){ 0 };
-  g_autofree char *raw = NULL;
+  g_autofree char *text = NULL;
   gsize length = 0;
-  if (!sim_config_read_input(path, "the trace", &raw, &length, error))
-    return FALSE;
-  g_autofree char *text = is_gzip(raw, length) ? gunzip(path, raw, length, &length, error) : g_steal_pointer(&raw);
-  if (text == NULL)
+  if (!sim_gzip_read_input(path, "the trace", &text, &length, error))
     return FALSE;
   g_autoptr(JsonParser) parser = json_parser_new();
   g_autoptr(GError) local = NULL;

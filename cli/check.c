@@ -12,6 +12,7 @@
 #include "error.h"
 #include "evaluate.h"
 #include "kineto.h"
+#include "kineto_profile.h"
 #include "output.h"
 #include "report.h"
 #include "snapshot.h"
@@ -20,7 +21,7 @@
 #include <string.h>
 
 typedef struct {
-  char *trace, *snapshot, *policy, *format;
+  char *trace, *snapshot, *write_profile, *policy, *format;
 } CheckOptions;
 
 /* One row: the quantity, its measured and predicted values (NAN: none). */
@@ -79,10 +80,15 @@ format_rows(const CheckOptions *o, const SimKineto *k, const SimSnapshot *snap, 
     }
     return g_string_free(out, FALSE);
   }
-  if (k)
-    g_string_append_printf(out, "trace %s: %u events, %u ProfilerStep%s, %u kernels; %s\n", o->trace, k->events,
+  if (k) {
+    g_string_append_printf(out, "trace %s: %u events, %u ProfilerStep%s, %u kernels; %s", o->trace, k->events,
                            k->steps, k->steps == 1 ? "" : "s", k->kernels,
                            k->steps ? "figures per step" : "no steps: figures for the whole trace");
+    if (k->layers->len)
+      g_string_append_printf(out, "; %u layers (nn.Module: %s ranges)\n", k->layers->len, k->layer_class);
+    else
+      g_string_append(out, "; no layer ranges in trace: no per-layer times\n");
+  }
   if (snap)
     format_snapshot_header(out, o->snapshot, snap);
   if (s)
@@ -132,6 +138,19 @@ trace_rows(GArray *rows, const SimKineto *k, const SimScenario *s, const SimResu
     rows_add(rows, names[d][2], c->seconds * 1e3 / per, NAN);
     rows_add(rows, names[d][3], c->seconds > 0 ? (double)c->bytes / c->seconds / 1e9 : NAN, rate);
   }
+  /* Per layer, the kernel time of its forward and of its backward; predicted:
+   * the workload layer's nominal forward and backward, layer i for the i-th
+   * to start. */
+  guint n_layers = s ? sim_workload_n_layers(s->workload) : 0;
+  for (guint i = 0; i < k->layers->len; i++) {
+    const SimKinetoLayer *layer = &g_array_index(k->layers, SimKinetoLayer, i);
+    const SimLayer *predicted = i < n_layers ? sim_workload_layer(s->workload, i) : NULL;
+    g_autofree char *forward = g_strdup_printf("layer %u forward_ms", i);
+    g_autofree char *backward = g_strdup_printf("layer %u backward_ms", i);
+    rows_add(rows, forward, layer->forward_seconds * 1e3 / per, predicted ? predicted->forward * 1e3 : NAN);
+    rows_add(rows, backward, layer->backward_ops ? layer->backward_seconds * 1e3 / per : NAN,
+             predicted ? predicted->backward * 1e3 : NAN);
+  }
 }
 
 /* The snapshot's peaks beside the prediction's, then its record_function
@@ -176,11 +195,15 @@ check_run(const char *path, const CheckOptions *o, GError **error)
     g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "--format: check prints table or csv");
     return FALSE;
   }
+  if (o->write_profile && o->trace == NULL) {
+    g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "--write-profile: give the --trace to derive the profile from");
+    return FALSE;
+  }
   if (o->policy && path == NULL) {
     g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "--policy: give the SCENARIO to predict it");
     return FALSE;
   }
-  SimKineto k;
+  g_auto(SimKineto) k = { 0 };
   if (o->trace && !sim_kineto_load(o->trace, &k, error))
     return FALSE;
   g_autoptr(SimSnapshot) snap = o->snapshot ? sim_snapshot_load(o->snapshot, error) : NULL;
@@ -208,6 +231,11 @@ check_run(const char *path, const CheckOptions *o, GError **error)
     trace_rows(rows, &k, s, r);
   if (snap)
     snapshot_rows(rows, snap, r);
+  if (o->write_profile) {
+    g_autofree char *profile = sim_kineto_profile_format(&k, o->trace);
+    if (!sim_output_save("--write-profile", o->write_profile, profile, strlen(profile), error))
+      return FALSE;
+  }
   g_autofree char *text = format_rows(o, o->trace ? &k : NULL, snap, s, r, rows, format);
   return cli_print(text, error);
 }
@@ -222,6 +250,8 @@ cli_check_main(int argc, char **argv)
       "FILE" },
     { "snapshot", 'm', 0, G_OPTION_ARG_FILENAME, &o.snapshot,
       "A PyTorch memory snapshot (torch.cuda.memory._dump_snapshot), .pickle or .pickle.gz", "FILE" },
+    { "write-profile", 'w', 0, G_OPTION_ARG_FILENAME, &o.write_profile,
+      "Write the device profile the trace's kernels and copies give (INI, only the keys it measures)", "FILE" },
     { "policy", 'p', 0, G_OPTION_ARG_STRING, &o.policy, "The policy the trace ran (default: the scenario's first)",
       "NAME" },
     { "format", 'f', 0, G_OPTION_ARG_STRING, &o.format, "Output: table (default) or csv", "FORMAT" },
@@ -242,6 +272,7 @@ cli_check_main(int argc, char **argv)
   }
   g_free(o.trace);
   g_free(o.snapshot);
+  g_free(o.write_profile);
   g_free(o.policy);
   g_free(o.format);
   return status;

@@ -1,12 +1,19 @@
-/* cli/check.c — `offsim check`: what a Kineto trace of real steps measured,
- * beside what offsim predicts for the scenario said to describe them.
+/* cli/check.c — `offsim check`: what a real step measured (a Kineto trace, a
+ * memory snapshot), beside what offsim predicts for the scenario said to
+ * describe it.
  *
- * Only the figures a trace shows directly (sim/input/kineto.h): the step
- * time (ProfilerStep annotations), the GPU's kernel time, and the copies
- * each way with the bandwidth they achieved; per step when the trace has
- * steps.  The prediction is `offsim run SCENARIO --policy NAME`'s: the
- * kernel time against compute + recompute + optimizer (nominal work), the
- * bandwidth against the link's rate for large pinned copies. */
+ * Only the figures the files show directly.  From a trace
+ * (sim/input/kineto.h): the step time (ProfilerStep annotations), the GPU's
+ * kernel time, the copies each way with the bandwidth they achieved, and
+ * each layer's forward and backward kernel time where the trace has layer
+ * ranges; per step when the trace has steps.  From a snapshot
+ * (sim/input/snapshot.h): peak allocated and reserved bytes, the levels at
+ * the dump, and the memory of each record_function range.  The prediction
+ * is `offsim run SCENARIO --policy NAME`'s: the kernel time against compute
+ * + recompute + optimizer (nominal work), the bandwidth against the link's
+ * rate for large pinned copies, a layer's times against the workload
+ * layer's nominal ones, the peaks against the run's.  --write-profile
+ * writes the device profile the trace gives (sim/input/kineto_profile.h). */
 #include "cli.h"
 
 #include "error.h"

@@ -338,6 +338,12 @@ sim_snapshot_load(const char *path, GError **error)
   gsize length = 0;
   if (!sim_gzip_read_input(path, "the snapshot", &data, &length, error))
     return NULL;
+  return sim_snapshot_load_data(data, length, path, error);
+}
+
+SimSnapshot *
+sim_snapshot_load_data(const char *data, gsize length, const char *path, GError **error)
+{
   g_autoptr(SimPickle) pickle = sim_pickle_load_data(data, length, path, error);
   if (pickle == NULL)
     return NULL;

@@ -60,6 +60,8 @@ typedef struct {
 /* Reads `path` (gzip when it starts with gzip's magic); errors are
  * SIM_ERROR_INPUT naming the file and what was expected. */
 SimSnapshot *sim_snapshot_load(const char *path, GError **error);
+/* The same for the pickle's bytes (not gzip); `origin` names it in errors. */
+SimSnapshot *sim_snapshot_load_data(const char *data, gsize length, const char *origin, GError **error);
 void sim_snapshot_free(SimSnapshot *snapshot);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(SimSnapshot, sim_snapshot_free)
 

@@ -56,7 +56,9 @@ format_snapshot_header(GString *out, const char *path, const SimSnapshot *snap)
 {
   g_string_append_printf(out, "snapshot %s: device %u of %u, %u segment%s", path, snap->device, snap->devices,
                          snap->segments, snap->segments == 1 ? "" : "s");
-  if (snap->has_trace)
+  if (snap->has_trace && snap->untimed)
+    g_string_append_printf(out, ", %u trace events without time_us", snap->events);
+  else if (snap->has_trace)
     g_string_append_printf(out, ", %u trace events over %.6g s", snap->events, snap->trace_seconds);
   else
     g_string_append(out, ", no trace events: peaks are the dump's levels");

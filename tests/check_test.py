@@ -246,6 +246,18 @@ bad += [
     (os.path.join(DATA, "alexnet_trace.json.gz"), "not a pickle of protocol 2 or later"),
     ("/nonexistent.pickle", "/nonexistent.pickle: cannot read the snapshot"),
 ]
+# PyTorch 2.0 wrote trace entries without time_us: the peaks still, by hand (a synthetic format
+# test): 1 MiB allocated at the dump after +2, -2, +1 MiB, so 0 before and 2 MiB at the peak.
+MiB = 1 << 20
+untimed = write("untimed.pickle", pickle.dumps({
+    "segments": [{"device": 0, "total_size": 4 * MiB, "allocated_size": MiB}],
+    "device_traces": [[{"action": "alloc", "size": 2 * MiB}, {"action": "free_requested", "size": 2 * MiB},
+                       {"action": "free_completed", "size": 2 * MiB}, {"action": "alloc", "size": MiB}]]}, protocol=4))
+status, out, err = offsim("check", "--snapshot", untimed, "--format", "csv")
+got = rows(out)
+check(status == 0 and value(got["peak_allocated_bytes"]["measured"]) == 2 * MiB
+      and value(got["peak_reserved_bytes"]["measured"]) == 4 * MiB, "untimed: %d %s %s" % (status, out, err))
+check("4 trace events without time_us" in offsim("check", "--snapshot", untimed)[1], "untimed: header")
 for path, message in bad:
     status, out, err = offsim("check", "--snapshot", path)
     check(status == 2 and err.startswith("offsim: %s: " % path) and message in err and err.count("\n") == 1

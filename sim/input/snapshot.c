@@ -173,7 +173,7 @@ action_change(const char *path, const char *where, const char *action, gint64 si
 }
 
 static gboolean
-read_traces(const char *path, const SimPickleValue *root, GPtrArray *devices, GError **error)
+read_traces(const char *path, const SimPickleValue *root, GPtrArray *devices, gboolean *untimed, GError **error)
 {
   const SimPickleValue *traces = member(path, root, "device_traces", SIM_PICKLE_LIST, "snapshot", error);
   if (traces == NULL)
@@ -197,9 +197,13 @@ read_traces(const char *path, const SimPickleValue *root, GPtrArray *devices, GE
       if (ev->type != SIM_PICKLE_DICT)
         return wrong(path, where, "a dict", ev, error);
       const SimPickleValue *action = member(path, ev, "action", SIM_PICKLE_STRING, where, error);
-      gint64 size, time_us;
-      if (action == NULL || !count(path, ev, "size", where, &size, error)
-          || !count(path, ev, "time_us", where, &time_us, error))
+      gint64 size, time_us = 0;
+      if (action == NULL || !count(path, ev, "size", where, &size, error))
+        return FALSE;
+      /* PyTorch 2.0's entries have no time_us: peaks need none, ranges do. */
+      if (sim_pickle_dict_get(ev, "time_us") == NULL)
+        *untimed = TRUE;
+      else if (!count(path, ev, "time_us", where, &time_us, error))
         return FALSE;
       Event e = { .t = time_us };
       if (!action_change(path, where, action->string, size, &e, error))
@@ -353,9 +357,9 @@ sim_snapshot_load_data(const char *data, gsize length, const char *path, GError 
     return NULL;
   }
   g_autoptr(GPtrArray) devices = g_ptr_array_new_with_free_func(device_free);
-  if (!read_segments(path, root, devices, error) || !read_traces(path, root, devices, error))
-    return NULL;
   g_autoptr(SimSnapshot) s = g_new0(SimSnapshot, 1);
+  if (!read_segments(path, root, devices, error) || !read_traces(path, root, devices, &s->untimed, error))
+    return NULL;
   s->ranges = g_array_new(FALSE, FALSE, sizeof(SimSnapshotRange));
   g_array_set_clear_func(s->ranges, range_clear);
   const Device *chosen = NULL;
@@ -377,12 +381,12 @@ sim_snapshot_load_data(const char *data, gsize length, const char *path, GError 
     s->allocated_bytes = chosen->allocated;
     s->events = chosen->events->len;
     s->has_trace = s->events > 0;
-    s->trace_seconds = s->events ? (g_array_index(chosen->events, Event, s->events - 1).t
+    s->trace_seconds = s->events && !s->untimed ? (g_array_index(chosen->events, Event, s->events - 1).t
                                      - g_array_index(chosen->events, Event, 0).t) * 1e-6 : 0;
     s->peak_allocated_bytes = chosen->peak_allocated;
     s->peak_reserved_bytes = chosen->peak_reserved;
   }
-  if (!read_annotations(path, root, s, chosen, error))
+  if (!read_annotations(path, root, s, s->untimed ? NULL : chosen, error))
     return NULL;
   g_array_sort(s->ranges, range_compare);
   return g_steal_pointer(&s);

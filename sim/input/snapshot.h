@@ -50,6 +50,7 @@ typedef struct {
   guint segments;        /* the device's, at the dump */
   gint64 reserved_bytes, allocated_bytes; /* at the dump */
   gboolean has_trace;
+  gboolean untimed;      /* trace events without time_us (PyTorch 2.0): no ranges */
   guint events;          /* the device's trace events */
   double trace_seconds;  /* first to last event */
   gint64 peak_allocated_bytes, peak_reserved_bytes;

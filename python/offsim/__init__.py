@@ -250,12 +250,22 @@ class _RowStream:
             self.on_row(dict(zip(self.header, fields)))
 
 
-def check(trace, scenario=None, policy=None):
-    """``offsim check [SCENARIO] --trace FILE --format csv``: a torch.profiler trace's measured
-    figures (per step when it has ProfilerSteps), one row each, beside the prediction for
-    `scenario` (its first policy, or `policy`); columns quantity, measured, predicted."""
+def check(trace=None, scenario=None, policy=None, snapshot=None, write_profile=None):
+    """``offsim check [SCENARIO] [--trace FILE] [--snapshot FILE] [--write-profile FILE] --format csv``:
+    what a real step measured, one row each, beside the prediction for `scenario` (its first
+    policy, or `policy`); columns quantity, measured, predicted.
+
+    `trace` is a torch.profiler (Kineto) trace (figures per step when it has ProfilerSteps, and
+    each layer's forward and backward kernel time where it has nn.Module layer ranges);
+    `snapshot` a torch.cuda.memory._dump_snapshot pickle (peak allocated and reserved, and the
+    memory by record_function range); at least one of them.  `write_profile` (with `trace`) is
+    the path the device profile derived from the trace's kernels and copies is written to.
+    """
     args, text = _scenario_args(scenario)
-    args += ["--trace", os.fspath(trace), "--format", "csv"] + ([] if policy is None else ["--policy", policy])
+    for option, value in (("--trace", trace), ("--snapshot", snapshot), ("--write-profile", write_profile)):
+        if value is not None:
+            args += [option, os.fspath(value)]
+    args += ["--format", "csv"] + ([] if policy is None else ["--policy", policy])
     return _csv_frame(call(["check"] + args, text)[1])
 
 

@@ -19,7 +19,7 @@ build=$src/build-fuzz
 out=${OFFSIM_FUZZ_OUT:-$build/fuzz-out}
 jobs=${OFFSIM_FUZZ_JOBS:-2}
 max_len=${OFFSIM_FUZZ_MAX_LEN:-262144}
-targets=${*:-units scenario profile hf_config trace budget}
+targets=${*:-units scenario profile hf_config trace budget snapshot}
 
 if [ ! -x "$build/tests/fuzz/fuzz_units" ]; then
   CC=clang cmake -S "$src" -B "$build" -DOFFSIM_FUZZ=ON -DBUILD_TESTING=OFF -DOFFSIM_CUDA=OFF >/dev/null

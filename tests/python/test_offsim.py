@@ -143,6 +143,28 @@ def test_check_is_the_cli():
     assert list(df.columns) == ["quantity", "measured", "predicted"]
 
 
+def test_check_write_profile_is_the_cli(tmp_path):
+    trace = os.path.join(SOURCE, "tests", "data", "kineto", "sampled_rank-0.json.gz")
+    df = offsim.check(trace, write_profile=tmp_path / "a.ini")
+    assert_frame_is(df, cli_ok("check", "--trace", trace, "--write-profile", str(tmp_path / "b.ini"), "--format", "csv"))
+    assert (tmp_path / "a.ini").read_text() == (tmp_path / "b.ini").read_text()
+    assert "[device]" in (tmp_path / "a.ini").read_text()
+
+
+def test_check_snapshot_is_the_cli():
+    snapshot = os.path.join(SOURCE, "tests", "data", "snapshot", "decomfl_training.pickle.gz")
+    path = os.path.join(SCENARIOS, "tiny.ini")
+    df = offsim.check(snapshot=snapshot, scenario=path)
+    assert_frame_is(df, cli_ok("check", path, "--snapshot", snapshot, "--format", "csv"))
+    assert df.quantity[0] == "peak_allocated_bytes"
+    readme = os.path.join(SOURCE, "README.md")
+    for kwargs, args in (({}, []), ({"snapshot": readme}, ["--snapshot", readme]),
+                         ({"snapshot": snapshot, "write_profile": "p.ini"}, ["--snapshot", snapshot, "--write-profile", "p.ini"])):
+        with pytest.raises(offsim.Error) as e:
+            offsim.check(**kwargs)
+        assert_same_error(e, "check", *args)
+
+
 SWEEP = {"transformer.heads": [14, 12], "transformer.kv_heads": [2, 7]}
 SWEEP_ARGS = ["--set", "transformer.heads=14,12", "--set", "transformer.kv_heads=2,7"]
 

@@ -159,6 +159,14 @@ grads(Ops *o, guint b, guint64 bytes)
   g_array_index(o->l->ops, SimLayerOp, b).grad_bytes += bytes;
 }
 
+/* Op b's gradients are routed experts' weights (SimLayerOp.experts). */
+static void
+expert_grads(Ops *o, guint b, guint64 bytes)
+{
+  grads(o, b, bytes);
+  g_array_index(o->l->ops, SimLayerOp, b).experts = TRUE;
+}
+
 static void
 selective(Ops *o, guint f)
 {
@@ -1107,7 +1115,7 @@ fused_moe_backward(Ops *o, const Shape *m, const SimTransformer *c)
   gemm(o, fe, h, m->hot, El);
   guint f2 = op(o, "expert_fc2", TRUE);
   USES(o, f2, "expert_act_out");
-  grads(o, f2, El * fe * h * e);
+  expert_grads(o, f2, El * fe * h * e);
   span(o, Tl * fe * e, f2, f2 + 1);
   in(o, SIM_MODULE_MOE_ACT);
   memory(o, 1, Tl * (w + 1) * fe * e + Tl * 4, Tl * w * fe * e + Tl * 4);
@@ -1120,7 +1128,7 @@ fused_moe_backward(Ops *o, const Shape *m, const SimTransformer *c)
   gemm(o, w * fe, h, m->hot, El);
   guint f1 = op(o, "expert_fc1", TRUE);
   USES(o, f1, "expert_in");
-  grads(o, f1, El * w * fe * h * e);
+  expert_grads(o, f1, El * w * fe * h * e);
   span(o, Tl * h * e, f1, f1 + 1);
   ep_all_to_all(o, m, f1, Tl); /* the dispatch's backward: the input gradient home */
   in(o, SIM_MODULE_MLP);

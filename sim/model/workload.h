@@ -152,6 +152,11 @@ typedef struct {
   guint8 backward;    /* TRUE: a backward op (autograd's order); FALSE: forward (execution order) */
   guint8 selective;   /* a forward op of the selective-recompute region (QK^T, softmax, dropout, PV) */
   guint8 module;      /* SimModule */
+  /* Its parameter gradients are routed experts' (grouped fc1 and fc2):
+   * with expert parallelism (ep > 1) Megatron's DDP keeps them in buffers
+   * of their own, reduced over the expert-data-parallel group of dp / ep
+   * replicas instead of over all dp (sim/model/parallel.h). */
+  guint8 experts;
   /* The parameter gradients it produces when they are not static (grads
    * = set-to-none): allocated at its end, held to the end of the step. */
   guint64 grad_bytes;

@@ -76,10 +76,9 @@ RECORDINGS = [
     ("mixtral-b2s4-eager-bf16", "mixtral-tiny", "bf16", "eager", 4),
     ("qwen3_moe-b2s4-eager-bf16", "qwen3_moe-tiny", "bf16", "eager", 4),
     ("qwen2_moe-b2s4-eager-bf16", "qwen2_moe-tiny", "bf16", "eager", 4),
-    # DeepSeek-V3 (multi-head latent attention, the sigmoid group-limited router, HF's loop over every
-    # expert): offsim's ops = hf does not generate deepseek_v3 yet (no config), so only the recording
-    # read back as [trace] is checked.
-    ("deepseek_v3-b2s4-eager-bf16", None, "bf16", "eager", 4),
+    # DeepSeek-V3: multi-head latent attention, the sigmoid group-limited router, HF's loop over every
+    # expert in fp32.
+    ("deepseek_v3-b2s4-eager-bf16", "deepseek_v3-tiny", "bf16", "eager", 4),
 ]
 
 MACHINE = ("[device]\nmemory = 80GiB\nmatmul_tflops = 312\nhbm_bandwidth = 2TB/s\n"

@@ -241,14 +241,21 @@ START_TEST(bad_moe_input_is_named)
     { "experts = 4\ntop_k = 2\nmoe_ffn = 32\ntp = 2\n", "[transformer] tp: expected 1 with experts above 0" },
     { "experts = 4\ntop_k = 2\nmoe_ffn = 32\nops = hf\ncapacity_factor = 1.25\n",
       "[transformer] capacity_factor: expected 0 with ops = hf" },
-    { "experts = 200\ntop_k = 2\nmoe_ffn = 32\nops = hf\n", "[transformer] experts: ops = hf runs each expert as ops of its own, at most" },
+    /* 320 choices over 300 experts hit each: 14 ops each are past a layer's 4,096. */
+    { "experts = 300\ntop_k = 10\nmoe_ffn = 32\nops = hf\n",
+      "[transformer] experts: ops = hf runs each expert that takes tokens as ops of its own, at most 285 per layer "
+      "(expected ops = fused, Megatron's grouped GEMM, for 300)" },
     { "experts = 4\ntop_k = 2\nmoe_ffn = 32\nshared_gate = true\n", "[transformer] shared_gate: a gate needs a shared expert" },
     { "v_head_dim = 16\n", "[transformer] kv_lora_rank: expected a latent rank above 0 with q_lora_rank" },
     { "kv_lora_rank = 16\nqk_rope_dim = 16\nv_head_dim = 16\n", "[transformer] qk_rope_dim: expected 1 to head_dim - 1 (15), got 16" },
     { "kv_lora_rank = 16\nqk_rope_dim = 8\n", "[transformer] v_head_dim: expected the value head dim" },
     { "kv_lora_rank = 16\nqk_rope_dim = 8\nv_head_dim = 16\nkv_heads = 2\n", "[transformer] kv_heads: expected heads (4) with kv_lora_rank" },
-    { "kv_lora_rank = 16\nqk_rope_dim = 8\nv_head_dim = 16\nops = hf\n",
-      "[transformer] kv_lora_rank: multi-head latent attention runs with ops = fused, attention = flash and tp = 1" },
+    { "kv_lora_rank = 16\nqk_rope_dim = 8\nv_head_dim = 16\nops = hf\nattention = sdpa\n",
+      "[transformer] kv_lora_rank: multi-head latent attention runs with tp = 1, and attention = flash under ops = "
+      "fused or eager under ops = hf" },
+    { "kv_lora_rank = 16\nqk_rope_dim = 8\nv_head_dim = 16\nattention = eager\n",
+      "[transformer] kv_lora_rank: multi-head latent attention runs with tp = 1, and attention = flash under ops = "
+      "fused or eager under ops = hf" },
   };
   for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
     g_autofree char *text = g_strdup_printf("%s[transformer]\nhidden = 64\nlayers = 2\nheads = 4\nffn = 176\n"
@@ -306,6 +313,34 @@ END_TEST
 /* `offsim model` on an MoE config writes the MoE keys, and the scenario it
  * writes loads back to the same workload; a dense config's text is as
  * before (no MoE key). */
+/* ops = hf builds what HF's loops run: only the experts that take tokens
+ * are ops, so 200 experts at 64 choices (32 tokens, top 2) build 64 of
+ * them; and DeepSeek-V3 (256 experts, all hit at 1,024 tokens) runs under
+ * HF's code with eager attention: 58 MoE layers of 256 x 14 expert ops. */
+START_TEST(hf_runs_the_experts_hit)
+{
+  g_autofree char *text = g_strdup_printf("%s[transformer]\nhidden = 64\nlayers = 2\nheads = 4\nffn = 176\n"
+                                          "vocab = 256\nbatch = 2\nseq = 16\nexperts = 200\ntop_k = 2\n"
+                                          "moe_ffn = 32\nops = hf\nattention = eager\n", machine);
+  g_autoptr(SimScenario) s = test_scenario_from_text(text);
+  guint gathers = 0;
+  const SimLayer *l = sim_workload_layer(s->workload, 0);
+  for (guint i = 0; i < l->ops->len; i++)
+    gathers += g_str_has_suffix(sim_layer_op(l, i)->name, ".gather");
+  ck_assert_uint_eq(gathers, 2 * 64); /* forward and backward */
+  g_autofree char *path = g_build_filename(OFFSIM_SCENARIOS, "moe", "deepseek-v3.json", NULL);
+  g_autofree char *ds = g_strdup_printf("%s[transformer]\nhf_config = %s\nbatch = 1\nseq = 1024\nops = hf\n"
+                                        "attention = eager\n", machine, path);
+  g_autoptr(SimScenario) d = test_scenario_from_text(ds);
+  const SimLayer *moe = sim_workload_layer(d->workload, 3);
+  guint experts = 0;
+  for (guint i = 0; i < moe->ops->len; i++)
+    experts += g_str_has_prefix(sim_layer_op(moe, i)->name, "expert.");
+  ck_assert_uint_eq(experts, 256 * 14);
+  ck_assert_uint_lt(moe->ops->len, SIM_LAYER_MAX_OPS);
+}
+END_TEST
+
 START_TEST(model_writes_moe_keys)
 {
   g_autofree char *path = g_build_filename(OFFSIM_SCENARIOS, "moe", "mixtral-8x7b.json", NULL);
@@ -421,6 +456,7 @@ main(void)
   tcase_add_test(tc, expert_parallel_layer_by_hand);
   tcase_add_test(tc, which_layers_are_moe);
   tcase_add_test(tc, bad_moe_input_is_named);
+  tcase_add_test(tc, hf_runs_the_experts_hit);
   tcase_add_test(tc, model_writes_moe_keys);
   tcase_add_test(tc, megatron_offloads_moe_modules);
   tcase_add_test(tc, readme_moe_table_is_the_program_s);

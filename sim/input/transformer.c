@@ -288,9 +288,16 @@ check(const SimTransformer *c, gboolean shape_only, const char *const *names, GE
                 c->hf_ops ? " with ops = hf" : "");
     return FALSE;
   }
+  /* Megatron's expert tensor parallelism (expert_tensor_parallel_size, tp
+   * unless told otherwise: sim/model/parallel.h) shards each expert's fc1
+   * by columns and fc2 by rows over a group of its own, with that group's
+   * collectives around the grouped GEMMs: shards and collectives offsim's
+   * MoE layers do not have, so a tp above 1 would leave the experts whole
+   * on every rank, which no framework does. */
   if (c->experts && c->tp != 1) {
     g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "%s: expected 1 with %s above 0 (tensor parallelism inside MoE "
-                "layers is not modelled)", N(TP), N(EXPERTS));
+                "layers, Megatron's expert tensor parallelism, is not modelled; [parallel] ep spreads the experts "
+                "instead)", N(TP), N(EXPERTS));
     return FALSE;
   }
   /* ops = hf runs each expert that takes tokens as its own ops (HF's

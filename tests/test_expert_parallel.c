@@ -10,6 +10,7 @@
 #include "error.h"
 #include "transformer.h"
 
+#include <math.h>
 #include <string.h>
 
 /* A small MoE transformer under Megatron's modules on a node whose
@@ -111,6 +112,63 @@ START_TEST(all_to_all_across_nodes)
 }
 END_TEST
 
+/* The gradients' reduction, by hand (one bucket each: bucket = 1 GiB).
+ * Per GPU the dense gradients are 2 x 4,204,544 + 2,049,024 = 10,458,112
+ * parameters, 20,916,224 bytes in bf16, all-reduced over the 8 replicas:
+ * 10 us + 2 x 7/8 x 20916224 / 100e9 s = 376.03392 us.  The routed
+ * experts' are 2 layers x 8 / ep experts x 1,572,864 x 2 bytes:
+ *   ep 1: 50,331,648 bytes, in the same buffers (Megatron's expert weights
+ *         are `allreduce` only without expert parallelism): one all-reduce
+ *         of 71,247,872 bytes over 8, 10 + 1246.83776 us;
+ *   ep 2: 25,165,824 bytes over the 4 replicas holding the same experts,
+ *         10 + 2 x 3/4 x 25165824 / 100e9 = 10 + 377.48736 us;
+ *   ep 4: 12,582,912 bytes over 2, 10 + 125.82912 us;
+ *   ep 8: no other replica holds them: none.
+ * Every replica runs one of each. */
+START_TEST(expert_gradients_reduced_over_their_group)
+{
+  static const struct {
+    const char *parallel;
+    double dense, experts; /* seconds of each reduction; experts 0: none */
+  } cases[] = {
+    { "[parallel]\ndp = 8\nbucket = 1GiB\n", 10e-6 + 2 * 7.0 / 8 * 71247872 / 100e9, 0 },
+    { "[parallel]\ndp = 8\nep = 2\nbucket = 1GiB\n", 10e-6 + 2 * 7.0 / 8 * 20916224 / 100e9,
+      10e-6 + 2 * 3.0 / 4 * 25165824 / 100e9 },
+    { "[parallel]\ndp = 8\nep = 4\nbucket = 1GiB\n", 10e-6 + 2 * 7.0 / 8 * 20916224 / 100e9,
+      10e-6 + 2 * 1.0 / 2 * 12582912 / 100e9 },
+    { "[parallel]\ndp = 8\nep = 8\nbucket = 1GiB\n", 10e-6 + 2 * 7.0 / 8 * 20916224 / 100e9, 0 },
+    /* 2 GPUs a node, dp 4, ep 2: replicas {0, 2} and {1, 3} hold the same
+     * experts, on two nodes each: 100 us + 2 x 1/2 x 25165824 / 25e9. */
+    { "[node]\ngpus = 2\n[network]\nbandwidth = 25GB/s\nlatency = 100us\n[parallel]\ndp = 4\nep = 2\nbucket = 1GiB\n",
+      100e-6 + 2 * 3.0 / 4 * 20916224 / 25e9, 100e-6 + 2 * 1.0 / 2 * 25165824 / 25e9 },
+  };
+  static const guint replicas[] = { 8, 8, 8, 8, 4 };
+  for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
+    g_autofree char *parallel = g_strconcat(cases[i].parallel, "[policy.resident]\nkind = resident\n", NULL);
+    g_autoptr(SimScenario) s = test_scenario_merged(BASE, parallel);
+    g_autoptr(SimResult) r = test_evaluate(s, "resident");
+    guint dense = 0, experts = 0;
+    for (guint32 k = 0; k < sim_program_n_ops(r->program); k++) {
+      const SimOp *op = sim_program_op(r->program, k);
+      const char *label = sim_program_label(r->program, op->label);
+      if (op->kind != SIM_OP_COLLECTIVE)
+        continue;
+      if (strcmp(label, "all-reduce gradients") == 0) {
+        dense++;
+        ck_assert_msg(fabs(op->work - cases[i].dense) < 1e-12, "case %u: %.9g s, want %.9g", i, op->work,
+                      cases[i].dense);
+      } else if (strcmp(label, "all-reduce expert gradients") == 0) {
+        experts++;
+        ck_assert_msg(fabs(op->work - cases[i].experts) < 1e-12, "case %u: %.9g s, want %.9g", i, op->work,
+                      cases[i].experts);
+      }
+    }
+    ck_assert_uint_eq(dense, replicas[i]);
+    ck_assert_uint_eq(experts, cases[i].experts > 0 ? replicas[i] : 0);
+  }
+}
+END_TEST
+
 /* Every bad ep names the file, [parallel] ep (or the key it meets) and
  * what was expected. */
 START_TEST(bad_ep_is_named)
@@ -152,6 +210,7 @@ main(void)
   tcase_add_test(tc, static_bytes_per_gpu_by_hand);
   tcase_add_test(tc, all_to_all_on_the_comm_stream);
   tcase_add_test(tc, all_to_all_across_nodes);
+  tcase_add_test(tc, expert_gradients_reduced_over_their_group);
   tcase_add_test(tc, bad_ep_is_named);
   suite_add_tcase(s, tc);
   return test_run_suite(s);

@@ -49,6 +49,9 @@ static const Recording recordings[] = {
   { "mixtral-b2s4-eager-bf16", "mixtral", SIM_DTYPE_BF16, SIM_ATTENTION_EAGER, 4 },
   { "qwen3_moe-b2s4-eager-bf16", "qwen3_moe", SIM_DTYPE_BF16, SIM_ATTENTION_EAGER, 4 },
   { "qwen2_moe-b2s4-eager-bf16", "qwen2_moe", SIM_DTYPE_BF16, SIM_ATTENTION_EAGER, 4 },
+  /* DeepSeek-V3: latent attention, the sigmoid group-limited router, the
+   * loop over every expert in fp32 (2 tokens per expert). */
+  { "deepseek_v3-b2s4-eager-bf16", "deepseek_v3", SIM_DTYPE_BF16, SIM_ATTENTION_EAGER, 4 },
 };
 
 static const SimDevice device = { .memory = G_GUINT64_CONSTANT(80) << 30, .matmul_flops = 312e12, .efficiency = 0.5,

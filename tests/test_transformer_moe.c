@@ -10,6 +10,7 @@
 #include "hf_config.h"
 #include "transformer.h"
 
+#include <glib/gstdio.h>
 #include <math.h>
 #include <string.h>
 
@@ -241,14 +242,21 @@ START_TEST(bad_moe_input_is_named)
     { "experts = 4\ntop_k = 2\nmoe_ffn = 32\ntp = 2\n", "[transformer] tp: expected 1 with experts above 0" },
     { "experts = 4\ntop_k = 2\nmoe_ffn = 32\nops = hf\ncapacity_factor = 1.25\n",
       "[transformer] capacity_factor: expected 0 with ops = hf" },
-    { "experts = 200\ntop_k = 2\nmoe_ffn = 32\nops = hf\n", "[transformer] experts: ops = hf runs each expert as ops of its own, at most" },
+    /* 320 choices over 300 experts hit each: 14 ops each are past a layer's 4,096. */
+    { "experts = 300\ntop_k = 10\nmoe_ffn = 32\nops = hf\n",
+      "[transformer] experts: ops = hf runs each expert that takes tokens as ops of its own, at most 285 per layer "
+      "(expected ops = fused, Megatron's grouped GEMM, for 300)" },
     { "experts = 4\ntop_k = 2\nmoe_ffn = 32\nshared_gate = true\n", "[transformer] shared_gate: a gate needs a shared expert" },
     { "v_head_dim = 16\n", "[transformer] kv_lora_rank: expected a latent rank above 0 with q_lora_rank" },
     { "kv_lora_rank = 16\nqk_rope_dim = 16\nv_head_dim = 16\n", "[transformer] qk_rope_dim: expected 1 to head_dim - 1 (15), got 16" },
     { "kv_lora_rank = 16\nqk_rope_dim = 8\n", "[transformer] v_head_dim: expected the value head dim" },
     { "kv_lora_rank = 16\nqk_rope_dim = 8\nv_head_dim = 16\nkv_heads = 2\n", "[transformer] kv_heads: expected heads (4) with kv_lora_rank" },
-    { "kv_lora_rank = 16\nqk_rope_dim = 8\nv_head_dim = 16\nops = hf\n",
-      "[transformer] kv_lora_rank: multi-head latent attention runs with ops = fused, attention = flash and tp = 1" },
+    { "kv_lora_rank = 16\nqk_rope_dim = 8\nv_head_dim = 16\nops = hf\nattention = sdpa\n",
+      "[transformer] kv_lora_rank: multi-head latent attention runs with tp = 1, and attention = flash under ops = "
+      "fused or eager under ops = hf" },
+    { "kv_lora_rank = 16\nqk_rope_dim = 8\nv_head_dim = 16\nattention = eager\n",
+      "[transformer] kv_lora_rank: multi-head latent attention runs with tp = 1, and attention = flash under ops = "
+      "fused or eager under ops = hf" },
   };
   for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
     g_autofree char *text = g_strdup_printf("%s[transformer]\nhidden = 64\nlayers = 2\nheads = 4\nffn = 176\n"
@@ -306,6 +314,65 @@ END_TEST
 /* `offsim model` on an MoE config writes the MoE keys, and the scenario it
  * writes loads back to the same workload; a dense config's text is as
  * before (no MoE key). */
+/* `offsim compare SCENARIO` from the repository root in a child without
+ * leak detection: past 2,048 interned names (some 3,000 ops and tensors
+ * for 128 experts) GLib drops its first quark array on purpose (gquark.c:
+ * "This leaks the old quarks array", for lock-free lookups), which
+ * LeakSanitizer reports, allocated in GLib's constructor.  The in-process
+ * tests build smaller MoE workloads under leak detection. */
+static TestRun
+compare_without_leak_detection(const char *scenario)
+{
+  g_autofree char *saved = g_strdup(g_getenv("ASAN_OPTIONS"));
+  g_autofree char *options = g_strconcat(saved ? saved : "", saved ? ":" : "", "detect_leaks=0", NULL);
+  g_setenv("ASAN_OPTIONS", options, TRUE);
+  TestRun run = test_offsim_in(OFFSIM_SCENARIOS "/..", "compare", scenario, NULL);
+  if (saved)
+    g_setenv("ASAN_OPTIONS", saved, TRUE);
+  else
+    g_unsetenv("ASAN_OPTIONS");
+  return run;
+}
+
+/* ops = hf builds what HF's loops run: only the experts that take tokens
+ * are ops, so 200 experts at 64 choices (32 tokens, top 2) build 64 of
+ * them, and the tiny DeepSeek-V3 its 8 (2 tokens each), 14 ops each; the
+ * real DeepSeek-V3 (256 experts, all hit at 1,024 tokens: 58 MoE layers of
+ * 3,584 expert ops) runs under HF's code with eager attention. */
+START_TEST(hf_runs_the_experts_hit)
+{
+  g_autofree char *text = g_strdup_printf("%s[transformer]\nhidden = 64\nlayers = 2\nheads = 4\nffn = 176\n"
+                                          "vocab = 256\nbatch = 2\nseq = 16\nexperts = 200\ntop_k = 2\n"
+                                          "moe_ffn = 32\nops = hf\nattention = eager\n", machine);
+  g_autoptr(SimScenario) s = test_scenario_from_text(text);
+  guint gathers = 0;
+  const SimLayer *l = sim_workload_layer(s->workload, 0);
+  for (guint i = 0; i < l->ops->len; i++)
+    gathers += g_str_has_suffix(sim_layer_op(l, i)->name, ".gather");
+  ck_assert_uint_eq(gathers, 2 * 64); /* forward and backward */
+  g_autofree char *tiny = g_strdup_printf("%s[transformer]\nhf_config = %s/../tests/data/hf/configs/deepseek_v3-tiny.json\n"
+                                          "batch = 2\nseq = 4\nops = hf\nattention = eager\n", machine,
+                                          OFFSIM_SCENARIOS);
+  g_autoptr(SimScenario) d = test_scenario_from_text(tiny);
+  const SimLayer *moe = sim_workload_layer(d->workload, 1);
+  guint experts = 0;
+  for (guint i = 0; i < moe->ops->len; i++)
+    experts += g_str_has_prefix(sim_layer_op(moe, i)->name, "expert.");
+  ck_assert_uint_eq(experts, 8 * 14);
+  g_autofree char *dir = g_dir_make_tmp("moe-XXXXXX", NULL);
+  g_autofree char *ini = g_build_filename(dir, "ds.ini", NULL);
+  g_autofree char *full = g_strdup_printf("%s[transformer]\nhf_config = %s/moe/deepseek-v3.json\nbatch = 1\n"
+                                          "seq = 1024\nops = hf\nattention = eager\n[policy.r]\nkind = resident\n",
+                                          machine, OFFSIM_SCENARIOS);
+  ck_assert(g_file_set_contents(ini, full, -1, NULL));
+  g_auto(TestRun) run = compare_without_leak_detection(ini);
+  g_unlink(ini);
+  g_rmdir(dir);
+  ck_assert_msg(run.status == 0, "status %d: %s", run.status, run.err);
+  ck_assert(strstr(run.out, "61 layers") != NULL);
+}
+END_TEST
+
 START_TEST(model_writes_moe_keys)
 {
   g_autofree char *path = g_build_filename(OFFSIM_SCENARIOS, "moe", "mixtral-8x7b.json", NULL);
@@ -364,20 +431,8 @@ START_TEST(readme_moe_table_is_the_program_s)
   const char *end = strstr(at, "```");
   ck_assert_ptr_nonnull(end);
   g_autofree char *shown = g_strndup(at, (gsize)(end - at));
-  /* 128 experts name some 3,000 ops and tensors, each interned as a GLib
-   * quark: past 2,048 quarks GLib drops its first quark array on purpose
-   * (gquark.c: "This leaks the old quarks array", for lock-free lookups),
-   * which LeakSanitizer reports, allocated in GLib's constructor.  This
-   * child runs without leak detection; the in-process tests above build
-   * MoE workloads under it. */
-  g_autofree char *saved = g_strdup(g_getenv("ASAN_OPTIONS"));
-  g_autofree char *options = g_strconcat(saved ? saved : "", saved ? ":" : "", "detect_leaks=0", NULL);
-  g_setenv("ASAN_OPTIONS", options, TRUE);
-  g_auto(TestRun) run = test_offsim_in(OFFSIM_SCENARIOS "/..", "compare", "scenarios/moe/qwen3-30b-a3b.ini", NULL);
-  if (saved)
-    g_setenv("ASAN_OPTIONS", saved, TRUE);
-  else
-    g_unsetenv("ASAN_OPTIONS");
+  /* 128 experts: past GLib's 2,048 quarks (compare_without_leak_detection). */
+  g_auto(TestRun) run = compare_without_leak_detection("scenarios/moe/qwen3-30b-a3b.ini");
   ck_assert_msg(run.status == 0, "status %d: %s", run.status, run.err);
   ck_assert_msg(strstr(run.out, shown) != NULL, "README shows:\n%s\nthe program prints:\n%s", shown, run.out);
 }
@@ -421,6 +476,7 @@ main(void)
   tcase_add_test(tc, expert_parallel_layer_by_hand);
   tcase_add_test(tc, which_layers_are_moe);
   tcase_add_test(tc, bad_moe_input_is_named);
+  tcase_add_test(tc, hf_runs_the_experts_hit);
   tcase_add_test(tc, model_writes_moe_keys);
   tcase_add_test(tc, megatron_offloads_moe_modules);
   tcase_add_test(tc, readme_moe_table_is_the_program_s);

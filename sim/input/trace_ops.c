@@ -288,7 +288,7 @@ stage_begin(Stage *st, const GArray *rows, const GArray *mine, const char *origi
   char buf[32];
   if (n_forward == 0 || n_forward == parts->len || parts->len > SIM_LAYER_MAX_OPS) {
     g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "%s: %s: %s", origin, stage_text(st->scope, buf),
-                parts->len > SIM_LAYER_MAX_OPS ? "more ops than a layer holds (2048)"
+                parts->len > SIM_LAYER_MAX_OPS ? "more ops than a layer holds (" G_STRINGIFY(SIM_LAYER_MAX_OPS) ")"
                 : n_forward == 0               ? "no forward op (rows with forward_op)"
                                                : "no backward op (rows with backward_op)");
     return FALSE;

@@ -273,10 +273,11 @@ check(const SimTransformer *c, gboolean shape_only, const char *const *names, GE
     return FALSE;
   if (shape_only)
     return TRUE;
-  if (c->kv_lora_rank && (c->hf_ops || c->attention != SIM_ATTENTION_FLASH || c->tp != 1)) {
-    g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "%s: multi-head latent attention runs with ops = fused, attention "
-                "= flash and tp = 1 (HF's DeepseekV3Attention op by op and its tensor parallelism are not modelled)",
-                N(KV_LORA_RANK));
+  if (c->kv_lora_rank && (c->tp != 1 || (c->hf_ops ? c->attention != SIM_ATTENTION_EAGER
+                                                   : c->attention != SIM_ATTENTION_FLASH))) {
+    g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "%s: multi-head latent attention runs with tp = 1, and attention = "
+                "flash under ops = fused or eager under ops = hf (HF's DeepseekV3Attention with its other kernels, "
+                "and its tensor parallelism, are not modelled)", N(KV_LORA_RANK));
     return FALSE;
   }
   /* The scenario names [parallel] ep for these (scenario.c); a caller that
@@ -287,19 +288,30 @@ check(const SimTransformer *c, gboolean shape_only, const char *const *names, GE
                 c->hf_ops ? " with ops = hf" : "");
     return FALSE;
   }
+  /* Megatron's expert tensor parallelism (expert_tensor_parallel_size, tp
+   * unless told otherwise: sim/model/parallel.h) shards each expert's fc1
+   * by columns and fc2 by rows over a group of its own, with that group's
+   * collectives around the grouped GEMMs: shards and collectives offsim's
+   * MoE layers do not have, so a tp above 1 would leave the experts whole
+   * on every rank, which no framework does. */
   if (c->experts && c->tp != 1) {
     g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "%s: expected 1 with %s above 0 (tensor parallelism inside MoE "
-                "layers is not modelled)", N(TP), N(EXPERTS));
+                "layers, Megatron's expert tensor parallelism, is not modelled; [parallel] ep spreads the experts "
+                "instead)", N(TP), N(EXPERTS));
     return FALSE;
   }
-  /* ops = hf runs each expert as its own ops (HF's loop): 14 ops each
-   * (the gather, four GEMM and elementwise steps, the combine; as many
-   * backward), besides the attention's and the router's, within a layer's
-   * op limit (sim/model/workload.h). */
-  if (c->experts && c->hf_ops && 14 * (guint64)c->experts + HF_LAYER_OTHER_OPS > SIM_LAYER_MAX_OPS) {
-    g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "%s: ops = hf runs each expert as ops of its own, at most %u "
-                "experts per layer (expected ops = fused, Megatron's grouped GEMM, for %u)", N(EXPERTS),
-                (SIM_LAYER_MAX_OPS - HF_LAYER_OTHER_OPS) / 14, c->experts);
+  /* ops = hf runs each expert that takes tokens as its own ops (HF's
+   * loops: the others run no autograd node): 14 ops each (the gather, five
+   * GEMM and elementwise steps, the combine; as many backward), besides
+   * the attention's and the router's, within a layer's op limit
+   * (sim/model/workload.h). */
+  guint hit = 0;
+  for (guint i = 0; c->hf_ops && i < c->experts; i++)
+    hit += sim_transformer_expert_tokens(c, i) > 0;
+  if (14 * (guint64)hit + HF_LAYER_OTHER_OPS > SIM_LAYER_MAX_OPS) {
+    g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "%s: ops = hf runs each expert that takes tokens as ops of its "
+                "own, at most %u per layer (expected ops = fused, Megatron's grouped GEMM, for %u)", N(EXPERTS),
+                (SIM_LAYER_MAX_OPS - HF_LAYER_OTHER_OPS) / 14, hit);
     return FALSE;
   }
   if (c->experts && c->hf_ops && c->capacity_factor > 0) {
@@ -749,7 +761,8 @@ typedef struct {
   { p ".in", p ".in_fp32", p ".rsqrt", p ".normed", p ".mean", p ".rstd", p ".weight", p ".bias" }
 static const NormNames attn_norm = NORM_NAMES("attn_norm"), mlp_norm = NORM_NAMES("mlp_norm"),
                        final_norm = NORM_NAMES("final_norm"), q_norm = NORM_NAMES("q_norm"),
-                       k_norm = NORM_NAMES("k_norm");
+                       k_norm = NORM_NAMES("k_norm"), q_a_norm = NORM_NAMES("q_a_norm"),
+                       kv_a_norm = NORM_NAMES("kv_a_norm");
 
 static void hf_rmsnorm(SimLayer *l, Checked *k, guint64 rows, guint64 width, guint64 e, const NormNames *names);
 
@@ -808,7 +821,9 @@ hf_activation(SimLayer *l, const SimTransformer *c, const Hf *m, Checked *k, con
 static void
 hf_eager(SimLayer *l, const Hf *m, Checked *k)
 {
-  guint64 row_q = mul3(k, m->n, m->a * m->d, m->e);
+  /* q and k at head_dim, v and the output at the value head dim (the same
+   * but for latent attention). */
+  guint64 row_q = mul3(k, m->n, m->a * m->d, m->e), row_v = mul3(k, m->n, m->a * m->dv, m->e);
   hf_add(l, "q", row_q, 1, 0);
   hf_add(l, "k", row_q, 1, 0);
   guint64 softmax_e = m->gpt2 ? m->e : 4;
@@ -820,8 +835,37 @@ hf_eager(SimLayer *l, const Hf *m, Checked *k)
   } else if (!same) {
     hf_add(l, "attn_probs", mul(k, m->S, m->e), 1, 0)->selective = TRUE;
   }
-  hf_add(l, "v", row_q, 1, 0);
-  hf_add(l, "attn_out", row_q, 1, 0);
+  hf_add(l, "v", row_v, 1, 0);
+  hf_add(l, "attn_out", row_v, 1, 0);
+}
+
+/* HF's DeepseekV3Attention (multi-head latent attention): the norm's output
+ * read by q_a_proj (or q_proj) and kv_a_proj_with_mqa; q_a_layernorm and
+ * kv_a_layernorm as RMSNorms over the ranks, their outputs read by q_b_proj
+ * and kv_b_proj; RoPE's cos and sin (qk_rope_head_dim wide) saved by the
+ * q and k multiplies (both operands of q * cos being one a leaf, nothing
+ * else); then eager attention on the concatenated q and k (head_dim =
+ * nope + rope) and v (v_head_dim), v a contiguous copy of its view. */
+static void
+hf_mla(SimLayer *l, guint index, const Hf *m, Checked *k)
+{
+  hf_add(l, "qkv_in", mul3(k, m->n, m->h, m->e), 2, 0);
+  if (m->ql) {
+    hf_add(l, "q_a_proj.weight", m->h * m->ql * m->e, 1, HF_PARAM);
+    hf_rmsnorm(l, k, m->n, m->ql, m->e, &q_a_norm);
+    hf_add(l, "q_b_in", mul3(k, m->n, m->ql, m->e), 1, 0);
+    hf_add(l, "q_b_proj.weight", m->ql * m->a * m->d * m->e, 1, HF_PARAM);
+  } else {
+    hf_add(l, "q_proj.weight", m->h * m->a * m->d * m->e, 1, HF_PARAM);
+  }
+  hf_add(l, "kv_a_proj.weight", m->h * (m->kvl + m->dr) * m->e, 1, HF_PARAM);
+  hf_rmsnorm(l, k, m->n, m->kvl, m->e, &kv_a_norm);
+  hf_add(l, "kv_b_in", mul3(k, m->n, m->kvl, m->e), 1, 0);
+  hf_add(l, "kv_b_proj.weight", m->kvl * m->a * (m->d - m->dr + m->dv) * m->e, 1, HF_PARAM);
+  guint shared = index > 0 ? HF_SHARED : 0;
+  hf_add(l, "rope_cos", m->s * m->dr * m->e, 2, HF_LEAF | shared);
+  hf_add(l, "rope_sin", m->s * m->dr * m->e, 2, HF_LEAF | shared);
+  hf_eager(l, m, k);
 }
 
 /* PyTorch's SDPA flash (16-bit) or memory-efficient (fp32) kernel, or
@@ -881,6 +925,50 @@ hf_expert(SimLayer *l, const Hf *m, Checked *k, const char *p, guint64 tokens, g
   hf_add(l, dw, f * m->h * m->e, 1, HF_PARAM);
 }
 
+/* Per expert that takes tokens (HF's loops skip the others): torch.where's
+ * (2, t) int64 result, one storage read by the gather, the routing
+ * weights' index (twice) and index_add_; the gathered input (gate_proj and
+ * up_proj); the expert's MLP; its output and its routing weights (the
+ * product); the product (index_add_'s source).  The weights and the
+ * product are in the routing weights' dtype, `w` bytes: the activations'
+ * (mixtral, qwen) or fp32 (deepseek_v3). */
+static void
+hf_routed_experts(SimLayer *l, const SimTransformer *c, const Hf *m, Checked *k, guint64 w)
+{
+  guint flags = w == 4 ? HF_F32 : 0;
+  for (guint i = 0; i < m->E; i++) {
+    guint64 t = sim_transformer_expert_tokens(c, i);
+    if (t == 0)
+      continue;
+    TransformerRouted r = transformer_routed_names(i);
+    hf_add(l, r.idx, mul(k, t, 16), 4, HF_LEAF | HF_I64);
+    hf_add(l, r.in, mul3(k, t, m->h, m->e), 2, 0);
+    hf_expert(l, m, k, r.prefix, t, m->fe);
+    hf_add(l, r.out, mul3(k, t, m->h, m->e), 1, 0);
+    hf_add(l, r.route, mul(k, t, w), 1, flags);
+    hf_add(l, r.weighted, mul3(k, t, m->h, w), 1, flags);
+    transformer_routed_clear(&r);
+  }
+}
+
+TransformerRouted
+transformer_routed_names(guint expert)
+{
+  char *p = g_strdup_printf("expert.%u.", expert);
+  return (TransformerRouted){ .prefix = p, .gather = g_strconcat(p, "gather", NULL),
+                              .combine = g_strconcat(p, "combine", NULL), .idx = g_strconcat(p, "idx", NULL),
+                              .in = g_strconcat(p, "in", NULL), .out = g_strconcat(p, "out", NULL),
+                              .route = g_strconcat(p, "route", NULL), .weighted = g_strconcat(p, "weighted", NULL) };
+}
+
+void
+transformer_routed_clear(TransformerRouted *r)
+{
+  char **all[] = { &r->prefix, &r->gather, &r->combine, &r->idx, &r->in, &r->out, &r->route, &r->weighted };
+  for (guint i = 0; i < G_N_ELEMENTS(all); i++)
+    g_clear_pointer(all[i], g_free);
+}
+
 /* HF's sparse MoE block (modeling_mixtral.py, modeling_qwen2_moe.py,
  * modeling_qwen3_moe.py; recorded in tests/data/hf): the router's input
  * and weight, softmax(dtype=float32)'s result, topk's indices, with
@@ -905,21 +993,7 @@ hf_moe(SimLayer *l, const SimTransformer *c, const Hf *m, Checked *k)
     hf_add(l, "topk_clone", mul3(k, m->n, m->k, 4), 1, HF_F32);
     hf_add(l, "topk_sum", mul(k, m->n, 4), 1, HF_F32);
   }
-  for (guint i = 0; i < m->E; i++) {
-    guint64 t = sim_transformer_expert_tokens(c, i);
-    if (t == 0)
-      continue; /* not hit: HF's loop skips it */
-    g_autofree char *p = g_strdup_printf("expert.%u.", i);
-    g_autofree char *idx = g_strconcat(p, "idx", NULL), *in = g_strconcat(p, "in", NULL),
-                    *out = g_strconcat(p, "out", NULL), *route = g_strconcat(p, "route", NULL),
-                    *weighted = g_strconcat(p, "weighted", NULL);
-    hf_add(l, idx, mul(k, t, 16), 4, HF_LEAF | HF_I64);
-    hf_add(l, in, mul3(k, t, m->h, m->e), 2, 0);
-    hf_expert(l, m, k, p, t, m->fe);
-    hf_add(l, out, mul3(k, t, m->h, m->e), 1, 0);
-    hf_add(l, route, mul(k, t, m->e), 1, 0);
-    hf_add(l, weighted, mul3(k, t, m->h, m->e), 1, 0);
-  }
+  hf_routed_experts(l, c, m, k, m->e);
   if (m->fs) {
     hf_expert(l, m, k, "shared.", m->n, m->fs);
     if (m->shared_gate) {
@@ -930,13 +1004,43 @@ hf_moe(SimLayer *l, const SimTransformer *c, const Hf *m, Checked *k)
   }
 }
 
+/* HF's DeepseekV3MoE (offsim's only family with latent attention and
+ * experts): the router's fp32 copies of its input and of its weight (F.
+ * linear on x.float() and weight.float()), sigmoid's result (read by its
+ * backward and by the gather of the top-k weights), the top-k indices, with
+ * norm_topk_prob the in-place division's operands (a clone of the weights,
+ * their sum + 1e-20); per expert that takes tokens (the loop's experts
+ * without any run nothing) torch.where's (2, t) result, the gathered rows,
+ * the expert's MLP, its output and its fp32 weights (the product), the
+ * fp32 product (index_add_'s source: the output accumulates in the
+ * weights' dtype); the shared experts read the block's input. */
+static void
+hf_deepseek_moe(SimLayer *l, const SimTransformer *c, const Hf *m, Checked *k)
+{
+  if (m->fs)
+    hf_add(l, "mlp_in", mul3(k, m->n, m->h, m->e), 2, 0);
+  hf_add(l, "router_in", mul3(k, m->n, m->h, 4), 1, HF_F32);
+  hf_add(l, "router.weight_fp32", m->h * m->E * 4, 1, HF_F32);
+  hf_add(l, "router_scores", mul3(k, m->n, m->E, 4), 2, HF_F32);
+  hf_add(l, "topk_idx", mul3(k, m->n, m->k, 8), 1, HF_LEAF | HF_I64);
+  if (m->norm_topk) {
+    hf_add(l, "topk_clone", mul3(k, m->n, m->k, 4), 1, HF_F32);
+    hf_add(l, "topk_sum", mul(k, m->n, 4), 1, HF_F32);
+  }
+  hf_routed_experts(l, c, m, k, 4);
+  if (m->fs)
+    hf_expert(l, m, k, "shared.", m->n, m->fs);
+}
+
 static void
 hf_layer(SimLayer *l, guint index, const SimTransformer *c, const Geometry *g, Checked *k)
 {
   Hf m = hf_shape(c, g);
   guint64 row_h = mul3(k, m.n, m.h, m.e), qd = m.a * m.d, kvd = m.kv * m.d;
   hf_norm(l, &m, k, &attn_norm);
-  if (m.gpt2) {
+  if (m.mla) {
+    hf_mla(l, index, &m, k);
+  } else if (m.gpt2) {
     hf_add(l, "qkv_in", row_h, 1, 0);
     hf_add(l, "attn.c_attn.weight", m.h * 3 * m.h * m.e, 1, HF_PARAM | HF_LEAF);
   } else {
@@ -954,11 +1058,14 @@ hf_layer(SimLayer *l, guint index, const SimTransformer *c, const Geometry *g, C
     hf_add(l, "rope_cos", m.s * m.d * m.e, 2, HF_LEAF | shared);
     hf_add(l, "rope_sin", m.s * m.d * m.e, 2, HF_LEAF | shared);
   }
-  if (c->attention == SIM_ATTENTION_EAGER)
+  if (m.mla)
+    ; /* hf_mla's eager attention */
+  else if (c->attention == SIM_ATTENTION_EAGER)
     hf_eager(l, &m, k);
   else
     hf_fused_attention(l, c, &m, k);
-  hf_add(l, m.gpt2 ? "attn.c_proj.weight" : "o_proj.weight", qd * m.h * m.e, 1, m.gpt2 ? HF_PARAM | HF_LEAF : HF_PARAM);
+  hf_add(l, m.gpt2 ? "attn.c_proj.weight" : "o_proj.weight", m.a * m.dv * m.h * m.e, 1,
+         m.gpt2 ? HF_PARAM | HF_LEAF : HF_PARAM);
   if (m.gpt2 && m.drop)
     hf_add(l, "attn_resid_mask", mul(k, m.n, m.h), 1, HF_LEAF | HF_BOOL);
 
@@ -975,7 +1082,10 @@ hf_layer(SimLayer *l, guint index, const SimTransformer *c, const Geometry *g, C
     return;
   }
   if (sim_transformer_is_moe_layer(c, index)) {
-    hf_moe(l, c, &m, k);
+    if (m.mla)
+      hf_deepseek_moe(l, c, &m, k);
+    else
+      hf_moe(l, c, &m, k);
     return;
   }
   hf_add(l, "mlp_in", row_h, 2, 0);

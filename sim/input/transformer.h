@@ -173,8 +173,9 @@ typedef struct {
   double expert_imbalance; /* the hottest expert's tokens over the mean, >= 1 */
   double capacity_factor;  /* ops = fused: an expert takes at most ceil(factor x mean) tokens, the rest
                             * dropped; 0: none dropped */
-  /* DeepSeek's multi-head latent attention (kv_lora_rank > 0; ops = fused,
-   * flash): q through a rank-q_lora_rank bottleneck (0: one projection), k
+  /* DeepSeek's multi-head latent attention (kv_lora_rank > 0; ops = fused
+   * with flash, or ops = hf with eager, where it also makes the MoE layers
+   * DeepseekV3MoE's: offsim's only family with it): q through a rank-q_lora_rank bottleneck (0: one projection), k
    * and v from a rank-kv_lora_rank latent plus a shared RoPE key of
    * qk_rope_dim; head_dim is q's and k's per head (qk_nope_head_dim +
    * qk_rope_head_dim), v_head_dim v's and the output's. */

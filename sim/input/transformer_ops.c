@@ -159,6 +159,14 @@ grads(Ops *o, guint b, guint64 bytes)
   g_array_index(o->l->ops, SimLayerOp, b).grad_bytes += bytes;
 }
 
+/* Op b's gradients are routed experts' weights (SimLayerOp.experts). */
+static void
+expert_grads(Ops *o, guint b, guint64 bytes)
+{
+  grads(o, b, bytes);
+  g_array_index(o->l->ops, SimLayerOp, b).experts = TRUE;
+}
+
 static void
 selective(Ops *o, guint f)
 {
@@ -338,7 +346,7 @@ typedef struct {
 static guint
 eager_forward(Ops *o, const Shape *m, guint *merge_out)
 {
-  guint64 S = m->S, e = m->e, qd = m->n * m->a * m->d;
+  guint64 S = m->S, e = m->e, qd = m->n * m->a * m->dv; /* PV's output: v's head dim */
   gemm(o, m->s, m->s, m->d, m->b * m->a);
   guint qk = op(o, "qk_matmul", FALSE);
   span(o, S * e, qk, qk + 1);
@@ -370,7 +378,7 @@ eager_forward(Ops *o, const Shape *m, guint *merge_out)
     last = op(o, "attn_dropout", FALSE);
     SAVES(o, last, "attn_dropout_mask", "attn_probs_dropped");
   }
-  gemm(o, m->s, m->d, m->s, m->b * m->a);
+  gemm(o, m->s, m->dv, m->s, m->b * m->a);
   guint pv = op(o, "pv_matmul", FALSE);
   span(o, qd * e, pv, pv + 1);
   for (guint f = qk; f <= pv; f++)
@@ -386,13 +394,13 @@ eager_forward(Ops *o, const Shape *m, guint *merge_out)
 static void
 eager_backward(Ops *o, const Shape *m, guint *pv_out, guint *qk_out)
 {
-  guint64 S = m->S, e = m->e, qd = m->n * m->a * m->d;
+  guint64 S = m->S, e = m->e, qd = m->n * m->a * m->dv; /* the output's and v's: v's head dim */
   gboolean cast = m->softmax32 && e != 4;
   memory(o, 1, qd * e, qd * e);
   guint merge = op(o, "attn_merge", TRUE);
   span(o, qd * e, merge, merge + 1);
-  gemm(o, m->s, m->s, m->d, m->b * m->a);
-  gemm(o, m->s, m->d, m->s, m->b * m->a);
+  gemm(o, m->s, m->s, m->dv, m->b * m->a);
+  gemm(o, m->s, m->dv, m->s, m->b * m->a);
   guint pv = op(o, "pv_matmul", TRUE);
   *pv_out = pv;
   if (m->drop)
@@ -612,6 +620,72 @@ expert_backward(Ops *o, const Shape *m, const ExpertNames *x, const char *input,
 static const SimModule routed_modules[2] = { SIM_MODULE_EXPERT_FC1, SIM_MODULE_MOE_ACT },
                        shared_modules[2] = { SIM_MODULE_MLP, SIM_MODULE_MLP };
 
+/* HF's loop over the experts that take tokens, after op `last`: per expert
+ * its torch.where, gather, MLP, weighting by its routing weights and
+ * index_add_ into the output, the weights and the product in `w`-byte
+ * elements (the activations' for mixtral and qwen, fp32 for deepseek_v3).
+ * Returns the last op. */
+static guint
+routed_experts_forward(Ops *o, const Shape *m, const SimTransformer *c, guint64 w, guint last)
+{
+  guint64 e = m->e, n = m->n, h = m->h, k = m->k;
+  for (guint i = 0; i < m->E; i++) {
+    guint64 t = sim_transformer_expert_tokens(c, i);
+    if (t == 0)
+      continue;
+    TransformerRouted r = transformer_routed_names(i);
+    /* torch.where on the expert's mask, then the gather of its rows. */
+    memory(o, 2, k * n * 8 + t * 8 + t * h * e, t * 16 + t * h * e);
+    guint gt = op(o, r.gather, FALSE);
+    saves(o, gt, (const char *const[]){ r.idx, r.in, NULL });
+    ExpertNames x = expert_names(r.prefix);
+    guint d = expert_forward(o, m, &x, t, m->fe, routed_modules);
+    expert_names_free(&x);
+    saves(o, d, (const char *const[]){ r.out, NULL });
+    /* The routing weights' rows, the product with them, index_add_. */
+    memory(o, 3, t * 16 + t * w + t * h * e + t * h * w + t * 8 + t * h * w, t * w + t * h * w + t * h * w);
+    last = op(o, r.combine, FALSE);
+    saves(o, last, (const char *const[]){ r.route, r.weighted, NULL });
+    transformer_routed_clear(&r);
+  }
+  return last;
+}
+
+/* Their backward, from the last expert hit to the first: index_add_'s,
+ * the product's and the routing weights' index nodes, the expert's MLP, the
+ * gather's scatter of its rows' gradient into N x h.  Returns the last op,
+ * *first the first (or op_count when none is hit). */
+static guint
+routed_experts_backward(Ops *o, const Shape *m, const SimTransformer *c, guint64 w, guint *first)
+{
+  guint64 e = m->e, n = m->n, h = m->h, k = m->k;
+  guint end = 0, have = 0;
+  *first = op_count(o);
+  for (guint j = (guint)m->E; j-- > 0;) {
+    guint64 t = sim_transformer_expert_tokens(c, j);
+    if (t == 0)
+      continue;
+    TransformerRouted r = transformer_routed_names(j);
+    memory(o, 4, 2 * t * 8 + t * h * w + 2 * t * h * e + t * w + t * 16, 2 * t * h * e + t * w + n * k * w);
+    guint cb = op(o, r.combine, TRUE);
+    if (!have++)
+      *first = cb;
+    uses(o, cb, (const char *const[]){ r.idx, r.weighted, r.out, r.route, r.idx, r.idx, NULL });
+    span(o, t * h * e, cb, cb + 1);
+    ExpertNames x = expert_names(r.prefix);
+    guint g = expert_backward(o, m, &x, r.in, t, m->fe, routed_modules);
+    expert_names_free(&x);
+    span(o, t * h * e, g, g + 1);
+    /* index backward: the gathered rows' gradient scattered into N x h. */
+    memory(o, 2, t * 8 + t * h * e, n * h * e);
+    guint gb = op(o, r.gather, TRUE);
+    uses(o, gb, (const char *const[]){ r.idx, NULL });
+    end = gb;
+    transformer_routed_clear(&r);
+  }
+  return have ? end : 0;
+}
+
 /* HF's sparse MoE block forward after the MLP norm: the router GEMM, the
  * fp32 softmax, top-k (and its renormalisation), the cast and the expert
  * mask, then per expert hit its torch.where, gather, MLP, weighting by its
@@ -642,28 +716,7 @@ hf_moe_forward(Ops *o, const Shape *m, const SimTransformer *c)
   memory(o, 4, n * k * 4 + n * k * 8 + E * k * n * 8, n * k * e + E * k * n * 8 + n * h * e);
   guint mask = op(o, "expert_mask", FALSE);
   guint first = mask;
-  for (guint i = 0; i < m->E; i++) {
-    guint64 t = sim_transformer_expert_tokens(c, i);
-    if (t == 0)
-      continue;
-    g_autofree char *p = g_strdup_printf("expert.%u.", i);
-    g_autofree char *gather = g_strconcat(p, "gather", NULL), *combine = g_strconcat(p, "combine", NULL),
-                    *idx = g_strconcat(p, "idx", NULL), *in = g_strconcat(p, "in", NULL),
-                    *out = g_strconcat(p, "out", NULL), *route = g_strconcat(p, "route", NULL),
-                    *weighted = g_strconcat(p, "weighted", NULL);
-    /* torch.where on the expert's mask, then the gather of its rows. */
-    memory(o, 2, k * n * 8 + t * 8 + t * h * e, t * 16 + t * h * e);
-    guint gt = op(o, gather, FALSE);
-    saves(o, gt, (const char *const[]){ idx, in, NULL });
-    ExpertNames x = expert_names(p);
-    guint d = expert_forward(o, m, &x, t, m->fe, routed_modules);
-    expert_names_free(&x);
-    saves(o, d, (const char *const[]){ out, NULL });
-    /* The routing weights' rows, the product with them, index_add_. */
-    memory(o, 3, t * 16 + t * e + 2 * t * h * e + t * 8 + t * h * e, t * e + t * h * e + t * h * e);
-    last = op(o, combine, FALSE);
-    saves(o, last, (const char *const[]){ route, weighted, NULL });
-  }
+  last = routed_experts_forward(o, m, c, e, mask);
   span(o, n * k * e, mask, last);      /* the routing weights, read by each expert's weighting */
   span(o, n * h * e, first, last + 1); /* the output index_add_ fills */
   if (!m->fs)
@@ -705,35 +758,9 @@ hf_moe_backward(Ops *o, const Shape *m, const SimTransformer *c)
     expert_names_free(&x);
     span(o, n * h * e, g, g + 1);
   }
-  guint first = 0, end = 0, have = 0;
-  for (guint j = (guint)m->E; j-- > 0;) {
-    guint64 t = sim_transformer_expert_tokens(c, j);
-    if (t == 0)
-      continue;
-    g_autofree char *p = g_strdup_printf("expert.%u.", j);
-    g_autofree char *gather = g_strconcat(p, "gather", NULL), *combine = g_strconcat(p, "combine", NULL),
-                    *idx = g_strconcat(p, "idx", NULL), *in = g_strconcat(p, "in", NULL),
-                    *out = g_strconcat(p, "out", NULL), *route = g_strconcat(p, "route", NULL),
-                    *weighted = g_strconcat(p, "weighted", NULL);
-    /* index_add_'s, the product's and the routing weights' index nodes. */
-    memory(o, 4, 2 * t * 8 + 3 * t * h * e + t * e + t * 16, 2 * t * h * e + t * e + n * k * e);
-    guint cb = op(o, combine, TRUE);
-    if (!have++)
-      first = cb;
-    uses(o, cb, (const char *const[]){ idx, weighted, out, route, idx, idx, NULL });
-    span(o, t * h * e, cb, cb + 1);
-    ExpertNames x = expert_names(p);
-    guint g = expert_backward(o, m, &x, in, t, m->fe, routed_modules);
-    expert_names_free(&x);
-    span(o, t * h * e, g, g + 1);
-    /* index backward: the gathered rows' gradient scattered into N x h. */
-    memory(o, 2, t * 8 + t * h * e, n * h * e);
-    guint gb = op(o, gather, TRUE);
-    uses(o, gb, (const char *const[]){ idx, NULL });
-    end = gb;
-  }
+  guint first, end = routed_experts_backward(o, m, c, e, &first);
   /* The routing weights' gradient (N x k), accumulated over the experts. */
-  if (have)
+  if (end)
     span(o, n * k * e, first, end + 1);
   if (m->norm_topk) {
     memory(o, 3, 3 * n * k * 4 + n * 4, n * k * 4);
@@ -751,6 +778,181 @@ hf_moe_backward(Ops *o, const Shape *m, const SimTransformer *c)
   return linear_backward(o, m, "router", "mlp_in", "router.weight", h, E, FALSE);
 }
 
+/* HF's DeepseekV3MoE forward after the MLP norm: the router (x.float() and
+ * weight.float(), the fp32 GEMM, sigmoid), the group-limited top-k under
+ * no_grad (scores + correction bias, each group's top-2 sum, the group
+ * mask, masked_fill, top-k: N x E fp32 temporaries), the gather of the
+ * weights, their renormalisation and scaling; the fp32 output zeroed and
+ * the one-hot mask (experts x N x k, int64); the experts' loop in fp32; the
+ * output cast back; the shared experts on the block's input, added.
+ * Returns the add. */
+static guint
+hf_deepseek_moe_forward(Ops *o, const Shape *m, const SimTransformer *c)
+{
+  guint64 e = m->e, n = m->n, h = m->h, E = m->E, k = m->k;
+  memory(o, 2, n * h * e + h * E * e, n * h * 4 + h * E * 4);
+  guint cast = op(o, "router_cast", FALSE);
+  SAVES(o, cast, "router_in", "router.weight_fp32");
+  gemm(o, n, E, h, 1);
+  guint router = op(o, "router", FALSE);
+  span(o, n * E * 4, router, router + 1); /* the logits */
+  memory(o, 1, n * E * 4, n * E * 4);
+  guint sg = op(o, "router_sigmoid", FALSE);
+  SAVES(o, sg, "router_scores");
+  memory(o, 9, 4 * n * E * 4 + n * k * 4, 3 * n * E * 4 + n * k * 12);
+  guint topk = op(o, "topk", FALSE);
+  SAVES(o, topk, "topk_idx");
+  span(o, 2 * n * E * 4, topk, topk);
+  guint weights = topk;
+  if (m->norm_topk) {
+    memory(o, 3, 3 * n * k * 4, 2 * n * k * 4 + n * 4);
+    weights = op(o, "topk_norm", FALSE);
+    SAVES(o, weights, "topk_clone", "topk_sum");
+  }
+  memory(o, 1, n * k * 4, n * k * 4);
+  guint scale = op(o, "topk_scale", FALSE); /* x routed_scaling_factor */
+  span(o, n * k * 4, weights, scale);
+  memory(o, 2, n * k * 8, n * h * 4 + E * k * n * 8);
+  guint mask = op(o, "expert_mask", FALSE);
+  span(o, E * k * n * 8, mask, mask); /* one_hot's result (the loop reads its views) */
+  guint last = routed_experts_forward(o, m, c, 4, mask);
+  span(o, n * k * 4, scale, last);     /* the routing weights, read by each expert's weighting */
+  span(o, n * h * 4, mask, last + 1);  /* the fp32 output index_add_ fills */
+  memory(o, 1, n * h * 4, n * h * e);
+  guint back = op(o, "moe_cast", FALSE);
+  ExpertNames x = expert_names("shared.");
+  guint d = expert_forward(o, m, &x, n, m->fs, shared_modules);
+  expert_names_free(&x);
+  span(o, n * h * e, back, d + 1);
+  memory(o, 1, 2 * n * h * e, n * h * e);
+  guint add = op(o, "shared_add", FALSE);
+  span(o, n * h * e, d, add);
+  return add;
+}
+
+/* Its backward: the shared experts (made last), the cast, the experts from
+ * the last hit to the first, the scaling, the renormalisation, the
+ * gather's scatter into N x E, sigmoid, the fp32 GEMM (its input's and its
+ * weight's gradients, fp32) and the casts back.  Returns the last op. */
+static guint
+hf_deepseek_moe_backward(Ops *o, const Shape *m, const SimTransformer *c)
+{
+  guint64 e = m->e, n = m->n, h = m->h, E = m->E, k = m->k;
+  ExpertNames x = expert_names("shared.");
+  guint g = expert_backward(o, m, &x, "mlp_in", n, m->fs, shared_modules);
+  expert_names_free(&x);
+  memory(o, 1, n * h * e, n * h * 4);
+  guint cast = op(o, "moe_cast", TRUE);
+  guint first, end = routed_experts_backward(o, m, c, 4, &first);
+  span(o, n * h * 4, cast, end ? end : cast); /* the fp32 output's gradient */
+  if (end)
+    span(o, n * k * 4, first, end + 1); /* the routing weights' gradient */
+  memory(o, 1, n * k * 4, n * k * 4);
+  guint scale = op(o, "topk_scale", TRUE);
+  guint prev = scale;
+  if (m->norm_topk) {
+    memory(o, 3, 3 * n * k * 4 + n * 4, n * k * 4);
+    prev = op(o, "topk_norm", TRUE);
+    USES(o, prev, "topk_clone", "topk_sum");
+  }
+  span(o, n * k * 4, scale, prev + 1);
+  memory(o, 2, n * k * 12 + n * E * 4, n * E * 4);
+  guint gb = op(o, "topk", TRUE);
+  USES(o, gb, "router_scores", "topk_idx");
+  span(o, n * E * 4, gb, gb + 1);
+  memory(o, 1, 2 * n * E * 4, n * E * 4);
+  guint sb = op(o, "router_sigmoid", TRUE);
+  USES(o, sb, "router_scores");
+  span(o, n * E * 4, sb, sb + 1);
+  gemm_backward(o, n, h, E);
+  guint rb = op(o, "router", TRUE);
+  USES(o, rb, "router_in", "router.weight_fp32");
+  span(o, n * h * 4 + h * E * 4, rb, rb + 1);
+  memory(o, 2, n * h * 4 + h * E * 4, n * h * e + h * E * e);
+  guint cb = op(o, "router_cast", TRUE);
+  grads(o, cb, h * E * e);
+  span(o, n * h * e, g, cb); /* d mlp_in from the shared experts, to the router's added */
+  return cb;
+}
+
+/* HF's DeepseekV3Attention's projections (multi-head latent attention):
+ * q_a_proj, q_a_layernorm and q_b_proj (or q_proj), kv_a_proj_with_mqa,
+ * kv_a_layernorm and kv_b_proj, then one op for what comes before the
+ * attention kernel: RoPE on q's and k's rope parts (interleaved: each
+ * regrouped into a copy first), k's shared rope part expanded over the
+ * heads, q and k concatenated [nope, rope], v copied contiguous by the
+ * PV matmul's folding; those three are what eager attention saves. */
+static void
+hf_mla_forward(Ops *o, const Shape *m)
+{
+  guint64 e = m->e, n = m->n, h = m->h, a = m->a, qk = m->d, dr = m->dr, kvd = a * (m->d - m->dr + m->dv);
+  in(o, SIM_MODULE_QKV);
+  guint q;
+  if (m->ql) {
+    guint qa = linear(o, m, "q_a_proj", h, m->ql);
+    SAVES(o, qa, "q_a_proj.weight");
+    span(o, n * m->ql * e, qa, qa + 1);
+    rmsnorm_forward_over(o, m, n * m->ql, "q_a_norm", "q_b_in");
+    q = linear(o, m, "q_b_proj", m->ql, a * qk);
+    SAVES(o, q, "q_b_proj.weight");
+  } else {
+    q = linear(o, m, "q_proj", h, a * qk);
+    SAVES(o, q, "q_proj.weight");
+  }
+  guint kva = linear(o, m, "kv_a_proj", h, m->kvl + dr);
+  SAVES(o, kva, "kv_a_proj.weight");
+  rmsnorm_forward_over(o, m, n * m->kvl, "kv_a_norm", "kv_b_in");
+  guint kvb = linear(o, m, "kv_b_proj", m->kvl, kvd);
+  SAVES(o, kvb, "kv_b_proj.weight");
+  in(o, SIM_MODULE_ROPE);
+  guint64 rot = n * (a + 1) * dr * e; /* q's and k's rope parts */
+  memory(o, 12, 4 * rot + n * kvd * e + n * a * qk * e, 4 * rot + 2 * n * a * qk * e + n * a * m->dv * e);
+  guint rope = op(o, "rope", FALSE);
+  SAVES(o, rope, "rope_cos", "rope_sin", "q", "k", "v");
+  span(o, 3 * rot, rope, rope);
+  span(o, n * a * qk * e, q, rope);
+  span(o, n * (m->kvl + dr) * e, kva, rope);
+  span(o, n * kvd * e, kvb, rope);
+}
+
+/* Its backward from the attention kernel's d q, d k (op dq) and d v (op
+ * dv): RoPE's and the concatenation's, then kv's projections and norm,
+ * then q's; d qkv_in accumulated over both down-projections.  Returns the
+ * last op. */
+static guint
+hf_mla_backward(Ops *o, const Shape *m, guint dq, guint dv)
+{
+  guint64 e = m->e, n = m->n, h = m->h, a = m->a, qk = m->d, dr = m->dr, kvd = a * (m->d - m->dr + m->dv);
+  span(o, n * a * m->dv * e, dv, dq + 1);
+  span(o, 2 * n * a * qk * e, dq, dq + 1);
+  in(o, SIM_MODULE_ROPE);
+  guint64 rot = n * (a + 1) * dr * e;
+  memory(o, 12, 4 * rot + 2 * n * a * qk * e + n * a * m->dv * e, 4 * rot + n * kvd * e + n * a * qk * e);
+  guint rb = op(o, "rope", TRUE);
+  USES(o, rb, "rope_cos", "rope_sin", "rope_cos", "rope_sin");
+  span(o, 3 * rot, rb, rb);
+  in(o, SIM_MODULE_QKV);
+  guint kvb = linear_backward(o, m, "kv_b_proj", "kv_b_in", "kv_b_proj.weight", m->kvl, kvd, FALSE);
+  span(o, n * kvd * e, rb, kvb);
+  guint kvn = rmsnorm_backward_over(o, m, n * m->kvl, m->kvl, "kv_a_norm");
+  span(o, n * m->kvl * e, kvb, kvn);
+  guint kva = linear_backward(o, m, "kv_a_proj", "qkv_in", "kv_a_proj.weight", h, m->kvl + dr, FALSE);
+  span(o, n * (m->kvl + dr) * e, rb, kva); /* d compressed_kv: k's rope part, then the latent's */
+  guint last;
+  if (m->ql) {
+    guint qb = linear_backward(o, m, "q_b_proj", "q_b_in", "q_b_proj.weight", m->ql, a * qk, FALSE);
+    guint qn = rmsnorm_backward_over(o, m, n * m->ql, m->ql, "q_a_norm");
+    span(o, n * m->ql * e, qb, qn);
+    last = linear_backward(o, m, "q_a_proj", "qkv_in", "q_a_proj.weight", h, m->ql, FALSE);
+    span(o, n * m->ql * e, qn, last);
+  } else {
+    last = linear_backward(o, m, "q_proj", "qkv_in", "q_proj.weight", h, a * qk, FALSE);
+  }
+  span(o, n * a * qk * e, rb, kva + 1); /* d q, to its projection */
+  span(o, n * h * e, kva, last + 1);    /* d qkv_in, accumulated */
+  return last;
+}
+
 /* An HF decoder layer.  The residual stream enters as the layer's input
  * (a span until the attention's residual add, unless the first norm saves
  * it) and leaves as the output of the MLP's add (held by that op: the
@@ -759,13 +961,16 @@ static void
 hf_layer_ops(Ops *o, const Shape *m, const SimTransformer *c)
 {
   guint64 e = m->e, n = m->n, h = m->h, f = m->f, qd = m->a * m->d, kvd = m->kv * m->d, row_h = n * h * e;
+  guint64 od = m->a * m->dv; /* the attention output's width (qd but for latent attention) */
   gboolean bias = c->qkv_bias || c->linear_bias;
   /* Forward. */
   in(o, SIM_MODULE_ATTN_NORM);
   guint norm1 = norm_forward(o, m, "attn_norm", "qkv_in");
   guint qf, kf = 0, vf = 0;
   in(o, SIM_MODULE_QKV);
-  if (m->gpt2) {
+  if (m->mla) {
+    hf_mla_forward(o, m);
+  } else if (m->gpt2) {
     qf = linear(o, m, "c_attn", h, 3 * h);
     SAVES(o, qf, "attn.c_attn.weight", "qkv");
     /* Eager reads q, k and v as views of c_attn's output; SDPA and flash
@@ -830,7 +1035,7 @@ hf_layer_ops(Ops *o, const Shape *m, const SimTransformer *c)
     fused_attention_forward(o, m);
   }
   in(o, SIM_MODULE_ATTN_PROJ);
-  guint of = linear(o, m, m->gpt2 ? "attn.c_proj" : "o_proj", qd, h);
+  guint of = linear(o, m, m->gpt2 ? "attn.c_proj" : "o_proj", od, h);
   SAVES(o, of, m->gpt2 ? "attn.c_proj.weight" : "o_proj.weight");
   in(o, SIM_MODULE_ATTN_RESIDUAL);
   guint add1 = residual_forward(o, m, of, "attn_resid_dropout", "attn_resid_mask", "attn_residual");
@@ -840,8 +1045,11 @@ hf_layer_ops(Ops *o, const Shape *m, const SimTransformer *c)
   norm_forward(o, m, "mlp_norm", "mlp_in");
   in(o, SIM_MODULE_MLP);
   guint fc2;
-  gboolean moe = find(o, "router_probs") >= 0; /* this layer's tensors say which MLP it has */
-  if (moe) {
+  /* This layer's tensors say which MLP it has. */
+  gboolean moe = find(o, "router_probs") >= 0 || find(o, "router_scores") >= 0;
+  if (moe && m->mla) {
+    fc2 = hf_deepseek_moe_forward(o, m, c);
+  } else if (moe) {
     fc2 = hf_moe_forward(o, m, c);
   } else if (m->gpt2) {
     guint fc1 = linear(o, m, "mlp.c_fc", h, f);
@@ -896,7 +1104,7 @@ hf_layer_ops(Ops *o, const Shape *m, const SimTransformer *c)
   } else if (moe) {
     in(o, SIM_MODULE_MLP);
     g0 = op_count(o);
-    guint r = hf_moe_backward(o, m, c);
+    guint r = m->mla ? hf_deepseek_moe_backward(o, m, c) : hf_moe_backward(o, m, c);
     span(o, row_h, r, r + 1);
   } else {
     in(o, SIM_MODULE_MLP);
@@ -929,8 +1137,8 @@ hf_layer_ops(Ops *o, const Shape *m, const SimTransformer *c)
   }
   in(o, SIM_MODULE_ATTN_PROJ);
   guint ob = linear_backward(o, m, m->gpt2 ? "attn.c_proj" : "o_proj", "attn_out",
-                             m->gpt2 ? "attn.c_proj.weight" : "o_proj.weight", qd, h, m->gpt2);
-  span(o, n * qd * e, ob, ob + 1);
+                             m->gpt2 ? "attn.c_proj.weight" : "o_proj.weight", od, h, m->gpt2);
+  span(o, n * od * e, ob, ob + 1);
   guint dq, dv;
   in(o, SIM_MODULE_CORE_ATTN);
   if (m->eager) {
@@ -942,7 +1150,9 @@ hf_layer_ops(Ops *o, const Shape *m, const SimTransformer *c)
     dq = dv = fused_attention_backward(o, m);
   }
   guint last_attn = dq;
-  if (m->gpt2) {
+  if (m->mla) {
+    hf_mla_backward(o, m, dq, dv);
+  } else if (m->gpt2) {
     /* q, k and v's gradients are concatenated back into c_attn's output. */
     span(o, n * qd * e, dv, dq);
     span(o, 2 * n * qd * e, dq, dq + 1);
@@ -1107,7 +1317,7 @@ fused_moe_backward(Ops *o, const Shape *m, const SimTransformer *c)
   gemm(o, fe, h, m->hot, El);
   guint f2 = op(o, "expert_fc2", TRUE);
   USES(o, f2, "expert_act_out");
-  grads(o, f2, El * fe * h * e);
+  expert_grads(o, f2, El * fe * h * e);
   span(o, Tl * fe * e, f2, f2 + 1);
   in(o, SIM_MODULE_MOE_ACT);
   memory(o, 1, Tl * (w + 1) * fe * e + Tl * 4, Tl * w * fe * e + Tl * 4);
@@ -1120,7 +1330,7 @@ fused_moe_backward(Ops *o, const Shape *m, const SimTransformer *c)
   gemm(o, w * fe, h, m->hot, El);
   guint f1 = op(o, "expert_fc1", TRUE);
   USES(o, f1, "expert_in");
-  grads(o, f1, El * w * fe * h * e);
+  expert_grads(o, f1, El * w * fe * h * e);
   span(o, Tl * h * e, f1, f1 + 1);
   ep_all_to_all(o, m, f1, Tl); /* the dispatch's backward: the input gradient home */
   in(o, SIM_MODULE_MLP);

@@ -16,8 +16,9 @@
  * docs/reference.md.
  *
  * What an op list says, per layout (ops = hf: llama, qwen2, mistral (and
- * the MoE blocks of mixtral, qwen2_moe, qwen3_moe: the router, then each
- * expert's ops as HF's loop runs them) and
+ * the MoE blocks of mixtral, qwen2_moe, qwen3_moe and deepseek_v3: the
+ * router, then each expert's ops as HF's loop runs them; deepseek_v3's
+ * latent attention's projections, norms and RoPE before eager attention) and
  * gpt2 as HF's modeling code runs them; ops = fused: Megatron and
  * TransformerEngine's fused kernels):
  *

@@ -864,9 +864,11 @@ lower_optimizer(SimProgram *p, const SimWorkload *w, guint32 stream, guint64 par
 }
 
 void
-lower_dp_add(Lower *l, guint64 bytes, guint64 grads, gint32 layer)
+lower_dp_add(Lower *l, gboolean experts, guint64 bytes, guint64 grads, gint32 layer)
 {
-  LowerDp *dp = l->dp;
+  LowerDp *dp = experts && l->w->ep > 1 ? l->edp : l->dp;
+  if (dp == NULL)
+    return;
   dp->pending += bytes;
   dp->pending_grads += grads;
   if (dp->pending >= dp->bucket)
@@ -962,7 +964,7 @@ alloc_grads(Lower *l, guint g, guint32 op)
     l->grads += layer->grad_bytes;
   }
   if (l->reduces && layer->reduce_bytes)
-    lower_dp_add(l, layer->reduce_bytes, layer->grad_bytes, index);
+    lower_dp_add(l, FALSE, layer->reduce_bytes, layer->grad_bytes, index);
 }
 
 /* free = next-commit (verl): group g's offloaded sources stay on the device
@@ -1706,7 +1708,7 @@ emit_backward_ops(Lower *l, guint g, gboolean free_input)
       l->grads += o->grad_bytes;
     }
     if (l->reduces && o->reduce_bytes)
-      lower_dp_add(l, o->reduce_bytes, o->grad_bytes, index);
+      lower_dp_add(l, o->experts, o->reduce_bytes, o->grad_bytes, index);
     node_done(l, index);
     if (free_input && b + 1 == layer->ops->len)
       sim_program_mem_inline(p, op, SIM_AT_END, SIM_POOL_DEVICE, -(gint64)layer->input_bytes, l->label_input, index);

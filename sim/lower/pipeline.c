@@ -25,11 +25,14 @@ typedef struct {
   guint32 *arrive_bwd;  /* per (chunk, micro-batch): its output's gradient has arrived */
   guint32 label_send_act, label_send_grad, label_act, label_grad, label_sent, label_optimizer;
   guint32 label_reduce, label_gather, label_barrier, label_release, label_param_gather;
-  guint32 label_shard, label_grads_out, label_weights_in, label_host_step;
+  guint32 label_shard, label_grads_out, label_weights_in, label_host_step, label_expert_reduce;
   GArray **barriers;    /* per stage: its buckets' barriers (LowerDp), shared by its replicas */
+  GArray **expert_barriers; /* per stage and expert-data-parallel group (stage × ep + r mod ep), ep > 1 */
   guint tp_nodes;       /* nodes the tensor-parallel group of the GPU being lowered spans */
   guint ep_nodes;       /* nodes its expert-parallel group spans */
   LowerDp dp;           /* the gradient reduction of the stage being lowered, when dp > 1 */
+  LowerDp edp;          /* its expert gradients' reduction, when 1 < ep < dp */
+  gboolean has_edp;
   Lower labels;         /* the labels every slice shares, interned once */
 } Pipe;
 
@@ -226,6 +229,7 @@ slice_open(Pipe *pp, guint gpu, guint stage, guint chunk, guint mb)
   l->tp_nodes = pp->tp_nodes;
   l->ep_nodes = pp->ep_nodes;
   l->dp = pp->par->dp > 1 ? &pp->dp : NULL;
+  l->edp = pp->has_edp ? &pp->edp : NULL;
   const GArray *stages = pp->policy->stages;
   l->keeps_all = stages != NULL && (stage >= stages->len || !g_array_index(stages, gboolean, stage));
   l->grads_here = mb == 0;
@@ -340,14 +344,38 @@ emit_replica(Pipe *pp, guint r, Item *items)
     guint ep = pp->w->ep;
     pp->ep_nodes = sim_collective_nodes(sim_parallel_global_rank(par, pp->w->tp, s, r - r % ep, 0), pp->w->tp, ep,
                                         node_gpus);
+    /* Its expert-data-parallel group: the dp / ep replicas that hold the
+     * same experts, one from each expert-parallel group, tp × ep ranks
+     * apart (Megatron's get_expert_data_parallel_group in the order
+     * tp-ep-dp-pp).  Megatron's DDP reduces the experts' gradients there,
+     * in buckets of their own (dense_params and expert_parallel_params,
+     * megatron/core/distributed/distributed_data_parallel.py; an expert
+     * weight is `allreduce` False when expert_model_parallel_size > 1,
+     * megatron/core/extensions/transformer_engine.py), on the same
+     * communication stream here.  With ep = dp the group is one replica:
+     * nothing to reduce. */
+    pp->has_edp = ep > 1 && par->dp / ep > 1;
+    if (pp->has_edp) {
+      pp->edp = pp->dp;
+      pp->edp.ranks = par->dp / ep;
+      pp->edp.nodes = sim_collective_nodes(sim_parallel_global_rank(par, pp->w->tp, s, r % ep, 0), pp->w->tp * ep,
+                                           pp->edp.ranks, node_gpus);
+      pp->edp.barriers = pp->expert_barriers[s * ep + r % ep];
+      pp->edp.label_reduce = pp->label_expert_reduce;
+    }
     for (guint k = 0; k < n; k++)
       emit_item(pp, gpu, s, &items[k], &left);
     sim_program_mark_microbatch(p, -1); /* the step's end is no micro-batch's */
     if (par->dp > 1) {
       /* The last bucket, and the optimizer waits for every reduction. */
-      lower_dp_flush(p, pp->link, &pp->dp, compute, stream_of(pp, gpu, SIM_PIPELINE_STREAM_COMM), SIM_NO_LAYER);
+      guint32 comm = stream_of(pp, gpu, SIM_PIPELINE_STREAM_COMM);
+      lower_dp_flush(p, pp->link, &pp->dp, compute, comm, SIM_NO_LAYER);
+      if (pp->has_edp)
+        lower_dp_flush(p, pp->link, &pp->edp, compute, comm, SIM_NO_LAYER);
       if (pp->dp.done != SIM_NO_EVENT)
         sim_program_wait(p, compute, pp->dp.done);
+      if (pp->has_edp && pp->edp.done != SIM_NO_EVENT)
+        sim_program_wait(p, compute, pp->edp.done);
     }
     /* The optimizer step consumes the gradients and the outputs are
      * dropped when the stage's step ends. */
@@ -425,14 +453,22 @@ sim_lower_pipeline_into(SimProgram *p, const SimWorkload *w, const SimPolicy *po
   pp.label_weights_in = sim_program_intern(p, "updated weight shard");
   pp.label_host_step = sim_program_intern(p, "optimizer on the host");
   pp.label_barrier = sim_program_intern(p, "replicas ready");
+  pp.label_expert_reduce = sim_program_intern(p, "all-reduce expert gradients");
+  guint groups = par->pp * w->ep;
   pp.barriers = g_new(GArray *, par->pp);
+  pp.expert_barriers = g_new(GArray *, groups);
   for (guint s = 0; s < par->pp; s++)
     pp.barriers[s] = g_array_new(FALSE, FALSE, sizeof(guint32));
+  for (guint k = 0; k < groups; k++)
+    pp.expert_barriers[k] = g_array_new(FALSE, FALSE, sizeof(guint32));
   for (guint r = 0; r < par->dp; r++)
     emit_replica(&pp, r, items);
   for (guint s = 0; s < par->pp; s++)
     g_array_unref(pp.barriers[s]);
+  for (guint k = 0; k < groups; k++)
+    g_array_unref(pp.expert_barriers[k]);
   g_free(pp.barriers);
+  g_free(pp.expert_barriers);
 
   g_free(pp.bounds);
   g_free(pp.slices);

@@ -21,7 +21,8 @@
  *   - with ep > 1 the MoE layers' experts are spread over groups of ep
  *     replicas (expert parallelism): each GPU is simulated as the one that
  *     holds the hottest expert (sim/input/transformer.h, SimTransformer.ep),
- *     its all-to-alls over its group.
+ *     its all-to-alls over its group, its experts' gradients reduced over
+ *     the dp / ep replicas that hold the same experts.
  *
  * Expert parallelism.  Megatron-LM builds the expert grid from the same
  * world size with expert_tensor_parallel_size = tp unless told otherwise
@@ -33,14 +34,15 @@
  * their number (megatron/training/arguments.py l. 1657,
  * megatron/core/transformer/moe/moe_layer.py l. 186).  In the expert order
  * (the default tp-cp-ep-dp-pp, l. 617, cp = 1) the ep ranks of a group are
- * consecutive data-parallel ranks, tp apart.  The expert gradients'
- * reduction over the dp / ep ranks of the expert-data-parallel group is not
- * modelled apart: the gradient buckets are reduced over all dp replicas
- * (2(dp-1)/dp of the bucket where dp / ep ranks would move
- * 2(dp/ep-1)/(dp/ep): pessimistic, most at ep = dp, where they move
- * nothing), and sharding
- * with ep > 1 is refused (it would divide the experts' state by dp instead
- * of dp / ep).
+ * consecutive data-parallel ranks, tp apart.  With ep > 1 Megatron's DDP
+ * keeps the routed experts' gradients in buffers of their own and reduces
+ * them over the expert-data-parallel group: the dp / ep replicas holding
+ * the same experts (replica r's: r mod ep, r mod ep + ep, ..., tp × ep
+ * ranks apart), in buckets of `bucket` bytes like the dense ones, which
+ * stay over all dp (sim/lower/pipeline.c; none at ep = dp, where no other
+ * replica holds them).  Both groups' reductions share the communication
+ * stream.  Sharding with ep > 1 is refused (it would divide the experts'
+ * state by dp instead of dp / ep).
  *
  * GPU numbering (what [node] places on switches and sockets): stage-major,
  * replicas innermost, gpu = stage × dp + replica, as Megatron orders ranks

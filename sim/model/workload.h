@@ -37,9 +37,9 @@ typedef struct {
   guint64 bytes;        /* the storage's size */
   double recompute;     /* seconds to recompute it, when selective (a layer without ops; with ops the
                          * selective region's ops are replayed) */
-  guint refs;           /* saved references to this storage (autograd packs), >= 1 */
   /* Flags as bits: the lowering walks every tensor of every layer per
    * candidate, and 32 bytes a tensor keep more of them in cache than 56. */
+  guint refs : 20;       /* saved references to this storage (autograd packs), >= 1 */
   guint offloadable : 1; /* 0: a policy must keep it on the device */
   guint selective : 1;   /* dropped and recomputed by selective checkpointing */
   guint leaf : 1;        /* no grad_fn */
@@ -55,12 +55,15 @@ typedef struct {
    * storage exists from that op's start) and the backward op that unpacks
    * its last reference (it is freed at that op's end), both indices into
    * the layer's ops.  Set by sim_layer_finish_ops from the uses. */
-  guint save_op : 11;
-  guint last_op : 11;
+  guint save_op : 16;
+  guint last_op : 16;
 } SimTensor;
 
-/* The most ops one layer has: SimTensor's op indices are 11 bits (SimUse's 14). */
-#define SIM_LAYER_MAX_OPS 2048
+/* The most ops one layer has (SimUse's op index is 14 bits, SimTensor's
+ * 16): HF's MoE loop runs each expert that takes tokens as 14 ops of its
+ * own, so DeepSeek-V3's 256 experts make 3,584 of them besides its
+ * attention's and router's. */
+#define SIM_LAYER_MAX_OPS 4096
 
 /* Elements of a tensor whose element size is known. */
 static inline guint64
@@ -152,6 +155,11 @@ typedef struct {
   guint8 backward;    /* TRUE: a backward op (autograd's order); FALSE: forward (execution order) */
   guint8 selective;   /* a forward op of the selective-recompute region (QK^T, softmax, dropout, PV) */
   guint8 module;      /* SimModule */
+  /* Its parameter gradients are routed experts' (grouped fc1 and fc2):
+   * with expert parallelism (ep > 1) Megatron's DDP keeps them in buffers
+   * of their own, reduced over the expert-data-parallel group of dp / ep
+   * replicas instead of over all dp (sim/model/parallel.h). */
+  guint8 experts;
   /* The parameter gradients it produces when they are not static (grads
    * = set-to-none): allocated at its end, held to the end of the step. */
   guint64 grad_bytes;

@@ -43,4 +43,15 @@ typedef struct {
  * against 4 EiB (or smaller): call it after the tensor lists are built. */
 TransformerShape transformer_shape(const SimTransformer *c);
 
+/* The names an ops = hf routed expert's own tensors and ops go by, under
+ * "expert.<i>.": what HF's loop makes of it besides its MLP (the gather,
+ * the combine; torch.where's indices, the gathered input, the output, the
+ * routing weights, the weighted product).  Owned: transformer_routed_clear. */
+typedef struct {
+  char *prefix, *gather, *combine, *idx, *in, *out, *route, *weighted;
+} TransformerRouted;
+
+TransformerRouted transformer_routed_names(guint expert);
+void transformer_routed_clear(TransformerRouted *r);
+
 G_END_DECLS

@@ -57,6 +57,11 @@ typedef struct {
   guint tp_nodes;  /* nodes its tensor-parallel group spans */
   guint ep_nodes;  /* nodes its expert-parallel group spans */
   LowerDp *dp;     /* its GPU's data parallelism, or NULL (dp = 1) */
+  /* Its expert-data-parallel group (ep > 1: the dp / ep replicas holding
+   * its experts, which reduce the routed experts' gradients, SimLayerOp.
+   * experts), or NULL: ep = 1 (they go with the rest, to dp) or ep = dp
+   * (no other replica holds them: nothing to reduce). */
+  LowerDp *edp;
   gboolean reduces; /* its backward feeds dp's gradient reduction (the last micro-batch) */
   guint32 *gathered; /* full sharding: per group, its weights' gather in this phase, or SIM_NO_EVENT */
   gboolean keeps_all;  /* the policy does not act here (`stages`): every group keeps */
@@ -137,8 +142,11 @@ void lower_slice_backward(Lower *l);
 
 /* Data parallelism: `bytes` more finished gradients on l's GPU (`grads`
  * of them allocated, set-to-none), reduced once they fill a bucket
- * (lower_dp_flush). */
-void lower_dp_add(Lower *l, guint64 bytes, guint64 grads, gint32 layer);
+ * (lower_dp_flush): over l->dp, or when they are routed experts'
+ * (`experts`) under expert parallelism over l->edp, in buckets of their
+ * own (Megatron's DDP: dense and expert-parallel parameters in separate
+ * buffers), or not at all when the experts' group is one replica. */
+void lower_dp_add(Lower *l, gboolean experts, guint64 bytes, guint64 grads, gint32 layer);
 
 /* On stream `comm` once stream `compute` got here (and event `after`
  * happened, unless SIM_NO_EVENT): a barrier with the other replicas, then

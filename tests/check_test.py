@@ -192,7 +192,7 @@ def git_blob(data):
     return hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
 
 
-# The committed snapshots are the public files, byte for byte (tests/data/snapshot/README.md).
+# The real snapshots are the public files, byte for byte (tests/data/snapshot/README.md).
 blobs = {"cs336_transformer_step.pickle.gz": "a80ccc7b5949516f035fe83efcfd2f51aae3308b",
          "decomfl_training.pickle.gz": "2f29ac4ec93e1bd28664620602d5db47eb85013c"}
 snapshot_bytes = {}

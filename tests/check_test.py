@@ -1,7 +1,13 @@
-"""`offsim check` on real Kineto traces (tests/data/kineto/, from HolisticTraceAnalysis) and real
-memory snapshots (tests/data/snapshot/): every measured figure against the same file read here
-with Python's gzip, json and pickle, independently of offsim's C; every predicted figure against
-`offsim run`'s JSON for the same scenario and policy; bad inputs are one line and exit 2.
+"""`offsim check` on real Kineto traces (from HolisticTraceAnalysis) and real memory snapshots:
+every measured figure against the same file read here with Python's gzip, json and pickle,
+independently of offsim's C; every predicted figure against `offsim run`'s JSON for the same
+scenario and policy; bad inputs are one line and exit 2.
+
+The real files are not in the repository: they are read from $OFFSIM_REAL_DATA/kineto/ and
+/snapshot/, else SOURCE_DIR/../shared/data/ (clitest.real_data; tests/data/kineto/README.md and
+tests/data/snapshot/README.md say what to place there).  What needs a missing one is skipped and
+said; everything else (synthetic format tests, Python-written pickles, refusals, bad input) runs,
+and then the test exits 77 (CTest: skipped) if it passed, as check_readme.sh does without gnuplot.
 
 Usage: check_test.py OFFSIM_BINARY SOURCE_DIR.  Standard library only.
 """
@@ -19,13 +25,24 @@ import re
 import sys
 import tempfile
 
-from clitest import Checks
+from clitest import Checks, real_data
 
 OFFSIM, SOURCE = sys.argv[1], sys.argv[2]
-DATA = os.path.join(SOURCE, "tests", "data", "kineto")
-SNAPSHOTS = os.path.join(SOURCE, "tests", "data", "snapshot")
+REAL = real_data(SOURCE)
+DATA = os.path.join(REAL, "kineto")
+SNAPSHOTS = os.path.join(REAL, "snapshot")
 checks = Checks(OFFSIM, SOURCE)
 check, offsim = checks.check, checks.offsim
+skipped = []
+
+
+def have(what, *paths):
+    """Whether every file of `paths` is there; if one is not, `what` is skipped, and said."""
+    missing = [p for p in paths if not os.path.isfile(p)]
+    if missing:
+        skipped.append(what)
+        print("check_test: skipped %s: %s absent" % (what, ", ".join(missing)))
+    return not missing
 
 
 def close(a, b):
@@ -62,6 +79,8 @@ def value(text):
 
 for name in ("sampled_rank-0.json.gz", "alexnet_trace.json.gz"):
     path = os.path.join(DATA, name)
+    if not have("the measured figures of " + name, path):
+        continue
     want, steps = expected(path)
     status, out, err = offsim("check", "--trace", path, "--format", "csv")
     check(status == 0, "%s: exit %d %s" % (name, status, err))
@@ -80,25 +99,26 @@ for name in ("sampled_rank-0.json.gz", "alexnet_trace.json.gz"):
 
 # With a scenario: the prediction is `offsim run`'s, the link rates the scenario's.
 trace = os.path.join(DATA, "sampled_rank-0.json.gz")
-for scenario, policy in (("scenarios/default.ini", None), ("scenarios/llama-3.1-8b.ini", "offload-async")):
-    args = ["check", scenario, "--trace", trace, "--format", "csv"] + (["--policy", policy] if policy else [])
-    status, out, err = offsim(*args)
-    check(status == 0, "%s: exit %d %s" % (scenario, status, err))
-    got = rows(out)
-    status, run, err = offsim("run", scenario, "--format", "json", *(["--policy", policy] if policy else []))
-    r = json.loads(run)
-    predicted = {"step_ms": r["step_ms"], "gpu_kernel_ms": r["compute_ms"] + r["recompute_ms"] + r["optimizer_ms"],
-                 "h2d_copies": r["h2d_copies"], "h2d_bytes": r["h2d_bytes"], "d2h_copies": r["d2h_copies"],
-                 "d2h_bytes": r["d2h_bytes"]}
-    for q, w in predicted.items():
-        check(close(value(got[q]["predicted"]), w), "%s %s: predicted %s, run says %s" % (scenario, q, got[q]["predicted"], w))
-    header = offsim("compare", scenario)[1].splitlines()[2]
-    link = re.match(r"link: H2D ([\d.]+) GB/s, D2H ([\d.]+) GB/s", header)
-    check(link and math.isclose(value(got["h2d_gb_per_s"]["predicted"]), float(link.group(1)), rel_tol=5e-3)
-          and math.isclose(value(got["d2h_gb_per_s"]["predicted"]), float(link.group(2)), rel_tol=5e-3),
-          "%s: link rates %s against '%s'" % (scenario, out, header))
-    for q in ("h2d_ms", "d2h_ms", "other_copies", "other_gb_per_s"):
-        check(got[q]["predicted"] == "", "%s %s: offsim predicts no such figure" % (scenario, q))
+if have("the predictions against offsim run", trace):
+    for scenario, policy in (("scenarios/default.ini", None), ("scenarios/llama-3.1-8b.ini", "offload-async")):
+        args = ["check", scenario, "--trace", trace, "--format", "csv"] + (["--policy", policy] if policy else [])
+        status, out, err = offsim(*args)
+        check(status == 0, "%s: exit %d %s" % (scenario, status, err))
+        got = rows(out)
+        status, run, err = offsim("run", scenario, "--format", "json", *(["--policy", policy] if policy else []))
+        r = json.loads(run)
+        predicted = {"step_ms": r["step_ms"], "gpu_kernel_ms": r["compute_ms"] + r["recompute_ms"] + r["optimizer_ms"],
+                     "h2d_copies": r["h2d_copies"], "h2d_bytes": r["h2d_bytes"], "d2h_copies": r["d2h_copies"],
+                     "d2h_bytes": r["d2h_bytes"]}
+        for q, w in predicted.items():
+            check(close(value(got[q]["predicted"]), w), "%s %s: predicted %s, run says %s" % (scenario, q, got[q]["predicted"], w))
+        header = offsim("compare", scenario)[1].splitlines()[2]
+        link = re.match(r"link: H2D ([\d.]+) GB/s, D2H ([\d.]+) GB/s", header)
+        check(link and math.isclose(value(got["h2d_gb_per_s"]["predicted"]), float(link.group(1)), rel_tol=5e-3)
+              and math.isclose(value(got["d2h_gb_per_s"]["predicted"]), float(link.group(2)), rel_tol=5e-3),
+              "%s: link rates %s against '%s'" % (scenario, out, header))
+        for q in ("h2d_ms", "d2h_ms", "other_copies", "other_gb_per_s"):
+            check(got[q]["predicted"] == "", "%s %s: offsim predicts no such figure" % (scenario, q))
 
 class Plain(pickle.Unpickler):
     """Python's own pickle, refusing every class: a snapshot is plain data."""
@@ -172,12 +192,14 @@ def git_blob(data):
     return hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
 
 
-# The committed snapshots are the public files, byte for byte (tests/data/snapshot/README.md).
+# The real snapshots are the public files, byte for byte (tests/data/snapshot/README.md).
 blobs = {"cs336_transformer_step.pickle.gz": "a80ccc7b5949516f035fe83efcfd2f51aae3308b",
          "decomfl_training.pickle.gz": "2f29ac4ec93e1bd28664620602d5db47eb85013c"}
 snapshot_bytes = {}
 for name, blob in blobs.items():
     path = os.path.join(SNAPSHOTS, name)
+    if not have("the measured figures of " + name, path):
+        continue
     with gzip.open(path, "rb") as f:
         data = snapshot_bytes[name] = f.read()
     check(git_blob(data) == blob, "%s: not the public file (blob %s)" % (name, git_blob(data)))
@@ -199,23 +221,26 @@ for name, blob in blobs.items():
     check(("no record_function ranges" in table) == (not any(k.startswith("range ") for k in want)),
           "%s: what the table says of ranges: %s" % (name, table[:300]))
 # The CS336 step freed its activations before the dump: the trace's peak is above the dump's level.
-cs336, _, _ = snapshot_expected(snapshot_bytes["cs336_transformer_step.pickle.gz"])
-check(cs336["peak_allocated_bytes"] > cs336["allocated_at_dump_bytes"], "cs336: %s" % cs336)
+if "cs336_transformer_step.pickle.gz" in snapshot_bytes:
+    cs336, _, _ = snapshot_expected(snapshot_bytes["cs336_transformer_step.pickle.gz"])
+    check(cs336["peak_allocated_bytes"] > cs336["allocated_at_dump_bytes"], "cs336: %s" % cs336)
 
 # The snapshot with a scenario: peaks predicted as `offsim run` predicts them; with --trace both.
 snapshot = os.path.join(SNAPSHOTS, "cs336_transformer_step.pickle.gz")
-status, out, err = offsim("check", "scenarios/tiny.ini", "--snapshot", snapshot, "--trace", trace, "--format", "csv")
-check(status == 0, "snapshot with scenario: exit %d %s" % (status, err))
-got = rows(out)
-r = json.loads(offsim("run", "scenarios/tiny.ini", "--format", "json")[1])
-check(close(value(got["peak_allocated_bytes"]["predicted"]), r["peak_device_bytes"])
-      and close(value(got["peak_reserved_bytes"]["predicted"]), r["peak_reserved_bytes"])
-      and "step_ms" in got, "snapshot predictions %s against run's %s" % (out, run[:200]))
+if have("the snapshot with a scenario and a trace", snapshot, trace):
+    status, out, err = offsim("check", "scenarios/tiny.ini", "--snapshot", snapshot, "--trace", trace, "--format", "csv")
+    check(status == 0, "snapshot with scenario: exit %d %s" % (status, err))
+    got = rows(out)
+    r = json.loads(offsim("run", "scenarios/tiny.ini", "--format", "json")[1])
+    check(close(value(got["peak_allocated_bytes"]["predicted"]), r["peak_device_bytes"])
+          and close(value(got["peak_reserved_bytes"]["predicted"]), r["peak_reserved_bytes"])
+          and "step_ms" in got, "snapshot predictions %s against run's %s" % (out, run[:200]))
 
 # Bad snapshots: one line naming the file and what was expected, exit 2; truncated real files at
 # many offsets, a flipped opcode, pickles of classes, and pickles of the wrong shape.
 tmp = tempfile.mkdtemp(prefix="check_test.")
-real = snapshot_bytes["decomfl_training.pickle.gz"]
+real = snapshot_bytes.get("decomfl_training.pickle.gz")
+alexnet = os.path.join(DATA, "alexnet_trace.json.gz")
 
 
 def write(name, data):
@@ -225,7 +250,12 @@ def write(name, data):
     return path
 
 
-bad = [(write("cut%d.pickle" % n, real[:n]), "truncated") for n in (1, 2, 11, 12, 1000, len(real) // 2, len(real) - 1)]
+bad = []
+if have("the real snapshot cut and flipped", os.path.join(SNAPSHOTS, "decomfl_training.pickle.gz")):
+    bad += [(write("cut%d.pickle" % n, real[:n]), "truncated") for n in (1, 2, 11, 12, 1000, len(real) // 2, len(real) - 1)]
+    bad += [(write("flipped.pickle", real.replace(b"\x94", b"R", 1)), "opcode 0x52 REDUCE is not read here")]
+if have("a real trace given as a snapshot", alexnet):
+    bad += [(alexnet, "not a pickle of protocol 2 or later")]
 bad += [
     (write("global.pickle", pickle.dumps({"segments": [], "x": datetime.date(2020, 1, 1)}, protocol=2)),
      "opcode 0x63 GLOBAL is not read here"),
@@ -242,8 +272,6 @@ bad += [
     (write("negative.pickle", pickle.dumps({"segments": [], "device_traces": [[{"action": "alloc", "size": 1, "time_us": 1}]]}, protocol=4)),
      "allocated bytes fall below 0 before event 0"),
     (write("after.pickle", pickle.dumps({"segments": [], "device_traces": []}, protocol=4) + b"."), "1 bytes after the end"),
-    (write("flipped.pickle", real.replace(b"\x94", b"R", 1)), "opcode 0x52 REDUCE is not read here"),
-    (os.path.join(DATA, "alexnet_trace.json.gz"), "not a pickle of protocol 2 or later"),
     ("/nonexistent.pickle", "/nonexistent.pickle: cannot read the snapshot"),
 ]
 # PyTorch 2.0 wrote trace entries without time_us: the peaks still, by hand (a synthetic format
@@ -319,6 +347,8 @@ def number_of(text, unit):
 tmp = tempfile.mkdtemp(prefix="check_profile.")
 for name in ("sampled_rank-0.json.gz", "alexnet_trace.json.gz"):
     path = os.path.join(DATA, name)
+    if not have("--write-profile from " + name, path):
+        continue
     out_path = os.path.join(tmp, name + ".ini")
     status, out, err = offsim("check", "--trace", path, "--write-profile", out_path)
     check(status == 0 and os.path.exists(out_path), "%s: --write-profile exit %d %s" % (name, status, err))
@@ -375,11 +405,12 @@ for name in ("sampled_rank-0.json.gz", "alexnet_trace.json.gz"):
     if "h2d_bandwidth" in link:
         check("H2D %.1f GB/s" % number_of(link["h2d_bandwidth"], "GB/s") in shown, "%s: %s" % (name, shown[:300]))
 # What each trace lacks is said: sampled has no deviceProperties, alexnet no shapes and no pinned copies.
-sampled_head = open(os.path.join(tmp, "sampled_rank-0.json.gz.ini")).read()
-alexnet_head = open(os.path.join(tmp, "alexnet_trace.json.gz.ini")).read()
-check("#   memory, sm_count: the trace has no deviceProperties" in sampled_head, sampled_head[:600])
-check("#   gemm_table, matmul_tflops_*: the GEMM ops have no recorded shapes" in alexnet_head
-      and "#   h2d_bandwidth, h2d_table: no pinned host-to-device copies (16 pageable ones" in alexnet_head, alexnet_head[:900])
+if have("what each written profile says it lacks", trace, alexnet):
+    sampled_head = open(os.path.join(tmp, "sampled_rank-0.json.gz.ini")).read()
+    alexnet_head = open(os.path.join(tmp, "alexnet_trace.json.gz.ini")).read()
+    check("#   memory, sm_count: the trace has no deviceProperties" in sampled_head, sampled_head[:600])
+    check("#   gemm_table, matmul_tflops_*: the GEMM ops have no recorded shapes" in alexnet_head
+          and "#   h2d_bandwidth, h2d_table: no pinned host-to-device copies (16 pageable ones" in alexnet_head, alexnet_head[:900])
 
 # Per-layer times need nn.Module ranges, which no public trace found has: a SYNTHETIC FORMAT TEST,
 # not a measurement.  Two DecoderLayer ranges (with a Linear range inside, not a layer) on the
@@ -444,25 +475,40 @@ for args, message in [
     (["check", "--trace", config], "offsim: %s: traceEvents: missing" % config),
     (["check", "--trace", "/nonexistent.json"], "offsim: /nonexistent.json: cannot read the trace"),
     (["check", "--trace", trace, "--policy", "x"], "offsim: --policy: give the SCENARIO"),
-    (["check", "scenarios/default.ini", "--trace", trace, "--policy", "x"], "offsim: --policy: no policy 'x'"),
     (["check", "--trace", trace, "--format", "json"], "offsim: --format: check prints table or csv"),
     (["check", "--snapshot", snapshot, "--write-profile", "/tmp/x.ini"], "offsim: --write-profile: give the --trace"),
+] + ([
+    # These two read the trace before they fail.
+    (["check", "scenarios/default.ini", "--trace", trace, "--policy", "x"], "offsim: --policy: no policy 'x'"),
     (["check", "--trace", trace, "--write-profile", "/nonexistent/dir/p.ini"], "offsim: --write-profile"),
-]:
+] if have("the bad options that fail after reading the trace", trace) else []):
     status, out, err = offsim(*args)
     check(status == 2 and err.startswith(message) and err.count("\n") == 1 and out == "", "%s: %d %s" % (args, status, err))
 
-# README.md's example: the block after its marker is what its command prints.
-checks.readme_example(open(readme).read(), "<!-- offsim-check-output -->")
-checks.readme_example(open(readme).read(), "<!-- offsim-check-snapshot-output -->")
-# The profile README shows is the file its command writes.
+# README.md's examples: the block after each marker is what its command prints.  The README names
+# the real files as tests/data/kineto/NAME and tests/data/snapshot/NAME (where its text says to put
+# them to run the commands as written); here they run on the files in REAL.
 readme_text = open(readme).read()
-shown = readme_text.split("<!-- offsim-check-profile-output -->\n```\n", 1)[1].split("```\n", 1)[0]
-command = readme_text.split("<!-- offsim-check-profile-output -->", 1)[0].rsplit("./build/cli/offsim ", 1)[1].split("\n", 1)[0]
-args = command.split()
-with tempfile.TemporaryDirectory() as d:
-    args[args.index("--write-profile") + 1] = os.path.join(d, "p.ini")
-    status, out, err = offsim(*args)
-    written = open(os.path.join(d, "p.ini")).read() if status == 0 else err
-check(written == shown, "README's profile differs from what '%s' writes: %s" % (command, written))
+named = {"tests/data/kineto/" + n: os.path.join(DATA, n) for n in ("sampled_rank-0.json.gz", "alexnet_trace.json.gz")}
+named.update({"tests/data/snapshot/" + n: os.path.join(SNAPSHOTS, n) for n in blobs})
+if have("README's offsim check example", trace):
+    checks.readme_example(readme_text, "<!-- offsim-check-output -->", named)
+if have("README's offsim check --snapshot example", snapshot):
+    checks.readme_example(readme_text, "<!-- offsim-check-snapshot-output -->", named)
+# The profile README shows is the file its command writes.
+if have("README's offsim check --write-profile example", alexnet):
+    shown = readme_text.split("<!-- offsim-check-profile-output -->\n```\n", 1)[1].split("```\n", 1)[0]
+    command = readme_text.split("<!-- offsim-check-profile-output -->", 1)[0].rsplit("./build/cli/offsim ", 1)[1].split("\n", 1)[0]
+    args = [named.get(a, a) for a in command.split()]
+    with tempfile.TemporaryDirectory() as d:
+        args[args.index("--write-profile") + 1] = os.path.join(d, "p.ini")
+        status, out, err = offsim(*args)
+        written = open(os.path.join(d, "p.ini")).read() if status == 0 else err
+    for n, path in named.items():
+        written = written.replace(path, n)
+    check(written == shown, "README's profile differs from what '%s' writes: %s" % (command, written))
+if skipped and not checks.failures:
+    print("check_test: every check that needs no real file passed; skipped for want of the real files in %s "
+          "(tests/data/kineto/README.md, tests/data/snapshot/README.md): %s" % (REAL, "; ".join(skipped)))
+    sys.exit(77)
 checks.finish("check_test", "offsim check reads the real traces as Python does and predicts as offsim run")

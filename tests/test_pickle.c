@@ -13,6 +13,7 @@
 #include "gzip.h"
 #include "pickle.h"
 
+#include <stdio.h>
 #include <string.h>
 
 static const char protocol2[] =
@@ -191,15 +192,22 @@ START_TEST(a_cycle_through_the_memo_is_harmless)
 }
 END_TEST
 
-/* A real snapshot (tests/data/snapshot/) read whole, then cut at many lengths and with bytes
- * changed: each reads or fails as bad input, never crashes. */
+/* A real snapshot (snapshot/cs336_transformer_step.pickle.gz of the real data, not in the
+ * repository: tests/data/snapshot/README.md) read whole, then cut at many lengths and with bytes
+ * changed: each reads or fails as bad input, never crashes.  Skipped, and said, without it. */
 START_TEST(real_snapshot_truncated_and_mutated)
 {
   g_autofree char *data = NULL;
   gsize length = 0;
   g_autoptr(GError) error = NULL;
-  ck_assert(sim_gzip_read_input(OFFSIM_TEST_DATA "/snapshot/cs336_transformer_step.pickle.gz", NULL, &data, &length,
-                                &error));
+  g_autofree char *path = test_real_data("snapshot/cs336_transformer_step.pickle.gz");
+  if (!g_file_test(path, G_FILE_TEST_IS_REGULAR)) {
+    printf("test_pickle: real_snapshot_truncated_and_mutated skipped: %s absent (tests/data/snapshot/README.md)\n",
+           path);
+    fflush(stdout);
+    return;
+  }
+  ck_assert(sim_gzip_read_input(path, NULL, &data, &length, &error));
   {
     g_autoptr(SimPickle) whole = sim_pickle_load_data(data, length, "real.pickle", &error);
     ck_assert_msg(whole != NULL, "%s", error ? error->message : "?");

@@ -239,3 +239,13 @@ test_scenario_merged_error(const char *base, const char *overrides)
   g_autofree char *text = test_ini_merge(base, overrides);
   return test_scenario_error(text);
 }
+
+char *
+test_real_data(const char *relative)
+{
+  const char *dir = g_getenv("OFFSIM_REAL_DATA");
+  if (dir != NULL && *dir != '\0')
+    return g_build_filename(dir, relative, NULL);
+  g_autofree char *parent = g_path_get_dirname(OFFSIM_SOURCE_DIR);
+  return g_build_filename(parent, "shared", "data", relative, NULL);
+}

@@ -55,6 +55,12 @@ G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(TestRun, test_run_clear)
 TestRun test_offsim(const char *first, ...) G_GNUC_NULL_TERMINATED;
 TestRun test_offsim_in(const char *cwd, const char *first, ...) G_GNUC_NULL_TERMINATED;
 
+/* The path of `relative` (kineto/NAME, snapshot/NAME) in the directory of the real traces and
+ * snapshots that the repository does not hold: $OFFSIM_REAL_DATA, else the source tree's
+ * ../shared/data (tests/data/kineto/README.md, tests/data/snapshot/README.md; tests/clitest.py's
+ * real_data for the Python tests).  A new string; the file may be absent. */
+char *test_real_data(const char *relative);
+
 /* A fresh temporary directory (the test fails if none can be made), removed
  * with everything in it when the process that made it exits; and its
  * removal now. */

@@ -23,6 +23,17 @@ BINARY = os.environ["OFFSIM_BINARY"]
 SOURCE = os.environ["OFFSIM_SOURCE"]
 SCENARIOS = os.path.join(SOURCE, "scenarios")
 BUNDLED = sorted(glob.glob(os.path.join(SCENARIOS, "*.ini")))
+sys.path.insert(0, os.path.join(SOURCE, "tests"))
+from clitest import real_data  # noqa: E402  (where the real traces and snapshots are)
+
+
+def real_file(relative):
+    """A real trace or snapshot (kineto/NAME, snapshot/NAME), not in the repository
+    (tests/data/kineto/README.md, tests/data/snapshot/README.md); the test skips without it."""
+    path = os.path.join(real_data(SOURCE), relative)
+    if not os.path.isfile(path):
+        pytest.skip("%s absent (the real data: $OFFSIM_REAL_DATA, else ../shared/data)" % path)
+    return path
 
 
 def cli(*args, input=None, cwd=None):
@@ -136,7 +147,7 @@ def test_framework_plan_and_emit_are_the_cli():
 
 
 def test_check_is_the_cli():
-    trace = os.path.join(SOURCE, "tests", "data", "kineto", "sampled_rank-0.json.gz")
+    trace = real_file("kineto/sampled_rank-0.json.gz")
     path = os.path.join(SCENARIOS, "llama-3.1-8b.ini")
     df = offsim.check(trace, path, policy="offload-async")
     assert_frame_is(df, cli_ok("check", path, "--trace", trace, "--policy", "offload-async", "--format", "csv"))
@@ -144,7 +155,7 @@ def test_check_is_the_cli():
 
 
 def test_check_write_profile_is_the_cli(tmp_path):
-    trace = os.path.join(SOURCE, "tests", "data", "kineto", "sampled_rank-0.json.gz")
+    trace = real_file("kineto/sampled_rank-0.json.gz")
     df = offsim.check(trace, write_profile=tmp_path / "a.ini")
     assert_frame_is(df, cli_ok("check", "--trace", trace, "--write-profile", str(tmp_path / "b.ini"), "--format", "csv"))
     assert (tmp_path / "a.ini").read_text() == (tmp_path / "b.ini").read_text()
@@ -152,11 +163,16 @@ def test_check_write_profile_is_the_cli(tmp_path):
 
 
 def test_check_snapshot_is_the_cli():
-    snapshot = os.path.join(SOURCE, "tests", "data", "snapshot", "decomfl_training.pickle.gz")
+    snapshot = real_file("snapshot/decomfl_training.pickle.gz")
     path = os.path.join(SCENARIOS, "tiny.ini")
     df = offsim.check(snapshot=snapshot, scenario=path)
     assert_frame_is(df, cli_ok("check", path, "--snapshot", snapshot, "--format", "csv"))
     assert df.quantity[0] == "peak_allocated_bytes"
+
+
+def test_check_errors_are_the_cli():
+    """Refused before any file is read: no real file needed (the snapshot's path is only named)."""
+    snapshot = os.path.join(real_data(SOURCE), "snapshot", "decomfl_training.pickle.gz")
     readme = os.path.join(SOURCE, "README.md")
     for kwargs, args in (({}, []), ({"snapshot": readme}, ["--snapshot", readme]),
                          ({"snapshot": snapshot, "write_profile": "p.ini"}, ["--snapshot", snapshot, "--write-profile", "p.ini"])):

@@ -189,7 +189,7 @@ cli_bench_main(int argc, char **argv)
   int status;
   if (!cli_parse_options(ctx, "bench", entries, &argc, &argv, &status))
     return status;
-  if (format_text && !cli_report_parse_format(format_text, &format, &error))
+  if (!cli_report_parse_format(format_text, CLI_FORMATS_TABLE | CLI_FORMATS_JSON, &format, &error))
     return cli_fail(error);
   if (repeats < 1 || repeats > 1000 || jobs < 0 || jobs > 1024) {
     g_set_error(&error, SIM_ERROR, SIM_ERROR_INPUT, "bench: --repeats from 1 to 1000, --jobs from 0 to 1024");

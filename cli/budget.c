@@ -74,12 +74,10 @@ parse_ms_option(const char *name, const char *text, double *ms, GError **error)
 static gboolean
 parse_request(const BudgetOptions *o, BudgetRequest *r, GError **error)
 {
-  if (o->format && strcmp(o->format, "table") != 0 && strcmp(o->format, "json") != 0) {
-    g_autofree char *quoted = sim_error_quote(o->format);
-    g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "--format: expected table or json, got '%s'", quoted);
+  CliFormat format;
+  if (!cli_report_parse_format(o->format, CLI_FORMATS_TABLE | CLI_FORMATS_JSON, &format, error))
     return FALSE;
-  }
-  r->json = o->format && strcmp(o->format, "json") == 0;
+  r->json = format == CLI_FORMAT_JSON;
   if (o->budget == NULL || o->bandwidth == NULL) {
     g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "--%s is required", o->budget ? "bandwidth" : "budget");
     return FALSE;

@@ -198,12 +198,8 @@ check_run(const char *path, const CheckOptions *o, GError **error)
                 "torch.cuda.memory snapshot)");
     return FALSE;
   }
-  if (o->format && !cli_report_parse_format(o->format, &format, error))
+  if (!cli_report_parse_format(o->format, CLI_FORMATS_TABLE | CLI_FORMATS_CSV, &format, error))
     return FALSE;
-  if (format == CLI_FORMAT_JSON) {
-    g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "--format: check prints table or csv");
-    return FALSE;
-  }
   if (o->write_profile && o->trace == NULL) {
     g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "--write-profile: give the --trace to derive the profile from");
     return FALSE;

@@ -365,12 +365,8 @@ plan_run(const char *path, const PlanOptions *o, GError **error)
   }
   if (!cli_parse_budget(o->budget, NULL, &budget, error))
     return -1;
-  if (o->format && !cli_report_parse_format(o->format, &format, error))
+  if (!cli_report_parse_format(o->format, CLI_FORMATS_TABLE | CLI_FORMATS_JSON, &format, error))
     return -1;
-  if (format == CLI_FORMAT_CSV) {
-    g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "--format: plan prints table or json");
-    return -1;
-  }
   PlanRequest req;
   if (!parse_framework(o, &req, error))
     return -1;

@@ -9,18 +9,30 @@
 #include <stddef.h>
 #include <string.h>
 
+static const char *const format_names[] = { "table", "csv", "json" };
+G_STATIC_ASSERT(G_N_ELEMENTS(format_names) == CLI_FORMAT_COUNT);
+
 gboolean
-cli_report_parse_format(const char *text, CliFormat *format, GError **error)
+cli_report_parse_format(const char *text, CliFormats allowed, CliFormat *format, GError **error)
 {
-  static const char *names[] = { "table", "csv", "json" };
-  for (guint i = 0; i < G_N_ELEMENTS(names); i++) {
-    if (g_strcmp0(text, names[i]) == 0) {
+  g_return_val_if_fail(allowed & CLI_FORMATS_TABLE, FALSE);
+  *format = CLI_FORMAT_TABLE;
+  if (text == NULL)
+    return TRUE;
+  for (guint i = 0; i < CLI_FORMAT_COUNT; i++) {
+    if ((allowed & (1u << i)) && strcmp(text, format_names[i]) == 0) {
       *format = (CliFormat)i;
       return TRUE;
     }
   }
+  /* "table or json", "table, csv or json" */
+  g_autoptr(GString) names = g_string_new(NULL);
+  guint n = (guint)__builtin_popcount((guint)allowed), k = 0;
+  for (guint i = 0; i < CLI_FORMAT_COUNT; i++)
+    if (allowed & (1u << i))
+      g_string_append_printf(names, "%s%s", k++ == 0 ? "" : k == n ? " or " : ", ", format_names[i]);
   g_autofree char *quoted = sim_error_quote(text);
-  g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "--format: expected table, csv or json, got '%s'", quoted);
+  g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "--format: expected %s, got '%s'", names->str, quoted);
   return FALSE;
 }
 

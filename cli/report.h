@@ -25,10 +25,22 @@ typedef enum {
   CLI_FORMAT_TABLE,
   CLI_FORMAT_CSV,
   CLI_FORMAT_JSON,
+  CLI_FORMAT_COUNT,
 } CliFormat;
 
-/* Parses "table", "csv" or "json". */
-gboolean cli_report_parse_format(const char *text, CliFormat *format, GError **error);
+/* Which formats a command prints, as a mask of 1 << CliFormat. */
+typedef enum {
+  CLI_FORMATS_TABLE = 1 << CLI_FORMAT_TABLE,
+  CLI_FORMATS_CSV = 1 << CLI_FORMAT_CSV,
+  CLI_FORMATS_JSON = 1 << CLI_FORMAT_JSON,
+  CLI_FORMATS_ALL = CLI_FORMATS_TABLE | CLI_FORMATS_CSV | CLI_FORMATS_JSON,
+} CliFormats;
+
+/* --format's value: one of the names of `allowed` ("table", "csv",
+ * "json"), NULL meaning table (every command prints one).  Anything else
+ * is an input error listing the allowed names: every command parses
+ * --format here, so the messages agree. */
+gboolean cli_report_parse_format(const char *text, CliFormats allowed, CliFormat *format, GError **error);
 
 /* `results` holds SimResult*.  `single` prints `run`'s shape: one JSON object
  * instead of {"scenario", "results"}. */

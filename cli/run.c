@@ -93,7 +93,7 @@ static gboolean
 parse_request(const RunOptions *o, RunRequest *r, GError **error)
 {
   *r = (RunRequest){ .format = CLI_FORMAT_TABLE, .formats = PLOTS_FORMAT_ALL };
-  if (o->format && !cli_report_parse_format(o->format, &r->format, error))
+  if (!cli_report_parse_format(o->format, CLI_FORMATS_ALL, &r->format, error))
     return FALSE;
   if (o->plot_format && !plots_gnuplot_parse_formats(o->plot_format, &r->formats, error)) {
     g_prefix_error(error, "--plot-format: ");

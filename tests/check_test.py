@@ -475,7 +475,7 @@ for args, message in [
     (["check", "--trace", config], "offsim: %s: traceEvents: missing" % config),
     (["check", "--trace", "/nonexistent.json"], "offsim: /nonexistent.json: cannot read the trace"),
     (["check", "--trace", trace, "--policy", "x"], "offsim: --policy: give the SCENARIO"),
-    (["check", "--trace", trace, "--format", "json"], "offsim: --format: check prints table or csv"),
+    (["check", "--trace", trace, "--format", "json"], "offsim: --format: expected table or csv, got 'json'"),
     (["check", "--snapshot", snapshot, "--write-profile", "/tmp/x.ini"], "offsim: --write-profile: give the --trace"),
 ] + ([
     # These two read the trace before they fail.

@@ -4,8 +4,8 @@ independently of offsim's C; every predicted figure against `offsim run`'s JSON 
 scenario and policy; bad inputs are one line and exit 2.
 
 The real files are not in the repository: they are read from $OFFSIM_REAL_DATA/kineto/ and
-/snapshot/, else SOURCE_DIR/../shared/data/ (clitest.real_data; tests/data/kineto/README.md and
-tests/data/snapshot/README.md say what to place there).  What needs a missing one is skipped and
+/snapshot/, else from data/ in the shared/ directory beside the checkout (clitest.real_data;
+tests/data/kineto/README.md and tests/data/snapshot/README.md say what to place there).  What needs a missing one is skipped and
 said; everything else (synthetic format tests, Python-written pickles, refusals, bad input) runs,
 and then the test exits 77 (CTest: skipped) if it passed, as check_readme.sh does without gnuplot.
 

@@ -9,8 +9,8 @@ import sys
 def real_data(source):
     """The directory of the real Kineto traces (kineto/) and memory snapshots (snapshot/) that the
     repository does not hold (tests/data/kineto/README.md, tests/data/snapshot/README.md):
-    $OFFSIM_REAL_DATA, else SOURCE/../shared/data (the steering repository's shared/ beside a
-    checkout).  A test that needs a file missing there skips."""
+    $OFFSIM_REAL_DATA, else data/ in the steering repository's shared/ directory, beside the
+    checkout SOURCE.  A test that needs a file missing there skips."""
     return os.environ.get("OFFSIM_REAL_DATA") or os.path.normpath(
         os.path.join(os.path.abspath(source), "..", "shared", "data"))
 

@@ -56,8 +56,8 @@ TestRun test_offsim(const char *first, ...) G_GNUC_NULL_TERMINATED;
 TestRun test_offsim_in(const char *cwd, const char *first, ...) G_GNUC_NULL_TERMINATED;
 
 /* The path of `relative` (kineto/NAME, snapshot/NAME) in the directory of the real traces and
- * snapshots that the repository does not hold: $OFFSIM_REAL_DATA, else the source tree's
- * ../shared/data (tests/data/kineto/README.md, tests/data/snapshot/README.md; tests/clitest.py's
+ * snapshots that the repository does not hold: $OFFSIM_REAL_DATA, else data/ in the shared/
+ * directory beside the source tree (tests/data/kineto/README.md, tests/data/snapshot/README.md; tests/clitest.py's
  * real_data for the Python tests).  A new string; the file may be absent. */
 char *test_real_data(const char *relative);
 

@@ -32,7 +32,7 @@ def real_file(relative):
     (tests/data/kineto/README.md, tests/data/snapshot/README.md); the test skips without it."""
     path = os.path.join(real_data(SOURCE), relative)
     if not os.path.isfile(path):
-        pytest.skip("%s absent (the real data: $OFFSIM_REAL_DATA, else ../shared/data)" % path)
+        pytest.skip("%s absent (the real data: $OFFSIM_REAL_DATA, else shared/data beside the checkout)" % path)
     return path
 
 

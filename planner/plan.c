@@ -200,6 +200,16 @@ consider(Ctx *c, Best *best, const SimAction *actions, guint o, gboolean by_peak
   return TRUE;
 }
 
+/* The exact search's model's step and peak of `actions` under schedule o
+ * (c->model must be set). */
+static Eval
+model_eval(const Ctx *c, guint o, const SimAction *actions)
+{
+  Eval m;
+  planner_exact_eval(c->model, &c->opts[o], actions, &m.step, &m.peak);
+  return m;
+}
+
 /* Whether a whole plan of the exhaustive search may beat `best` under
  * schedule o: where the model is the engine's arithmetic or a relaxation
  * of it (never above it: planner/exact.h), a plan whose model step is no
@@ -211,8 +221,7 @@ leaf_may_pay(const Ctx *c, const Best *best, const SimAction *actions, guint o, 
 {
   if (c->model == NULL || c->per_op)
     return TRUE;
-  Eval m;
-  planner_exact_eval(c->model, &c->opts[o], actions, &m.step, &m.peak);
+  Eval m = model_eval(c, o, actions);
   if (by_peak)
     return !best->found || m.peak <= best->eval.peak;
   /* Within PLANNER_OPTIMAL_GAP a tie goes to the engine: the model agrees to rounding, not to the bit. */
@@ -259,15 +268,6 @@ dfs(Dfs *d, guint layer)
   }
 }
 
-/* The model's step and peak of `actions` under b's schedule. */
-static Eval
-model_eval(const Ctx *c, const Best *b, const SimAction *actions)
-{
-  Eval m;
-  planner_exact_eval(c->model, &c->opts[b->option], actions, &m.step, &m.peak);
-  return m;
-}
-
 /* Whether a move whose model figures are `trial`, from a plan whose model
  * figures are `now`, may beat the plan b holds: the model's change of step
  * and of peak, widened by the largest error the model has made on a change
@@ -306,7 +306,7 @@ local_search(Ctx *c, Best *b, gboolean by_peak, GError **error)
   gboolean changed = TRUE;
   Eval now = { 0 }, predicted = { 0 };
   if (c->model)
-    now = model_eval(c, b, b->actions);
+    now = model_eval(c, b->option, b->actions);
   while (changed) {
     changed = FALSE;
     for (guint i = 0; i < c->n; i++) {
@@ -321,7 +321,7 @@ local_search(Ctx *c, Best *b, gboolean by_peak, GError **error)
         if (by_peak ? (gint64)mem > b->eval.peak : mem > c->budget || time >= b->eval.step)
           continue;
         if (c->model) {
-          predicted = model_eval(c, b, trial);
+          predicted = model_eval(c, b->option, trial);
           if (!screen_passes(c, b, &now, &predicted, by_peak))
             continue;
         }
@@ -635,7 +635,7 @@ suggest(Ctx *c, Best *best, guint64 *states, GError **error)
   double searched = best->found ? best->eval.step : INFINITY, step;
   for (guint o = 0; o < c->n_opts; o++) {
     guint width = planner_exact_is_exact(x, &c->opts[o]) ? 0 : PLANNER_BEAM_OPS;
-    double cutoff = best->found ? model_eval(c, best, best->actions).step + c->miss_step : INFINITY;
+    double cutoff = best->found ? model_eval(c, best->option, best->actions).step + c->miss_step : INFINITY;
     PlannerExactStats stats = { 0 };
     gboolean found = planner_exact_solve(x, &c->opts[o], c->budget, cutoff, width, actions, &step, &stats);
     *states += stats.states;

@@ -25,10 +25,12 @@
  *     below and the proof leave a gap: the proof needs tens of engine runs
  *     where branch and bound needs thousands, and when it closes the plan
  *     is the same optimum (a tie may pick another plan of the same step);
+ *     and a whole plan goes to the engine only when the model (exact, or a
+ *     relaxation never above the engine) says it may beat the best;
  *   - more layers: seeded with every fixed policy (resident, async on all
  *     and on the first N, sync, full and selective checkpointing, every-k
  *     checkpointing), then improved by local search (one layer's action at
- *     a time, best improvement first) until nothing improves.  It never
+ *     a time, first improvement) until nothing improves.  It never
  *     returns worse than a fixed policy that fits.
  *   - past PLANNER_LOCAL_LAYERS layers the local search (layers x layers
  *     evaluations) is replaced by prefix plans, "the first m layers
@@ -36,7 +38,8 @@
  *     each schedule: O(log L) evaluations of O(L) each;
  *   - generated transformers add selective and selective+offload moves;
  *     they run op by op, where the exact search's model is close to the
- *     engine but not its arithmetic: nothing is proven there, and its
+ *     engine but not its arithmetic: nothing is proven there, none of the
+ *     exhaustive searches above runs (4^L engine runs), and the model's
  *     plans (each exact schedule's least below the model's figure for the
  *     plan held, a beam of PLANNER_BEAM_OPS under prefetch 2) are
  *     suggestions the engine judges (docs/planner.md, "Op by op");
@@ -82,7 +85,8 @@ G_BEGIN_DECLS
 #define PLANNER_OPTIMAL_GAP 1e-9
 /* States per key the beam keeps before the exact search (planner/exact.h). */
 #define PLANNER_BEAM 256
-/* ... and past PLANNER_PROVEN_LAYERS, where it is the only search: as
+/* ... and past PLANNER_PROVEN_LAYERS on layers of one op each way (op by
+ * op the suggestions of plan.c run at any size), where it is the only search: as
  * wide as PLANNER_BEAM_STATES / layers allows (a constant cost, about a
  * second on this 2-core machine, whatever the layers: 2,111 states per
  * key at 97 layers, 1,024 at 200, 204 at 1,000), never narrower than

@@ -315,18 +315,18 @@ bench_sweep(const BenchOptions *o, BenchFigures *f, GError **error)
   guint repeats = MAX(1u, o->repeats / 2);
   g_autofree double *rates = g_new(double, repeats);
   for (guint r = 0; r < repeats; r++) {
-    g_autoptr(GPtrArray) axes = g_ptr_array_new_with_free_func((GDestroyNotify)planner_grid_axis_free);
+    g_autoptr(GPtrArray) axes = g_ptr_array_new_with_free_func((GDestroyNotify)sweep_grid_axis_free);
     g_autoptr(GString) set = g_string_new("link.h2d_bandwidth=");
     for (guint i = 0; i < bandwidths; i++)
       g_string_append_printf(set, "%s%uGB/s", i ? "," : "", 10 + i);
-    g_ptr_array_add(axes, planner_grid_axis_parse(set->str, "bench sweep", error));
+    g_ptr_array_add(axes, sweep_grid_axis_parse(set->str, "bench sweep", error));
     g_string_assign(set, "transformer.batch=");
     for (guint i = 0; i < batches; i++)
       g_string_append_printf(set, "%s%u", i ? "," : "", 1 + i);
-    g_ptr_array_add(axes, planner_grid_axis_parse(set->str, "bench sweep", error));
-    PlannerGridOptions options = { .jobs = o->jobs, .shard_option = "bench sweep" };
+    g_ptr_array_add(axes, sweep_grid_axis_parse(set->str, "bench sweep", error));
+    SweepGridOptions options = { .jobs = o->jobs, .shard_option = "bench sweep" };
     double t0 = now_s();
-    g_autoptr(PlannerGrid) grid = planner_grid_run(config, g_steal_pointer(&axes), &options, error);
+    g_autoptr(SweepGrid) grid = sweep_grid_run(config, g_steal_pointer(&axes), &options, error);
     double t1 = now_s();
     if (grid == NULL)
       return FALSE;

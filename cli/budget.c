@@ -1,12 +1,12 @@
 /* cli/budget.c — `offsim budget`: the seed chapter's activation budget ledger (docs/reference.md)
- * on a CSV of chunks (planner/budget.h), as a table or JSON.
+ * on a CSV of chunks (ledger/ledger.h), as a table or JSON.
  *
  * Options are checked before the file is read, and the command line refuses
- * every negative threshold outright; only planner_budget_recommend keeps the
+ * every negative threshold outright; only ledger_recommend keeps the
  * chapter's quirk of not looking at thresholds when nothing is offloaded. */
 #include "cli.h"
 
-#include "budget.h"
+#include "ledger.h"
 #include "error.h"
 #include "report.h"
 #include "units.h"
@@ -93,7 +93,7 @@ parse_request(const BudgetOptions *o, BudgetRequest *r, GError **error)
   }
   r->bandwidth_gibps = rate / 1073741824.0; /* the chapter's bandwidth_gbps is GiB/s */
 
-  r->min_saved_ratio = PLANNER_BUDGET_MIN_SAVED_RATIO;
+  r->min_saved_ratio = LEDGER_MIN_SAVED_RATIO;
   if (o->min_saved_ratio) {
     char *end = NULL;
     r->min_saved_ratio = g_ascii_strtod(o->min_saved_ratio, &end);
@@ -109,7 +109,7 @@ parse_request(const BudgetOptions *o, BudgetRequest *r, GError **error)
       return FALSE;
     }
   }
-  r->max_transfer_ms = PLANNER_BUDGET_MAX_TRANSFER_MS;
+  r->max_transfer_ms = LEDGER_MAX_TRANSFER_MS;
   if (o->max_transfer && !parse_ms_option("max-transfer", o->max_transfer, &r->max_transfer_ms, error))
     return FALSE;
 
@@ -138,8 +138,8 @@ names_json(GPtrArray *names)
 }
 
 static char *
-format_json(const PlannerBudgetSummary *s, PlannerBudgetVerdict verdict, const BudgetRequest *r,
-            const PlannerBudgetComparison *cmp)
+format_json(const LedgerSummary *s, LedgerVerdict verdict, const BudgetRequest *r,
+            const LedgerComparison *cmp)
 {
   g_autoptr(JsonObject) o = json_object_new();
   json_object_set_int_member(o, "total_bytes", s->total_bytes);
@@ -153,7 +153,7 @@ format_json(const PlannerBudgetSummary *s, PlannerBudgetVerdict verdict, const B
   json_object_set_double_member(o, "saved_ratio", s->saved_ratio);
   json_object_set_boolean_member(o, "feasible", s->feasible);
   json_object_set_int_member(o, "overflow_bytes", s->overflow_bytes);
-  json_object_set_string_member(o, "verdict", planner_budget_verdict_name(verdict));
+  json_object_set_string_member(o, "verdict", ledger_verdict_name(verdict));
   /* Extras: the inputs the figures came from. */
   json_object_set_int_member(o, "budget_bytes", s->budget_bytes);
   json_object_set_double_member(o, "bandwidth_gib_per_s", s->bandwidth_gibps);
@@ -179,7 +179,7 @@ format_json(const PlannerBudgetSummary *s, PlannerBudgetVerdict verdict, const B
 /* "saved 0.478 >= 0.25 and one way 42.97 ms <= 60 ms" against the thresholds
  * (min, max); with `failed_only`, just the ones missed. */
 static char *
-checks_text(const PlannerBudgetSummary *s, double min, double max, gboolean failed_only)
+checks_text(const LedgerSummary *s, double min, double max, gboolean failed_only)
 {
   GString *t = g_string_new(NULL);
   gboolean saved_ok = s->saved_ratio >= min, time_ok = s->transfer_ms <= max;
@@ -193,9 +193,9 @@ checks_text(const PlannerBudgetSummary *s, double min, double max, gboolean fail
 
 /* Why the verdict is what it is, in the order the chapter decides it. */
 static void
-explain_verdict(GString *out, const PlannerBudgetSummary *s, PlannerBudgetVerdict verdict, const BudgetRequest *r)
+explain_verdict(GString *out, const LedgerSummary *s, LedgerVerdict verdict, const BudgetRequest *r)
 {
-  const char *name = planner_budget_verdict_name(verdict);
+  const char *name = ledger_verdict_name(verdict);
   double min = r->min_saved_ratio, max = r->max_transfer_ms;
   if (s->offloaded_bytes <= 0) {
     g_autofree char *over = sim_units_format_size((guint64)s->overflow_bytes);
@@ -207,10 +207,10 @@ explain_verdict(GString *out, const PlannerBudgetSummary *s, PlannerBudgetVerdic
   } else if (!s->feasible) {
     g_autofree char *over = sim_units_format_size((guint64)s->overflow_bytes);
     g_string_append_printf(out, "%s: infeasible, what must stay is %s over the budget\n", name, over);
-  } else if (verdict == PLANNER_BUDGET_ACCEPT) {
+  } else if (verdict == LEDGER_ACCEPT) {
     g_autofree char *met = checks_text(s, min, max, FALSE);
     g_string_append_printf(out, "%s: %s\n", name, met);
-  } else if (verdict == PLANNER_BUDGET_TUNE) {
+  } else if (verdict == LEDGER_TUNE) {
     g_autofree char *met = checks_text(s, min / 2, max * 2, FALSE);
     g_autofree char *missed = checks_text(s, min, max, TRUE);
     g_string_append_printf(out, "%s: meets the relaxed thresholds, %s,\n%11sbut not the strict ones: %s\n", name,
@@ -222,8 +222,8 @@ explain_verdict(GString *out, const PlannerBudgetSummary *s, PlannerBudgetVerdic
 }
 
 static char *
-format_table(const char *path, GPtrArray *chunks, const PlannerBudgetSummary *s, PlannerBudgetVerdict verdict,
-             const BudgetRequest *r, const PlannerBudgetComparison *cmp)
+format_table(const char *path, GPtrArray *chunks, const LedgerSummary *s, LedgerVerdict verdict,
+             const BudgetRequest *r, const LedgerComparison *cmp)
 {
   GString *out = g_string_new(NULL);
   g_autofree char *total = sim_units_format_size((guint64)s->total_bytes);
@@ -238,14 +238,14 @@ format_table(const char *path, GPtrArray *chunks, const PlannerBudgetSummary *s,
 
   int w = 5;
   for (guint i = 0; i < chunks->len; i++)
-    w = MAX(w, (int)g_utf8_strlen(((PlannerBudgetChunk *)g_ptr_array_index(chunks, i))->name, -1));
+    w = MAX(w, (int)g_utf8_strlen(((LedgerChunk *)g_ptr_array_index(chunks, i))->name, -1));
   g_string_append_printf(out, "%-*s %10s %12s %12s  %s\n", w, "chunk", "size", "reuse delay", "offloadable", "plan");
   /* Names are unique: a table, not a search per row (100,000 chunks). */
   g_autoptr(GHashTable) offload_order = g_hash_table_new(g_str_hash, g_str_equal);
   for (guint k = 0; k < s->offloaded_names->len; k++)
     g_hash_table_insert(offload_order, g_ptr_array_index(s->offloaded_names, k), GUINT_TO_POINTER(k + 1));
   for (guint i = 0; i < chunks->len; i++) {
-    const PlannerBudgetChunk *c = g_ptr_array_index(chunks, i);
+    const LedgerChunk *c = g_ptr_array_index(chunks, i);
     g_autofree char *size = sim_units_format_size((guint64)c->bytes);
     guint order = GPOINTER_TO_UINT(g_hash_table_lookup(offload_order, c->name));
     g_autofree char *plan = order ? g_strdup_printf("offload #%u", order) : g_strdup("keep");
@@ -281,22 +281,22 @@ static gboolean
 run_budget(const char *path, const BudgetOptions *o, GError **error)
 {
   BudgetRequest r = { 0 };
-  PlannerBudgetVerdict verdict = PLANNER_BUDGET_REJECT;
-  PlannerBudgetComparison cmp = { 0 };
+  LedgerVerdict verdict = LEDGER_REJECT;
+  LedgerComparison cmp = { 0 };
 
   if (!parse_request(o, &r, error))
     return FALSE;
-  g_autoptr(GPtrArray) chunks = planner_budget_load_csv(path, error);
+  g_autoptr(GPtrArray) chunks = ledger_load_csv(path, error);
   if (chunks == NULL)
     return FALSE;
-  g_autoptr(PlannerBudgetSummary) s = planner_budget_summarize(chunks, r.budget_bytes, r.bandwidth_gibps, error);
-  if (s == NULL || !planner_budget_recommend(s, r.min_saved_ratio, r.max_transfer_ms, &verdict, error))
+  g_autoptr(LedgerSummary) s = ledger_summarize(chunks, r.budget_bytes, r.bandwidth_gibps, error);
+  if (s == NULL || !ledger_recommend(s, r.min_saved_ratio, r.max_transfer_ms, &verdict, error))
     return FALSE;
   if (r.checkpoint &&
-      !planner_budget_compare_checkpointing(s, r.checkpoint_saved_bytes, r.checkpoint_extra_ms, &cmp, error))
+      !ledger_compare_checkpointing(s, r.checkpoint_saved_bytes, r.checkpoint_extra_ms, &cmp, error))
     return FALSE;
 
-  const PlannerBudgetComparison *c = r.checkpoint ? &cmp : NULL;
+  const LedgerComparison *c = r.checkpoint ? &cmp : NULL;
   g_autofree char *text = r.json ? format_json(s, verdict, &r, c) : format_table(path, chunks, s, verdict, &r, c);
   return cli_print(text, error);
 }

@@ -9,9 +9,9 @@
 #include "error.h"
 #include "evaluate.h"
 #include "figures.h"
-#include "memory.h"
+#include "memory_csv.h"
 #include "report.h"
-#include "timeline.h"
+#include "timeline_csv.h"
 #include "units.h"
 
 #include <stdio.h>
@@ -54,11 +54,11 @@ static gboolean
 write_outputs(const SimScenario *scenario, GPtrArray *results, const RunOptions *o, guint formats, GError **error)
 {
   const SimResult *first = g_ptr_array_index(results, 0);
-  if (o->trace && !plots_chrome_trace_write(first, "--trace", o->trace, error))
+  if (o->trace && !export_chrome_trace_write(first, "--trace", o->trace, error))
     return FALSE;
-  if (o->timeline && !plots_timeline_write(first, "--timeline", o->timeline, error))
+  if (o->timeline && !export_timeline_csv_write(first, "--timeline", o->timeline, error))
     return FALSE;
-  if (o->memory && !plots_memory_write(first, "--memory", o->memory, error))
+  if (o->memory && !export_memory_csv_write(first, "--memory", o->memory, error))
     return FALSE;
   if (!o->plot && !o->plot_script)
     return TRUE;

@@ -39,7 +39,7 @@ show_progress(guint done, guint total, gpointer data)
  * keys at their first value): plots/sweep.h.  `g` holds the points the
  * chart reads (Sink, below), not the whole sweep. */
 static gboolean
-draw(const PlannerGrid *g, const char *scenario, const char *dir, GError **error)
+draw(const SweepGrid *g, const char *scenario, const char *dir, GError **error)
 {
   g_autoptr(PlotsSweep) sweep = plots_sweep_from_grid(g, scenario, error);
   g_autoptr(PlotsChart) chart = sweep ? plots_sweep_chart(sweep, "sweep", error) : NULL;
@@ -79,11 +79,11 @@ sink_plots(const Sink *k, guint index)
 
 /* On a worker: the point's rows, the swept values first. */
 static gboolean
-format_rows(const PlannerGrid *g, const PlannerGridPoint *point, GString *out, gpointer data)
+format_rows(const SweepGrid *g, const SweepGridPoint *point, GString *out, gpointer data)
 {
   g_autoptr(GString) prefix = g_string_new(NULL);
   for (guint a = 0; a < g->axes->len; a++) {
-    sim_output_csv_field(prefix, planner_grid_value(g, a, point->index));
+    sim_output_csv_field(prefix, sweep_grid_value(g, a, point->index));
     g_string_append_c(prefix, ',');
   }
   const Sink *k = data;
@@ -100,10 +100,10 @@ format_rows(const PlannerGrid *g, const PlannerGridPoint *point, GString *out, g
 /* --keep-going: a point that failed is one row, its swept values, every
  * result field empty, and the error (the message exit 2 would print). */
 static void
-format_error_row(const PlannerGrid *g, const PlannerGridPoint *point, GString *out)
+format_error_row(const SweepGrid *g, const SweepGridPoint *point, GString *out)
 {
   for (guint a = 0; a < g->axes->len; a++) {
-    sim_output_csv_field(out, planner_grid_value(g, a, point->index));
+    sim_output_csv_field(out, sweep_grid_value(g, a, point->index));
     g_string_append_c(out, ',');
   }
   for (guint c = 0; c < cli_report_csv_columns(); c++)
@@ -116,7 +116,7 @@ format_error_row(const PlannerGrid *g, const PlannerGridPoint *point, GString *o
 /* On the calling thread, in point order.  The header waits for the first
  * row, so that a sweep whose first point fails prints nothing. */
 static gboolean
-write_rows(PlannerGrid *g, PlannerGridPoint *point, const GString *text, gpointer data, GError **error)
+write_rows(SweepGrid *g, SweepGridPoint *point, const GString *text, gpointer data, GError **error)
 {
   Sink *k = data;
   if (k->header) {
@@ -134,7 +134,7 @@ write_rows(PlannerGrid *g, PlannerGridPoint *point, const GString *text, gpointe
   if (!sim_output_stream_write(k->out, text->str, text->len, error))
     return FALSE;
   if (point->results)
-    planner_grid_keep(g, point);
+    sweep_grid_keep(g, point);
   return TRUE;
 }
 
@@ -162,7 +162,7 @@ sweep_run(const char *path, const SweepOptions *o, GError **error)
     g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "--keep-going: not with --plot (a failed point has nothing to draw)");
     return FALSE;
   }
-  PlannerGridOptions options = { .jobs = o->jobs == SWEEP_JOBS_UNSET ? 0 : (guint)o->jobs, .shard_option = "--shard",
+  SweepGridOptions options = { .jobs = o->jobs == SWEEP_JOBS_UNSET ? 0 : (guint)o->jobs, .shard_option = "--shard",
                                  .keep_going = o->keep_going };
   if (o->shard) {
     guint64 i, n;
@@ -176,14 +176,14 @@ sweep_run(const char *path, const SweepOptions *o, GError **error)
     options.shard = (guint)i;
     options.shards = (guint)n;
   }
-  g_autoptr(GPtrArray) axes = g_ptr_array_new_with_free_func((GDestroyNotify)planner_grid_axis_free);
+  g_autoptr(GPtrArray) axes = g_ptr_array_new_with_free_func((GDestroyNotify)sweep_grid_axis_free);
   for (char **s = o->sets; *s; s++) {
-    PlannerGridAxis *axis = planner_grid_axis_parse(*s, "--set", error);
+    SweepGridAxis *axis = sweep_grid_axis_parse(*s, "--set", error);
     if (axis == NULL)
       return FALSE;
     g_ptr_array_add(axes, axis);
   }
-  guint plotted = ((PlannerGridAxis *)g_ptr_array_index(axes, 0))->values->len;
+  guint plotted = ((SweepGridAxis *)g_ptr_array_index(axes, 0))->values->len;
   if (o->plot && plotted > SWEEP_PLOT_MAX_VALUES) {
     g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT,
                 "--plot: the first --set key has %u values, a chart at most %u (sweep without --plot, or put a key "
@@ -196,7 +196,7 @@ sweep_run(const char *path, const SweepOptions *o, GError **error)
   g_autoptr(SimConfig) config = cli_load_config(path, error);
   if (config == NULL)
     return FALSE;
-  g_autoptr(PlannerGrid) grid = planner_grid_new(config, g_steal_pointer(&axes), &options, error);
+  g_autoptr(SweepGrid) grid = sweep_grid_new(config, g_steal_pointer(&axes), &options, error);
   if (grid == NULL)
     return FALSE;
 
@@ -206,7 +206,7 @@ sweep_run(const char *path, const SweepOptions *o, GError **error)
   if (options.shard == 0) {
     g_autoptr(GString) prefix = g_string_new(NULL);
     for (guint a = 0; a < grid->axes->len; a++) {
-      sim_output_csv_field(prefix, ((PlannerGridAxis *)g_ptr_array_index(grid->axes, a))->name);
+      sim_output_csv_field(prefix, ((SweepGridAxis *)g_ptr_array_index(grid->axes, a))->name);
       g_string_append_c(prefix, ',');
     }
     g_autoptr(GString) header = g_string_new(NULL);
@@ -225,8 +225,8 @@ sweep_run(const char *path, const SweepOptions *o, GError **error)
   Progress progress = { (double)g_get_monotonic_time() / 1e6, isatty(STDERR_FILENO) };
   options.progress = show_progress;
   options.progress_data = &progress;
-  PlannerGridStream stream = { .format = format_rows, .write = write_rows, .data = &sink };
-  gboolean ok = planner_grid_stream(grid, config, &options, &stream, error);
+  SweepGridStream stream = { .format = format_rows, .write = write_rows, .data = &sink };
+  gboolean ok = sweep_grid_stream(grid, config, &options, &stream, error);
   g_free(sink.header);
   /* A failed sweep leaves no --out file, not even the rows before it. */
   if (!ok) {

@@ -1,6 +1,6 @@
 #include "plan.h"
 
-#include "budget.h"
+#include "ledger.h"
 #include "plan_private.h"
 #include "stages.h"
 #include "error.h"
@@ -560,11 +560,11 @@ planner_plan_verdict(PlannerPlan *p, guint64 static_bytes)
   gint64 activations = MAX(p->resident->peak_device.bytes - (gint64)static_bytes, 1);
   double extra = MAX(0.0, p->result->step_ms - p->resident->step_ms);
   double increase = p->resident->step_ms > 0 ? extra / p->resident->step_ms : 0;
-  PlannerBudgetVerdict v = !p->feasible || removed == 0             ? PLANNER_BUDGET_REJECT
-                           : increase <= PLANNER_PLAN_ACCEPT_INCREASE ? PLANNER_BUDGET_ACCEPT
-                           : increase <= PLANNER_PLAN_TUNE_INCREASE   ? PLANNER_BUDGET_TUNE
-                                                                      : PLANNER_BUDGET_REJECT;
-  p->verdict = planner_budget_verdict_name(v);
+  LedgerVerdict v = !p->feasible || removed == 0             ? LEDGER_REJECT
+                           : increase <= PLANNER_PLAN_ACCEPT_INCREASE ? LEDGER_ACCEPT
+                           : increase <= PLANNER_PLAN_TUNE_INCREASE   ? LEDGER_TUNE
+                                                                      : LEDGER_REJECT;
+  p->verdict = ledger_verdict_name(v);
   if (!p->feasible)
     p->verdict_reason = g_strdup("no plan fits the budget");
   else if (removed == 0)

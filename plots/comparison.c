@@ -231,9 +231,9 @@ bars_panel(GString *c, GPtrArray *results, gboolean slant)
   const struct {
     guint kind;
     const char *title;
-  } segments[] = { { PLOTS_SPAN_FORWARD, "compute" },    { PLOTS_SPAN_RECOMPUTE, "recompute" },
-                   { PLOTS_SPAN_OPTIMIZER, "optimizer" }, { PLOTS_SPAN_COMM, "communication" },
-                   { PLOTS_SPAN_WAIT, exposed } };
+  } segments[] = { { EXPORT_SPAN_FORWARD, "compute" },    { EXPORT_SPAN_RECOMPUTE, "recompute" },
+                   { EXPORT_SPAN_OPTIMIZER, "optimizer" }, { EXPORT_SPAN_COMM, "communication" },
+                   { EXPORT_SPAN_WAIT, exposed } };
   g_autoptr(GString) below = g_string_new("0");
   g_string_append(c, "plot ");
   for (guint k = 0; k < G_N_ELEMENTS(segments); k++) {

@@ -1,7 +1,7 @@
 #include "memory.h"
 
 #include "error.h"
-#include "output.h"
+#include "memory_csv.h"
 #include "spans.h"
 #include "units.h"
 
@@ -9,16 +9,6 @@
 
 /* Draw the capacity line only when it does not squash the curves. */
 #define CAPACITY_REACH 1.5
-
-static gboolean
-has_curve(const SimResult *r, GError **error)
-{
-  if (r->run && r->run->curve)
-    return TRUE;
-  g_set_error(error, SIM_ERROR, SIM_ERROR_INTERNAL, "policy '%s': evaluated without detail, no memory curve",
-              r->policy);
-  return FALSE;
-}
 
 /* Layout, in pixels from the top.  DEVICE_PX is the device panel's height
  * unless its legend needs more (KEY_PX a line: several GPUs, a line each). */
@@ -30,19 +20,8 @@ enum { TITLE_PX = 70, DEVICE_PX = 380, GAP_PX = 45, HOST_PX = 150, AXIS_PX = 60,
 
 /* Curves (legend entries) at most: the ten series colours times five dash
  * types are all the line styles a reader can tell apart, so more GPUs than
- * that (256 at pp 8 x dp 32) are drawn in part (plots_spans_pick_gpus). */
+ * that (256 at pp 8 x dp 32) are drawn in part (export_spans_pick_gpus). */
 #define MAX_CURVES 50
-
-/* The GPUs of a curve: every GPU has a point at time 0, so one past the
- * highest GPU of a point. */
-static guint
-curve_gpus(const GArray *curve)
-{
-  guint64 most = 0;
-  for (guint k = 0; k < curve->len; k++)
-    most = MAX(most, g_array_index(curve, SimMemPoint, k).gpu);
-  return (guint)most + 1;
-}
 
 /* The device peak of GPU `gpu`: the run's own (SimRun.pools) when it has
  * one, else the first highest point of that GPU's curve. */
@@ -72,7 +51,7 @@ gpu_peak(const SimResult *r, guint gpu, gint64 *bytes, double *time_ms)
 static char *
 gpu_name(const SimResult *r, guint gpu)
 {
-  return r->program ? plots_spans_gpu_name(r->program, gpu) : g_strdup_printf("GPU %u", gpu);
+  return r->program ? export_spans_gpu_name(r->program, gpu) : g_strdup_printf("GPU %u", gpu);
 }
 
 static void
@@ -102,7 +81,7 @@ series_dash(guint n_results, guint gpu)
 /* What the axes and the layout need from every result: GiB and ms. */
 typedef struct {
   guint gpus;              /* the most GPUs of a result's curve */
-  guint *drawn;            /* the GPUs drawn (all, or some: plots_spans_pick_gpus), in order */
+  guint *drawn;            /* the GPUs drawn (all, or some: export_spans_pick_gpus), in order */
   guint n_drawn;
   char *picked;            /* which, in words, when not all; else NULL */
   double device_px;        /* the device panel's height */
@@ -329,15 +308,15 @@ plots_memory_chart(GPtrArray *results, guint64 device_memory, const char *name, 
   const SimResult *first = g_ptr_array_index(results, 0);
 
   for (guint i = 0; i < results->len; i++)
-    if (!has_curve(g_ptr_array_index(results, i), error))
+    if (!export_memory_csv_has_curve(g_ptr_array_index(results, i), error))
       return NULL;
   MemoryAxes axes = { .gpus = 1, .device_px = DEVICE_PX, .low = G_MAXDOUBLE };
   for (guint i = 0; i < results->len; i++)
-    axes.gpus = MAX(axes.gpus, curve_gpus(((SimResult *)g_ptr_array_index(results, i))->run->curve));
+    axes.gpus = MAX(axes.gpus, export_memory_csv_gpus(((SimResult *)g_ptr_array_index(results, i))->run->curve));
   g_autofree gboolean *drawn = g_new(gboolean, axes.gpus);
   g_autofree guint *drawn_gpus = g_new(guint, axes.gpus);
   g_autofree char *picked = NULL;
-  plots_spans_pick_gpus(axes.gpus, first->stages ? first->stages->len : 1, MAX(MAX_CURVES / results->len, 1u), drawn,
+  export_spans_pick_gpus(axes.gpus, first->stages ? first->stages->len : 1, MAX(MAX_CURVES / results->len, 1u), drawn,
                         &picked);
   for (guint g = 0; g < axes.gpus; g++)
     if (drawn[g])
@@ -373,24 +352,4 @@ plots_memory_chart(GPtrArray *results, guint64 device_memory, const char *name, 
   plot_curves(c, results, &axes, 3, FALSE);
   g_string_append(c, "\nunset multiplot\n");
   return g_steal_pointer(&chart);
-}
-
-gboolean
-plots_memory_write(const SimResult *r, const char *option, const char *path, GError **error)
-{
-  if (!has_curve(r, error))
-    return FALSE;
-  /* A column for the GPU only when there are several: one GPU's file keeps
-   * the three columns it has always had. */
-  gboolean several = curve_gpus(r->run->curve) > 1;
-  g_autoptr(GString) out = g_string_new(several ? "time_ms,gpu,device_bytes,host_bytes\n"
-                                                : "time_ms,device_bytes,host_bytes\n");
-  for (guint k = 0; k < r->run->curve->len; k++) {
-    const SimMemPoint *pt = &g_array_index(r->run->curve, SimMemPoint, k);
-    sim_output_number(out, pt->time * 1e3);
-    if (several)
-      g_string_append_printf(out, ",%" G_GUINT64_FORMAT, pt->gpu);
-    g_string_append_printf(out, ",%" G_GINT64_FORMAT ",%" G_GINT64_FORMAT "\n", pt->device, pt->host);
-  }
-  return sim_output_save(option, path, out->str, out->len, error);
 }

@@ -1,5 +1,5 @@
-/* plots/memory.h — device and host memory over the step, as a chart and as
- * CSV.
+/* plots/memory.h — device and host memory over the step, as a chart (its
+ * CSV: export/memory_csv.h).
  *
  * The chart has two panels on one time axis: device memory (one step curve
  * per policy, its peak marked with a dot) and host pinned memory below.  The
@@ -21,13 +21,7 @@
  * The device panel grows with its legend, and the footer adds, per policy,
  * each GPU's device peak (eight GPUs a line).
  *
- * The CSV is the ledger of one result: time_ms,device_bytes,host_bytes, one
- * row per change of either pool, starting with the baseline at 0.  With
- * several GPUs it is time_ms,gpu,device_bytes,host_bytes: each row the
- * levels of the GPU (stage × dp + replica) whose memory changed, every GPU
- * with a row at 0; one GPU keeps the three columns.
- *
- * Both need detailed results (the memory curve); without one they fail with
+ * It needs detailed results (the memory curve); without one it fails with
  * SIM_ERROR_INTERNAL.  Results are only read.  Ownership: the chart is new,
  * the caller's to free (plots_gnuplot_chart_free).
  */
@@ -41,9 +35,5 @@ G_BEGIN_DECLS
 /* `results`: detailed SimResult*.  `device_memory` tells a budget from the
  * device's capacity in the labels. */
 PlotsChart *plots_memory_chart(GPtrArray *results, guint64 device_memory, const char *name, GError **error);
-
-/* Writes the CSV of a detailed result to `path`, atomically; `option`
- * ("--memory") prefixes errors, as sim_output_save's does. */
-gboolean plots_memory_write(const SimResult *result, const char *option, const char *path, GError **error);
 
 G_END_DECLS

@@ -177,7 +177,7 @@ plots_sweep_chart(const PlotsSweep *s, const char *name, GError **error)
 /* The schema's row for a swept group.key ("policy.async" is a policy's
  * group, "layer.3" a layer's), or SIM_KEY_COUNT. */
 static SimKeyId
-swept_key(const PlannerGridAxis *axis)
+swept_key(const SweepGridAxis *axis)
 {
   SimSchemaGroup group = SIM_GROUP_COUNT;
   if (g_str_has_prefix(axis->group, "layer."))
@@ -281,11 +281,11 @@ axis_unit(SimKeyId id, GPtrArray *texts, const double *x, double *scale)
 /* The step time of every policy at the grid point `index`, or NaN where
  * this shard has no such point; `sweep` gets the series when it has none. */
 static void
-add_point(PlotsSweep *sweep, const PlannerGrid *grid, guint64 index, guint v, guint n)
+add_point(PlotsSweep *sweep, const SweepGrid *grid, guint64 index, guint v, guint n)
 {
-  const PlannerGridPoint *point = NULL;
+  const SweepGridPoint *point = NULL;
   for (guint i = 0; i < grid->points->len && point == NULL; i++)
-    if (((PlannerGridPoint *)g_ptr_array_index(grid->points, i))->index == index)
+    if (((SweepGridPoint *)g_ptr_array_index(grid->points, i))->index == index)
       point = g_ptr_array_index(grid->points, i);
   for (guint k = 0; point && k < point->results->len; k++) {
     const SimResult *r = g_ptr_array_index(point->results, k);
@@ -300,9 +300,9 @@ add_point(PlotsSweep *sweep, const PlannerGrid *grid, guint64 index, guint v, gu
 }
 
 PlotsSweep *
-plots_sweep_from_grid(const PlannerGrid *grid, const char *scenario, GError **error)
+plots_sweep_from_grid(const SweepGrid *grid, const char *scenario, GError **error)
 {
-  const PlannerGridAxis *axis = g_ptr_array_index(grid->axes, 0);
+  const SweepGridAxis *axis = g_ptr_array_index(grid->axes, 0);
   SimKeyId id = swept_key(axis);
   guint n = axis->values->len;
   g_autofree double *x = g_new(double, n);
@@ -327,7 +327,7 @@ plots_sweep_from_grid(const PlannerGrid *grid, const char *scenario, GError **er
     g_array_append_val(sweep->x, value);
   }
   for (guint a = 1; a < grid->axes->len; a++) {
-    const PlannerGridAxis *other = g_ptr_array_index(grid->axes, a);
+    const SweepGridAxis *other = g_ptr_array_index(grid->axes, a);
     plots_sweep_hold(sweep, other->name, g_ptr_array_index(other->values, 0));
   }
   /* Point v * stride has this value and every other key at its first. */

@@ -69,6 +69,6 @@ PlotsChart *plots_sweep_chart(const PlotsSweep *sweep, const char *name, GError 
  * SIM_ERROR_INPUT, naming no option, when that key does not take numbers
  * (sizes, rates, times, plain numbers or counts). */
 /* `scenario`: the file the grid sweeps, for the title. */
-PlotsSweep *plots_sweep_from_grid(const PlannerGrid *grid, const char *scenario, GError **error);
+PlotsSweep *plots_sweep_from_grid(const SweepGrid *grid, const char *scenario, GError **error);
 
 G_END_DECLS

@@ -1,6 +1,5 @@
 #include "timeline.h"
 
-#include "output.h"
 #include "spans.h"
 
 /* Half the height of a box, in rows: a gap between rows keeps lanes apart. */
@@ -16,14 +15,14 @@
 const char *
 plots_timeline_color(guint kind)
 {
-  static const char *colors[PLOTS_SPAN_COUNT] = {
-    [PLOTS_SPAN_FORWARD] = "#4e79a7", [PLOTS_SPAN_BACKWARD] = "#59a14f", [PLOTS_SPAN_RECOMPUTE] = "#b07aa1",
-    [PLOTS_SPAN_OFFLOAD] = "#f28e2b", [PLOTS_SPAN_RELOAD] = "#17becf",   [PLOTS_SPAN_ALLOC] = "#9c755f",
-    [PLOTS_SPAN_WAIT] = "#e15759",    [PLOTS_SPAN_RECORD] = "#000000",   [PLOTS_SPAN_SEND] = "#edc948",
-    [PLOTS_SPAN_PEER_WAIT] = "#ff9da7", [PLOTS_SPAN_COMM] = "#76b7b2",
-    [PLOTS_SPAN_OPTIMIZER] = "#bab0ac",
+  static const char *colors[EXPORT_SPAN_COUNT] = {
+    [EXPORT_SPAN_FORWARD] = "#4e79a7", [EXPORT_SPAN_BACKWARD] = "#59a14f", [EXPORT_SPAN_RECOMPUTE] = "#b07aa1",
+    [EXPORT_SPAN_OFFLOAD] = "#f28e2b", [EXPORT_SPAN_RELOAD] = "#17becf",   [EXPORT_SPAN_ALLOC] = "#9c755f",
+    [EXPORT_SPAN_WAIT] = "#e15759",    [EXPORT_SPAN_RECORD] = "#000000",   [EXPORT_SPAN_SEND] = "#edc948",
+    [EXPORT_SPAN_PEER_WAIT] = "#ff9da7", [EXPORT_SPAN_COMM] = "#76b7b2",
+    [EXPORT_SPAN_OPTIMIZER] = "#bab0ac",
   };
-  return kind < PLOTS_SPAN_COUNT ? colors[kind] : "#000000";
+  return kind < EXPORT_SPAN_COUNT ? colors[kind] : "#000000";
 }
 
 /* The border of a box: its fill, darker, so that back-to-back ops of one
@@ -44,7 +43,7 @@ darker(const char *color, char out[8])
 #define ROW_PX 70
 #define ROW_MIN_PX 24
 /* Rows drawn at most (64 stay one screen high at ROW_MIN_PX): a larger
- * pipeline draws some of its GPUs (plots_spans_pick_gpus), not a picture of
+ * pipeline draws some of its GPUs (export_spans_pick_gpus), not a picture of
  * tens of thousands of pixels that viewers refuse (pp 8 x dp 32 made one
  * 24,706 pixels high). */
 #define MAX_ROWS 64
@@ -72,13 +71,13 @@ typedef struct {
 } Rows;
 
 static gboolean
-drawn(const PlotsSpan *span, const Rows *rows)
+drawn(const ExportSpan *span, const Rows *rows)
 {
   const gboolean *computes = rows->computes;
-  if (!rows->shown[span->stream] || span->kind == PLOTS_SPAN_RECORD || span->end <= span->start)
+  if (!rows->shown[span->stream] || span->kind == EXPORT_SPAN_RECORD || span->end <= span->start)
     return FALSE;
   /* A wait on a copy or p2p stream is only that stream idle. */
-  return !plots_spans_kind_waits(span->kind) || computes[span->stream];
+  return !export_spans_kind_waits(span->kind) || computes[span->stream];
 }
 
 /* The label of a stream's row: its name on its first lane, "NAME (2)" on
@@ -91,7 +90,7 @@ row_label(const SimStream *stream, guint lane)
 
 /* `set ytics`: a label per drawn row. */
 static void
-stream_tics(GString *c, const SimProgram *p, const PlotsSpans *spans, const Rows *r)
+stream_tics(GString *c, const SimProgram *p, const ExportSpans *spans, const Rows *r)
 {
   g_string_append(c, "set ytics scale 0 (");
   gboolean first = TRUE;
@@ -111,7 +110,7 @@ stream_tics(GString *c, const SimProgram *p, const PlotsSpans *spans, const Rows
  * least the 12 that "compute" has always had ("stage 12.3 compute" needs
  * more). */
 static guint
-left_margin(const SimProgram *p, const PlotsSpans *spans, const Rows *r)
+left_margin(const SimProgram *p, const ExportSpans *spans, const Rows *r)
 {
   guint longest = 0;
   for (guint s = 0; s < p->streams->len; s++) {
@@ -150,7 +149,7 @@ gpu_separators(GString *c, const SimProgram *p, const Rows *r)
  * interleaves them and gets none.  Returns whether any was drawn, for the
  * legend. */
 static gboolean
-gpu_boundaries(GString *c, const SimProgram *p, const PlotsSpans *spans, const Rows *r)
+gpu_boundaries(GString *c, const SimProgram *p, const ExportSpans *spans, const Rows *r)
 {
   char x[G_ASCII_DTOSTR_BUF_SIZE], top[G_ASCII_DTOSTR_BUF_SIZE], bottom[G_ASCII_DTOSTR_BUF_SIZE];
   gboolean any = FALSE;
@@ -186,10 +185,10 @@ plot_kinds(GString *c, const gboolean *present, const char *extra)
   char b[G_ASCII_DTOSTR_BUF_SIZE];
   g_string_append(c, "plot ");
   gboolean first = TRUE;
-  for (guint k = 0; k < PLOTS_SPAN_COUNT; k++) {
+  for (guint k = 0; k < EXPORT_SPAN_COUNT; k++) {
     if (!present[k])
       continue;
-    g_autofree char *title = plots_gnuplot_quote(plots_spans_kind_name(k));
+    g_autofree char *title = plots_gnuplot_quote(export_spans_kind_name(k));
     char edge[8];
     darker(plots_timeline_color(k), edge);
     plots_gnuplot_number(b, BOX_HALF);
@@ -210,18 +209,18 @@ plot_kinds(GString *c, const gboolean *present, const char *extra)
 
 /* The row of a span, from the bottom (the chart's y). */
 static double
-span_y(const PlotsSpan *span, const Rows *r)
+span_y(const ExportSpan *span, const Rows *r)
 {
   return r->rows - 1.0 - (r->first_row[span->stream] + span->lane);
 }
 
 /* Every drawn span as a box: start, end (ms), y, kind. */
 static void
-add_boxes(PlotsChart *chart, const PlotsSpans *spans, const Rows *r, gboolean *present)
+add_boxes(PlotsChart *chart, const ExportSpans *spans, const Rows *r, gboolean *present)
 {
   plots_gnuplot_data_begin(chart, "spans");
   for (guint i = 0; i < spans->spans->len; i++) {
-    const PlotsSpan *span = &g_array_index(spans->spans, PlotsSpan, i);
+    const ExportSpan *span = &g_array_index(spans->spans, ExportSpan, i);
     if (!drawn(span, r))
       continue;
     present[span->kind] = TRUE;
@@ -236,18 +235,18 @@ add_boxes(PlotsChart *chart, const PlotsSpans *spans, const Rows *r, gboolean *p
  * runs of slices of one kind joined into one box.  That is what a picture of
  * every box shows at a pixel per slice.  Returns the boxes drawn. */
 static guint
-add_slices(PlotsChart *chart, const PlotsSpans *spans, const Rows *r, double width, gboolean *present)
+add_slices(PlotsChart *chart, const ExportSpans *spans, const Rows *r, double width, gboolean *present)
 {
   guint rows = r->rows;
-  g_autofree double *busy = g_new0(double, (gsize)rows * SLICES * PLOTS_SPAN_COUNT);
+  g_autofree double *busy = g_new0(double, (gsize)rows * SLICES * EXPORT_SPAN_COUNT);
   for (guint i = 0; i < spans->spans->len; i++) {
-    const PlotsSpan *span = &g_array_index(spans->spans, PlotsSpan, i);
+    const ExportSpan *span = &g_array_index(spans->spans, ExportSpan, i);
     if (!drawn(span, r))
       continue;
     guint row = r->first_row[span->stream] + span->lane;
     double start = span->start * 1e3, end = span->end * 1e3;
     for (guint k = (guint)MIN(start / width, SLICES - 1.0); k < SLICES && k * width < end; k++)
-      busy[((gsize)row * SLICES + k) * PLOTS_SPAN_COUNT + span->kind] +=
+      busy[((gsize)row * SLICES + k) * EXPORT_SPAN_COUNT + span->kind] +=
         MIN(end, (k + 1) * width) - MAX(start, k * width);
   }
   guint boxes = 0;
@@ -258,9 +257,9 @@ add_slices(PlotsChart *chart, const PlotsSpans *spans, const Rows *r, double wid
     for (guint k = 0; k <= SLICES; k++) {
       int kind = -1;
       if (k < SLICES) {
-        const double *b = &busy[((gsize)row * SLICES + k) * PLOTS_SPAN_COUNT];
+        const double *b = &busy[((gsize)row * SLICES + k) * EXPORT_SPAN_COUNT];
         double total = 0;
-        for (guint t = 0; t < PLOTS_SPAN_COUNT; t++) {
+        for (guint t = 0; t < EXPORT_SPAN_COUNT; t++) {
           total += b[t];
           if (kind < 0 ? b[t] > 0 : b[t] > b[kind])
             kind = (int)t;
@@ -286,7 +285,7 @@ add_slices(PlotsChart *chart, const PlotsSpans *spans, const Rows *r, double wid
 PlotsChart *
 plots_timeline_chart(const SimResult *r, const char *name, double xmax_ms, GError **error)
 {
-  g_autoptr(PlotsSpans) spans = plots_spans_new(r, error);
+  g_autoptr(ExportSpans) spans = export_spans_new(r, error);
   if (spans == NULL)
     return NULL;
   const SimProgram *p = r->program;
@@ -298,7 +297,7 @@ plots_timeline_chart(const SimResult *r, const char *name, double xmax_ms, GErro
   g_autofree gboolean *gpu_drawn = g_new(gboolean, p->n_gpus);
   g_autofree char *picked = NULL;
   guint per_gpu = MAX(p->streams->len / MAX(p->n_gpus, 1u), 1u);
-  plots_spans_pick_gpus(p->n_gpus, r->stages ? r->stages->len : 1, MAX(MAX_ROWS / per_gpu, 1u), gpu_drawn, &picked);
+  export_spans_pick_gpus(p->n_gpus, r->stages ? r->stages->len : 1, MAX(MAX_ROWS / per_gpu, 1u), gpu_drawn, &picked);
   /* Rows from the top: each drawn stream's lanes in order. */
   g_autofree gboolean *shown = g_new(gboolean, p->streams->len);
   g_autofree guint *first_row = g_new(guint, p->streams->len);
@@ -315,8 +314,8 @@ plots_timeline_chart(const SimResult *r, const char *name, double xmax_ms, GErro
 
   guint n_drawn = 0;
   for (guint i = 0; i < spans->spans->len; i++)
-    n_drawn += drawn(&g_array_index(spans->spans, PlotsSpan, i), &rows_of);
-  gboolean present[PLOTS_SPAN_COUNT] = { FALSE };
+    n_drawn += drawn(&g_array_index(spans->spans, ExportSpan, i), &rows_of);
+  gboolean present[EXPORT_SPAN_COUNT] = { FALSE };
   g_autofree char *note = NULL;
   if (n_drawn <= MAX_BOXES) {
     add_boxes(chart, spans, &rows_of, present);
@@ -375,40 +374,4 @@ plots_timeline_chart(const SimResult *r, const char *name, double xmax_ms, GErro
 
   plot_kinds(c, present, boundary_key);
   return g_steal_pointer(&chart);
-}
-
-gboolean
-plots_timeline_write(const SimResult *r, const char *option, const char *path, GError **error)
-{
-  g_autoptr(PlotsSpans) spans = plots_spans_new(r, error);
-  if (spans == NULL)
-    return FALSE;
-  const SimProgram *p = r->program;
-  /* A pipeline runs each layer once per micro-batch: its rows say which. */
-  gboolean mbs = sim_program_has_microbatches(p);
-  g_autoptr(GString) out = g_string_new(mbs ? "stream,op,layer,microbatch,phase,start_ms,end_ms,bytes\n"
-                                            : "stream,op,layer,phase,start_ms,end_ms,bytes\n");
-  for (guint i = 0; i < spans->spans->len; i++) {
-    const PlotsSpan *span = &g_array_index(spans->spans, PlotsSpan, i);
-    const SimOp *op = sim_program_op(p, span->op);
-    const SimStream *stream = g_ptr_array_index(p->streams, span->stream);
-    g_autofree char *what = plots_spans_op_name(p, span->op);
-    sim_output_csv_field(out, stream->name);
-    g_string_append_c(out, ',');
-    sim_output_csv_field(out, what);
-    g_string_append_c(out, ',');
-    if (span->layer != SIM_NO_LAYER)
-      g_string_append_printf(out, "%d", span->layer);
-    gint32 mb = mbs ? sim_program_op_microbatch(p, span->op) : -1;
-    if (mbs)
-      g_string_append_c(out, ',');
-    if (mb >= 0)
-      g_string_append_printf(out, "%d", mb);
-    g_string_append_printf(out, ",%s,", sim_phase_name(op->phase));
-    sim_output_number(out, span->start * 1e3);
-    g_string_append_c(out, ',');
-    sim_output_number(out, span->end * 1e3);
-    g_string_append_printf(out, ",%" G_GUINT64_FORMAT "\n", op->kind == SIM_OP_COPY ? op->bytes : 0);
-  }
-  return sim_output_save(option, path, out->str, out->len, error);
 }

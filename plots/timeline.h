@@ -1,4 +1,4 @@
-/* plots/timeline.h — the step as a Gantt chart, and as CSV.
+/* plots/timeline.h — the step as a Gantt chart (its CSV: export/timeline_csv.h).
  *
  * The chart has one row per stream (compute, then the copy streams, in the
  * program's order; a stream whose ops overlap gets more rows) and one box
@@ -27,11 +27,7 @@
  * backwards start (GPipe; 1F1B interleaves them: no line), named in the
  * legend.  The subtitle says that the figures are the busiest GPU's.
  *
- * The CSV has one row per op in issue order, with the spans of spans.h:
- * stream,op,layer,phase,start_ms,end_ms,bytes (the stream's name says its
- * stage; bytes are a copy's, 0 for a send, whose op keeps only its time).
- *
- * Both need a detailed result (op times); without one they fail with
+ * It needs a detailed result (op times); without one it fails with
  * SIM_ERROR_INTERNAL.  The result is only read.  Ownership: the chart is
  * new, the caller's to free (plots_gnuplot_chart_free); colours are static.
  */
@@ -49,9 +45,5 @@ PlotsChart *plots_timeline_chart(const SimResult *result, const char *name, doub
 
 /* The fill colour of a span kind ("#rrggbb"). */
 const char *plots_timeline_color(guint kind);
-
-/* Writes the timeline CSV of a detailed result to `path`, atomically;
- * `option` ("--timeline") prefixes errors, as sim_output_save's does. */
-gboolean plots_timeline_write(const SimResult *result, const char *option, const char *path, GError **error);
 
 G_END_DECLS

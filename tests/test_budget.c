@@ -1,9 +1,9 @@
-/* The activation budget ledger (planner/budget.h) and `offsim budget`:
+/* The activation budget ledger (ledger/ledger.h) and `offsim budget`:
  * every figure of the seed chapter's (docs/reference.md) tests, its rejections in its order, the
  * CSV reader's strictness, and the command line's exit codes and JSON. */
 #include "testutil.h"
 
-#include "budget.h"
+#include "ledger.h"
 #include "error.h"
 
 #include <json-glib/json-glib.h>
@@ -18,44 +18,44 @@
 static GPtrArray *
 chapter_chunks(void)
 {
-  GPtrArray *chunks = planner_budget_chunks_new();
-  g_ptr_array_add(chunks, planner_budget_chunk_new("embed", 256 * MiB, 0, TRUE));
-  g_ptr_array_add(chunks, planner_budget_chunk_new("mid_a", 192 * MiB, 2, TRUE));
-  g_ptr_array_add(chunks, planner_budget_chunk_new("mid_b", 160 * MiB, 3, TRUE));
-  g_ptr_array_add(chunks, planner_budget_chunk_new("tail", 128 * MiB, 1, TRUE));
+  GPtrArray *chunks = ledger_chunks_new();
+  g_ptr_array_add(chunks, ledger_chunk_new("embed", 256 * MiB, 0, TRUE));
+  g_ptr_array_add(chunks, ledger_chunk_new("mid_a", 192 * MiB, 2, TRUE));
+  g_ptr_array_add(chunks, ledger_chunk_new("mid_b", 160 * MiB, 3, TRUE));
+  g_ptr_array_add(chunks, ledger_chunk_new("tail", 128 * MiB, 1, TRUE));
   return chunks;
 }
 
-static PlannerBudgetSummary *
+static LedgerSummary *
 summarize_ok(GPtrArray *chunks, gint64 budget, double gibps)
 {
   g_autoptr(GError) error = NULL;
-  PlannerBudgetSummary *s = planner_budget_summarize(chunks, budget, gibps, &error);
+  LedgerSummary *s = ledger_summarize(chunks, budget, gibps, &error);
   ck_assert_msg(s != NULL, "summarize failed: %s", error ? error->message : "?");
   return s;
 }
 
-static PlannerBudgetSummary *
+static LedgerSummary *
 chapter_summary(gint64 budget, double gibps)
 {
   g_autoptr(GPtrArray) chunks = chapter_chunks();
   return summarize_ok(chunks, budget, gibps);
 }
 
-static PlannerBudgetVerdict
-recommend_ok(const PlannerBudgetSummary *s, double min_saved_ratio, double max_transfer_ms)
+static LedgerVerdict
+recommend_ok(const LedgerSummary *s, double min_saved_ratio, double max_transfer_ms)
 {
   g_autoptr(GError) error = NULL;
-  PlannerBudgetVerdict v = PLANNER_BUDGET_ACCEPT;
-  ck_assert_msg(planner_budget_recommend(s, min_saved_ratio, max_transfer_ms, &v, &error), "recommend failed: %s",
+  LedgerVerdict v = LEDGER_ACCEPT;
+  ck_assert_msg(ledger_recommend(s, min_saved_ratio, max_transfer_ms, &v, &error), "recommend failed: %s",
                 error ? error->message : "?");
   return v;
 }
 
-static PlannerBudgetVerdict
-recommend_default(const PlannerBudgetSummary *s)
+static LedgerVerdict
+recommend_default(const LedgerSummary *s)
 {
-  return recommend_ok(s, PLANNER_BUDGET_MIN_SAVED_RATIO, PLANNER_BUDGET_MAX_TRANSFER_MS);
+  return recommend_ok(s, LEDGER_MIN_SAVED_RATIO, LEDGER_MAX_TRANSFER_MS);
 }
 
 /* Asserts that a GError is an input error whose message holds `expected`. */
@@ -101,12 +101,12 @@ START_TEST(round_is_pythons)
     { 5e-324, 2, 0.0 },
   };
   for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
-    double got = planner_budget_round(cases[i].x, cases[i].n);
+    double got = ledger_round(cases[i].x, cases[i].n);
     ck_assert_msg(got == cases[i].expected, "round(%.17g, %d) = %.17g, expected %.17g", cases[i].x, cases[i].n, got,
                   cases[i].expected);
   }
-  ck_assert(isinf(planner_budget_round(INFINITY, 2)));
-  ck_assert(isnan(planner_budget_round(NAN, 2)));
+  ck_assert(isinf(ledger_round(INFINITY, 2)));
+  ck_assert(isnan(ledger_round(NAN, 2)));
 }
 END_TEST
 
@@ -114,7 +114,7 @@ END_TEST
 
 START_TEST(chapter_ledger_figures)
 {
-  g_autoptr(PlannerBudgetSummary) s = chapter_summary(384 * MiB, 8.0);
+  g_autoptr(LedgerSummary) s = chapter_summary(384 * MiB, 8.0);
   ck_assert_int_eq(s->total_bytes, 736 * MiB);
   ck_assert_int_eq(s->offloaded_bytes, 352 * MiB);
   ck_assert_int_eq(s->kept_bytes, 384 * MiB);
@@ -136,8 +136,8 @@ END_TEST
 
 START_TEST(zero_total_gives_zero_ratios)
 {
-  g_autoptr(GPtrArray) none = planner_budget_chunks_new();
-  g_autoptr(PlannerBudgetSummary) s = summarize_ok(none, 1024, 8.0);
+  g_autoptr(GPtrArray) none = ledger_chunks_new();
+  g_autoptr(LedgerSummary) s = summarize_ok(none, 1024, 8.0);
   ck_assert_int_eq(s->total_bytes, 0);
   ck_assert(s->pressure_ratio == 0.0);
   ck_assert(s->saved_ratio == 0.0);
@@ -149,27 +149,27 @@ END_TEST
 
 START_TEST(blocked_chunk_is_infeasible)
 {
-  g_autoptr(GPtrArray) chunks = planner_budget_chunks_new();
-  g_ptr_array_add(chunks, planner_budget_chunk_new("fixed", 512 * MiB, 0, FALSE));
-  g_autoptr(PlannerBudgetSummary) s = summarize_ok(chunks, 256 * MiB, 8.0);
+  g_autoptr(GPtrArray) chunks = ledger_chunks_new();
+  g_ptr_array_add(chunks, ledger_chunk_new("fixed", 512 * MiB, 0, FALSE));
+  g_autoptr(LedgerSummary) s = summarize_ok(chunks, 256 * MiB, 8.0);
   ck_assert(!s->feasible);
   ck_assert_int_eq(s->overflow_bytes, 256 * MiB);
   ck_assert_int_eq(s->offloaded_bytes, 0);
   ck_assert_int_eq(s->kept_bytes, 512 * MiB);
   ck_assert(s->pressure_ratio == 2.0);
-  ck_assert_int_eq(recommend_default(s), PLANNER_BUDGET_REJECT);
+  ck_assert_int_eq(recommend_default(s), LEDGER_REJECT);
 }
 END_TEST
 
 START_TEST(candidates_order_by_delay_then_bytes_then_name)
 {
-  g_autoptr(GPtrArray) chunks = planner_budget_chunks_new();
-  g_ptr_array_add(chunks, planner_budget_chunk_new("b", 10, 1, TRUE));
-  g_ptr_array_add(chunks, planner_budget_chunk_new("a", 10, 1, TRUE));
-  g_ptr_array_add(chunks, planner_budget_chunk_new("pinned", 1000, 9, FALSE));
-  g_ptr_array_add(chunks, planner_budget_chunk_new("c", 20, 1, TRUE));
-  g_ptr_array_add(chunks, planner_budget_chunk_new("d", 5, 2, TRUE));
-  g_autoptr(PlannerBudgetSummary) s = summarize_ok(chunks, 1, 1.0);
+  g_autoptr(GPtrArray) chunks = ledger_chunks_new();
+  g_ptr_array_add(chunks, ledger_chunk_new("b", 10, 1, TRUE));
+  g_ptr_array_add(chunks, ledger_chunk_new("a", 10, 1, TRUE));
+  g_ptr_array_add(chunks, ledger_chunk_new("pinned", 1000, 9, FALSE));
+  g_ptr_array_add(chunks, ledger_chunk_new("c", 20, 1, TRUE));
+  g_ptr_array_add(chunks, ledger_chunk_new("d", 5, 2, TRUE));
+  g_autoptr(LedgerSummary) s = summarize_ok(chunks, 1, 1.0);
   static const char *const offloaded[] = { "d", "c", "a", "b" };
   static const char *const kept[] = { "pinned" };
   assert_names(s->offloaded_names, offloaded, 4);
@@ -182,11 +182,11 @@ END_TEST
  * rest are still over the budget; offloading stops as soon as they fit. */
 START_TEST(offloading_stops_once_within_budget)
 {
-  g_autoptr(GPtrArray) chunks = planner_budget_chunks_new();
-  g_ptr_array_add(chunks, planner_budget_chunk_new("big", 100, 0, TRUE));
-  g_ptr_array_add(chunks, planner_budget_chunk_new("zero", 0, 5, TRUE));
-  g_ptr_array_add(chunks, planner_budget_chunk_new("mid", 60, 1, TRUE));
-  g_autoptr(PlannerBudgetSummary) s = summarize_ok(chunks, 100, 1.0);
+  g_autoptr(GPtrArray) chunks = ledger_chunks_new();
+  g_ptr_array_add(chunks, ledger_chunk_new("big", 100, 0, TRUE));
+  g_ptr_array_add(chunks, ledger_chunk_new("zero", 0, 5, TRUE));
+  g_ptr_array_add(chunks, ledger_chunk_new("mid", 60, 1, TRUE));
+  g_autoptr(LedgerSummary) s = summarize_ok(chunks, 100, 1.0);
   static const char *const offloaded[] = { "zero", "mid" };
   static const char *const kept[] = { "big" };
   assert_names(s->offloaded_names, offloaded, 2);
@@ -207,39 +207,39 @@ START_TEST(invalid_metadata_is_rejected_in_the_chapters_order)
     { "bad", 1, -1, "reuse_delay_layers must be non-negative: 'bad' has -1" },
   };
   for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
-    g_autoptr(GPtrArray) chunks = planner_budget_chunks_new();
-    g_ptr_array_add(chunks, planner_budget_chunk_new(cases[i].name, cases[i].bytes, cases[i].delay, TRUE));
+    g_autoptr(GPtrArray) chunks = ledger_chunks_new();
+    g_ptr_array_add(chunks, ledger_chunk_new(cases[i].name, cases[i].bytes, cases[i].delay, TRUE));
     g_autoptr(GError) error = NULL;
-    ck_assert_ptr_null(planner_budget_summarize(chunks, 1, 1.0, &error));
+    ck_assert_ptr_null(ledger_summarize(chunks, 1, 1.0, &error));
     assert_input_error(error, cases[i].expected);
   }
   /* Duplicates are found before negative bytes, as in the chapter. */
-  g_autoptr(GPtrArray) dup = planner_budget_chunks_new();
-  g_ptr_array_add(dup, planner_budget_chunk_new("dup", 1, 0, TRUE));
-  g_ptr_array_add(dup, planner_budget_chunk_new("neg", -1, 0, TRUE));
-  g_ptr_array_add(dup, planner_budget_chunk_new("dup", 1, 1, TRUE));
+  g_autoptr(GPtrArray) dup = ledger_chunks_new();
+  g_ptr_array_add(dup, ledger_chunk_new("dup", 1, 0, TRUE));
+  g_ptr_array_add(dup, ledger_chunk_new("neg", -1, 0, TRUE));
+  g_ptr_array_add(dup, ledger_chunk_new("dup", 1, 1, TRUE));
   g_autoptr(GError) dup_error = NULL;
-  ck_assert_ptr_null(planner_budget_summarize(dup, 1, 1.0, &dup_error));
+  ck_assert_ptr_null(ledger_summarize(dup, 1, 1.0, &dup_error));
   assert_input_error(dup_error, "chunk names must be unique: 'dup' appears twice");
   /* The budget is checked before the bandwidth, both before the chunks. */
   g_autoptr(GError) budget_error = NULL;
-  ck_assert_ptr_null(planner_budget_summarize(dup, 0, 0.0, &budget_error));
+  ck_assert_ptr_null(ledger_summarize(dup, 0, 0.0, &budget_error));
   assert_input_error(budget_error, "gpu_budget_bytes must be positive, got 0");
   g_autoptr(GError) negative_budget = NULL;
-  ck_assert_ptr_null(planner_budget_summarize(dup, -5, 1.0, &negative_budget));
+  ck_assert_ptr_null(ledger_summarize(dup, -5, 1.0, &negative_budget));
   assert_input_error(negative_budget, "gpu_budget_bytes must be positive, got -5");
   const double bad_bandwidths[] = { 0.0, -1.0, NAN, INFINITY };
   for (guint i = 0; i < G_N_ELEMENTS(bad_bandwidths); i++) {
     g_autoptr(GError) error = NULL;
-    ck_assert_ptr_null(planner_budget_summarize(dup, 1, bad_bandwidths[i], &error));
+    ck_assert_ptr_null(ledger_summarize(dup, 1, bad_bandwidths[i], &error));
     assert_input_error(error, "bandwidth_gbps must be positive");
   }
   /* Python's integers cannot overflow; ours must refuse to. */
-  g_autoptr(GPtrArray) huge = planner_budget_chunks_new();
-  g_ptr_array_add(huge, planner_budget_chunk_new("a", G_MAXINT64 - 1, 0, TRUE));
-  g_ptr_array_add(huge, planner_budget_chunk_new("b", 2, 0, TRUE));
+  g_autoptr(GPtrArray) huge = ledger_chunks_new();
+  g_ptr_array_add(huge, ledger_chunk_new("a", G_MAXINT64 - 1, 0, TRUE));
+  g_ptr_array_add(huge, ledger_chunk_new("b", 2, 0, TRUE));
   g_autoptr(GError) overflow = NULL;
-  ck_assert_ptr_null(planner_budget_summarize(huge, 1, 1.0, &overflow));
+  ck_assert_ptr_null(ledger_summarize(huge, 1, 1.0, &overflow));
   assert_input_error(overflow, "do not fit in a 64-bit integer");
 }
 END_TEST
@@ -250,17 +250,17 @@ START_TEST(round_trip_cost)
 {
   g_autoptr(GError) error = NULL;
   double ms = -1;
-  ck_assert(planner_budget_round_trip_ms(352 * MiB, 8.0, &ms, &error));
+  ck_assert(ledger_round_trip_ms(352 * MiB, 8.0, &ms, &error));
   ck_assert(ms == 85.94);
-  ck_assert(planner_budget_round_trip_ms(0, 8.0, &ms, &error));
+  ck_assert(ledger_round_trip_ms(0, 8.0, &ms, &error));
   ck_assert(ms == 0.0);
-  ck_assert(planner_budget_round_trip_ms(352 * MiB, 4.0, &ms, &error));
+  ck_assert(ledger_round_trip_ms(352 * MiB, 4.0, &ms, &error));
   ck_assert(ms == 171.88);
   g_autoptr(GError) negative = NULL;
-  ck_assert(!planner_budget_round_trip_ms(-1, 8.0, &ms, &negative));
+  ck_assert(!ledger_round_trip_ms(-1, 8.0, &ms, &negative));
   assert_input_error(negative, "offloaded_bytes must be non-negative, got -1");
   g_autoptr(GError) zero = NULL;
-  ck_assert(!planner_budget_round_trip_ms(1, 0.0, &ms, &zero));
+  ck_assert(!ledger_round_trip_ms(1, 0.0, &ms, &zero));
   assert_input_error(zero, "bandwidth_gbps must be positive");
 }
 END_TEST
@@ -269,20 +269,20 @@ END_TEST
 
 START_TEST(policy_accept_tune_reject)
 {
-  g_autoptr(PlannerBudgetSummary) fast = chapter_summary(384 * MiB, 8.0);
-  g_autoptr(PlannerBudgetSummary) tuned = chapter_summary(384 * MiB, 4.0);
-  g_autoptr(PlannerBudgetSummary) slow = chapter_summary(384 * MiB, 1.0);
-  g_autoptr(PlannerBudgetSummary) empty = chapter_summary(1024 * MiB, 8.0);
-  ck_assert_int_eq(recommend_default(fast), PLANNER_BUDGET_ACCEPT);
+  g_autoptr(LedgerSummary) fast = chapter_summary(384 * MiB, 8.0);
+  g_autoptr(LedgerSummary) tuned = chapter_summary(384 * MiB, 4.0);
+  g_autoptr(LedgerSummary) slow = chapter_summary(384 * MiB, 1.0);
+  g_autoptr(LedgerSummary) empty = chapter_summary(1024 * MiB, 8.0);
+  ck_assert_int_eq(recommend_default(fast), LEDGER_ACCEPT);
   ck_assert(tuned->transfer_ms == 85.94);
-  ck_assert_int_eq(recommend_default(tuned), PLANNER_BUDGET_TUNE);
+  ck_assert_int_eq(recommend_default(tuned), LEDGER_TUNE);
   ck_assert(slow->transfer_ms == 343.75);
-  ck_assert_int_eq(recommend_default(slow), PLANNER_BUDGET_REJECT);
+  ck_assert_int_eq(recommend_default(slow), LEDGER_REJECT);
   ck_assert_int_eq(empty->offloaded_bytes, 0);
-  ck_assert_int_eq(recommend_default(empty), PLANNER_BUDGET_REJECT);
-  ck_assert_str_eq(planner_budget_verdict_name(PLANNER_BUDGET_ACCEPT), "accept");
-  ck_assert_str_eq(planner_budget_verdict_name(PLANNER_BUDGET_TUNE), "tune");
-  ck_assert_str_eq(planner_budget_verdict_name(PLANNER_BUDGET_REJECT), "reject");
+  ck_assert_int_eq(recommend_default(empty), LEDGER_REJECT);
+  ck_assert_str_eq(ledger_verdict_name(LEDGER_ACCEPT), "accept");
+  ck_assert_str_eq(ledger_verdict_name(LEDGER_TUNE), "tune");
+  ck_assert_str_eq(ledger_verdict_name(LEDGER_REJECT), "reject");
 }
 END_TEST
 
@@ -290,47 +290,47 @@ END_TEST
  * one way 42.97 ms); relaxed is half the ratio and twice the time. */
 START_TEST(policy_threshold_boundaries)
 {
-  g_autoptr(PlannerBudgetSummary) s = chapter_summary(384 * MiB, 8.0);
-  ck_assert_int_eq(recommend_ok(s, 0.478, 60.0), PLANNER_BUDGET_ACCEPT);
-  ck_assert_int_eq(recommend_ok(s, 0.479, 60.0), PLANNER_BUDGET_TUNE);
-  ck_assert_int_eq(recommend_ok(s, 0.25, 42.97), PLANNER_BUDGET_ACCEPT);
-  ck_assert_int_eq(recommend_ok(s, 0.25, 42.96), PLANNER_BUDGET_TUNE);
-  ck_assert_int_eq(recommend_ok(s, 0.956, 60.0), PLANNER_BUDGET_TUNE);
-  ck_assert_int_eq(recommend_ok(s, 0.957, 60.0), PLANNER_BUDGET_REJECT);
-  ck_assert_int_eq(recommend_ok(s, 0.25, 21.485), PLANNER_BUDGET_TUNE);
-  ck_assert_int_eq(recommend_ok(s, 0.25, 21.48), PLANNER_BUDGET_REJECT);
-  ck_assert_int_eq(recommend_ok(s, 0.0, 0.0), PLANNER_BUDGET_REJECT);
+  g_autoptr(LedgerSummary) s = chapter_summary(384 * MiB, 8.0);
+  ck_assert_int_eq(recommend_ok(s, 0.478, 60.0), LEDGER_ACCEPT);
+  ck_assert_int_eq(recommend_ok(s, 0.479, 60.0), LEDGER_TUNE);
+  ck_assert_int_eq(recommend_ok(s, 0.25, 42.97), LEDGER_ACCEPT);
+  ck_assert_int_eq(recommend_ok(s, 0.25, 42.96), LEDGER_TUNE);
+  ck_assert_int_eq(recommend_ok(s, 0.956, 60.0), LEDGER_TUNE);
+  ck_assert_int_eq(recommend_ok(s, 0.957, 60.0), LEDGER_REJECT);
+  ck_assert_int_eq(recommend_ok(s, 0.25, 21.485), LEDGER_TUNE);
+  ck_assert_int_eq(recommend_ok(s, 0.25, 21.48), LEDGER_REJECT);
+  ck_assert_int_eq(recommend_ok(s, 0.0, 0.0), LEDGER_REJECT);
 }
 END_TEST
 
 START_TEST(policy_rejects_infeasible_plans_that_offload)
 {
-  g_autoptr(GPtrArray) chunks = planner_budget_chunks_new();
-  g_ptr_array_add(chunks, planner_budget_chunk_new("fixed", 512 * MiB, 0, FALSE));
-  g_ptr_array_add(chunks, planner_budget_chunk_new("cold", 512 * MiB, 4, TRUE));
-  g_autoptr(PlannerBudgetSummary) s = summarize_ok(chunks, 256 * MiB, 1000.0);
+  g_autoptr(GPtrArray) chunks = ledger_chunks_new();
+  g_ptr_array_add(chunks, ledger_chunk_new("fixed", 512 * MiB, 0, FALSE));
+  g_ptr_array_add(chunks, ledger_chunk_new("cold", 512 * MiB, 4, TRUE));
+  g_autoptr(LedgerSummary) s = summarize_ok(chunks, 256 * MiB, 1000.0);
   ck_assert_int_eq(s->offloaded_bytes, 512 * MiB);
   ck_assert(!s->feasible);
   ck_assert_int_eq(s->overflow_bytes, 256 * MiB);
   /* saved 0.5 and 0.5 ms would accept, were the plan feasible. */
-  ck_assert_int_eq(recommend_default(s), PLANNER_BUDGET_REJECT);
+  ck_assert_int_eq(recommend_default(s), LEDGER_REJECT);
 }
 END_TEST
 
 START_TEST(negative_thresholds_after_the_zero_offload_return)
 {
-  g_autoptr(PlannerBudgetSummary) s = chapter_summary(384 * MiB, 8.0);
+  g_autoptr(LedgerSummary) s = chapter_summary(384 * MiB, 8.0);
   const double bad[][2] = { { -0.1, 60.0 }, { 0.25, -1.0 } };
   for (guint i = 0; i < G_N_ELEMENTS(bad); i++) {
     g_autoptr(GError) error = NULL;
-    PlannerBudgetVerdict v = PLANNER_BUDGET_ACCEPT;
-    ck_assert(!planner_budget_recommend(s, bad[i][0], bad[i][1], &v, &error));
+    LedgerVerdict v = LEDGER_ACCEPT;
+    ck_assert(!ledger_recommend(s, bad[i][0], bad[i][1], &v, &error));
     assert_input_error(error, "policy thresholds must be non-negative");
   }
   /* The chapter returns "reject" for nothing offloaded before it looks at
    * the thresholds, so there they pass unnoticed. */
-  g_autoptr(PlannerBudgetSummary) empty = chapter_summary(1024 * MiB, 8.0);
-  ck_assert_int_eq(recommend_ok(empty, -0.1, -1.0), PLANNER_BUDGET_REJECT);
+  g_autoptr(LedgerSummary) empty = chapter_summary(1024 * MiB, 8.0);
+  ck_assert_int_eq(recommend_ok(empty, -0.1, -1.0), LEDGER_REJECT);
 }
 END_TEST
 
@@ -338,20 +338,20 @@ END_TEST
 
 START_TEST(offload_vs_checkpointing)
 {
-  g_autoptr(PlannerBudgetSummary) s = chapter_summary(384 * MiB, 8.0);
+  g_autoptr(LedgerSummary) s = chapter_summary(384 * MiB, 8.0);
   g_autoptr(GError) error = NULL;
-  PlannerBudgetComparison better_offload, better_ckpt, tie, free_ckpt;
-  ck_assert(planner_budget_compare_checkpointing(s, 300 * MiB, 80.0, &better_offload, &error));
+  LedgerComparison better_offload, better_ckpt, tie, free_ckpt;
+  ck_assert(ledger_compare_checkpointing(s, 300 * MiB, 80.0, &better_offload, &error));
   ck_assert(better_offload.prefer_offload);
   ck_assert(better_offload.offload_score == 8589684.71); /* 352 MiB / 42.97 ms, as Python rounds it */
   ck_assert(better_offload.checkpoint_score == 3932160.0);
-  ck_assert(planner_budget_compare_checkpointing(s, 500 * MiB, 20.0, &better_ckpt, &error));
+  ck_assert(ledger_compare_checkpointing(s, 500 * MiB, 20.0, &better_ckpt, &error));
   ck_assert(!better_ckpt.prefer_offload);
   ck_assert(better_ckpt.checkpoint_score == 26214400.0);
   /* A tie prefers offload; a free checkpoint is floored at 1e-6 ms. */
-  ck_assert(planner_budget_compare_checkpointing(s, s->offloaded_bytes, s->transfer_ms, &tie, &error));
+  ck_assert(ledger_compare_checkpointing(s, s->offloaded_bytes, s->transfer_ms, &tie, &error));
   ck_assert(tie.prefer_offload);
-  ck_assert(planner_budget_compare_checkpointing(s, 10, 0.0, &free_ckpt, &error));
+  ck_assert(ledger_compare_checkpointing(s, 10, 0.0, &free_ckpt, &error));
   ck_assert(free_ckpt.checkpoint_score == 1e7);
   ck_assert(!free_ckpt.prefer_offload);
 
@@ -361,8 +361,8 @@ START_TEST(offload_vs_checkpointing)
   } bad[] = { { -1, 10.0 }, { 100, -1.0 }, { 100, NAN } };
   for (guint i = 0; i < G_N_ELEMENTS(bad); i++) {
     g_autoptr(GError) bad_error = NULL;
-    PlannerBudgetComparison c;
-    ck_assert(!planner_budget_compare_checkpointing(s, bad[i].saved, bad[i].extra, &c, &bad_error));
+    LedgerComparison c;
+    ck_assert(!ledger_compare_checkpointing(s, bad[i].saved, bad[i].extra, &c, &bad_error));
     assert_input_error(bad_error, "checkpoint values must be non-negative");
   }
 }
@@ -376,7 +376,7 @@ static GPtrArray *
 parse_ok(const char *text)
 {
   g_autoptr(GError) error = NULL;
-  GPtrArray *chunks = planner_budget_parse_csv(text, strlen(text), "t.csv", &error);
+  GPtrArray *chunks = ledger_parse_csv(text, strlen(text), "t.csv", &error);
   ck_assert_msg(chunks != NULL, "did not parse: %s\n%s", error ? error->message : "?", text);
   return chunks;
 }
@@ -386,7 +386,7 @@ assert_same_chunks(GPtrArray *a, GPtrArray *b)
 {
   ck_assert_uint_eq(a->len, b->len);
   for (guint i = 0; i < a->len; i++) {
-    const PlannerBudgetChunk *x = g_ptr_array_index(a, i), *y = g_ptr_array_index(b, i);
+    const LedgerChunk *x = g_ptr_array_index(a, i), *y = g_ptr_array_index(b, i);
     ck_assert_str_eq(x->name, y->name);
     ck_assert_int_eq(x->bytes, y->bytes);
     ck_assert_int_eq(x->reuse_delay_layers, y->reuse_delay_layers);
@@ -397,7 +397,7 @@ assert_same_chunks(GPtrArray *a, GPtrArray *b)
 START_TEST(csv_fixture_is_the_chapters)
 {
   g_autoptr(GError) error = NULL;
-  g_autoptr(GPtrArray) loaded = planner_budget_load_csv(CHAPTER_CSV, &error);
+  g_autoptr(GPtrArray) loaded = ledger_load_csv(CHAPTER_CSV, &error);
   ck_assert_msg(loaded != NULL, "%s", error ? error->message : "?");
   g_autoptr(GPtrArray) expected = chapter_chunks();
   assert_same_chunks(loaded, expected);
@@ -407,10 +407,10 @@ START_TEST(csv_fixture_is_the_chapters)
   ck_assert(g_file_get_contents(OFFSIM_SCENARIOS "/budget/chapter42.csv", &theirs, NULL, NULL));
   ck_assert_str_eq(ours, theirs);
 
-  g_autoptr(GPtrArray) blocked = planner_budget_load_csv(BLOCKED_CSV, &error);
+  g_autoptr(GPtrArray) blocked = ledger_load_csv(BLOCKED_CSV, &error);
   ck_assert_ptr_nonnull(blocked);
   ck_assert_uint_eq(blocked->len, 1);
-  ck_assert(!((PlannerBudgetChunk *)g_ptr_array_index(blocked, 0))->offloadable);
+  ck_assert(!((LedgerChunk *)g_ptr_array_index(blocked, 0))->offloadable);
 }
 END_TEST
 
@@ -419,23 +419,23 @@ END_TEST
 START_TEST(csv_accepts_units_crlf_and_quotes)
 {
   g_autoptr(GError) error = NULL;
-  g_autoptr(GPtrArray) loaded = planner_budget_load_csv(OFFSIM_TEST_DATA "/budget/chapter42-units.csv", &error);
+  g_autoptr(GPtrArray) loaded = ledger_load_csv(OFFSIM_TEST_DATA "/budget/chapter42-units.csv", &error);
   ck_assert_msg(loaded != NULL, "%s", error ? error->message : "?");
   g_autoptr(GPtrArray) expected = chapter_chunks();
   assert_same_chunks(loaded, expected);
 
   g_autoptr(GPtrArray) quoted = parse_ok(HEADER "\"a,b\",1,0,no\n \"say \"\"hi\"\"\" ,\"2\",1,0\n");
-  ck_assert_str_eq(((PlannerBudgetChunk *)g_ptr_array_index(quoted, 0))->name, "a,b");
-  ck_assert_str_eq(((PlannerBudgetChunk *)g_ptr_array_index(quoted, 1))->name, "say \"hi\"");
+  ck_assert_str_eq(((LedgerChunk *)g_ptr_array_index(quoted, 0))->name, "a,b");
+  ck_assert_str_eq(((LedgerChunk *)g_ptr_array_index(quoted, 1))->name, "say \"hi\"");
   ck_assert_uint_eq(quoted->len, 2);
-  ck_assert_int_eq(((PlannerBudgetChunk *)g_ptr_array_index(quoted, 1))->bytes, 2);
+  ck_assert_int_eq(((LedgerChunk *)g_ptr_array_index(quoted, 1))->bytes, 2);
 }
 END_TEST
 
 START_TEST(csv_header_only_is_no_chunks)
 {
   g_autoptr(GError) error = NULL;
-  g_autoptr(GPtrArray) chunks = planner_budget_load_csv(OFFSIM_TEST_DATA "/budget/header-only.csv", &error);
+  g_autoptr(GPtrArray) chunks = ledger_load_csv(OFFSIM_TEST_DATA "/budget/header-only.csv", &error);
   ck_assert_ptr_nonnull(chunks);
   ck_assert_uint_eq(chunks->len, 0);
 }
@@ -493,7 +493,7 @@ START_TEST(csv_rejections_name_line_and_column)
   };
   for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
     g_autoptr(GError) error = NULL;
-    g_autoptr(GPtrArray) chunks = planner_budget_parse_csv(cases[i].text, strlen(cases[i].text), "t.csv", &error);
+    g_autoptr(GPtrArray) chunks = ledger_parse_csv(cases[i].text, strlen(cases[i].text), "t.csv", &error);
     ck_assert_msg(chunks == NULL, "case %u parsed: %s", i, cases[i].text);
     assert_input_error(error, cases[i].expected);
     ck_assert_msg(strchr(error->message, '\n') == NULL, "case %u: more than one line: %s", i, error->message);
@@ -501,11 +501,11 @@ START_TEST(csv_rejections_name_line_and_column)
 
   static const char nul[] = HEADER "a\0,1,0,true\n";
   g_autoptr(GError) nul_error = NULL;
-  ck_assert_ptr_null(planner_budget_parse_csv(nul, sizeof nul - 1, "t.csv", &nul_error));
+  ck_assert_ptr_null(ledger_parse_csv(nul, sizeof nul - 1, "t.csv", &nul_error));
   assert_input_error(nul_error, "t.csv: holds a NUL byte: expected CSV text");
 
   g_autoptr(GError) missing = NULL;
-  ck_assert_ptr_null(planner_budget_load_csv("/nonexistent/chunks.csv", &missing));
+  ck_assert_ptr_null(ledger_load_csv("/nonexistent/chunks.csv", &missing));
   assert_input_error(missing, "/nonexistent/chunks.csv: cannot read chunks: ");
 }
 END_TEST

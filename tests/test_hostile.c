@@ -10,7 +10,7 @@
  * that unwritable output paths are clear errors that leave nothing behind. */
 #include "testutil.h"
 
-#include "budget.h"
+#include "ledger.h"
 #include "config.h"
 #include "error.h"
 #include "fuzz_common.h"
@@ -544,9 +544,9 @@ START_TEST(nul_bytes_and_invalid_utf8)
   assert_input_error(e3, "UTF-8");
   static const char chunks_nul[] = "name,bytes,reuse_delay_layers,offloadable\na\0,1,1,true\n";
   static const char chunks_utf8[] = "name,bytes,reuse_delay_layers,offloadable\n\xff,1,1,true\n";
-  ck_assert_ptr_null(planner_budget_parse_csv(chunks_nul, sizeof chunks_nul - 1, "c.csv", &e4));
+  ck_assert_ptr_null(ledger_parse_csv(chunks_nul, sizeof chunks_nul - 1, "c.csv", &e4));
   assert_input_error(e4, "NUL");
-  ck_assert_ptr_null(planner_budget_parse_csv(chunks_utf8, sizeof chunks_utf8 - 1, "c.csv", &e5));
+  ck_assert_ptr_null(ledger_parse_csv(chunks_utf8, sizeof chunks_utf8 - 1, "c.csv", &e5));
   assert_input_error(e5, "UTF-8");
 
   g_autofree char *json_path = write_file(dir, "bad.json", json_utf8, sizeof json_utf8 - 1);
@@ -615,10 +615,10 @@ START_TEST(numbers_of_30_digits)
   ck_assert_ptr_null(sim_trace_load_data(trace, sizeof trace - 1, "t.csv", "t", &e3));
   assert_input_error(e3, "column 'bytes'");
   static const char chunks[] = "name,bytes,reuse_delay_layers,offloadable\na," D30 ",1,true\n";
-  ck_assert_ptr_null(planner_budget_parse_csv(chunks, sizeof chunks - 1, "c.csv", &e4));
+  ck_assert_ptr_null(ledger_parse_csv(chunks, sizeof chunks - 1, "c.csv", &e4));
   assert_input_error(e4, "too large");
   static const char delay[] = "name,bytes,reuse_delay_layers,offloadable\na,1," D30 ",true\n";
-  ck_assert_ptr_null(planner_budget_parse_csv(delay, sizeof delay - 1, "c.csv", &e5));
+  ck_assert_ptr_null(ledger_parse_csv(delay, sizeof delay - 1, "c.csv", &e5));
   assert_input_error(e5, "too large");
   g_auto(TestRun) r = test_offsim("budget", "x.csv", "--budget", D30 "GiB", "--bandwidth", "1GB/s", NULL);
   ck_assert_int_eq(r.status, 2);
@@ -682,9 +682,9 @@ START_TEST(budget_100000_chunks)
   for (guint i = 0; i < 100000; i++)
     g_string_append_printf(csv, "c%u,%u,%u,%s\n", i, 1000 + i, i % 50, i % 7 ? "true" : "false");
   g_autoptr(GError) error = NULL;
-  g_autoptr(GPtrArray) chunks = planner_budget_parse_csv(csv->str, csv->len, "big.csv", &error);
+  g_autoptr(GPtrArray) chunks = ledger_parse_csv(csv->str, csv->len, "big.csv", &error);
   ck_assert_ptr_nonnull(chunks);
-  g_autoptr(PlannerBudgetSummary) s = planner_budget_summarize(chunks, 1 << 20, 8, &error);
+  g_autoptr(LedgerSummary) s = ledger_summarize(chunks, 1 << 20, 8, &error);
   ck_assert_ptr_nonnull(s);
   ck_assert_uint_eq(s->kept_names->len + s->offloaded_names->len, 100000);
   g_autoptr(TempDir) dir = temp_dir();
@@ -812,8 +812,8 @@ replay(const char *path, const char *file)
     if (s)
       fuzz_evaluate_all(s);
   } else if (g_str_has_prefix(file, "budget-")) {
-    g_autoptr(GPtrArray) chunks = planner_budget_load_csv(path, &error);
-    g_autoptr(PlannerBudgetSummary) summary = chunks ? planner_budget_summarize(chunks, 1 << 30, 8, &error) : NULL;
+    g_autoptr(GPtrArray) chunks = ledger_load_csv(path, &error);
+    g_autoptr(LedgerSummary) summary = chunks ? ledger_summarize(chunks, 1 << 30, 8, &error) : NULL;
     ck_assert(summary == NULL || summary->kept_bytes + summary->offloaded_bytes == summary->total_bytes);
   } else if (g_str_has_prefix(file, "units-")) {
     g_autofree char *text = NULL;
@@ -930,7 +930,7 @@ START_TEST(trace_reads_as_the_budget_csv)
     ck_assert_uint_eq(sim_workload_layer(marked, l)->input_bytes, sim_workload_layer(w, l)->input_bytes);
   }
   static const char chunks[] = "\xef\xbb\xbf\nname,bytes,reuse_delay_layers,offloadable\n\na,1MiB,1,yes\n \t\n";
-  g_autoptr(GPtrArray) list = planner_budget_parse_csv(chunks, strlen(chunks), "chunks.csv", &error);
+  g_autoptr(GPtrArray) list = ledger_parse_csv(chunks, strlen(chunks), "chunks.csv", &error);
   ck_assert_msg(list != NULL && list->len == 1, "%s", error ? error->message : "");
   /* A column offsim does not read may repeat; one it reads may not. */
   static const char extra[] = "layer,op,name,bytes,dtype,shape,is_parameter,note,note\n0,a,x,10,f,1,0,p,q\n";

@@ -11,6 +11,7 @@
 #include "figures.h"
 #include "gnuplot.h"
 #include "memory.h"
+#include "memory_csv.h"
 #include "output.h"
 #include "spans.h"
 #include "sweep.h"
@@ -218,7 +219,7 @@ START_TEST(spans_cover_every_op_once)
 {
   g_autoptr(SimResult) r = tiny("async");
   g_autoptr(GError) error = NULL;
-  g_autoptr(PlotsSpans) spans = plots_spans_new(r, &error);
+  g_autoptr(ExportSpans) spans = export_spans_new(r, &error);
   ck_assert_ptr_nonnull(spans);
   const SimProgram *p = r->program;
   ck_assert_uint_eq(spans->spans->len, sim_program_n_ops(p));
@@ -226,14 +227,14 @@ START_TEST(spans_cover_every_op_once)
   double last_forward = 0;
   guint waits = 0;
   for (guint i = 0; i < spans->spans->len; i++) {
-    const PlotsSpan *s = &g_array_index(spans->spans, PlotsSpan, i);
+    const ExportSpan *s = &g_array_index(spans->spans, ExportSpan, i);
     const SimOp *op = sim_program_op(p, i);
     ck_assert_uint_eq(s->op, i);
     ck_assert_uint_eq(s->stream, op->stream);
     ck_assert(s->end >= s->start);
     double start = g_array_index(r->run->op_start, double, i), end = g_array_index(r->run->op_end, double, i);
     ck_assert(s->end == end);
-    if (s->kind == PLOTS_SPAN_WAIT) {
+    if (s->kind == EXPORT_SPAN_WAIT) {
       waits++;
       ck_assert(s->start <= start);
     } else {
@@ -253,10 +254,10 @@ START_TEST(spans_cover_every_op_once)
     ck_assert_uint_eq(g_array_index(spans->lanes, guint, st), 1);
     double previous = 0;
     for (guint k = 0; k < stream->n_ops; k++) {
-      const PlotsSpan *s = &g_array_index(spans->spans, PlotsSpan, stream->ops[k]);
+      const ExportSpan *s = &g_array_index(spans->spans, ExportSpan, stream->ops[k]);
       ck_assert_uint_eq(s->lane, 0);
       ck_assert(s->start >= previous);
-      if (s->kind == PLOTS_SPAN_WAIT)
+      if (s->kind == EXPORT_SPAN_WAIT)
         ck_assert(s->start == previous);
       previous = s->end;
     }
@@ -266,7 +267,7 @@ START_TEST(spans_cover_every_op_once)
   SimEvaluateOptions plain = { 0 };
   g_autoptr(SimResult) bare = sim_evaluate(NULL, s, sim_scenario_policy(s, "async"), &plain, NULL);
   g_autoptr(GError) no_detail = NULL;
-  ck_assert_ptr_null(plots_spans_new(bare, &no_detail));
+  ck_assert_ptr_null(export_spans_new(bare, &no_detail));
   ck_assert(g_error_matches(no_detail, SIM_ERROR, SIM_ERROR_INTERNAL));
 }
 END_TEST
@@ -301,18 +302,18 @@ START_TEST(overlapping_ops_take_separate_lanes)
   r->program = p;
   r->run = run;
 
-  g_autoptr(PlotsSpans) spans = plots_spans_new(r, NULL);
+  g_autoptr(ExportSpans) spans = export_spans_new(r, NULL);
   ck_assert_uint_eq(g_array_index(spans->lanes, guint, 0), 2);
   ck_assert_uint_eq(g_array_index(spans->lanes, guint, 1), 1);
-  ck_assert_uint_eq(g_array_index(spans->spans, PlotsSpan, 0).lane, 0);
-  ck_assert_uint_eq(g_array_index(spans->spans, PlotsSpan, 1).lane, 1);
-  ck_assert_uint_eq(g_array_index(spans->spans, PlotsSpan, 2).lane, 0); /* the first lane is free again at 2 */
+  ck_assert_uint_eq(g_array_index(spans->spans, ExportSpan, 0).lane, 0);
+  ck_assert_uint_eq(g_array_index(spans->spans, ExportSpan, 1).lane, 1);
+  ck_assert_uint_eq(g_array_index(spans->spans, ExportSpan, 2).lane, 0); /* the first lane is free again at 2 */
 
   g_autoptr(PlotsChart) chart = plots_timeline_chart(r, "timeline", 0, NULL);
   ck_assert_ptr_nonnull(strstr(chart->commands->str, "set ytics scale 0 ('compute' 2, 'compute (2)' 1, 'd2h' 0)"));
   ck_assert_ptr_nonnull(strstr(chart->data->str, "$spans << EOD\n0 2000 2 0\n1000 3000 1 0\n2000 4000 2 0\nEOD\n"));
 
-  g_autoptr(JsonNode) trace = plots_chrome_trace_build(r, NULL);
+  g_autoptr(JsonNode) trace = export_chrome_trace_build(r, NULL);
   JsonArray *events = json_object_get_array_member(json_node_get_object(trace), "traceEvents");
   gint64 tids[3] = { 0 };
   guint names = 0;
@@ -347,25 +348,25 @@ START_TEST(timeline_script_has_lanes_colours_and_quoted_labels)
   ck_assert_ptr_nonnull(strstr(c, "set title 'tiny ''quoted'' model_x^2' . \"\\n\" . 'timeline of async: step "));
   /* A box kind per legend entry, each in its own colour; async has no
    * recompute and no pinned allocations. */
-  const guint drawn[] = { PLOTS_SPAN_FORWARD, PLOTS_SPAN_BACKWARD, PLOTS_SPAN_OFFLOAD, PLOTS_SPAN_RELOAD,
-                          PLOTS_SPAN_WAIT };
+  const guint drawn[] = { EXPORT_SPAN_FORWARD, EXPORT_SPAN_BACKWARD, EXPORT_SPAN_OFFLOAD, EXPORT_SPAN_RELOAD,
+                          EXPORT_SPAN_WAIT };
   for (guint i = 0; i < G_N_ELEMENTS(drawn); i++) {
     g_autofree char *term = g_strdup_printf("($4==%u)", drawn[i]);
     g_autofree char *title = g_strdup_printf("lc rgb '%s' title '%s'", plots_timeline_color(drawn[i]),
-                                             plots_spans_kind_name(drawn[i]));
+                                             export_spans_kind_name(drawn[i]));
     ck_assert_msg(count(c, term) == 1, "%s not drawn once in:\n%s", term, c);
     ck_assert_msg(strstr(c, title), "%s missing in:\n%s", title, c);
   }
   ck_assert_ptr_null(strstr(c, "'recompute'"));
   ck_assert_ptr_null(strstr(c, "'host alloc'"));
   /* A colour per drawn kind, the pipeline's too: no two alike. */
-  for (guint a = 0; a < PLOTS_SPAN_COUNT; a++)
-    for (guint b = a + 1; b < PLOTS_SPAN_COUNT; b++)
-      if (a != PLOTS_SPAN_RECORD && b != PLOTS_SPAN_RECORD)
+  for (guint a = 0; a < EXPORT_SPAN_COUNT; a++)
+    for (guint b = a + 1; b < EXPORT_SPAN_COUNT; b++)
+      if (a != EXPORT_SPAN_RECORD && b != EXPORT_SPAN_RECORD)
         ck_assert_str_ne(plots_timeline_color(a), plots_timeline_color(b));
 
   /* The boundary is the end of the last forward op. */
-  g_autoptr(PlotsSpans) spans = plots_spans_new(r, NULL);
+  g_autoptr(ExportSpans) spans = export_spans_new(r, NULL);
   char at[G_ASCII_DTOSTR_BUF_SIZE];
   g_autofree char *arrow = g_strdup_printf("set arrow 1 from %s, graph 0", plots_gnuplot_number(at, spans->boundary * 1e3));
   ck_assert_msg(strstr(c, arrow), "%s missing in:\n%s", arrow, c);
@@ -766,11 +767,11 @@ START_TEST(sweep_from_a_grid_reads_in_human_units)
   g_autoptr(GError) error = NULL;
   g_autoptr(SimConfig) config = sim_config_load_file(TINY, &error);
   ck_assert_msg(config != NULL, "%s", error ? error->message : "");
-  g_autoptr(GPtrArray) axes = g_ptr_array_new_with_free_func((GDestroyNotify)planner_grid_axis_free);
-  g_ptr_array_add(axes, planner_grid_axis_parse("link.latency=1us,2us,4.5us", "--set", NULL));
-  g_ptr_array_add(axes, planner_grid_axis_parse("model.forward=1ms,2ms", "--set", NULL));
-  PlannerGridOptions options = { .jobs = 1 };
-  g_autoptr(PlannerGrid) grid = planner_grid_run(config, g_steal_pointer(&axes), &options, &error);
+  g_autoptr(GPtrArray) axes = g_ptr_array_new_with_free_func((GDestroyNotify)sweep_grid_axis_free);
+  g_ptr_array_add(axes, sweep_grid_axis_parse("link.latency=1us,2us,4.5us", "--set", NULL));
+  g_ptr_array_add(axes, sweep_grid_axis_parse("model.forward=1ms,2ms", "--set", NULL));
+  SweepGridOptions options = { .jobs = 1 };
+  g_autoptr(SweepGrid) grid = sweep_grid_run(config, g_steal_pointer(&axes), &options, &error);
   ck_assert_msg(grid != NULL, "%s", error ? error->message : "");
   g_autoptr(PlotsSweep) sweep = plots_sweep_from_grid(grid, TINY, &error);
   ck_assert_msg(sweep != NULL, "%s", error ? error->message : "");
@@ -783,7 +784,7 @@ START_TEST(sweep_from_a_grid_reads_in_human_units)
   ck_assert_str_eq(g_ptr_array_index(sweep->held, 0), "model.forward = 1ms");
   ck_assert_uint_eq(sweep->series->len, 4);
   for (guint v = 0; v < 3; v++) {
-    const PlannerGridPoint *point = g_ptr_array_index(grid->points, v * 2); /* model.forward = 1ms */
+    const SweepGridPoint *point = g_ptr_array_index(grid->points, v * 2); /* model.forward = 1ms */
     for (guint k = 0; k < 4; k++) {
       const PlotsSweepSeries *series = g_ptr_array_index(sweep->series, k);
       ck_assert(g_array_index(series->y, double, v) == ((SimResult *)g_ptr_array_index(point->results, k))->step_ms);
@@ -801,18 +802,18 @@ START_TEST(sweep_from_a_grid_reads_in_human_units)
 
   /* Values in different units: the unit that suits their size, never raw
    * bytes per second. */
-  g_autoptr(GPtrArray) mixed = g_ptr_array_new_with_free_func((GDestroyNotify)planner_grid_axis_free);
-  g_ptr_array_add(mixed, planner_grid_axis_parse("link.h2d_bandwidth=10GB/s,25.6GiB/s", "--set", NULL));
-  g_autoptr(PlannerGrid) grid2 = planner_grid_run(config, g_steal_pointer(&mixed), &options, &error);
+  g_autoptr(GPtrArray) mixed = g_ptr_array_new_with_free_func((GDestroyNotify)sweep_grid_axis_free);
+  g_ptr_array_add(mixed, sweep_grid_axis_parse("link.h2d_bandwidth=10GB/s,25.6GiB/s", "--set", NULL));
+  g_autoptr(SweepGrid) grid2 = sweep_grid_run(config, g_steal_pointer(&mixed), &options, &error);
   g_autoptr(PlotsSweep) rates = plots_sweep_from_grid(grid2, TINY, &error);
   ck_assert_str_eq(rates->x_unit, "GB/s");
   ck_assert_close(g_array_index(rates->x, double, 1), 25.6 * 1.073741824, 1e-9);
   ck_assert_uint_eq(rates->held->len, 0);
 
   /* A key of names cannot be an axis. */
-  g_autoptr(GPtrArray) names = g_ptr_array_new_with_free_func((GDestroyNotify)planner_grid_axis_free);
-  g_ptr_array_add(names, planner_grid_axis_parse("policy.async.pinned=pooled,pageable", "--set", NULL));
-  g_autoptr(PlannerGrid) grid3 = planner_grid_run(config, g_steal_pointer(&names), &options, &error);
+  g_autoptr(GPtrArray) names = g_ptr_array_new_with_free_func((GDestroyNotify)sweep_grid_axis_free);
+  g_ptr_array_add(names, sweep_grid_axis_parse("policy.async.pinned=pooled,pageable", "--set", NULL));
+  g_autoptr(SweepGrid) grid3 = sweep_grid_run(config, g_steal_pointer(&names), &options, &error);
   ck_assert_msg(grid3 != NULL, "%s", error ? error->message : "");
   g_autoptr(GError) bad = NULL;
   ck_assert_ptr_null(plots_sweep_from_grid(grid3, TINY, &bad));
@@ -1256,7 +1257,7 @@ START_TEST(trace_has_every_op_once_and_the_ledger)
   g_autofree char *dir = test_tmp_dir_new();
   g_autofree char *path = g_build_filename(dir, "trace.json", NULL);
   g_autoptr(GError) error = NULL;
-  ck_assert_msg(plots_chrome_trace_write(r, "--trace", path, &error), "%s", error ? error->message : "");
+  ck_assert_msg(export_chrome_trace_write(r, "--trace", path, &error), "%s", error ? error->message : "");
 
   g_autoptr(JsonParser) parser = json_parser_new();
   ck_assert_msg(json_parser_load_from_file(parser, path, &error), "invalid JSON: %s", error ? error->message : "");
@@ -1264,7 +1265,7 @@ START_TEST(trace_has_every_op_once_and_the_ledger)
   ck_assert_str_eq(json_object_get_string_member(json_object_get_object_member(root, "otherData"), "scenario"),
                    r->scenario);
   JsonArray *events = json_object_get_array_member(root, "traceEvents");
-  g_autoptr(PlotsSpans) spans = plots_spans_new(r, NULL);
+  g_autoptr(ExportSpans) spans = export_spans_new(r, NULL);
   guint n_ops = sim_program_n_ops(r->program);
   g_autofree guint *seen = g_new0(guint, n_ops);
   g_autoptr(GHashTable) threads = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL, g_free);
@@ -1287,7 +1288,7 @@ START_TEST(trace_has_every_op_once_and_the_ledger)
       gint64 op = json_object_get_int_member(args, "op");
       ck_assert(op >= 0 && op < n_ops);
       seen[op]++;
-      const PlotsSpan *s = &g_array_index(spans->spans, PlotsSpan, op);
+      const ExportSpan *s = &g_array_index(spans->spans, ExportSpan, op);
       ck_assert_close(json_object_get_double_member(e, "ts"), s->start * 1e6, 1e-6);
       ck_assert_close(json_object_get_double_member(e, "dur"), (s->end - s->start) * 1e6, 1e-6);
       ck_assert_int_eq(pid, 1);
@@ -1432,7 +1433,7 @@ START_TEST(pipeline_timeline_has_a_row_per_stream_of_every_stage)
    * pp - 1 = 3 of 4 micro-batches); the others interleave them. */
   ck_assert_ptr_null(strstr(c, "set arrow 1 from"));
   ck_assert_uint_eq(count(c, "nohead dt 2 lw 2"), 1);
-  g_autoptr(PlotsSpans) spans = plots_spans_new(r, NULL);
+  g_autoptr(ExportSpans) spans = export_spans_new(r, NULL);
   char x[G_ASCII_DTOSTR_BUF_SIZE];
   plots_gnuplot_number(x, g_array_index(spans->boundaries, double, 0) * 1e3);
   g_autofree char *stage0 = g_strdup_printf("set arrow from %s, first 15.5 to %s, first 11.5 nohead dt 2", x, x);
@@ -1446,46 +1447,46 @@ START_TEST(pipeline_timeline_has_a_row_per_stream_of_every_stage)
   const char *kind_terms[] = { "title 'p2p send'", "title 'wait on a stage'", "title 'wait'" };
   for (guint i = 0; i < G_N_ELEMENTS(kind_terms); i++)
     ck_assert_msg(strstr(c, kind_terms[i]), "%s missing in:\n%s", kind_terms[i], c);
-  guint per_row[16][PLOTS_SPAN_COUNT] = { { 0 } };
+  guint per_row[16][EXPORT_SPAN_COUNT] = { { 0 } };
   g_auto(GStrv) rows = g_strsplit(chart->data->str, "\n", -1);
   ck_assert_str_eq(rows[0], "$spans << EOD");
   for (char **row = rows + 1; *row && strcmp(*row, "EOD") != 0; row++) {
     double v[4];
     ck_assert_int_eq(sscanf(*row, "%lf %lf %lf %lf", &v[0], &v[1], &v[2], &v[3]), 4);
-    ck_assert(v[2] >= 0 && v[2] <= 15 && v[3] >= 0 && v[3] < PLOTS_SPAN_COUNT);
+    ck_assert(v[2] >= 0 && v[2] <= 15 && v[3] >= 0 && v[3] < EXPORT_SPAN_COUNT);
     per_row[15 - (guint)v[2]][(guint)v[3]]++;
   }
   for (guint stage = 0; stage < 4; stage++) {
     const guint *compute = per_row[4 * stage], *d2h = per_row[4 * stage + 1], *h2d = per_row[4 * stage + 2],
                 *p2p = per_row[4 * stage + 3];
-    ck_assert_uint_eq(compute[PLOTS_SPAN_FORWARD], 4 * 2);  /* 4 micro-batches × 2 layers */
-    ck_assert_uint_eq(compute[PLOTS_SPAN_BACKWARD], 4 * 2); /* the optimizer step takes no time */
-    ck_assert_uint_eq(compute[PLOTS_SPAN_SEND] + compute[PLOTS_SPAN_OFFLOAD], 0);
-    ck_assert_uint_eq(d2h[PLOTS_SPAN_OFFLOAD], 4 * 2);
-    ck_assert_uint_eq(h2d[PLOTS_SPAN_RELOAD], 4 * 2);
+    ck_assert_uint_eq(compute[EXPORT_SPAN_FORWARD], 4 * 2);  /* 4 micro-batches × 2 layers */
+    ck_assert_uint_eq(compute[EXPORT_SPAN_BACKWARD], 4 * 2); /* the optimizer step takes no time */
+    ck_assert_uint_eq(compute[EXPORT_SPAN_SEND] + compute[EXPORT_SPAN_OFFLOAD], 0);
+    ck_assert_uint_eq(d2h[EXPORT_SPAN_OFFLOAD], 4 * 2);
+    ck_assert_uint_eq(h2d[EXPORT_SPAN_RELOAD], 4 * 2);
     /* One send per micro-batch each way, the last stage's activations and
      * the first stage's gradients excepted. */
-    ck_assert_uint_eq(p2p[PLOTS_SPAN_SEND], stage == 0 || stage == 3 ? 4u : 8u);
+    ck_assert_uint_eq(p2p[EXPORT_SPAN_SEND], stage == 0 || stage == 3 ? 4u : 8u);
     guint on_p2p = 0, on_copies = 0;
-    for (guint k = 0; k < PLOTS_SPAN_COUNT; k++) {
-      on_p2p += k == PLOTS_SPAN_SEND ? 0 : p2p[k];
-      on_copies += (k == PLOTS_SPAN_OFFLOAD ? 0 : d2h[k]) + (k == PLOTS_SPAN_RELOAD ? 0 : h2d[k]);
+    for (guint k = 0; k < EXPORT_SPAN_COUNT; k++) {
+      on_p2p += k == EXPORT_SPAN_SEND ? 0 : p2p[k];
+      on_copies += (k == EXPORT_SPAN_OFFLOAD ? 0 : d2h[k]) + (k == EXPORT_SPAN_RELOAD ? 0 : h2d[k]);
     }
     ck_assert_uint_eq(on_p2p, 0);
     ck_assert_uint_eq(on_copies, 0);
     /* Every stage but the first starts by waiting for an activation. */
     if (stage > 0)
-      ck_assert_uint_gt(compute[PLOTS_SPAN_PEER_WAIT], 0);
+      ck_assert_uint_gt(compute[EXPORT_SPAN_PEER_WAIT], 0);
   }
   /* A wait on a stage is one another GPU ends: its event's recorder is on
    * a neighbour's p2p stream. */
   guint peer_waits = 0;
   for (guint i = 0; i < spans->spans->len; i++) {
-    const PlotsSpan *span = &g_array_index(spans->spans, PlotsSpan, i);
+    const ExportSpan *span = &g_array_index(spans->spans, ExportSpan, i);
     const SimOp *op = sim_program_op(r->program, span->op);
     if (op->kind == SIM_OP_SEND)
-      ck_assert_uint_eq(span->kind, PLOTS_SPAN_SEND);
-    if (span->kind != PLOTS_SPAN_PEER_WAIT)
+      ck_assert_uint_eq(span->kind, EXPORT_SPAN_SEND);
+    if (span->kind != EXPORT_SPAN_PEER_WAIT)
       continue;
     peer_waits++;
     const SimOp *recorder = sim_program_op(r->program, sim_program_event(r->program, op->event)->recorder);
@@ -1527,7 +1528,7 @@ START_TEST(pipeline_trace_has_a_process_per_gpu)
    * points, or every GPU's, would not reach its own. */
   ck_assert_int_gt(pool_peak(r, 0, SIM_POOL_DEVICE), pool_peak(r, 3, SIM_POOL_DEVICE));
   ck_assert_int_gt(pool_peak(r, 0, SIM_POOL_HOST), pool_peak(r, 3, SIM_POOL_HOST));
-  g_autoptr(JsonNode) trace = plots_chrome_trace_build(r, NULL);
+  g_autoptr(JsonNode) trace = export_chrome_trace_build(r, NULL);
   JsonObject *root = json_node_get_object(trace);
   ck_assert_int_eq(json_object_get_int_member(json_object_get_object_member(root, "otherData"), "gpus"), 4);
   JsonArray *events = json_object_get_array_member(root, "traceEvents");
@@ -1609,7 +1610,7 @@ START_TEST(pipeline_memory_follows_each_gpu)
   g_autofree char *dir = test_tmp_dir_new();
   g_autofree char *path = g_build_filename(dir, "memory.csv", NULL);
   g_autoptr(GError) error = NULL;
-  ck_assert_msg(plots_memory_write(r, "--memory", path, &error), "%s", error ? error->message : "");
+  ck_assert_msg(export_memory_csv_write(r, "--memory", path, &error), "%s", error ? error->message : "");
   g_autofree char *text = read_text(path);
   g_auto(GStrv) rows = g_strsplit(text, "\n", -1);
   ck_assert_str_eq(rows[0], "time_ms,gpu,device_bytes,host_bytes");
@@ -1789,20 +1790,20 @@ START_TEST(pictures_pick_their_gpus)
 {
   gboolean drawn[256];
   char *note = NULL;
-  ck_assert_uint_eq(plots_spans_pick_gpus(8, 4, 16, drawn, &note), 8);
+  ck_assert_uint_eq(export_spans_pick_gpus(8, 4, 16, drawn, &note), 8);
   ck_assert_ptr_null(note);
   for (guint g = 0; g < 8; g++)
     ck_assert(drawn[g]);
-  ck_assert_uint_eq(plots_spans_pick_gpus(256, 8, 16, drawn, &note), 8);
+  ck_assert_uint_eq(export_spans_pick_gpus(256, 8, 16, drawn, &note), 8);
   ck_assert_str_eq(note, "replica 0 of each of the 8 stages drawn, of 256 GPUs (dp = 32: the replicas of a stage "
                          "run the same step)");
   g_clear_pointer(&note, g_free);
   for (guint g = 0; g < 256; g++)
     ck_assert_msg(drawn[g] == (g % 32 == 0), "GPU %u", g);
-  ck_assert_uint_eq(plots_spans_pick_gpus(256, 256, 4, drawn, &note), 4);
+  ck_assert_uint_eq(export_spans_pick_gpus(256, 256, 4, drawn, &note), 4);
   ck_assert_str_eq(note, "4 of the 256 stages drawn (0, 85, 170, 255)");
   g_clear_pointer(&note, g_free);
-  ck_assert_uint_eq(plots_spans_pick_gpus(128, 64, 3, drawn, &note), 3);
+  ck_assert_uint_eq(export_spans_pick_gpus(128, 64, 3, drawn, &note), 3);
   ck_assert_str_eq(note, "3 of the 64 stages drawn (0, 31, 63), replica 0 of each");
   ck_assert(drawn[0] && drawn[62] && drawn[126] && !drawn[1]);
   g_free(note);

@@ -68,26 +68,26 @@ in_memory_csv(const char *path, const char *const *sets, guint shard, guint shar
   g_autoptr(GError) error = NULL;
   g_autoptr(SimConfig) config = sim_config_load_file(path, &error);
   ck_assert_msg(config != NULL, "%s", error ? error->message : "");
-  g_autoptr(GPtrArray) axes = g_ptr_array_new_with_free_func((GDestroyNotify)planner_grid_axis_free);
+  g_autoptr(GPtrArray) axes = g_ptr_array_new_with_free_func((GDestroyNotify)sweep_grid_axis_free);
   for (const char *const *s = sets; *s; s++)
-    g_ptr_array_add(axes, planner_grid_axis_parse(*s, "--set", NULL));
-  PlannerGridOptions options = { .jobs = 2, .shard = shard, .shards = shards, .shard_option = "--shard" };
-  g_autoptr(PlannerGrid) grid = planner_grid_run(config, g_steal_pointer(&axes), &options, &error);
+    g_ptr_array_add(axes, sweep_grid_axis_parse(*s, "--set", NULL));
+  SweepGridOptions options = { .jobs = 2, .shard = shard, .shards = shards, .shard_option = "--shard" };
+  g_autoptr(SweepGrid) grid = sweep_grid_run(config, g_steal_pointer(&axes), &options, &error);
   ck_assert_msg(grid != NULL, "%s", error ? error->message : "");
   GString *csv = g_string_new(NULL);
   g_autoptr(GString) prefix = g_string_new(NULL);
   for (guint a = 0; a < grid->axes->len; a++) {
-    sim_output_csv_field(prefix, ((PlannerGridAxis *)g_ptr_array_index(grid->axes, a))->name);
+    sim_output_csv_field(prefix, ((SweepGridAxis *)g_ptr_array_index(grid->axes, a))->name);
     g_string_append_c(prefix, ',');
   }
-  const PlannerGridPoint *first = g_ptr_array_index(grid->points, 0);
+  const SweepGridPoint *first = g_ptr_array_index(grid->points, 0);
   if (shard == 0)
     json_csv_header(csv, prefix->str, g_ptr_array_index(first->results, 0));
   for (guint i = 0; i < grid->points->len; i++) {
-    const PlannerGridPoint *point = g_ptr_array_index(grid->points, i);
+    const SweepGridPoint *point = g_ptr_array_index(grid->points, i);
     g_string_truncate(prefix, 0);
     for (guint a = 0; a < grid->axes->len; a++) {
-      sim_output_csv_field(prefix, planner_grid_value(grid, a, point->index));
+      sim_output_csv_field(prefix, sweep_grid_value(grid, a, point->index));
       g_string_append_c(prefix, ',');
     }
     for (guint k = 0; k < point->results->len; k++)
@@ -223,7 +223,7 @@ typedef struct {
 } Order;
 
 static gboolean
-format_index(const PlannerGrid *g, const PlannerGridPoint *point, GString *out, gpointer data)
+format_index(const SweepGrid *g, const SweepGridPoint *point, GString *out, gpointer data)
 {
   (void)g, (void)data;
   g_string_append_printf(out, "%u:%u\n", point->index, point->results->len);
@@ -231,7 +231,7 @@ format_index(const PlannerGrid *g, const PlannerGridPoint *point, GString *out, 
 }
 
 static gboolean
-write_in_order(PlannerGrid *g, PlannerGridPoint *point, const GString *text, gpointer data, GError **error)
+write_in_order(SweepGrid *g, SweepGridPoint *point, const GString *text, gpointer data, GError **error)
 {
   (void)g;
   Order *o = data;
@@ -249,16 +249,16 @@ write_in_order(PlannerGrid *g, PlannerGridPoint *point, const GString *text, gpo
   return TRUE;
 }
 
-static PlannerGrid *
-latency_grid(const SimConfig *config, guint points, const PlannerGridOptions *options)
+static SweepGrid *
+latency_grid(const SimConfig *config, guint points, const SweepGridOptions *options)
 {
   g_autoptr(GString) set = g_string_new("link.latency=");
   for (guint i = 0; i < points; i++)
     g_string_append_printf(set, "%s%uus", i ? "," : "", i + 1);
-  g_autoptr(GPtrArray) axes = g_ptr_array_new_with_free_func((GDestroyNotify)planner_grid_axis_free);
-  g_ptr_array_add(axes, planner_grid_axis_parse(set->str, "--set", NULL));
+  g_autoptr(GPtrArray) axes = g_ptr_array_new_with_free_func((GDestroyNotify)sweep_grid_axis_free);
+  g_ptr_array_add(axes, sweep_grid_axis_parse(set->str, "--set", NULL));
   g_autoptr(GError) error = NULL;
-  PlannerGrid *grid = planner_grid_new(config, g_steal_pointer(&axes), options, &error);
+  SweepGrid *grid = sweep_grid_new(config, g_steal_pointer(&axes), options, &error);
   ck_assert_msg(grid != NULL, "%s", error ? error->message : "");
   return grid;
 }
@@ -274,13 +274,13 @@ START_TEST(rows_come_in_order_through_a_bounded_window)
   const guint windows[] = { 1, 3, 8 };
   for (guint w = 0; w < G_N_ELEMENTS(windows); w++) {
     for (guint shards = 1; shards <= 2; shards++) {
-      PlannerGridOptions options = { .jobs = 4, .shard = shards - 1, .shards = shards };
-      g_autoptr(PlannerGrid) grid = latency_grid(config, 200, &options);
+      SweepGridOptions options = { .jobs = 4, .shard = shards - 1, .shards = shards };
+      g_autoptr(SweepGrid) grid = latency_grid(config, 200, &options);
       Order order = { .next = shards - 1, .shards = shards, .slow_every = 17, .fail_at = G_MAXUINT };
-      PlannerGridStream stream = { .format = format_index, .write = write_in_order, .data = &order,
+      SweepGridStream stream = { .format = format_index, .write = write_in_order, .data = &order,
                                    .window = windows[w] };
       g_autoptr(GError) error = NULL;
-      ck_assert_msg(planner_grid_stream(grid, config, &options, &stream, &error), "%s", error ? error->message : "");
+      ck_assert_msg(sweep_grid_stream(grid, config, &options, &stream, &error), "%s", error ? error->message : "");
       ck_assert_uint_eq(order.written, 200 / shards);
       ck_assert_msg(stream.peak_held <= windows[w], "%u points alive, window %u", stream.peak_held, windows[w]);
       ck_assert_uint_eq(stream.peak_held, windows[w]);
@@ -289,11 +289,11 @@ START_TEST(rows_come_in_order_through_a_bounded_window)
     }
   }
   /* The default window is 64 points per thread, not the sweep. */
-  PlannerGridOptions options = { .jobs = 2 };
-  g_autoptr(PlannerGrid) grid = latency_grid(config, 1000, &options);
+  SweepGridOptions options = { .jobs = 2 };
+  g_autoptr(SweepGrid) grid = latency_grid(config, 1000, &options);
   Order order = { .shards = 1, .fail_at = G_MAXUINT };
-  PlannerGridStream stream = { .format = format_index, .write = write_in_order, .data = &order };
-  ck_assert(planner_grid_stream(grid, config, &options, &stream, NULL));
+  SweepGridStream stream = { .format = format_index, .write = write_in_order, .data = &order };
+  ck_assert(sweep_grid_stream(grid, config, &options, &stream, NULL));
   ck_assert_uint_eq(order.written, 1000);
   ck_assert_uint_eq(stream.peak_held, 128);
 }
@@ -304,12 +304,12 @@ END_TEST
 START_TEST(a_failing_write_stops_the_sweep)
 {
   g_autoptr(SimConfig) config = sim_config_load_file(TINY, NULL);
-  PlannerGridOptions options = { .jobs = 2 };
-  g_autoptr(PlannerGrid) grid = latency_grid(config, 100, &options);
+  SweepGridOptions options = { .jobs = 2 };
+  g_autoptr(SweepGrid) grid = latency_grid(config, 100, &options);
   Order order = { .shards = 1, .fail_at = 10 };
-  PlannerGridStream stream = { .format = format_index, .write = write_in_order, .data = &order, .window = 6 };
+  SweepGridStream stream = { .format = format_index, .write = write_in_order, .data = &order, .window = 6 };
   g_autoptr(GError) error = NULL;
-  ck_assert(!planner_grid_stream(grid, config, &options, &stream, &error));
+  ck_assert(!sweep_grid_stream(grid, config, &options, &stream, &error));
   ck_assert_str_eq(error->message, "stop here");
   ck_assert_uint_eq(order.written, 11);
 }
@@ -481,16 +481,16 @@ START_TEST(a_default_policy_key_sweeps)
   ck_assert_ptr_nonnull(config);
   g_autoptr(SimScenario) plain = sim_scenario_from_config(config, &error);
   ck_assert_ptr_nonnull(plain);
-  g_autoptr(GPtrArray) axes = g_ptr_array_new_with_free_func((GDestroyNotify)planner_grid_axis_free);
-  g_ptr_array_add(axes, planner_grid_axis_parse("policy.offload-async.prefetch=0,1", "--set", &error));
-  PlannerGridOptions options = { .jobs = 1, .shard_option = "--shard" };
-  g_autoptr(PlannerGrid) grid = planner_grid_run(config, g_steal_pointer(&axes), &options, &error);
+  g_autoptr(GPtrArray) axes = g_ptr_array_new_with_free_func((GDestroyNotify)sweep_grid_axis_free);
+  g_ptr_array_add(axes, sweep_grid_axis_parse("policy.offload-async.prefetch=0,1", "--set", &error));
+  SweepGridOptions options = { .jobs = 1, .shard_option = "--shard" };
+  g_autoptr(SweepGrid) grid = sweep_grid_run(config, g_steal_pointer(&axes), &options, &error);
   ck_assert_msg(grid != NULL, "%s", error ? error->message : "");
   ck_assert_uint_eq(grid->points->len, 2);
   g_autoptr(GPtrArray) defaults = sim_scenario_default_policies();
   double async_ms[2];
   for (guint i = 0; i < 2; i++) {
-    GPtrArray *results = ((PlannerGridPoint *)g_ptr_array_index(grid->points, i))->results;
+    GPtrArray *results = ((SweepGridPoint *)g_ptr_array_index(grid->points, i))->results;
     ck_assert_uint_eq(results->len, defaults->len);
     for (guint k = 0; k < results->len; k++) {
       const SimResult *r = g_ptr_array_index(results, k);
@@ -507,9 +507,9 @@ START_TEST(a_default_policy_key_sweeps)
   }
   ck_assert_double_gt(async_ms[0], async_ms[1]); /* prefetch 0 waits for each reload */
   /* A key the default policy cannot take is refused naming it. */
-  g_autoptr(GPtrArray) bad = g_ptr_array_new_with_free_func((GDestroyNotify)planner_grid_axis_free);
-  g_ptr_array_add(bad, planner_grid_axis_parse("policy.offload-sync.prefetch=2", "--set", &error));
-  g_autoptr(PlannerGrid) none = planner_grid_new(config, g_steal_pointer(&bad), &options, &error);
+  g_autoptr(GPtrArray) bad = g_ptr_array_new_with_free_func((GDestroyNotify)sweep_grid_axis_free);
+  g_ptr_array_add(bad, sweep_grid_axis_parse("policy.offload-sync.prefetch=2", "--set", &error));
+  g_autoptr(SweepGrid) none = sweep_grid_new(config, g_steal_pointer(&bad), &options, &error);
   ck_assert_ptr_null(none);
   ck_assert_msg(strstr(error->message, "--set: [policy.offload-sync] prefetch: mode = sync"), "%s", error->message);
 }

@@ -1,6 +1,6 @@
-/* Fuzz target: the budget ledger's chunk CSV (planner/budget.c), then the
+/* Fuzz target: the budget ledger's chunk CSV (ledger/ledger.c), then the
  * ledger itself on what parsed, at a tight and a loose budget. */
-#include "budget.h"
+#include "ledger.h"
 
 #include "fuzz_common.h"
 
@@ -13,8 +13,8 @@ static void
 ledger(GPtrArray *chunks, gint64 budget, double gibps)
 {
   g_autoptr(GError) error = NULL;
-  g_autoptr(PlannerBudgetSummary) s = planner_budget_summarize(chunks, budget, gibps, &error);
-  fuzz_expect_input_error(error, "planner_budget_summarize");
+  g_autoptr(LedgerSummary) s = ledger_summarize(chunks, budget, gibps, &error);
+  fuzz_expect_input_error(error, "ledger_summarize");
   if (s == NULL)
     return;
   if (s->kept_bytes + s->offloaded_bytes != s->total_bytes || s->kept_bytes < 0 || s->offloaded_bytes < 0 ||
@@ -23,21 +23,21 @@ ledger(GPtrArray *chunks, gint64 budget, double gibps)
             ", offloaded %" G_GINT64_FORMAT "\n", s->total_bytes, s->kept_bytes, s->offloaded_bytes);
     abort();
   }
-  PlannerBudgetVerdict verdict;
-  PlannerBudgetComparison cmp;
-  if (!planner_budget_recommend(s, 0.25, 60, &verdict, &error))
-    fuzz_expect_input_error(error, "planner_budget_recommend");
+  LedgerVerdict verdict;
+  LedgerComparison cmp;
+  if (!ledger_recommend(s, 0.25, 60, &verdict, &error))
+    fuzz_expect_input_error(error, "ledger_recommend");
   g_clear_error(&error);
-  if (!planner_budget_compare_checkpointing(s, s->total_bytes, 1.5, &cmp, &error))
-    fuzz_expect_input_error(error, "planner_budget_compare_checkpointing");
+  if (!ledger_compare_checkpointing(s, s->total_bytes, 1.5, &cmp, &error))
+    fuzz_expect_input_error(error, "ledger_compare_checkpointing");
 }
 
 int
 LLVMFuzzerTestOneInput(const guint8 *data, size_t size)
 {
   g_autoptr(GError) error = NULL;
-  g_autoptr(GPtrArray) chunks = planner_budget_parse_csv((const char *)data, size, "fuzz.csv", &error);
-  fuzz_expect_input_error(error, "planner_budget_parse_csv");
+  g_autoptr(GPtrArray) chunks = ledger_parse_csv((const char *)data, size, "fuzz.csv", &error);
+  fuzz_expect_input_error(error, "ledger_parse_csv");
   if (chunks == NULL)
     return 0;
   ledger(chunks, 384ll << 20, 8.0);

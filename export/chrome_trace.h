@@ -1,4 +1,4 @@
-/* plots/chrome_trace.h — a detailed run as a Chrome trace-event JSON file, which
+/* export/chrome_trace.h — a detailed run as a Chrome trace-event JSON file, which
  * Perfetto (ui.perfetto.dev) and chrome://tracing open.
  *
  * Process 1 is the device: one thread per stream lane (compute, d2h, h2d;
@@ -34,10 +34,10 @@
 G_BEGIN_DECLS
 
 /* The trace of a detailed result as a JSON tree ({"traceEvents": [...]}). */
-JsonNode *plots_chrome_trace_build(const SimResult *result, GError **error);
+JsonNode *export_chrome_trace_build(const SimResult *result, GError **error);
 
 /* Writes that tree to `path`, atomically; `option` ("--trace") prefixes
  * errors, as sim_output_save's does. */
-gboolean plots_chrome_trace_write(const SimResult *result, const char *option, const char *path, GError **error);
+gboolean export_chrome_trace_write(const SimResult *result, const char *option, const char *path, GError **error);
 
 G_END_DECLS

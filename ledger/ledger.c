@@ -1,4 +1,4 @@
-#include "budget.h"
+#include "ledger.h"
 
 #include "config.h"
 #include "error.h"
@@ -9,11 +9,11 @@
 
 #define GIB 1073741824.0
 
-PlannerBudgetChunk *
-planner_budget_chunk_new(const char *name, gint64 bytes, gint64 reuse_delay_layers, gboolean offloadable)
+LedgerChunk *
+ledger_chunk_new(const char *name, gint64 bytes, gint64 reuse_delay_layers, gboolean offloadable)
 {
   g_return_val_if_fail(name != NULL, NULL);
-  PlannerBudgetChunk *c = g_new0(PlannerBudgetChunk, 1);
+  LedgerChunk *c = g_new0(LedgerChunk, 1);
   c->name = g_strdup(name);
   c->bytes = bytes;
   c->reuse_delay_layers = reuse_delay_layers;
@@ -22,7 +22,7 @@ planner_budget_chunk_new(const char *name, gint64 bytes, gint64 reuse_delay_laye
 }
 
 void
-planner_budget_chunk_free(PlannerBudgetChunk *chunk)
+ledger_chunk_free(LedgerChunk *chunk)
 {
   if (chunk == NULL)
     return;
@@ -31,13 +31,13 @@ planner_budget_chunk_free(PlannerBudgetChunk *chunk)
 }
 
 GPtrArray *
-planner_budget_chunks_new(void)
+ledger_chunks_new(void)
 {
-  return g_ptr_array_new_with_free_func((GDestroyNotify)planner_budget_chunk_free);
+  return g_ptr_array_new_with_free_func((GDestroyNotify)ledger_chunk_free);
 }
 
 void
-planner_budget_summary_free(PlannerBudgetSummary *summary)
+ledger_summary_free(LedgerSummary *summary)
 {
   if (summary == NULL)
     return;
@@ -47,14 +47,14 @@ planner_budget_summary_free(PlannerBudgetSummary *summary)
 }
 
 const char *
-planner_budget_verdict_name(PlannerBudgetVerdict verdict)
+ledger_verdict_name(LedgerVerdict verdict)
 {
   switch (verdict) {
-  case PLANNER_BUDGET_ACCEPT:
+  case LEDGER_ACCEPT:
     return "accept";
-  case PLANNER_BUDGET_TUNE:
+  case LEDGER_TUNE:
     return "tune";
-  case PLANNER_BUDGET_REJECT:
+  case LEDGER_REJECT:
   default:
     return "reject";
   }
@@ -65,7 +65,7 @@ planner_budget_verdict_name(PlannerBudgetVerdict verdict)
  * printf is exact in the same way, so "%.*f" and back is round() to the bit;
  * x * 10^n, rint, / 10^n is not (it rounds 2.675 up and 1.0005 up). */
 double
-planner_budget_round(double x, int ndigits)
+ledger_round(double x, int ndigits)
 {
   g_return_val_if_fail(ndigits >= 0 && ndigits <= 20, x);
   if (!isfinite(x))
@@ -94,7 +94,7 @@ check_bandwidth(double bandwidth_gibps, GError **error)
 }
 
 gboolean
-planner_budget_round_trip_ms(gint64 offloaded_bytes, double bandwidth_gibps, double *ms, GError **error)
+ledger_round_trip_ms(gint64 offloaded_bytes, double bandwidth_gibps, double *ms, GError **error)
 {
   g_return_val_if_fail(ms != NULL, FALSE);
   if (offloaded_bytes < 0) {
@@ -104,7 +104,7 @@ planner_budget_round_trip_ms(gint64 offloaded_bytes, double bandwidth_gibps, dou
   }
   if (!check_bandwidth(bandwidth_gibps, error))
     return FALSE;
-  *ms = planner_budget_round(2 * one_way_ms(offloaded_bytes, bandwidth_gibps), 2);
+  *ms = ledger_round(2 * one_way_ms(offloaded_bytes, bandwidth_gibps), 2);
   return TRUE;
 }
 
@@ -112,8 +112,8 @@ planner_budget_round_trip_ms(gint64 offloaded_bytes, double bandwidth_gibps, dou
 static int
 compare_candidates(gconstpointer pa, gconstpointer pb)
 {
-  const PlannerBudgetChunk *a = *(PlannerBudgetChunk *const *)pa;
-  const PlannerBudgetChunk *b = *(PlannerBudgetChunk *const *)pb;
+  const LedgerChunk *a = *(LedgerChunk *const *)pa;
+  const LedgerChunk *b = *(LedgerChunk *const *)pb;
   if (a->reuse_delay_layers != b->reuse_delay_layers)
     return a->reuse_delay_layers > b->reuse_delay_layers ? -1 : 1;
   if (a->bytes != b->bytes)
@@ -127,14 +127,14 @@ check_chunks(GPtrArray *chunks, gint64 *total, GError **error)
 {
   g_autoptr(GHashTable) seen = g_hash_table_new(g_str_hash, g_str_equal);
   for (guint i = 0; i < chunks->len; i++) {
-    const PlannerBudgetChunk *c = g_ptr_array_index(chunks, i);
+    const LedgerChunk *c = g_ptr_array_index(chunks, i);
     if (!g_hash_table_add(seen, c->name)) {
       g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "chunk names must be unique: '%s' appears twice", c->name);
       return FALSE;
     }
   }
   for (guint i = 0; i < chunks->len; i++) {
-    const PlannerBudgetChunk *c = g_ptr_array_index(chunks, i);
+    const LedgerChunk *c = g_ptr_array_index(chunks, i);
     if (c->bytes < 0) {
       g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT,
                   "chunk bytes must be non-negative: '%s' has %" G_GINT64_FORMAT, c->name, c->bytes);
@@ -142,7 +142,7 @@ check_chunks(GPtrArray *chunks, gint64 *total, GError **error)
     }
   }
   for (guint i = 0; i < chunks->len; i++) {
-    const PlannerBudgetChunk *c = g_ptr_array_index(chunks, i);
+    const LedgerChunk *c = g_ptr_array_index(chunks, i);
     if (c->reuse_delay_layers < 0) {
       g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT,
                   "reuse_delay_layers must be non-negative: '%s' has %" G_GINT64_FORMAT, c->name,
@@ -152,7 +152,7 @@ check_chunks(GPtrArray *chunks, gint64 *total, GError **error)
   }
   guint64 sum = 0;
   for (guint i = 0; i < chunks->len; i++) {
-    const PlannerBudgetChunk *c = g_ptr_array_index(chunks, i);
+    const LedgerChunk *c = g_ptr_array_index(chunks, i);
     if (!g_uint64_checked_add(&sum, sum, (guint64)c->bytes) || sum > (guint64)G_MAXINT64) {
       g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "the chunks' total bytes do not fit in a 64-bit integer");
       return FALSE;
@@ -162,8 +162,8 @@ check_chunks(GPtrArray *chunks, gint64 *total, GError **error)
   return TRUE;
 }
 
-PlannerBudgetSummary *
-planner_budget_summarize(GPtrArray *chunks, gint64 budget_bytes, double bandwidth_gibps, GError **error)
+LedgerSummary *
+ledger_summarize(GPtrArray *chunks, gint64 budget_bytes, double bandwidth_gibps, GError **error)
 {
   g_return_val_if_fail(chunks != NULL, NULL);
   gint64 total = 0;
@@ -178,25 +178,25 @@ planner_budget_summarize(GPtrArray *chunks, gint64 budget_bytes, double bandwidt
 
   g_autoptr(GPtrArray) candidates = g_ptr_array_new();
   for (guint i = 0; i < chunks->len; i++) {
-    PlannerBudgetChunk *c = g_ptr_array_index(chunks, i);
+    LedgerChunk *c = g_ptr_array_index(chunks, i);
     if (c->offloadable)
       g_ptr_array_add(candidates, c);
   }
   g_ptr_array_sort(candidates, compare_candidates);
 
-  PlannerBudgetSummary *s = g_new0(PlannerBudgetSummary, 1);
+  LedgerSummary *s = g_new0(LedgerSummary, 1);
   s->offloaded_names = g_ptr_array_new_with_free_func(g_free);
   s->kept_names = g_ptr_array_new_with_free_func(g_free);
   g_autoptr(GHashTable) offloaded = g_hash_table_new(g_str_hash, g_str_equal);
   gint64 kept = total;
   for (guint i = 0; i < candidates->len && kept > budget_bytes; i++) {
-    const PlannerBudgetChunk *c = g_ptr_array_index(candidates, i);
+    const LedgerChunk *c = g_ptr_array_index(candidates, i);
     kept -= c->bytes;
     g_ptr_array_add(s->offloaded_names, g_strdup(c->name));
     g_hash_table_add(offloaded, c->name);
   }
   for (guint i = 0; i < chunks->len; i++) {
-    const PlannerBudgetChunk *c = g_ptr_array_index(chunks, i);
+    const LedgerChunk *c = g_ptr_array_index(chunks, i);
     if (!g_hash_table_contains(offloaded, c->name))
       g_ptr_array_add(s->kept_names, g_strdup(c->name));
   }
@@ -208,21 +208,21 @@ planner_budget_summarize(GPtrArray *chunks, gint64 budget_bytes, double bandwidt
   s->overflow_bytes = MAX(kept - budget_bytes, 0);
   s->feasible = s->overflow_bytes == 0;
   s->bandwidth_gibps = bandwidth_gibps;
-  s->transfer_ms = planner_budget_round(s->offloaded_bytes ? one_way_ms(s->offloaded_bytes, bandwidth_gibps) : 0.0, 2);
-  gboolean ok = planner_budget_round_trip_ms(s->offloaded_bytes, bandwidth_gibps, &s->round_trip_ms, NULL);
+  s->transfer_ms = ledger_round(s->offloaded_bytes ? one_way_ms(s->offloaded_bytes, bandwidth_gibps) : 0.0, 2);
+  gboolean ok = ledger_round_trip_ms(s->offloaded_bytes, bandwidth_gibps, &s->round_trip_ms, NULL);
   g_assert(ok); /* both inputs were checked above */
-  s->pressure_ratio = planner_budget_round((double)total / (double)budget_bytes, 3);
-  s->saved_ratio = planner_budget_round(total ? (double)s->offloaded_bytes / (double)total : 0.0, 3);
+  s->pressure_ratio = ledger_round((double)total / (double)budget_bytes, 3);
+  s->saved_ratio = ledger_round(total ? (double)s->offloaded_bytes / (double)total : 0.0, 3);
   return s;
 }
 
 gboolean
-planner_budget_recommend(const PlannerBudgetSummary *s, double min_saved_ratio, double max_transfer_ms,
-                         PlannerBudgetVerdict *verdict, GError **error)
+ledger_recommend(const LedgerSummary *s, double min_saved_ratio, double max_transfer_ms,
+                         LedgerVerdict *verdict, GError **error)
 {
   g_return_val_if_fail(s != NULL && verdict != NULL, FALSE);
   if (s->offloaded_bytes <= 0) {
-    *verdict = PLANNER_BUDGET_REJECT;
+    *verdict = LEDGER_REJECT;
     return TRUE;
   }
   if (min_saved_ratio < 0 || max_transfer_ms < 0) {
@@ -235,19 +235,19 @@ planner_budget_recommend(const PlannerBudgetSummary *s, double min_saved_ratio, 
                     s->transfer_ms <= max_transfer_ms;
   gboolean relaxed = s->saved_ratio >= min_saved_ratio / 2 && s->transfer_ms <= max_transfer_ms * 2;
   if (!s->feasible)
-    *verdict = PLANNER_BUDGET_REJECT;
+    *verdict = LEDGER_REJECT;
   else if (strict)
-    *verdict = PLANNER_BUDGET_ACCEPT;
+    *verdict = LEDGER_ACCEPT;
   else if (relaxed)
-    *verdict = PLANNER_BUDGET_TUNE;
+    *verdict = LEDGER_TUNE;
   else
-    *verdict = PLANNER_BUDGET_REJECT;
+    *verdict = LEDGER_REJECT;
   return TRUE;
 }
 
 gboolean
-planner_budget_compare_checkpointing(const PlannerBudgetSummary *s, gint64 checkpoint_saved_bytes,
-                                     double checkpoint_extra_ms, PlannerBudgetComparison *comparison,
+ledger_compare_checkpointing(const LedgerSummary *s, gint64 checkpoint_saved_bytes,
+                                     double checkpoint_extra_ms, LedgerComparison *comparison,
                                      GError **error)
 {
   g_return_val_if_fail(s != NULL && comparison != NULL, FALSE);
@@ -261,8 +261,8 @@ planner_budget_compare_checkpointing(const PlannerBudgetSummary *s, gint64 check
   double offload_score = (double)s->offloaded_bytes / MAX(s->transfer_ms, 1e-6);
   double checkpoint_score = (double)checkpoint_saved_bytes / MAX(checkpoint_extra_ms, 1e-6);
   comparison->prefer_offload = offload_score >= checkpoint_score;
-  comparison->offload_score = planner_budget_round(offload_score, 3);
-  comparison->checkpoint_score = planner_budget_round(checkpoint_score, 3);
+  comparison->offload_score = ledger_round(offload_score, 3);
+  comparison->checkpoint_score = ledger_round(checkpoint_score, 3);
   return TRUE;
 }
 
@@ -432,7 +432,7 @@ csv_name(const char *text, GHashTable *seen, char **problem)
 
 /* One data row into a chunk; `column` names the field a problem is in, NULL
  * for the row as a whole. */
-static PlannerBudgetChunk *
+static LedgerChunk *
 csv_row(GPtrArray *fields, GHashTable *seen, const char **column, char **problem)
 {
   gint64 bytes = 0, delay = 0;
@@ -460,7 +460,7 @@ csv_row(GPtrArray *fields, GHashTable *seen, const char **column, char **problem
   *column = csv_columns[3];
   if (!csv_bool(f[3], &offloadable, problem))
     return NULL;
-  return planner_budget_chunk_new(f[0], bytes, delay, offloadable);
+  return ledger_chunk_new(f[0], bytes, delay, offloadable);
 }
 
 static gboolean
@@ -475,7 +475,7 @@ csv_header_ok(GPtrArray *fields)
 }
 
 GPtrArray *
-planner_budget_parse_csv(const char *text, gsize length, const char *origin, GError **error)
+ledger_parse_csv(const char *text, gsize length, const char *origin, GError **error)
 {
   g_return_val_if_fail(text != NULL && origin != NULL, NULL);
   if (memchr(text, '\0', length)) {
@@ -486,7 +486,7 @@ planner_budget_parse_csv(const char *text, gsize length, const char *origin, GEr
   g_autofree char *copy = g_strndup(text, length);
   char *p = copy;
 
-  g_autoptr(GPtrArray) chunks = planner_budget_chunks_new();
+  g_autoptr(GPtrArray) chunks = ledger_chunks_new();
   g_autoptr(GHashTable) seen = g_hash_table_new(g_str_hash, g_str_equal); /* name -> first line */
   gboolean have_header = FALSE;
   guint64 total = 0;
@@ -518,7 +518,7 @@ planner_budget_parse_csv(const char *text, gsize length, const char *origin, GEr
       have_header = TRUE;
       continue;
     }
-    PlannerBudgetChunk *c = csv_row(fields, seen, &column, &problem);
+    LedgerChunk *c = csv_row(fields, seen, &column, &problem);
     if (c == NULL) {
       if (column)
         g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "%s:%u: %s: %s", origin, line_no, column, problem);
@@ -531,7 +531,7 @@ planner_budget_parse_csv(const char *text, gsize length, const char *origin, GEr
     if (!g_uint64_checked_add(&total, total, (guint64)c->bytes) || total > (guint64)G_MAXINT64) {
       g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "%s:%u: bytes: the chunks' bytes up to this row add up to more "
                   "than 8 EiB (a 64-bit integer, the ledger's total)", origin, line_no);
-      planner_budget_chunk_free(c);
+      ledger_chunk_free(c);
       return NULL;
     }
     g_ptr_array_add(chunks, c);
@@ -545,11 +545,11 @@ planner_budget_parse_csv(const char *text, gsize length, const char *origin, GEr
 }
 
 GPtrArray *
-planner_budget_load_csv(const char *path, GError **error)
+ledger_load_csv(const char *path, GError **error)
 {
   g_autofree char *data = NULL;
   gsize length = 0;
   if (!sim_config_read_input(path, "chunks", &data, &length, error))
     return NULL;
-  return planner_budget_parse_csv(data, length, path, error);
+  return ledger_parse_csv(data, length, path, error);
 }

@@ -13,29 +13,29 @@ waits_on_another_gpu(const SimProgram *p, const SimOp *op)
   return recorder != SIM_NO_OP && sim_program_op(p, recorder)->gpu != op->gpu;
 }
 
-static PlotsSpanKind
+static ExportSpanKind
 kind_of(const SimProgram *p, const SimOp *op)
 {
   switch ((SimOpKind)op->kind) {
   case SIM_OP_COPY:
-    return op->dir == SIM_DIR_D2H ? PLOTS_SPAN_OFFLOAD : PLOTS_SPAN_RELOAD;
+    return op->dir == SIM_DIR_D2H ? EXPORT_SPAN_OFFLOAD : EXPORT_SPAN_RELOAD;
   case SIM_OP_RECORD:
-    return PLOTS_SPAN_RECORD;
+    return EXPORT_SPAN_RECORD;
   case SIM_OP_WAIT:
-    return waits_on_another_gpu(p, op) ? PLOTS_SPAN_PEER_WAIT : PLOTS_SPAN_WAIT;
+    return waits_on_another_gpu(p, op) ? EXPORT_SPAN_PEER_WAIT : EXPORT_SPAN_WAIT;
   case SIM_OP_HOST_ALLOC:
-    return op->phase == SIM_PHASE_OPTIMIZER ? PLOTS_SPAN_OPTIMIZER : PLOTS_SPAN_ALLOC;
+    return op->phase == SIM_PHASE_OPTIMIZER ? EXPORT_SPAN_OPTIMIZER : EXPORT_SPAN_ALLOC;
   case SIM_OP_SEND:
-    return PLOTS_SPAN_SEND;
+    return EXPORT_SPAN_SEND;
   case SIM_OP_COLLECTIVE:
-    return PLOTS_SPAN_COMM;
+    return EXPORT_SPAN_COMM;
   case SIM_OP_COMPUTE:
   default:
     if (op->phase == SIM_PHASE_BACKWARD)
-      return PLOTS_SPAN_BACKWARD;
+      return EXPORT_SPAN_BACKWARD;
     if (op->phase == SIM_PHASE_OPTIMIZER)
-      return PLOTS_SPAN_OPTIMIZER;
-    return op->phase == SIM_PHASE_RECOMPUTE ? PLOTS_SPAN_RECOMPUTE : PLOTS_SPAN_FORWARD;
+      return EXPORT_SPAN_OPTIMIZER;
+    return op->phase == SIM_PHASE_RECOMPUTE ? EXPORT_SPAN_RECOMPUTE : EXPORT_SPAN_FORWARD;
   }
 }
 
@@ -47,8 +47,8 @@ layer_of(const SimProgram *p, const SimOp *op)
   return op->layer;
 }
 
-PlotsSpans *
-plots_spans_new(const SimResult *r, GError **error)
+ExportSpans *
+export_spans_new(const SimResult *r, GError **error)
 {
   if (r->program == NULL || r->run == NULL || r->run->op_start == NULL) {
     g_set_error(error, SIM_ERROR, SIM_ERROR_INTERNAL, "policy '%s': evaluated without detail, nothing to draw",
@@ -57,8 +57,8 @@ plots_spans_new(const SimResult *r, GError **error)
   }
   const SimProgram *p = r->program;
   guint n = sim_program_n_ops(p);
-  PlotsSpans *s = g_new0(PlotsSpans, 1);
-  s->spans = g_array_sized_new(FALSE, TRUE, sizeof(PlotsSpan), n);
+  ExportSpans *s = g_new0(ExportSpans, 1);
+  s->spans = g_array_sized_new(FALSE, TRUE, sizeof(ExportSpan), n);
   g_array_set_size(s->spans, n);
   s->lanes = g_array_new(FALSE, TRUE, sizeof(guint));
   s->step = r->run->step;
@@ -75,8 +75,8 @@ plots_spans_new(const SimResult *r, GError **error)
   }
   for (guint32 i = 0; i < n; i++) {
     const SimOp *op = sim_program_op(p, i);
-    PlotsSpan *span = &g_array_index(s->spans, PlotsSpan, i);
-    *span = (PlotsSpan){ .op = i, .stream = op->stream, .kind = kind_of(p, op), .layer = layer_of(p, op),
+    ExportSpan *span = &g_array_index(s->spans, ExportSpan, i);
+    *span = (ExportSpan){ .op = i, .stream = op->stream, .kind = kind_of(p, op), .layer = layer_of(p, op),
                          .start = g_array_index(r->run->op_start, double, i),
                          .end = g_array_index(r->run->op_end, double, i) };
     if (op->kind != SIM_OP_COMPUTE || op->gpu >= gpus)
@@ -103,8 +103,8 @@ plots_spans_new(const SimResult *r, GError **error)
     double previous_end = 0;
     g_array_set_size(lane_end, 0);
     for (guint k = 0; k < stream->n_ops; k++) {
-      PlotsSpan *span = &g_array_index(s->spans, PlotsSpan, stream->ops[k]);
-      if (plots_spans_kind_waits(span->kind))
+      ExportSpan *span = &g_array_index(s->spans, ExportSpan, stream->ops[k]);
+      if (export_spans_kind_waits(span->kind))
         span->start = MIN(previous_end, span->start);
       previous_end = MAX(previous_end, span->end);
       guint lane = 0;
@@ -123,7 +123,7 @@ plots_spans_new(const SimResult *r, GError **error)
 }
 
 void
-plots_spans_free(PlotsSpans *s)
+export_spans_free(ExportSpans *s)
 {
   if (s == NULL)
     return;
@@ -134,20 +134,20 @@ plots_spans_free(PlotsSpans *s)
 }
 
 const char *
-plots_spans_kind_name(PlotsSpanKind kind)
+export_spans_kind_name(ExportSpanKind kind)
 {
-  static const char *names[PLOTS_SPAN_COUNT] = {
-    [PLOTS_SPAN_FORWARD] = "forward",   [PLOTS_SPAN_BACKWARD] = "backward", [PLOTS_SPAN_RECOMPUTE] = "recompute",
-    [PLOTS_SPAN_OFFLOAD] = "D2H copy",  [PLOTS_SPAN_RELOAD] = "H2D copy",   [PLOTS_SPAN_ALLOC] = "host alloc",
-    [PLOTS_SPAN_WAIT] = "wait",         [PLOTS_SPAN_RECORD] = "record",     [PLOTS_SPAN_SEND] = "p2p send",
-    [PLOTS_SPAN_PEER_WAIT] = "wait on a stage", [PLOTS_SPAN_COMM] = "collective",
-    [PLOTS_SPAN_OPTIMIZER] = "optimizer",
+  static const char *names[EXPORT_SPAN_COUNT] = {
+    [EXPORT_SPAN_FORWARD] = "forward",   [EXPORT_SPAN_BACKWARD] = "backward", [EXPORT_SPAN_RECOMPUTE] = "recompute",
+    [EXPORT_SPAN_OFFLOAD] = "D2H copy",  [EXPORT_SPAN_RELOAD] = "H2D copy",   [EXPORT_SPAN_ALLOC] = "host alloc",
+    [EXPORT_SPAN_WAIT] = "wait",         [EXPORT_SPAN_RECORD] = "record",     [EXPORT_SPAN_SEND] = "p2p send",
+    [EXPORT_SPAN_PEER_WAIT] = "wait on a stage", [EXPORT_SPAN_COMM] = "collective",
+    [EXPORT_SPAN_OPTIMIZER] = "optimizer",
   };
-  return kind < PLOTS_SPAN_COUNT ? names[kind] : "?";
+  return kind < EXPORT_SPAN_COUNT ? names[kind] : "?";
 }
 
 char *
-plots_spans_op_name(const SimProgram *p, guint32 index)
+export_spans_op_name(const SimProgram *p, guint32 index)
 {
   const SimOp *op = sim_program_op(p, index);
   const char *label = sim_program_label(p, op->label);
@@ -170,7 +170,7 @@ plots_spans_op_name(const SimProgram *p, guint32 index)
 }
 
 char *
-plots_spans_gpu_name(const SimProgram *p, guint gpu)
+export_spans_gpu_name(const SimProgram *p, guint gpu)
 {
   for (guint s = 0; s < p->streams->len; s++) {
     const SimStream *stream = g_ptr_array_index(p->streams, s);
@@ -185,7 +185,7 @@ plots_spans_gpu_name(const SimProgram *p, guint gpu)
 }
 
 guint
-plots_spans_pick_gpus(guint gpus, guint stages, guint most, gboolean *drawn, char **note)
+export_spans_pick_gpus(guint gpus, guint stages, guint most, gboolean *drawn, char **note)
 {
   stages = CLAMP(stages, 1u, MAX(gpus, 1u));
   guint dp = MAX(gpus / stages, 1u);

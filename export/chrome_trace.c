@@ -47,9 +47,9 @@ counter(JsonArray *events, const char *name, int pid, double seconds, gint64 byt
 }
 
 JsonNode *
-plots_chrome_trace_build(const SimResult *r, GError **error)
+export_chrome_trace_build(const SimResult *r, GError **error)
 {
-  g_autoptr(PlotsSpans) spans = plots_spans_new(r, error);
+  g_autoptr(ExportSpans) spans = export_spans_new(r, error);
   if (spans == NULL)
     return NULL;
   if (r->run->curve == NULL) {
@@ -65,7 +65,7 @@ plots_chrome_trace_build(const SimResult *r, GError **error)
 
   if (several) {
     for (guint g = 0; g < p->n_gpus; g++) {
-      g_autofree char *name = plots_spans_gpu_name(p, g);
+      g_autofree char *name = export_spans_gpu_name(p, g);
       metadata(events, "process_name", (int)g + 1, 0, name, 0);
       metadata(events, "process_sort_index", (int)g + 1, 0, NULL, g + 1);
     }
@@ -93,10 +93,10 @@ plots_chrome_trace_build(const SimResult *r, GError **error)
   }
 
   for (guint i = 0; i < spans->spans->len; i++) {
-    const PlotsSpan *span = &g_array_index(spans->spans, PlotsSpan, i);
+    const ExportSpan *span = &g_array_index(spans->spans, ExportSpan, i);
     const SimOp *op = sim_program_op(p, span->op);
     const SimStream *stream = g_ptr_array_index(p->streams, span->stream);
-    g_autofree char *what = plots_spans_op_name(p, span->op);
+    g_autofree char *what = export_spans_op_name(p, span->op);
     /* A pipeline runs each layer once per micro-batch: the name tells them apart. */
     gint32 mb = sim_program_op_microbatch(p, span->op);
     g_autoptr(GString) name = g_string_new(what);
@@ -106,7 +106,7 @@ plots_chrome_trace_build(const SimResult *r, GError **error)
       g_string_append_printf(name, " mb %d", mb);
     JsonObject *e = event(events, name->str, "X", several ? (int)stream->gpu + 1 : DEVICE_PID,
                           (int)(first_tid[span->stream] + span->lane));
-    json_object_set_string_member(e, "cat", plots_spans_kind_name(span->kind));
+    json_object_set_string_member(e, "cat", export_spans_kind_name(span->kind));
     json_object_set_double_member(e, "ts", span->start * 1e6);
     json_object_set_double_member(e, "dur", (span->end - span->start) * 1e6);
     JsonObject *args = args_of(e);
@@ -151,9 +151,9 @@ plots_chrome_trace_build(const SimResult *r, GError **error)
 }
 
 gboolean
-plots_chrome_trace_write(const SimResult *r, const char *option, const char *path, GError **error)
+export_chrome_trace_write(const SimResult *r, const char *option, const char *path, GError **error)
 {
-  g_autoptr(JsonNode) root = plots_chrome_trace_build(r, error);
+  g_autoptr(JsonNode) root = export_chrome_trace_build(r, error);
   if (root == NULL)
     return FALSE;
   g_autoptr(JsonGenerator) generator = json_generator_new();

@@ -1,4 +1,4 @@
-/* plots/spans.h — when each op of a detailed run held its stream.
+/* export/spans.h — when each op of a detailed run held its stream.
  *
  * The timeline chart, the timeline CSV and the Chrome trace all draw the
  * same thing: one span per op of the program, in issue order, so every op
@@ -18,9 +18,9 @@
  * forward/backward boundary is kept per GPU, since 1F1B interleaves the
  * two and one line across every stage would mean nothing.
  *
- * Ownership: PlotsSpans borrows nothing; it copies what it needs, and the
- * caller frees it with plots_spans_free.  plots_spans_op_name and
- * plots_spans_gpu_name return a new string (g_free); plots_spans_kind_name a
+ * Ownership: ExportSpans borrows nothing; it copies what it needs, and the
+ * caller frees it with export_spans_free.  export_spans_op_name and
+ * export_spans_gpu_name return a new string (g_free); export_spans_kind_name a
  * static one.
  */
 #pragma once
@@ -30,34 +30,34 @@
 G_BEGIN_DECLS
 
 typedef enum {
-  PLOTS_SPAN_FORWARD,
-  PLOTS_SPAN_BACKWARD,
-  PLOTS_SPAN_RECOMPUTE,
-  PLOTS_SPAN_OFFLOAD, /* a device-to-host copy */
-  PLOTS_SPAN_RELOAD,  /* a host-to-device copy */
-  PLOTS_SPAN_ALLOC,   /* pinned host allocation */
-  PLOTS_SPAN_WAIT,
-  PLOTS_SPAN_RECORD,
+  EXPORT_SPAN_FORWARD,
+  EXPORT_SPAN_BACKWARD,
+  EXPORT_SPAN_RECOMPUTE,
+  EXPORT_SPAN_OFFLOAD, /* a device-to-host copy */
+  EXPORT_SPAN_RELOAD,  /* a host-to-device copy */
+  EXPORT_SPAN_ALLOC,   /* pinned host allocation */
+  EXPORT_SPAN_WAIT,
+  EXPORT_SPAN_RECORD,
   /* Kinds only a multi-GPU program has.  After the others, so that the
    * kinds of one GPU keep their numbers (the scripts' data carries them). */
-  PLOTS_SPAN_SEND,      /* a stage-to-stage transfer on a p2p stream */
-  PLOTS_SPAN_PEER_WAIT, /* a wait for an event recorded on another GPU */
-  PLOTS_SPAN_COMM,      /* a collective (all-reduce, all-gather, reduce-scatter) on a comm stream */
-  PLOTS_SPAN_OPTIMIZER, /* the optimizer step */
-  PLOTS_SPAN_COUNT,
-} PlotsSpanKind;
+  EXPORT_SPAN_SEND,      /* a stage-to-stage transfer on a p2p stream */
+  EXPORT_SPAN_PEER_WAIT, /* a wait for an event recorded on another GPU */
+  EXPORT_SPAN_COMM,      /* a collective (all-reduce, all-gather, reduce-scatter) on a comm stream */
+  EXPORT_SPAN_OPTIMIZER, /* the optimizer step */
+  EXPORT_SPAN_COUNT,
+} ExportSpanKind;
 
 typedef struct {
   guint32 op;
   guint32 stream;
   guint32 lane;      /* within the stream, from 0 */
-  guint8 kind;       /* PlotsSpanKind */
+  guint8 kind;       /* ExportSpanKind */
   gint32 layer;      /* the op's layer, or its event's for record and wait; SIM_NO_LAYER */
   double start, end; /* seconds */
-} PlotsSpan;
+} ExportSpan;
 
 typedef struct {
-  GArray *spans;   /* PlotsSpan, one per op, index = op */
+  GArray *spans;   /* ExportSpan, one per op, index = op */
   GArray *lanes;   /* guint per stream: how many lanes it needs (at least 1) */
   double boundary; /* end of the last forward op, seconds; -1 when there is none */
   double step;     /* seconds */
@@ -66,32 +66,32 @@ typedef struct {
    * that one line parts its forward from its backward; -1 when it has no
    * forward or its forwards and backwards interleave (1F1B). */
   GArray *boundaries;
-} PlotsSpans;
+} ExportSpans;
 
 /* A wait of either kind: its span is the time its stream was blocked. */
 static inline gboolean
-plots_spans_kind_waits(guint kind)
+export_spans_kind_waits(guint kind)
 {
-  return kind == PLOTS_SPAN_WAIT || kind == PLOTS_SPAN_PEER_WAIT;
+  return kind == EXPORT_SPAN_WAIT || kind == EXPORT_SPAN_PEER_WAIT;
 }
 
 /* Fails with SIM_ERROR_INTERNAL when `result` was evaluated without detail. */
-PlotsSpans *plots_spans_new(const SimResult *result, GError **error);
-void plots_spans_free(PlotsSpans *spans);
-G_DEFINE_AUTOPTR_CLEANUP_FUNC(PlotsSpans, plots_spans_free)
+ExportSpans *export_spans_new(const SimResult *result, GError **error);
+void export_spans_free(ExportSpans *spans);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(ExportSpans, export_spans_free)
 
 /* "forward", "backward", "recompute", "D2H copy", "H2D copy", "host alloc",
  * "wait", "record", "p2p send", "wait on a stage". */
-const char *plots_spans_kind_name(PlotsSpanKind kind);
+const char *export_spans_kind_name(ExportSpanKind kind);
 
 /* What the op is, without its layer: "forward", "offload gate",
  * "reload gate", "wait offloaded", "record forward done", "cudaHostAlloc". */
-char *plots_spans_op_name(const SimProgram *program, guint32 op);
+char *export_spans_op_name(const SimProgram *program, guint32 op);
 
 /* What GPU `gpu` of `program` is called in pictures: its first stream's
  * name up to the last space ("stage 1" of "stage 1 compute", "stage 0.1"
  * with replicas), or "GPU N" when that leaves nothing.  New string. */
-char *plots_spans_gpu_name(const SimProgram *program, guint gpu);
+char *export_spans_gpu_name(const SimProgram *program, guint gpu);
 
 /* Which GPUs a picture draws of a run on `gpus` GPUs, `stages` pipeline
  * stages of gpus / stages replicas each (stage-major: GPU g is replica
@@ -101,6 +101,6 @@ char *plots_spans_gpu_name(const SimProgram *program, guint gpu);
  * that too, `most` stages spread evenly, the first and the last among them.
  * drawn[g] (gpus of them) says which; returns how many, and *note (NULL
  * when every GPU is drawn, else new) says which in words. */
-guint plots_spans_pick_gpus(guint gpus, guint stages, guint most, gboolean *drawn, char **note);
+guint export_spans_pick_gpus(guint gpus, guint stages, guint most, gboolean *drawn, char **note);
 
 G_END_DECLS

@@ -6,7 +6,7 @@
 #include <string.h>
 
 void
-planner_grid_axis_free(PlannerGridAxis *a)
+sweep_grid_axis_free(SweepGridAxis *a)
 {
   if (a == NULL)
     return;
@@ -19,8 +19,8 @@ planner_grid_axis_free(PlannerGridAxis *a)
   g_free(a);
 }
 
-PlannerGridAxis *
-planner_grid_axis_parse(const char *text, const char *option, GError **error)
+SweepGridAxis *
+sweep_grid_axis_parse(const char *text, const char *option, GError **error)
 {
   g_return_val_if_fail(option != NULL, NULL);
   const char *eq = strchr(text, '=');
@@ -31,7 +31,7 @@ planner_grid_axis_parse(const char *text, const char *option, GError **error)
     g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "%s: expected group.key=v1,v2,..., got '%s'", option, quoted);
     return NULL;
   }
-  g_autoptr(PlannerGridAxis) a = g_new0(PlannerGridAxis, 1);
+  g_autoptr(SweepGridAxis) a = g_new0(SweepGridAxis, 1);
   a->option = g_strdup(option);
   a->group = g_strndup(name, (gsize)(dot - name));
   a->key = g_strdup(dot + 1);
@@ -59,14 +59,14 @@ planner_grid_axis_parse(const char *text, const char *option, GError **error)
 static void
 point_free(gpointer data)
 {
-  PlannerGridPoint *p = data;
+  SweepGridPoint *p = data;
   if (p->results)
     g_ptr_array_unref(p->results);
   g_free(p);
 }
 
 void
-planner_grid_free(PlannerGrid *g)
+sweep_grid_free(SweepGrid *g)
 {
   if (g == NULL)
     return;
@@ -77,22 +77,22 @@ planner_grid_free(PlannerGrid *g)
 }
 
 const char *
-planner_grid_value(const PlannerGrid *g, guint a, guint64 index)
+sweep_grid_value(const SweepGrid *g, guint a, guint64 index)
 {
   for (guint k = g->axes->len; k-- > a + 1;)
-    index /= ((PlannerGridAxis *)g_ptr_array_index(g->axes, k))->values->len;
-  const PlannerGridAxis *axis = g_ptr_array_index(g->axes, a);
+    index /= ((SweepGridAxis *)g_ptr_array_index(g->axes, k))->values->len;
+  const SweepGridAxis *axis = g_ptr_array_index(g->axes, a);
   return g_ptr_array_index(axis->values, index % axis->values->len);
 }
 
 /* One sweep point: the base configuration with this point's values. */
 static SimScenario *
-point_scenario(const SimConfig *base, const PlannerGrid *g, guint64 index, GError **error)
+point_scenario(const SimConfig *base, const SweepGrid *g, guint64 index, GError **error)
 {
   g_autoptr(SimConfig) c = sim_config_copy(base);
   for (guint a = 0; a < g->axes->len; a++) {
-    const PlannerGridAxis *axis = g_ptr_array_index(g->axes, a);
-    sim_scenario_config_set(c, axis->group, axis->key, planner_grid_value(g, a, index), axis->option);
+    const SweepGridAxis *axis = g_ptr_array_index(g->axes, a);
+    sim_scenario_config_set(c, axis->group, axis->key, sweep_grid_value(g, a, index), axis->option);
   }
   return sim_scenario_from_config(c, error);
 }
@@ -115,7 +115,7 @@ static GPrivate worker_key = G_PRIVATE_INIT(worker_free);
 /* A point in the window: made and freed by the calling thread, filled by a
  * worker. */
 typedef struct {
-  PlannerGridPoint point;
+  SweepGridPoint point;
   guint64 position; /* in the shard: its slot is position % window */
   GString *text;
   GError *error;
@@ -123,8 +123,8 @@ typedef struct {
 
 typedef struct {
   const SimConfig *base;
-  PlannerGrid *grid;
-  PlannerGridStream *stream;
+  SweepGrid *grid;
+  SweepGridStream *stream;
   gint done;
   gint stop;          /* the sweep failed: points still queued are skipped */
   GMutex lock;        /* guards slots */
@@ -162,7 +162,7 @@ run_point(gpointer data, gpointer user)
 {
   Shared *sh = user;
   Job *job = data;
-  PlannerGridPoint *point = &job->point;
+  SweepGridPoint *point = &job->point;
   if (!g_atomic_int_get(&sh->stop)) {
     Worker *w = g_private_get(&worker_key);
     if (w == NULL) {
@@ -195,26 +195,26 @@ run_point(gpointer data, gpointer user)
   g_atomic_int_inc(&sh->done);
 }
 
-PlannerGrid *
-planner_grid_new(const SimConfig *base, GPtrArray *axes, const PlannerGridOptions *o, GError **error)
+SweepGrid *
+sweep_grid_new(const SimConfig *base, GPtrArray *axes, const SweepGridOptions *o, GError **error)
 {
-  g_autoptr(PlannerGrid) g = g_new0(PlannerGrid, 1);
+  g_autoptr(SweepGrid) g = g_new0(SweepGrid, 1);
   g->axes = axes;
   g->size = 1;
   for (guint a = 0; a < axes->len; a++) {
-    const PlannerGridAxis *axis = g_ptr_array_index(axes, a);
+    const SweepGridAxis *axis = g_ptr_array_index(axes, a);
     g->size *= axis->values->len;
-    if (g->size > PLANNER_GRID_MAX_POINTS) {
-      g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "%s: more than %llu points", axis->option, PLANNER_GRID_MAX_POINTS);
+    if (g->size > SWEEP_GRID_MAX_POINTS) {
+      g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "%s: more than %llu points", axis->option, SWEEP_GRID_MAX_POINTS);
       return NULL;
     }
   }
   /* A key given twice would be set by its last axis only, while the rows
    * are labelled with both: every point mislabelled. */
   for (guint a = 0; a < axes->len; a++) {
-    const PlannerGridAxis *axis = g_ptr_array_index(axes, a);
+    const SweepGridAxis *axis = g_ptr_array_index(axes, a);
     for (guint b = 0; b < a; b++) {
-      const PlannerGridAxis *first = g_ptr_array_index(axes, b);
+      const SweepGridAxis *first = g_ptr_array_index(axes, b);
       if (strcmp(first->group, axis->group) == 0 && strcmp(first->key, axis->key) == 0) {
         g_autofree char *name = sim_error_quote(axis->name);
         g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT,
@@ -231,7 +231,7 @@ planner_grid_new(const SimConfig *base, GPtrArray *axes, const PlannerGridOption
   }
   /* Every value alone first: a typo fails now, naming itself. */
   for (guint a = 0; a < axes->len; a++) {
-    const PlannerGridAxis *axis = g_ptr_array_index(axes, a);
+    const SweepGridAxis *axis = g_ptr_array_index(axes, a);
     for (guint v = 0; v < axis->values->len; v++) {
       g_autoptr(SimConfig) c = sim_config_copy(base);
       sim_scenario_config_set(c, axis->group, axis->key, g_ptr_array_index(axis->values, v), axis->option);
@@ -245,16 +245,16 @@ planner_grid_new(const SimConfig *base, GPtrArray *axes, const PlannerGridOption
 }
 
 void
-planner_grid_keep(PlannerGrid *g, PlannerGridPoint *point)
+sweep_grid_keep(SweepGrid *g, SweepGridPoint *point)
 {
-  PlannerGridPoint *p = g_new0(PlannerGridPoint, 1);
+  SweepGridPoint *p = g_new0(SweepGridPoint, 1);
   p->index = point->index;
   p->results = g_steal_pointer(&point->results);
   g_ptr_array_add(g->points, p);
 }
 
 gboolean
-planner_grid_stream(PlannerGrid *g, const SimConfig *base, const PlannerGridOptions *o, PlannerGridStream *stream,
+sweep_grid_stream(SweepGrid *g, const SimConfig *base, const SweepGridOptions *o, SweepGridStream *stream,
                     GError **error)
 {
   guint shards = MAX(o->shards, 1u);
@@ -318,20 +318,20 @@ planner_grid_stream(PlannerGrid *g, const SimConfig *base, const PlannerGridOpti
 }
 
 static gboolean
-keep_point(PlannerGrid *g, PlannerGridPoint *point, const GString *text, gpointer data, GError **error)
+keep_point(SweepGrid *g, SweepGridPoint *point, const GString *text, gpointer data, GError **error)
 {
   (void)text, (void)data, (void)error;
   if (point->results) /* a failed point (keep_going) has none to keep */
-    planner_grid_keep(g, point);
+    sweep_grid_keep(g, point);
   return TRUE;
 }
 
-PlannerGrid *
-planner_grid_run(const SimConfig *base, GPtrArray *axes, const PlannerGridOptions *o, GError **error)
+SweepGrid *
+sweep_grid_run(const SimConfig *base, GPtrArray *axes, const SweepGridOptions *o, GError **error)
 {
-  g_autoptr(PlannerGrid) g = planner_grid_new(base, axes, o, error);
-  PlannerGridStream stream = { .write = keep_point };
-  if (g == NULL || !planner_grid_stream(g, base, o, &stream, error))
+  g_autoptr(SweepGrid) g = sweep_grid_new(base, axes, o, error);
+  SweepGridStream stream = { .write = keep_point };
+  if (g == NULL || !sweep_grid_stream(g, base, o, &stream, error))
     return NULL;
   return g_steal_pointer(&g);
 }

@@ -1,4 +1,4 @@
-/* planner/budget.h — the seed chapter's activation budget ledger, exactly
+/* ledger/ledger.h — the seed chapter's activation budget ledger, exactly
  * (the chapter: docs/reference.md, The seed chapter).
  *
  * A port of summarize_activation_offload, estimate_round_trip_transfer_ms,
@@ -20,7 +20,7 @@
  *     estimate_round_trip_transfer_ms (twice the unrounded one way);
  *   - pressure = total / budget, saved = offloaded / total (0 when total is
  *     0).  Times are rounded to 2 decimals and ratios to 3 with Python's
- *     round() (planner_budget_round), and the verdict and the checkpoint
+ *     round() (ledger_round), and the verdict and the checkpoint
  *     comparison read the rounded figures, as the chapter's do.
  *
  * Ratios equal Python's bit for bit while totals stay below 2^53 bytes (8
@@ -31,7 +31,7 @@
  * as GiB/s): 8.0 here is "8GiB/s" on the command line.
  *
  * Errors are SIM_ERROR_INPUT with the chapter's own messages.  Ownership:
- * chunk arrays own their chunks (planner_budget_chunk_free); a summary owns
+ * chunk arrays own their chunks (ledger_chunk_free); a summary owns
  * its name arrays; the caller owns whatever a function returns.
  */
 #pragma once
@@ -47,15 +47,15 @@ typedef struct {
   gint64 bytes;
   gint64 reuse_delay_layers; /* layers until the backward reads it again: larger is colder */
   gboolean offloadable;
-} PlannerBudgetChunk;
+} LedgerChunk;
 
-PlannerBudgetChunk *planner_budget_chunk_new(const char *name, gint64 bytes, gint64 reuse_delay_layers,
+LedgerChunk *ledger_chunk_new(const char *name, gint64 bytes, gint64 reuse_delay_layers,
                                              gboolean offloadable);
-void planner_budget_chunk_free(PlannerBudgetChunk *chunk);
-G_DEFINE_AUTOPTR_CLEANUP_FUNC(PlannerBudgetChunk, planner_budget_chunk_free)
+void ledger_chunk_free(LedgerChunk *chunk);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(LedgerChunk, ledger_chunk_free)
 
-/* A GPtrArray of PlannerBudgetChunk*, freeing them. */
-GPtrArray *planner_budget_chunks_new(void);
+/* A GPtrArray of LedgerChunk*, freeing them. */
+GPtrArray *ledger_chunks_new(void);
 
 /* The chapter's ActivationOffloadSummary, plus round_trip_ms and the
  * bandwidth it was made with. */
@@ -73,45 +73,45 @@ typedef struct {
   GPtrArray *kept_names;      /* char*, in input order */
   gboolean feasible;
   gint64 overflow_bytes;
-} PlannerBudgetSummary;
+} LedgerSummary;
 
-void planner_budget_summary_free(PlannerBudgetSummary *summary);
-G_DEFINE_AUTOPTR_CLEANUP_FUNC(PlannerBudgetSummary, planner_budget_summary_free)
+void ledger_summary_free(LedgerSummary *summary);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(LedgerSummary, ledger_summary_free)
 
 typedef enum {
-  PLANNER_BUDGET_ACCEPT,
-  PLANNER_BUDGET_TUNE,
-  PLANNER_BUDGET_REJECT,
-} PlannerBudgetVerdict;
+  LEDGER_ACCEPT,
+  LEDGER_TUNE,
+  LEDGER_REJECT,
+} LedgerVerdict;
 
 /* "accept", "tune" or "reject". */
-const char *planner_budget_verdict_name(PlannerBudgetVerdict verdict);
+const char *ledger_verdict_name(LedgerVerdict verdict);
 
 /* The chapter's thresholds: saved >= 0.25 and one way <= 60 ms. */
-#define PLANNER_BUDGET_MIN_SAVED_RATIO 0.25
-#define PLANNER_BUDGET_MAX_TRANSFER_MS 60.0
+#define LEDGER_MIN_SAVED_RATIO 0.25
+#define LEDGER_MAX_TRANSFER_MS 60.0
 
 /* Python's round(x, ndigits) on a double: the decimal nearest to the exact
  * binary value, ties to even (round(2.675, 2) is 2.67, round(0.125, 2) is
  * 0.12).  Non-finite values come back unchanged. */
-double planner_budget_round(double x, int ndigits);
+double ledger_round(double x, int ndigits);
 
 /* summarize_activation_offload.  Checks, in the chapter's order: budget > 0,
  * bandwidth > 0 (and finite), unique names, bytes >= 0, delays >= 0; then, as
  * Python's integers cannot but ours can, that the total fits in an int64. */
-PlannerBudgetSummary *planner_budget_summarize(GPtrArray *chunks, gint64 budget_bytes, double bandwidth_gibps,
+LedgerSummary *ledger_summarize(GPtrArray *chunks, gint64 budget_bytes, double bandwidth_gibps,
                                                GError **error);
 
 /* estimate_round_trip_transfer_ms: 2 * one way, rounded to 2 decimals. */
-gboolean planner_budget_round_trip_ms(gint64 offloaded_bytes, double bandwidth_gibps, double *ms, GError **error);
+gboolean ledger_round_trip_ms(gint64 offloaded_bytes, double bandwidth_gibps, double *ms, GError **error);
 
 /* recommend_offload_policy.  In the chapter's order: nothing offloaded is a
  * reject before the thresholds are looked at (so negative thresholds pass
  * unnoticed there); then negative thresholds are an error; then infeasible is
  * a reject; accept when kept <= budget, saved >= min and one way <= max; tune
  * when saved >= min / 2 and one way <= max * 2; else reject. */
-gboolean planner_budget_recommend(const PlannerBudgetSummary *summary, double min_saved_ratio, double max_transfer_ms,
-                                  PlannerBudgetVerdict *verdict, GError **error);
+gboolean ledger_recommend(const LedgerSummary *summary, double min_saved_ratio, double max_transfer_ms,
+                                  LedgerVerdict *verdict, GError **error);
 
 /* compare_offload_vs_checkpointing: bytes saved per ms of extra time, each
  * time floored at 1e-6 ms; offload is preferred on a tie. */
@@ -119,10 +119,10 @@ typedef struct {
   double offload_score;    /* offloaded bytes / max(transfer_ms, 1e-6), rounded to 3 decimals */
   double checkpoint_score; /* checkpoint saved / max(extra ms, 1e-6), rounded to 3 decimals */
   gboolean prefer_offload;
-} PlannerBudgetComparison;
+} LedgerComparison;
 
-gboolean planner_budget_compare_checkpointing(const PlannerBudgetSummary *summary, gint64 checkpoint_saved_bytes,
-                                              double checkpoint_extra_ms, PlannerBudgetComparison *comparison,
+gboolean ledger_compare_checkpointing(const LedgerSummary *summary, gint64 checkpoint_saved_bytes,
+                                              double checkpoint_extra_ms, LedgerComparison *comparison,
                                               GError **error);
 
 /* Chunks from CSV text: a header that is exactly
@@ -139,7 +139,7 @@ gboolean planner_budget_compare_checkpointing(const PlannerBudgetSummary *summar
  * Errors say "ORIGIN:LINE: COLUMN: what was expected".  Negative bytes or
  * delays and duplicate names are caught here, with their line, before the
  * ledger would refuse them. */
-GPtrArray *planner_budget_parse_csv(const char *text, gsize length, const char *origin, GError **error);
-GPtrArray *planner_budget_load_csv(const char *path, GError **error);
+GPtrArray *ledger_parse_csv(const char *text, gsize length, const char *origin, GError **error);
+GPtrArray *ledger_load_csv(const char *path, GError **error);
 
 G_END_DECLS

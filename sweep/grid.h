@@ -1,4 +1,4 @@
-/* planner/grid.h — a sweep: every combination of chosen scenario values,
+/* sweep/grid.h — a sweep: every combination of chosen scenario values,
  * each simulated under every policy of the scenario, on a thread pool.
  *
  * The grid is the cartesian product of its axes, the first axis varying
@@ -7,12 +7,12 @@
  * concatenate into the whole grid.  Points are handed back in index order
  * whatever the number of threads, so the output does not depend on it.
  *
- * planner_grid_stream runs a grid in constant memory: a window of points
+ * sweep_grid_stream runs a grid in constant memory: a window of points
  * (64 per thread unless told) is in flight at once; each worker formats its
  * point's text itself (`format`, on the worker), and the calling thread
  * hands the finished points to `write` in index order, freeing each after
  * (a reorder window: a slow point holds the window, never more than it).
- * planner_grid_run keeps every point (bench, tests, small sweeps): its
+ * sweep_grid_run keeps every point (bench, tests, small sweeps): its
  * memory grows with the grid.
  *
  * An axis has at least one value, and no key is swept by two axes (the
@@ -42,20 +42,20 @@ typedef struct {
   char *name;       /* "link.h2d_bandwidth" */
   char *group, *key;
   GPtrArray *values; /* char* */
-} PlannerGridAxis;
+} SweepGridAxis;
 
 /* "group.key=v1,v2,..."; group may itself hold dots ("policy.async.prefetch"
  * is group "policy.async", key "prefetch").  `option` is what the caller
  * calls such a text ("--set"): messages and the values' origin name it. */
-PlannerGridAxis *planner_grid_axis_parse(const char *text, const char *option, GError **error);
-void planner_grid_axis_free(PlannerGridAxis *axis);
-G_DEFINE_AUTOPTR_CLEANUP_FUNC(PlannerGridAxis, planner_grid_axis_free)
+SweepGridAxis *sweep_grid_axis_parse(const char *text, const char *option, GError **error);
+void sweep_grid_axis_free(SweepGridAxis *axis);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(SweepGridAxis, sweep_grid_axis_free)
 
 typedef struct {
   guint index;       /* in the whole grid */
   GPtrArray *results; /* SimResult* per policy, in scenario order */
   const GError *error; /* keep_going only: why the point failed (results NULL), else NULL */
-} PlannerGridPoint;
+} SweepGridPoint;
 
 typedef struct {
   guint jobs;        /* threads; 0 = one per core */
@@ -68,57 +68,57 @@ typedef struct {
    * runs, and once at the end. */
   void (*progress)(guint done, guint total, gpointer data);
   gpointer progress_data;
-} PlannerGridOptions;
+} SweepGridOptions;
 
 typedef struct {
-  GPtrArray *axes;   /* PlannerGridAxis*, owned */
+  GPtrArray *axes;   /* SweepGridAxis*, owned */
   guint64 size;      /* points in the whole grid */
-  GPtrArray *points; /* PlannerGridPoint*, those kept (planner_grid_keep), in index order */
-} PlannerGrid;
+  GPtrArray *points; /* SweepGridPoint*, those kept (sweep_grid_keep), in index order */
+} SweepGrid;
 
-void planner_grid_free(PlannerGrid *grid);
-G_DEFINE_AUTOPTR_CLEANUP_FUNC(PlannerGrid, planner_grid_free)
+void sweep_grid_free(SweepGrid *grid);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(SweepGrid, sweep_grid_free)
 
 /* Checks `axes` (taken) against `config` (not modified) and the shard of
  * `options`, as above; runs nothing.  The grid has no points yet. */
-PlannerGrid *planner_grid_new(const SimConfig *config, GPtrArray *axes, const PlannerGridOptions *options,
+SweepGrid *sweep_grid_new(const SimConfig *config, GPtrArray *axes, const SweepGridOptions *options,
                               GError **error);
 
 typedef struct {
   /* On a worker, once `point`'s results are in: appends its text to `out`
    * (may be NULL: no text).  Returns whether `write` needs the results; if
    * not, they are freed on the worker (point->results is then NULL). */
-  gboolean (*format)(const PlannerGrid *grid, const PlannerGridPoint *point, GString *out, gpointer data);
+  gboolean (*format)(const SweepGrid *grid, const SweepGridPoint *point, GString *out, gpointer data);
   /* On the calling thread, in index order, with the text `format` made
    * (empty without one).  It may take point->results (leave NULL) or the
-   * point (planner_grid_keep).  FALSE, with `error` set, stops the sweep
+   * point (sweep_grid_keep).  FALSE, with `error` set, stops the sweep
    * with that error. */
-  gboolean (*write)(PlannerGrid *grid, PlannerGridPoint *point, const GString *text, gpointer data, GError **error);
+  gboolean (*write)(SweepGrid *grid, SweepGridPoint *point, const GString *text, gpointer data, GError **error);
   gpointer data;
   guint window;    /* points alive at once (in flight or waiting for their turn); 0: 64 per thread */
   guint peak_held; /* out: the most points alive at once, for tests (never above the window) */
-} PlannerGridStream;
+} SweepGridStream;
 
-/* Runs this shard's points of `grid` (made by planner_grid_new with the
+/* Runs this shard's points of `grid` (made by sweep_grid_new with the
  * same `config` and `options`) through `stream`.  A point that fails
  * stops the sweep after the points before it were written: its error, as
- * planner_grid_run's.  `write`'s error stops it the same way. */
-gboolean planner_grid_stream(PlannerGrid *grid, const SimConfig *config, const PlannerGridOptions *options,
-                             PlannerGridStream *stream, GError **error);
+ * sweep_grid_run's.  `write`'s error stops it the same way. */
+gboolean sweep_grid_stream(SweepGrid *grid, const SimConfig *config, const SweepGridOptions *options,
+                             SweepGridStream *stream, GError **error);
 
 /* Moves `point`'s results into a new point of grid->points (appended:
  * call it in index order). */
-void planner_grid_keep(PlannerGrid *grid, PlannerGridPoint *point);
+void sweep_grid_keep(SweepGrid *grid, SweepGridPoint *point);
 
 /* Runs the sweep of `config` (not modified) over `axes` (taken), keeping
  * every point of the shard in grid->points. */
-PlannerGrid *planner_grid_run(const SimConfig *config, GPtrArray *axes, const PlannerGridOptions *options,
+SweepGrid *sweep_grid_run(const SimConfig *config, GPtrArray *axes, const SweepGridOptions *options,
                               GError **error);
 
 /* The value of axis `a` at grid point `index`. */
-const char *planner_grid_value(const PlannerGrid *grid, guint a, guint64 index);
+const char *sweep_grid_value(const SweepGrid *grid, guint a, guint64 index);
 
 /* Largest grid accepted: beyond it a typo would run for days. */
-#define PLANNER_GRID_MAX_POINTS 100000000ULL
+#define SWEEP_GRID_MAX_POINTS 100000000ULL
 
 G_END_DECLS

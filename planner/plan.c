@@ -666,7 +666,7 @@ improve(Ctx *c, Best *best, double *bound, guint64 *states, GError **error)
 SimPolicy *
 planner_plan_policy_new(const SimPolicy *scratch, const SimAction *actions, guint n, const PlannerOption *o)
 {
-  SimPolicy *p = sim_scenario_policy_new("plan", SIM_POLICY_PLAN);
+  SimPolicy *p = sim_policy_new("plan", SIM_POLICY_PLAN);
   p->version = scratch->version;
   sim_framework_preset(p, scratch->framework);
   p->dedup = scratch->dedup;
@@ -697,7 +697,7 @@ planner_plan_run(SimEvaluator *evaluator, const SimScenario *s, SimPolicy *scrat
 SimPolicy *
 planner_plan_scratch_new(const SimScenario *s, SimFramework framework, GError **error)
 {
-  g_autoptr(SimPolicy) scratch = sim_scenario_policy_new("plan", SIM_POLICY_PLAN);
+  g_autoptr(SimPolicy) scratch = sim_policy_new("plan", SIM_POLICY_PLAN);
   guint n = sim_workload_n_layers(s->workload);
   scratch->actions = g_array_sized_new(FALSE, TRUE, sizeof(SimAction), n);
   g_array_set_size(scratch->actions, n);
@@ -781,7 +781,7 @@ judge_against(PlannerPlan *p, const SimScenario *s, guint64 budget, GError **err
   g_autoptr(SimEvaluator) evaluator = sim_evaluate_new();
   SimEvaluateOptions eval = { .budget = budget, .detail = TRUE };
   g_autoptr(SimResult) result = sim_evaluate(evaluator, s, p->policy, &eval, error);
-  g_autoptr(SimPolicy) resident = sim_scenario_policy_new("resident", SIM_POLICY_RESIDENT);
+  g_autoptr(SimPolicy) resident = sim_policy_new("resident", SIM_POLICY_RESIDENT);
   g_autoptr(SimResult) kept = result ? sim_evaluate(evaluator, s, resident, &eval, error) : NULL;
   if (kept == NULL)
     return FALSE;
@@ -907,7 +907,7 @@ search_allocated(const SimScenario *s, guint64 budget, SimFramework framework, G
   p->policy = planner_plan_policy_new(scratch, best.actions, n, &c.opts[best.option]);
   SimEvaluateOptions eval = { .budget = budget, .detail = TRUE };
   p->result = sim_evaluate(evaluator, s, p->policy, &eval, error);
-  g_autoptr(SimPolicy) resident = sim_scenario_policy_new("resident", SIM_POLICY_RESIDENT);
+  g_autoptr(SimPolicy) resident = sim_policy_new("resident", SIM_POLICY_RESIDENT);
   p->resident = p->result ? sim_evaluate(evaluator, s, resident, &eval, error) : NULL;
   if (p->result == NULL || p->resident == NULL)
     return NULL;

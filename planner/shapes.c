@@ -179,7 +179,7 @@ shape_plan(const SimScenario *s, guint64 budget, SimEvaluator *evaluator, SimPol
   p->policy = planner_plan_policy_new(scratch, actions, n, own);
   SimEvaluateOptions eval = { .budget = budget, .detail = TRUE };
   p->result = sim_evaluate(evaluator, s, p->policy, &eval, error);
-  g_autoptr(SimPolicy) resident = sim_scenario_policy_new("resident", SIM_POLICY_RESIDENT);
+  g_autoptr(SimPolicy) resident = sim_policy_new("resident", SIM_POLICY_RESIDENT);
   p->resident = p->result ? sim_evaluate(evaluator, s, resident, &eval, error) : NULL;
   if (p->resident == NULL)
     return NULL;

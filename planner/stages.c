@@ -674,7 +674,7 @@ planner_plan_stages(const SimScenario *s, guint64 budget, SimFramework framework
   p->policy = planner_plan_policy_new(scratch, chosen, n, &c.opts[option]);
   SimEvaluateOptions eval = { .budget = budget, .detail = TRUE };
   p->result = sim_evaluate(evaluator, s, p->policy, &eval, error);
-  g_autoptr(SimPolicy) resident = sim_scenario_policy_new("resident", SIM_POLICY_RESIDENT);
+  g_autoptr(SimPolicy) resident = sim_policy_new("resident", SIM_POLICY_RESIDENT);
   p->resident = p->result ? sim_evaluate(evaluator, s, resident, &eval, error) : NULL;
   if (p->result == NULL || p->resident == NULL)
     return NULL;

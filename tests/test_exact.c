@@ -42,7 +42,7 @@ random_model(guint32 seed, guint layers, double slowdown)
 static SimPolicy *
 plan_policy(guint n)
 {
-  SimPolicy *p = sim_scenario_policy_new("plan", SIM_POLICY_PLAN);
+  SimPolicy *p = sim_policy_new("plan", SIM_POLICY_PLAN);
   p->actions = g_array_sized_new(FALSE, TRUE, sizeof(SimAction), n);
   g_array_set_size(p->actions, n);
   p->dedup = TRUE;

@@ -27,7 +27,7 @@ enumerate(const SimScenario *s, guint64 budget, Best *feasible, Best *least)
   const PlannerOption *options = planner_plan_options(&n_options);
   g_autoptr(SimEngine) engine = sim_engine_new();
   g_autoptr(SimProgram) program = sim_program_new();
-  g_autoptr(SimPolicy) policy = sim_scenario_policy_new("enum", SIM_POLICY_PLAN);
+  g_autoptr(SimPolicy) policy = sim_policy_new("enum", SIM_POLICY_PLAN);
   policy->actions = g_array_sized_new(FALSE, TRUE, sizeof(SimAction), n);
   g_array_set_size(policy->actions, n);
   policy->dedup = TRUE;
@@ -144,7 +144,7 @@ assert_beats_fixed(const char *preset, const char *extra_text)
   /* async on the first N layers, for every N. */
   for (guint m = 1; m <= n; m++) {
     g_autofree char *name = g_strdup_printf("async-first%u", m);
-    SimPolicy *p = sim_scenario_policy_new(name, SIM_POLICY_OFFLOAD);
+    SimPolicy *p = sim_policy_new(name, SIM_POLICY_OFFLOAD);
     p->keep_last = 0;
     p->selected = g_array_sized_new(FALSE, TRUE, sizeof(gboolean), n);
     g_array_set_size(p->selected, n);

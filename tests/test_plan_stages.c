@@ -149,7 +149,7 @@ best_of_every_plan(const SimScenario *s, guint64 budget)
   guint n = sim_workload_n_layers(s->workload), n_options;
   const PlannerOption *options = planner_plan_options(&n_options);
   g_autoptr(SimEvaluator) evaluator = sim_evaluate_new();
-  g_autoptr(SimPolicy) policy = sim_scenario_policy_new("enum", SIM_POLICY_PLAN);
+  g_autoptr(SimPolicy) policy = sim_policy_new("enum", SIM_POLICY_PLAN);
   policy->actions = g_array_sized_new(FALSE, TRUE, sizeof(SimAction), n);
   g_array_set_size(policy->actions, n);
   policy->dedup = TRUE;

@@ -65,14 +65,14 @@ START_TEST(test_defaults_are_the_loaded_values)
   ck_assert_double_eq(m.link.host_alloc, 3e-3);
   ck_assert_double_eq(m.link.latency, 0);
 
-  /* What [policy.x] kind = offload loads as, and sim_scenario_policy_new, agree field by field. */
+  /* What [policy.x] kind = offload loads as, and sim_policy_new, agree field by field. */
   g_autoptr(SimScenario) s = sim_scenario_load_data(
     "[device]\nmemory = 1GiB\n[link]\nh2d_bandwidth = 1GB/s\nd2h_bandwidth = 1GB/s\n"
     "[model]\nlayers = 4\nforward = 1ms\ninput = 1MiB\ntensors = a:1MiB\n[policy.x]\nkind = offload\n",
     "defaults", NULL);
   ck_assert_ptr_nonnull(s);
   const SimPolicy *loaded = sim_scenario_policy(s, "x");
-  g_autoptr(SimPolicy) made = sim_scenario_policy_new("x", SIM_POLICY_OFFLOAD);
+  g_autoptr(SimPolicy) made = sim_policy_new("x", SIM_POLICY_OFFLOAD);
   ck_assert(loaded->async == made->async && made->async);
   ck_assert_uint_eq(loaded->prefetch, made->prefetch);
   ck_assert_uint_eq(loaded->inflight, made->inflight);
@@ -82,6 +82,45 @@ START_TEST(test_defaults_are_the_loaded_values)
   ck_assert(loaded->dedup == made->dedup && made->dedup);
   ck_assert_uint_eq(made->prefetch, 1);
   ck_assert_uint_eq(made->inflight, 2);
+}
+END_TEST
+
+/* sim_policy_new's policy is valid as it is, for every kind, and the
+ * schema's [policy.NAME] fallbacks are its values written as text: each
+ * reads back as the model's value, and they are what the README shows. */
+START_TEST(test_policy_defaults_are_the_models)
+{
+  for (guint kind = 0; kind < SIM_POLICY_KIND_COUNT; kind++) {
+    g_autoptr(SimPolicy) p = sim_policy_new("p", (SimPolicyKind)kind);
+    ck_assert_str_eq(p->name, "p");
+    ck_assert_uint_eq(p->kind, kind);
+    ck_assert_uint_ge(p->inflight, 1);
+    ck_assert_uint_ge(p->every, 1);
+    ck_assert_ptr_null(p->selected);
+    ck_assert_ptr_null(p->actions);
+    ck_assert_ptr_null(p->stages);
+  }
+  guint derived = 0;
+  for (guint id = 0; id < SIM_KEY_COUNT; id++) {
+    const SimSchemaKey *k = sim_schema_key((SimKeyId)id);
+    if (k->group != SIM_GROUP_POLICY || k->offset == SIM_SCHEMA_BY_HAND || k->fallback == NULL)
+      continue;
+    SimPolicy back;
+    memcpy(&back, &sim_policy_defaults, sizeof back); /* padding included, for memcmp */
+    memset((char *)&back + k->offset, 0xa5, k->type == SIM_VALUE_SIZE || k->type == SIM_VALUE_COUNT64 ? 8 : 4);
+    ck_assert_msg(sim_schema_parse((SimKeyId)id, k->fallback, &back, NULL), "%s: '%s'", k->key, k->fallback);
+    ck_assert_msg(memcmp(&back, &sim_policy_defaults, sizeof back) == 0, "%s: '%s' is not the model's", k->key,
+                  k->fallback);
+    derived++;
+  }
+  ck_assert_uint_ge(derived, 20);
+  ck_assert_str_eq(sim_schema_key(SIM_KEY_POLICY_MODE)->fallback, "async");
+  ck_assert_str_eq(sim_schema_key(SIM_KEY_POLICY_CHECKPOINT_MODE)->fallback, "full");
+  ck_assert_str_eq(sim_schema_key(SIM_KEY_POLICY_INFLIGHT)->fallback, "2");
+  ck_assert_str_eq(sim_schema_key(SIM_KEY_POLICY_MIN_TENSOR)->fallback, "0");
+  ck_assert_str_eq(sim_schema_key(SIM_KEY_POLICY_LEAVES)->fallback, "copy");
+  ck_assert_str_eq(sim_schema_key(SIM_KEY_POLICY_FREE)->fallback, "copy-end");
+  ck_assert_ptr_null(sim_schema_key(SIM_KEY_POLICY_KEEP_LAST)->fallback); /* follows the mode */
 }
 END_TEST
 
@@ -259,6 +298,7 @@ schema_suite(void)
   tcase_add_test(rows, test_every_row_is_whole);
   tcase_add_test(rows, test_every_default_parses);
   tcase_add_test(rows, test_defaults_are_the_loaded_values);
+  tcase_add_test(rows, test_policy_defaults_are_the_models);
   tcase_add_test(rows, test_format_reads_back);
   suite_add_tcase(s, rows);
   TCase *docs = tcase_create("docs");

@@ -952,25 +952,14 @@ load_workload(const SimConfig *c, const char *name, SimWorkload **out, GError **
   return TRUE;
 }
 
-/* What depends on the mode unless given: PyTorch's save_on_cpu offloads
- * every layer and packs every reference; verl never offloads the last layer
- * and copies each storage once. */
+/* What depends on the mode unless given (sim/model/policy.h). */
 static void
 derive_mode_defaults(const SimConfigGroup *g, SimPolicy *p)
 {
   if (!given(g, SIM_KEY_POLICY_KEEP_LAST))
-    p->keep_last = p->async ? 1 : 0;
+    p->keep_last = SIM_POLICY_MODE_KEEP_LAST(p->async);
   if (!given(g, SIM_KEY_POLICY_DEDUP))
-    p->dedup = p->async;
-}
-
-SimPolicy *
-sim_scenario_policy_new(const char *name, SimPolicyKind kind)
-{
-  SimPolicy *p = sim_policy_new(name, kind);
-  sim_schema_apply_defaults(SIM_GROUP_POLICY, p); /* `kind` has no default: it stays */
-  derive_mode_defaults(NULL, p);
-  return p;
+    p->dedup = SIM_POLICY_MODE_DEDUP(p->async);
 }
 
 /* Keys of other kinds are errors: a typo'd policy must not silently run as something else. */
@@ -1068,7 +1057,7 @@ check_schedule(const SimConfigGroup *g, const SimPolicy *p, const SimWorkload *w
      * without them (its preset's, or the defaults, which `offsim show`
      * writes out): a sync offload has no copies in flight to count and
      * nothing to prefetch. */
-    g_autoptr(SimPolicy) plain = sim_scenario_policy_new(p->name, p->kind);
+    g_autoptr(SimPolicy) plain = sim_policy_new(p->name, p->kind);
     plain->version = p->version;
     sim_framework_preset(plain, p->framework);
     const struct {
@@ -1085,7 +1074,7 @@ check_schedule(const SimConfigGroup *g, const SimPolicy *p, const SimWorkload *w
     /* Megatron's groups follow its own schedule (framework.c): a key of the
      * layer-group schedule given away from the preset's value has nothing
      * to act on (`offsim show` writes the preset's values out). */
-    g_autoptr(SimPolicy) plain = sim_scenario_policy_new(p->name, p->kind);
+    g_autoptr(SimPolicy) plain = sim_policy_new(p->name, p->kind);
     sim_framework_preset(plain, p->framework);
     const struct {
       SimKeyId id;
@@ -1204,7 +1193,7 @@ load_policy(const SimConfigGroup *g, guint n_layers, guint n_stages, const SimWo
   g_autofree char *pipeline = g_strdup_printf("pp = %u", n_stages);
   const IndexSet layers = { SIM_KEY_POLICY_LAYERS, "layer", model };
   const IndexSet stages = { SIM_KEY_POLICY_STAGES, "stage", pipeline };
-  g_autoptr(SimPolicy) p = sim_scenario_policy_new(name, (SimPolicyKind)kind);
+  g_autoptr(SimPolicy) p = sim_policy_new(name, (SimPolicyKind)kind);
   if (!apply_framework(g, p, error) || !read_fields(g, SIM_GROUP_POLICY, kind, p, error) ||
       !get_index_set(g, &layers, n_layers, &p->selected, error) ||
       !get_index_set(g, &stages, n_stages, &p->stages, error) || !get_actions(g, n_layers, &p->actions, error))

@@ -81,10 +81,6 @@ GPtrArray *sim_scenario_default_policies(void);
 void sim_scenario_config_set(SimConfig *config, const char *group, const char *key, const char *value,
                              const char *origin);
 
-/* What a [policy.NAME] group with only `kind` loads as: every option at its
- * scenario default.  A new policy, the caller's. */
-SimPolicy *sim_scenario_policy_new(const char *name, SimPolicyKind kind);
-
 /* Every [device], [link] and [node] key at its scenario default, the rest
  * zero (memory, bandwidths and the GEMM rate have none: scenarios give
  * them); one GPU, so every socket_of is 0. */

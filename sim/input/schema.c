@@ -428,21 +428,20 @@ static const SimSchemaKey keys[SIM_KEY_COUNT] = {
                             .names = sim_policy_kind_names, .kinds = ALL_KINDS,
                             .expect = "resident, offload, checkpoint or plan" },
   [SIM_KEY_POLICY_MODE] = { SIM_GROUP_POLICY, "mode", SIM_VALUE_CHOICE, .offset = P(async), .names = offload_modes,
-                            .fallback = "async", .kinds = OFFLOAD_PLAN,
+                            .kinds = OFFLOAD_PLAN,
                             .expect = "sync or async (offload, plan); full or selective (checkpoint)" },
   [SIM_KEY_POLICY_CHECKPOINT_MODE] = { SIM_GROUP_POLICY, "mode", SIM_VALUE_CHOICE, .offset = P(selective),
-                                       .names = checkpoint_modes, .fallback = "full",
-                                       .kinds = BIT(SIM_POLICY_CHECKPOINT),
+                                       .names = checkpoint_modes, .kinds = BIT(SIM_POLICY_CHECKPOINT),
                                        .expect = "sync or async (offload, plan); full or selective (checkpoint)" },
   /* Follows the mode: verl copies each storage once, save_on_cpu every reference. */
   [SIM_KEY_POLICY_DEDUP] = { SIM_GROUP_POLICY, "dedup", SIM_VALUE_BOOL, .offset = P(dedup),
                              .doc_default = "`false` for sync, `true` for async", .kinds = OFFLOAD_PLAN,
                              .expect = "true or false" },
   [SIM_KEY_POLICY_PREFETCH] = { SIM_GROUP_POLICY, "prefetch", SIM_VALUE_COUNT, .offset = P(prefetch), .min = 0,
-                                .max = G_MAXUINT32, .fallback = "1", .kinds = OFFLOAD_PLAN,
+                                .max = G_MAXUINT32, .kinds = OFFLOAD_PLAN,
                                 .expect = "a layer count such as 1" },
   [SIM_KEY_POLICY_INFLIGHT] = { SIM_GROUP_POLICY, "inflight", SIM_VALUE_COUNT, .offset = P(inflight), .min = 1,
-                                .max = G_MAXUINT32, .fallback = "2", .kinds = OFFLOAD_PLAN,
+                                .max = G_MAXUINT32, .kinds = OFFLOAD_PLAN,
                                 .expect = "a group count of at least 1" },
   [SIM_KEY_POLICY_LAYERS] = { SIM_GROUP_POLICY, "layers", SIM_VALUE_LIST, .offset = HAND, .doc_default = "`all`",
                               .kinds = BIT(SIM_POLICY_OFFLOAD) | BIT(SIM_POLICY_CHECKPOINT), .expect = layer_set_expect },
@@ -451,11 +450,11 @@ static const SimSchemaKey keys[SIM_KEY_COUNT] = {
                                  .max = G_MAXUINT32, .doc_default = "`0` for sync, `1` for async",
                                  .kinds = BIT(SIM_POLICY_OFFLOAD), .expect = "a layer count such as 1" },
   [SIM_KEY_POLICY_MIN_TENSOR] = { SIM_GROUP_POLICY, "min_tensor", SIM_VALUE_SIZE, .offset = P(min_tensor),
-                                  .fallback = "0", .kinds = OFFLOAD_PLAN,
+                                  .kinds = OFFLOAD_PLAN,
                                   .expect = "a size such as 1MiB" },
   /* A preset of the keys below, as the framework's code sets them (scenario.c, framework_presets). */
   [SIM_KEY_POLICY_FRAMEWORK] = { SIM_GROUP_POLICY, "framework", SIM_VALUE_CHOICE, .offset = P(framework),
-                                 .names = sim_framework_names, .fallback = "none", .kinds = OFFLOAD_PLAN,
+                                 .names = sim_framework_names, .kinds = OFFLOAD_PLAN,
                                  .expect = "none, save_on_cpu, verl, te, megatron, torchtune or deepspeed" },
   [SIM_KEY_POLICY_PIN_MEMORY] = { SIM_GROUP_POLICY, "pin_memory", SIM_VALUE_BOOL, .offset = HAND, .fallback = "false",
                                   .kinds = OFFLOAD_PLAN, .expect = "true or false (with framework = save_on_cpu)" },
@@ -470,40 +469,38 @@ static const SimSchemaKey keys[SIM_KEY_COUNT] = {
                                        .expect = "Megatron's module names, comma-separated: attn_norm, qkv_linear, "
                                                  "core_attn, attn_proj, mlp_norm, expert_fc1, moe_act (with framework = megatron)" },
   [SIM_KEY_POLICY_PINNED] = { SIM_GROUP_POLICY, "pinned", SIM_VALUE_CHOICE, .offset = P(pinned),
-                              .names = pinned_names, .fallback = "pooled",
-                              .kinds = OFFLOAD_PLAN, .expect = "pooled, per-tensor, pageable or caching" },
+                              .names = pinned_names, .kinds = OFFLOAD_PLAN, .expect = "pooled, per-tensor, pageable or caching" },
   [SIM_KEY_POLICY_SCOPE] = { SIM_GROUP_POLICY, "scope", SIM_VALUE_CHOICE, .offset = P(scope_all), .names = scope_names,
-                             .fallback = "layers", .kinds = BIT(SIM_POLICY_OFFLOAD), .expect = "layers or all" },
+                             .kinds = BIT(SIM_POLICY_OFFLOAD), .expect = "layers or all" },
   [SIM_KEY_POLICY_PARAMS] = { SIM_GROUP_POLICY, "params", SIM_VALUE_CHOICE, .offset = P(params),
-                              .names = params_names, .fallback = "skip", .kinds = OFFLOAD_PLAN,
+                              .names = params_names, .kinds = OFFLOAD_PLAN,
                               .expect = "skip, copy or views" },
   [SIM_KEY_POLICY_LEAVES] = { SIM_GROUP_POLICY, "leaves", SIM_VALUE_CHOICE, .offset = P(copy_leaves),
-                              .names = leaves_names, .fallback = "copy", .kinds = OFFLOAD_PLAN,
+                              .names = leaves_names, .kinds = OFFLOAD_PLAN,
                               .expect = "keep or copy" },
   [SIM_KEY_POLICY_START] = { SIM_GROUP_POLICY, "start", SIM_VALUE_CHOICE, .offset = P(start_tensor), .names = start_names,
-                             .fallback = "group", .kinds = OFFLOAD_PLAN, .expect = "group or tensor" },
+                             .kinds = OFFLOAD_PLAN, .expect = "group or tensor" },
   [SIM_KEY_POLICY_STREAMS] = { SIM_GROUP_POLICY, "streams", SIM_VALUE_CHOICE, .offset = P(shared_stream),
-                               .names = streams_names, .fallback = "separate", .kinds = OFFLOAD_PLAN,
+                               .names = streams_names, .kinds = OFFLOAD_PLAN,
                                .expect = "separate or shared" },
   [SIM_KEY_POLICY_INFLIGHT_UNIT] = { SIM_GROUP_POLICY, "inflight_unit", SIM_VALUE_CHOICE, .offset = P(inflight_unit),
-                                     .names = inflight_unit_names, .fallback = "groups", .kinds = OFFLOAD_PLAN,
+                                     .names = inflight_unit_names, .kinds = OFFLOAD_PLAN,
                                      .expect = "groups, tensors or window" },
   [SIM_KEY_POLICY_FREE] = { SIM_GROUP_POLICY, "free", SIM_VALUE_CHOICE, .offset = P(free), .names = free_names,
-                            .fallback = "copy-end", .kinds = OFFLOAD_PLAN, .expect = "copy-end or next-commit" },
+                            .kinds = OFFLOAD_PLAN, .expect = "copy-end or next-commit" },
   [SIM_KEY_POLICY_RELOAD] = { SIM_GROUP_POLICY, "reload", SIM_VALUE_CHOICE, .offset = P(reload), .names = reload_names,
-                              .fallback = "prefetch", .kinds = OFFLOAD_PLAN, .expect = "prefetch, on-demand or on-unpack" },
+                              .kinds = OFFLOAD_PLAN, .expect = "prefetch, on-demand or on-unpack" },
   [SIM_KEY_POLICY_HEAD_WAIT] = { SIM_GROUP_POLICY, "head_wait", SIM_VALUE_BOOL, .offset = P(head_wait),
-                                 .fallback = "false", .kinds = OFFLOAD_PLAN, .expect = "true or false" },
+                                 .kinds = OFFLOAD_PLAN, .expect = "true or false" },
   [SIM_KEY_POLICY_MIN_ELEMENTS] = { SIM_GROUP_POLICY, "min_elements", SIM_VALUE_COUNT64, .offset = P(min_elements),
-                                    .min = 0, .max = G_MAXUINT64 / 8, .fallback = "0", .kinds = OFFLOAD_PLAN,
+                                    .min = 0, .max = G_MAXUINT64 / 8, .kinds = OFFLOAD_PLAN,
                                     .expect = "an element count such as 262144" },
   [SIM_KEY_POLICY_CHECKPOINT] = { SIM_GROUP_POLICY, "checkpoint", SIM_VALUE_BOOL, .offset = P(checkpoint),
-                                  .fallback = "false", .kinds = BIT(SIM_POLICY_OFFLOAD), .expect = "true or false" },
+                                  .kinds = BIT(SIM_POLICY_OFFLOAD), .expect = "true or false" },
   [SIM_KEY_POLICY_EVERY] = { SIM_GROUP_POLICY, "every", SIM_VALUE_COUNT, .offset = P(every), .min = 1,
-                             .max = G_MAXUINT32, .fallback = "1",
-                             .kinds = BIT(SIM_POLICY_CHECKPOINT), .expect = "a layer stride of at least 1" },
+                             .max = G_MAXUINT32, .kinds = BIT(SIM_POLICY_CHECKPOINT), .expect = "a layer stride of at least 1" },
   [SIM_KEY_POLICY_OFFLOAD_INPUTS] = { SIM_GROUP_POLICY, "offload_inputs", SIM_VALUE_BOOL, .offset = P(checkpoint),
-                                      .fallback = "false", .kinds = BIT(SIM_POLICY_CHECKPOINT),
+                                      .kinds = BIT(SIM_POLICY_CHECKPOINT),
                                       .expect = "true or false" },
   [SIM_KEY_POLICY_ACTIONS] = { SIM_GROUP_POLICY, "actions", SIM_VALUE_LIST, SIM_NEED_REQUIRED, .offset = HAND,
                                .kinds = BIT(SIM_POLICY_PLAN),
@@ -513,11 +510,49 @@ static const SimSchemaKey keys[SIM_KEY_COUNT] = {
                               .kinds = ALL_KINDS, .expect = stage_set_expect },
 };
 
+/* `keys` as sim_schema_key hands them out: [policy.NAME]'s field-mapped keys
+ * with a fixed default have no fallback text above, since their defaults
+ * are the model's (sim_policy_defaults, sim/model/policy.h: one definition);
+ * here that text is written from it, once.  Every other row is as above. */
+static SimSchemaKey resolved[SIM_KEY_COUNT];
+
+static void format_value(const SimSchemaKey *k, gconstpointer field, GString *out);
+
+static gboolean
+takes_policy_default(const SimSchemaKey *k)
+{
+  return k->group == SIM_GROUP_POLICY && k->offset != HAND && k->need != SIM_NEED_REQUIRED && k->fallback == NULL &&
+         k->doc_default == NULL;
+}
+
+static void
+resolve_keys(void)
+{
+  for (guint id = 0; id < SIM_KEY_COUNT; id++) {
+    resolved[id] = keys[id];
+    if (!takes_policy_default(&keys[id]))
+      continue;
+    g_autoptr(GString) text = g_string_new(NULL);
+    const char *field = (const char *)&sim_policy_defaults + keys[id].offset;
+    /* A size of 0 as a user writes it, not as `offsim model` writes sizes (0B). */
+    if (keys[id].type == SIM_VALUE_SIZE && *(const guint64 *)field == 0)
+      g_string_append_c(text, '0');
+    else
+      format_value(&keys[id], field, text);
+    resolved[id].fallback = g_intern_string(text->str);
+  }
+}
+
 const SimSchemaKey *
 sim_schema_key(SimKeyId id)
 {
   g_assert(id < SIM_KEY_COUNT);
-  return &keys[id];
+  static gsize once = 0;
+  if (g_once_init_enter(&once)) {
+    resolve_keys();
+    g_once_init_leave(&once, 1);
+  }
+  return &resolved[id];
 }
 
 const char *
@@ -678,7 +713,7 @@ void
 sim_schema_apply_defaults(SimSchemaGroup group, gpointer target)
 {
   for (guint id = 0; id < SIM_KEY_COUNT; id++) {
-    const SimSchemaKey *k = &keys[id];
+    const SimSchemaKey *k = sim_schema_key((SimKeyId)id);
     if (!applies(k, group, 0) || k->fallback == NULL || k->offset == SIM_SCHEMA_BY_HAND)
       continue;
     g_autoptr(GError) error = NULL;
@@ -702,13 +737,10 @@ format_number(double v, GString *out)
   g_string_append(out, text);
 }
 
-void
-sim_schema_format(SimKeyId id, gconstpointer target, GString *out)
+/* `field`'s value as scenario text, which sim_schema_parse reads back. */
+static void
+format_value(const SimSchemaKey *k, gconstpointer field, GString *out)
 {
-  const SimSchemaKey *k = sim_schema_key(id);
-  g_return_if_fail(k->offset != SIM_SCHEMA_BY_HAND);
-  gconstpointer field = (const char *)target + k->offset;
-  g_string_append_printf(out, "%s = ", k->key);
   switch (k->type) {
   case SIM_VALUE_SIZE:
     g_string_append_printf(out, "%" G_GUINT64_FORMAT "B", *(const guint64 *)field);
@@ -735,5 +767,14 @@ sim_schema_format(SimKeyId id, gconstpointer target, GString *out)
     /* Times and rates have no exact text form yet; nothing writes them. */
     g_return_if_reached();
   }
+}
+
+void
+sim_schema_format(SimKeyId id, gconstpointer target, GString *out)
+{
+  const SimSchemaKey *k = sim_schema_key(id);
+  g_return_if_fail(k->offset != SIM_SCHEMA_BY_HAND);
+  g_string_append_printf(out, "%s = ", k->key);
+  format_value(k, (const char *)target + k->offset, out);
   g_string_append_c(out, '\n');
 }

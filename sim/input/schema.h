@@ -23,10 +23,15 @@
  * `fallback` is the default as a scenario would write it ("0.5", "3ms",
  * "async"), parsed by the same code as a user's value.  NULL means the key
  * has no fixed default: it is required, or its default is derived from other
- * keys (`doc_default` says how: "the sum", "2 × forward").
+ * keys (`doc_default` says how: "the sum", "2 × forward").  A [policy.NAME]
+ * key's fallback is not written in the table: it is the model's default
+ * (sim_policy_defaults, sim/model/policy.h), written as scenario text the
+ * first time sim_schema_key is called.
  *
- * The table is static and read-only; nothing here allocates except the
- * error messages, which the caller owns.
+ * The table is static and read-only.  What allocates: the policy
+ * fallbacks' text, once, kept for the process (interned); the error
+ * messages, the caller's; and the functions that say they return a new
+ * string.
  */
 #pragma once
 

@@ -176,10 +176,23 @@ sim_policy_on_demand(const SimPolicy *p)
   return p->reload != SIM_RELOAD_PREFETCH;
 }
 
-/* A policy of `kind` called `name` with every option zero, FALSE or NULL;
- * the caller sets what the kind needs.  What a scenario file means by a
- * policy, every option at its default, is sim_scenario_policy_new()'s
- * (sim/input/scenario.h): the defaults live in the schema, not here. */
+/* What follows the mode unless given: PyTorch's save_on_cpu (sync) offloads
+ * every layer and packs every reference; verl (async) never offloads the
+ * last layer and copies each storage once. */
+#define SIM_POLICY_MODE_KEEP_LAST(async) ((async) ? 1u : 0u)
+#define SIM_POLICY_MODE_DEDUP(async) ((async) ? TRUE : FALSE)
+
+/* Every option at its default, name and kind aside: what a [policy.NAME]
+ * group with only `kind` loads as (the mode is async, so keep_last and
+ * dedup take async's values).  The one definition of these defaults: the
+ * schema's [policy.NAME] fallbacks (sim/input/schema.c) are written from it,
+ * and the README's key tables and `offsim show` print those.  Layer sets,
+ * actions and stages are NULL: all layers, all stages. */
+extern const SimPolicy sim_policy_defaults;
+
+/* A new policy of `kind` called `name` (copied), every option at its
+ * default (sim_policy_defaults): valid as it is, inflight and every at
+ * least 1.  The caller frees it with sim_policy_free. */
 SimPolicy *sim_policy_new(const char *name, SimPolicyKind kind);
 void sim_policy_free(SimPolicy *policy);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(SimPolicy, sim_policy_free)

@@ -135,12 +135,12 @@ static GPtrArray *
 extra_policies(guint n_layers)
 {
   GPtrArray *set = g_ptr_array_new_with_free_func((GDestroyNotify)sim_policy_free);
-  SimPolicy *selective = sim_scenario_policy_new("fuzz-selective", SIM_POLICY_CHECKPOINT);
+  SimPolicy *selective = sim_policy_new("fuzz-selective", SIM_POLICY_CHECKPOINT);
   selective->selective = TRUE;
   selective->every = 2;
   g_ptr_array_add(set, selective);
 
-  SimPolicy *pinned = sim_scenario_policy_new("fuzz-offload-pinned", SIM_POLICY_OFFLOAD);
+  SimPolicy *pinned = sim_policy_new("fuzz-offload-pinned", SIM_POLICY_OFFLOAD);
   pinned->pinned = SIM_PINNED_PER_TENSOR;
   pinned->prefetch = 0;
   pinned->inflight = 1;
@@ -149,7 +149,7 @@ extra_policies(guint n_layers)
   g_ptr_array_add(set, pinned);
 
   for (int async = 0; async < 2; async++) {
-    SimPolicy *plan = sim_scenario_policy_new(async ? "fuzz-plan-async" : "fuzz-plan-sync", SIM_POLICY_PLAN);
+    SimPolicy *plan = sim_policy_new(async ? "fuzz-plan-async" : "fuzz-plan-sync", SIM_POLICY_PLAN);
     plan->async = async;
     plan->dedup = async;
     plan->prefetch = async ? 3 : 0;

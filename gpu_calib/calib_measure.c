@@ -42,7 +42,7 @@ calib_measure_sweep(Calib *c, CalibSweep *s)
     p->bytes = bytes;
     p->count = (int)CLAMP(ceil(target / (double)bytes), s->pinned ? 4 : 2, CALIB_MAX_BATCH);
     CalibWork w = copy_work(c, s->dir, s->pinned, FALSE, bytes, p->count);
-    calib_timing_measure(c, &w, 1, s->pinned, &p->seconds, p->samples);
+    calib_timing_measure(c, &w, 1, s->pinned ? CALIB_TIMING_HELD : CALIB_TIMING_NONE, &p->seconds, p->samples);
     if (bytes >= LARGE_COPY)
       large[n_large++] = (double)bytes / p->seconds;
     g_autofree char *size = calib_report_size(bytes);
@@ -82,7 +82,7 @@ calib_measure_bidirectional(Calib *c, CalibBidir *b)
     CalibWork w[2] = { copy_work(c, dir, TRUE, dir == 1, b->bytes, measured),
                        copy_work(c, 1 - dir, TRUE, dir == 0, b->bytes, 2 * measured) };
     double t[2];
-    calib_timing_measure(c, w, 2, TRUE, t, NULL);
+    calib_timing_measure(c, w, 2, CALIB_TIMING_HELD, t, NULL);
     b->copy_seconds[dir] = t[0];
   }
   b->d2h = (double)b->bytes / b->copy_seconds[0];
@@ -142,7 +142,7 @@ time_gemm(Calib *c, const CalibGemmShape *g, const CalibGemmType *t)
   /* One timed call sizes the batch (cuBLAS picks its kernel on the first). */
   double once[1];
   calib_timing_enqueue(c, 0, &w, 1);
-  calib_timing_run_once(c, &w, 1, FALSE, once);
+  calib_timing_run_once(c, &w, 1, CALIB_TIMING_NONE, once);
   w.count = calib_timing_batch_for(c->quick ? 0.01 : 0.025, once[0], 2);
   return calib_timing_measure_one(c, w);
 }
@@ -277,7 +277,7 @@ overlap(Calib *c, const CalibBidir *b, CalibWork victim, const char *name, Calib
   CalibWork w[3] = { victim, copy_work(c, 0, TRUE, FALSE, b->bytes, copies),
                      copy_work(c, 1, TRUE, TRUE, b->bytes, copies) };
   double t[3];
-  calib_timing_measure(c, w, 3, TRUE, t, NULL);
+  calib_timing_measure(c, w, 3, CALIB_TIMING_HELD, t, NULL);
   o->with_copies = t[0];
   o->slowdown = o->with_copies / o->alone - 1;
 
@@ -287,11 +287,11 @@ overlap(Calib *c, const CalibBidir *b, CalibWork victim, const char *name, Calib
   CalibWork pair[2] = { copy_work(c, 0, TRUE, FALSE, b->bytes, copies),
                         copy_work(c, 1, TRUE, TRUE, b->bytes, copies) };
   double base[2];
-  calib_timing_measure(c, pair, 2, TRUE, base, NULL);
+  calib_timing_measure(c, pair, 2, CALIB_TIMING_HELD, base, NULL);
   w[0].count = calib_timing_batch_for(1.3 * copies * copy, o->alone, 1);
   w[1] = pair[0];
   w[2] = pair[1];
-  calib_timing_measure(c, w, 3, TRUE, t, NULL);
+  calib_timing_measure(c, w, 3, CALIB_TIMING_HELD, t, NULL);
   o->copy_slowdown[0] = t[1] / base[0] - 1;
   o->copy_slowdown[1] = t[2] / base[1] - 1;
   calib_report_progress("  overlap %-9s alone %8.3f ms, with copies %8.3f ms (%+.1f%%); copies D2H %+.1f%%, "

@@ -192,14 +192,14 @@ calib_timing_enqueue(Calib *c, int lane, const CalibWork *w, int count)
 }
 
 void
-calib_timing_run_once(Calib *c, const CalibWork *works, int n, gboolean held, double *per_op)
+calib_timing_run_once(Calib *c, const CalibWork *works, int n, guint flags, double *per_op)
 {
   g_assert(n <= CALIB_MAX_LANES);
   __atomic_store_n(c->flag, 0, __ATOMIC_SEQ_CST);
   __atomic_store_n(c->timed_out, 0, __ATOMIC_SEQ_CST);
   for (int i = 0; i < n; i++) {
     g_assert(works[i].count >= 1 && works[i].count <= CALIB_MAX_BATCH);
-    if (held)
+    if (flags & CALIB_TIMING_HELD)
       CUDA_CHECK(calib_launch_spin(c->flag_dev, SPIN_TIMEOUT_NS, c->timed_out_dev, c->lane[i]));
     CUDA_CHECK(cudaEventRecord(c->start[i], c->lane[i]));
     calib_timing_enqueue(c, i, &works[i], works[i].count);
@@ -218,7 +218,7 @@ calib_timing_run_once(Calib *c, const CalibWork *works, int n, gboolean held, do
 }
 
 void
-calib_timing_measure(Calib *c, const CalibWork *works, int n, gboolean held, double *median, double *samples)
+calib_timing_measure(Calib *c, const CalibWork *works, int n, guint flags, double *median, double *samples)
 {
   double per_op[CALIB_MAX_LANES];
   double all[CALIB_MAX_LANES][CALIB_MAX_REPEATS];
@@ -226,7 +226,7 @@ calib_timing_measure(Calib *c, const CalibWork *works, int n, gboolean held, dou
     calib_timing_enqueue(c, i, &works[i], MIN(works[i].count, 4));
   CUDA_CHECK(cudaDeviceSynchronize());
   for (int r = 0; r < c->repeats; r++) {
-    calib_timing_run_once(c, works, n, held, per_op);
+    calib_timing_run_once(c, works, n, flags, per_op);
     for (int i = 0; i < n; i++)
       all[i][r] = per_op[i];
   }
@@ -240,7 +240,7 @@ double
 calib_timing_measure_one(Calib *c, CalibWork w)
 {
   double t;
-  calib_timing_measure(c, &w, 1, TRUE, &t, NULL);
+  calib_timing_measure(c, &w, 1, CALIB_TIMING_HELD, &t, NULL);
   return t;
 }
 

@@ -123,14 +123,21 @@ void calib_timing_gemm_elements(const Calib *c, size_t *a, size_t *w, size_t *ou
 /* Enqueues `count` operations of `w` on lane `lane`, untimed. */
 void calib_timing_enqueue(Calib *c, int lane, const CalibWork *w, int count);
 
-/* One sample: the works of lanes 0..n-1 between their events; per-op
- * seconds into `per_op`.  Held: behind one spin kernel per lane, released
- * together once all is enqueued. */
-void calib_timing_run_once(Calib *c, const CalibWork *works, int n, gboolean held, double *per_op);
+/* How a sample is launched, a mask: CALIB_TIMING_HELD, behind one spin
+ * kernel per lane, released together once all is enqueued (pageable copies
+ * must not be held: see above); CALIB_TIMING_NONE, each lane runs as it is
+ * enqueued. */
+#define CALIB_TIMING_NONE 0u
+#define CALIB_TIMING_HELD (1u << 0)
 
-/* A warm-up, then c->repeats samples; per lane, the median seconds per op
- * into `median` and, when `samples` is not NULL, lane 0's samples. */
-void calib_timing_measure(Calib *c, const CalibWork *works, int n, gboolean held, double *median, double *samples);
+/* One sample: the works of lanes 0..n-1 between their events, launched as
+ * `flags` says (CALIB_TIMING_*); per-op seconds into `per_op`. */
+void calib_timing_run_once(Calib *c, const CalibWork *works, int n, guint flags, double *per_op);
+
+/* A warm-up, then c->repeats samples launched as `flags` says; per lane,
+ * the median seconds per op into `median` and, when `samples` is not NULL,
+ * lane 0's samples. */
+void calib_timing_measure(Calib *c, const CalibWork *works, int n, guint flags, double *median, double *samples);
 
 /* The held median seconds per op of one work alone. */
 double calib_timing_measure_one(Calib *c, CalibWork w);

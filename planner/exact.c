@@ -87,7 +87,8 @@ copy_of(const PlannerExact *x, const Act *a, guint c)
 static void
 copy_add(PlannerExact *x, Act *a, guint64 bytes, gboolean frees)
 {
-  Copy c = { sim_link_copy_time(x->link, SIM_DIR_D2H, bytes, FALSE), sim_link_copy_time(x->link, SIM_DIR_H2D, bytes, FALSE),
+  Copy c = { sim_link_copy_time(x->link, SIM_DIR_D2H, bytes, SIM_HOST_PINNED),
+             sim_link_copy_time(x->link, SIM_DIR_H2D, bytes, SIM_HOST_PINNED),
              (gint64)bytes, frees ? (gint64)bytes : 0 };
   g_array_append_val(x->copies, c);
   a->nc++;

@@ -28,7 +28,7 @@ END_TEST
 /* Small requests share a 2 MiB segment per stream; another stream gets its own. */
 START_TEST(small_pool_and_streams)
 {
-  g_autoptr(SimAllocator) a = sim_allocator_new(0, FALSE);
+  g_autoptr(SimAllocator) a = sim_allocator_new(0, SIM_ALLOCATOR_NONE);
   guint32 x = sim_allocator_malloc(a, 1000, 0);
   ck_assert_uint_eq(sim_allocator_reserved(a), MIB(2));
   ck_assert_uint_eq(sim_allocator_allocated(a), 1024);
@@ -50,14 +50,14 @@ END_TEST
  * 1 MiB remains; a large rest of 1 MiB or less stays with the block. */
 START_TEST(large_pool_split_and_waste)
 {
-  g_autoptr(SimAllocator) a = sim_allocator_new(0, FALSE);
+  g_autoptr(SimAllocator) a = sim_allocator_new(0, SIM_ALLOCATOR_NONE);
   for (guint i = 0; i < 4; i++)
     sim_allocator_malloc(a, MIB(5), 0);
   ck_assert_uint_eq(sim_allocator_reserved(a), MIB(20)); /* 20 = 4 x 5: the fourth takes the last 5 */
   sim_allocator_malloc(a, MIB(5), 0);
   ck_assert_uint_eq(sim_allocator_reserved(a), MIB(40));
   /* 19.5 MiB: a 20 MiB segment; the 0.5 MiB rest is not split off, the block holds 20. */
-  g_autoptr(SimAllocator) b = sim_allocator_new(0, FALSE);
+  g_autoptr(SimAllocator) b = sim_allocator_new(0, SIM_ALLOCATOR_NONE);
   sim_allocator_malloc(b, MIB(19) + KIB(512), 0);
   ck_assert_uint_eq(sim_allocator_reserved(b), MIB(20));
   ck_assert_uint_eq(sim_allocator_allocated(b), MIB(20));
@@ -68,7 +68,7 @@ END_TEST
  * that fits. */
 START_TEST(merge_and_best_fit)
 {
-  g_autoptr(SimAllocator) a = sim_allocator_new(0, FALSE);
+  g_autoptr(SimAllocator) a = sim_allocator_new(0, SIM_ALLOCATOR_NONE);
   guint32 p = sim_allocator_malloc(a, MIB(5), 0), q = sim_allocator_malloc(a, MIB(5), 0);
   guint32 r = sim_allocator_malloc(a, MIB(5), 0);
   (void)r;
@@ -92,7 +92,7 @@ END_TEST
  * segment is tried again; with nothing to release, out of memory. */
 START_TEST(release_before_out_of_memory)
 {
-  g_autoptr(SimAllocator) a = sim_allocator_new(MIB(40), FALSE);
+  g_autoptr(SimAllocator) a = sim_allocator_new(MIB(40), SIM_ALLOCATOR_NONE);
   guint32 x = sim_allocator_malloc(a, MIB(15), 0), y = sim_allocator_malloc(a, MIB(15), 0);
   ck_assert_uint_eq(sim_allocator_reserved(a), MIB(32)); /* two segments of 15 rounded to 2 MiB: 16 */
   sim_allocator_release(a, x);
@@ -106,7 +106,7 @@ START_TEST(release_before_out_of_memory)
   ck_assert_uint_eq(sim_allocator_malloc(a, MIB(22), 0), SIM_ALLOCATOR_OOM);
   ck_assert_uint_eq(sim_allocator_reserved(a), MIB(20));
   /* Fragmentation: 30 MiB allocated of 40 would fit, but a split segment is never released. */
-  g_autoptr(SimAllocator) f = sim_allocator_new(MIB(40), FALSE);
+  g_autoptr(SimAllocator) f = sim_allocator_new(MIB(40), SIM_ALLOCATOR_NONE);
   guint32 s[4];
   for (guint i = 0; i < 4; i++)
     s[i] = sim_allocator_malloc(f, MIB(5), 0); /* one 20 MiB segment */
@@ -121,7 +121,7 @@ END_TEST
  * one segment per pool and stream, and split any rest of 512 bytes. */
 START_TEST(expandable_segments)
 {
-  g_autoptr(SimAllocator) a = sim_allocator_new(0, TRUE);
+  g_autoptr(SimAllocator) a = sim_allocator_new(0, SIM_ALLOCATOR_EXPANDABLE);
   sim_allocator_malloc(a, 1000, 0);
   ck_assert_uint_eq(sim_allocator_reserved(a), MIB(2));
   sim_allocator_malloc(a, MIB(5), 0);
@@ -135,7 +135,7 @@ START_TEST(expandable_segments)
   ck_assert_uint_eq(sim_allocator_reserved(a), MIB(62));
   ck_assert_uint_eq(sim_allocator_allocated(a), 1024 + MIB(5) + MIB(18) + MIB(19) + KIB(512));
   /* Under pressure the free pages at a segment's end are unmapped. */
-  g_autoptr(SimAllocator) b = sim_allocator_new(MIB(42), TRUE);
+  g_autoptr(SimAllocator) b = sim_allocator_new(MIB(42), SIM_ALLOCATOR_EXPANDABLE);
   guint32 x = sim_allocator_malloc(b, MIB(5), 0);
   sim_allocator_malloc(b, MIB(5), 1);              /* stream 1: its own segment, 20 MiB */
   sim_allocator_release(b, x);                     /* stream 0's segment is free: 20 MiB cached */

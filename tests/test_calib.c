@@ -709,18 +709,18 @@ START_TEST(the_loaded_table_interpolates_copy_times)
   const double mib = 1048576.0;
 
   /* At a measured size: the measured time, alpha + bytes / beta. */
-  assert_rel(sim_link_copy_time(l, SIM_DIR_H2D, 1048576, FALSE), ALPHA + mib / BETA_H2D, 1e-9);
-  assert_rel(sim_link_copy_time(l, SIM_DIR_D2H, GIB, FALSE), ALPHA + (double)GIB / BETA_D2H, 1e-9);
+  assert_rel(sim_link_copy_time(l, SIM_DIR_H2D, 1048576, SIM_HOST_PINNED), ALPHA + mib / BETA_H2D, 1e-9);
+  assert_rel(sim_link_copy_time(l, SIM_DIR_D2H, GIB, SIM_HOST_PINNED), ALPHA + (double)GIB / BETA_D2H, 1e-9);
   /* Between two sizes: linear in bytes, so 1.5 MiB takes the mean of 1 and 2 MiB. */
   double t1 = ALPHA + mib / BETA_H2D, t2 = ALPHA + 2 * mib / BETA_H2D;
-  assert_rel(sim_link_copy_time(l, SIM_DIR_H2D, 1572864, FALSE), 0.5 * (t1 + t2), 1e-9);
+  assert_rel(sim_link_copy_time(l, SIM_DIR_H2D, 1572864, SIM_HOST_PINNED), 0.5 * (t1 + t2), 1e-9);
   /* Past 1 GiB: its time plus the rest at its bandwidth. */
   double t_gib = ALPHA + (double)GIB / BETA_H2D;
-  assert_rel(sim_link_copy_time(l, SIM_DIR_H2D, 2 * GIB, FALSE), 2 * t_gib, 1e-9);
+  assert_rel(sim_link_copy_time(l, SIM_DIR_H2D, 2 * GIB, SIM_HOST_PINNED), 2 * t_gib, 1e-9);
   /* Under 4 KiB: scaled from the smallest point, floored at the latency. */
-  assert_rel(sim_link_copy_time(l, SIM_DIR_H2D, 1024, FALSE), ALPHA, 1e-9);
+  assert_rel(sim_link_copy_time(l, SIM_DIR_H2D, 1024, SIM_HOST_PINNED), ALPHA, 1e-9);
   /* Pageable: the part above the latency at pageable_factor. */
-  assert_rel(sim_link_copy_time(l, SIM_DIR_H2D, 1048576, TRUE), ALPHA + (mib / BETA_H2D) / 0.4321987654, 1e-9);
+  assert_rel(sim_link_copy_time(l, SIM_DIR_H2D, 1048576, SIM_HOST_PAGEABLE), ALPHA + (mib / BETA_H2D) / 0.4321987654, 1e-9);
   test_tmp_dir_remove(dir);
 }
 END_TEST
@@ -925,7 +925,7 @@ START_TEST(calib_host_code_recovers_the_mock_link)
     ck_assert_uint_eq(l->table[dir_][9].bytes, GIB);
   }
   double alpha = 7e-6, beta = 53e9, mib = 1048576.0;
-  assert_rel(sim_link_copy_time(l, SIM_DIR_H2D, 1048576, FALSE), alpha + mib / beta, 0.02);
+  assert_rel(sim_link_copy_time(l, SIM_DIR_H2D, 1048576, SIM_HOST_PINNED), alpha + mib / beta, 0.02);
   const SimDevice *d = &s->machine.device;
   ck_assert_uint_eq(d->memory, G_GUINT64_CONSTANT(141000000000));
   /* The copy kernel, at 0.95 of the mock's 4 TB/s. */

@@ -555,7 +555,7 @@ START_TEST(a_calibrated_table_sets_copy_times)
     { 1000000, 1e-3 },     /* a measured point exactly */
   };
   for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
-    ck_assert_close(sim_link_copy_time(&link, SIM_DIR_H2D, cases[i].bytes, FALSE), cases[i].seconds, TOL);
+    ck_assert_close(sim_link_copy_time(&link, SIM_DIR_H2D, cases[i].bytes, SIM_HOST_PINNED), cases[i].seconds, TOL);
     g_autoptr(SimProgram) p = sim_program_new();
     guint32 s = sim_program_add_stream(p, "h2d");
     sim_program_copy(p, s, SIM_DIR_H2D, cases[i].bytes, SIM_HOST_PINNED, 0, sim_program_intern(p, "t"));
@@ -563,9 +563,9 @@ START_TEST(a_calibrated_table_sets_copy_times)
     ck_assert_close(run->step, cases[i].seconds, TOL);
   }
   /* The other direction has no table: latency + bytes / bandwidth. */
-  ck_assert_close(sim_link_copy_time(&link, SIM_DIR_D2H, 5000000, FALSE), 0.5e-3 + 1e-3, TOL);
+  ck_assert_close(sim_link_copy_time(&link, SIM_DIR_D2H, 5000000, SIM_HOST_PINNED), 0.5e-3 + 1e-3, TOL);
   /* Pageable: the part above the latency at pageable_factor (0.5). */
-  ck_assert_close(sim_link_copy_time(&link, SIM_DIR_H2D, 2000000, TRUE), 0.5e-3 + 2 * 0.75e-3, TOL);
+  ck_assert_close(sim_link_copy_time(&link, SIM_DIR_H2D, 2000000, SIM_HOST_PAGEABLE), 0.5e-3 + 2 * 0.75e-3, TOL);
 }
 END_TEST
 

@@ -108,7 +108,7 @@ START_TEST(bundled_scenarios_replay_cleanly)
       g_autoptr(SimResult) r = sim_evaluate(ev, s, policy, &options, &error);
       ck_assert_msg(r != NULL, "%s %s: %s", name, policy->name, error ? error->message : "");
       SimReserved reserved;
-      sim_reserved_replay(r->run, r->program, 0, FALSE, &reserved);
+      sim_reserved_replay(r->run, r->program, 0, SIM_ALLOCATOR_NONE, &reserved);
       ck_assert_msg(reserved.unmatched == 0, "%s %s: %" G_GUINT64_FORMAT " bytes freed that nothing allocated",
                     name, policy->name, reserved.unmatched);
       ck_assert_msg(r->peak_reserved_bytes >= (guint64)r->peak_device.bytes, "%s %s: reserved %" G_GUINT64_FORMAT

@@ -155,7 +155,7 @@ size_index(FreeSet *f, guint64 size)
 }
 
 SimAllocator *
-sim_allocator_new(guint64 capacity, gboolean expandable)
+sim_allocator_new(guint64 capacity, guint flags)
 {
   SimAllocator *a = g_new0(SimAllocator, 1);
   a->blocks = g_array_new(FALSE, TRUE, sizeof(Block));
@@ -164,7 +164,7 @@ sim_allocator_new(guint64 capacity, gboolean expandable)
   a->sets = g_ptr_array_new_with_free_func(free_set_free);
   a->expandable = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL, g_free);
   a->capacity = capacity;
-  a->expand = expandable;
+  a->expand = (flags & SIM_ALLOCATOR_EXPANDABLE) != 0;
   a->next_addr = 0;
   return a;
 }

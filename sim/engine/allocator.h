@@ -71,8 +71,13 @@ typedef struct SimAllocator SimAllocator;
 #define SIM_ALLOCATOR_MIN_LARGE_ALLOC (G_GUINT64_CONSTANT(10) << 20)
 #define SIM_ALLOCATOR_ROUND_LARGE (G_GUINT64_CONSTANT(2) << 20)
 
-/* An allocator for one GPU of `capacity` bytes (0: unlimited). */
-SimAllocator *sim_allocator_new(guint64 capacity, gboolean expandable);
+/* sim_allocator_new's flags, a mask: how the allocator behaves. */
+#define SIM_ALLOCATOR_NONE 0u
+#define SIM_ALLOCATOR_EXPANDABLE (1u << 0) /* expandable segments, as above */
+
+/* An allocator for one GPU of `capacity` bytes (0: unlimited), with
+ * `flags` (SIM_ALLOCATOR_*). */
+SimAllocator *sim_allocator_new(guint64 capacity, guint flags);
 void sim_allocator_free(SimAllocator *allocator);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(SimAllocator, sim_allocator_free)
 

@@ -461,7 +461,7 @@ start_copy(Run *r, Gpu *gpu, int d, guint32 op_index)
   } else {
     /* A calibrated copy: the latency phase, then the bytes at the rate
      * that makes the whole copy take its measured time when alone. */
-    double t = sim_link_copy_time(r->link, d, op->bytes, op->pageable);
+    double t = sim_link_copy_time(r->link, d, op->bytes, op->pageable ? SIM_HOST_PAGEABLE : SIM_HOST_PINNED);
     double move = t - r->link->latency;
     c->peak_rate = d == SIM_DIR_D2H ? r->link->d2h_bandwidth : r->link->h2d_bandwidth;
     if (move > 0 && op->bytes > 0)

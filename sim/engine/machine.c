@@ -18,10 +18,10 @@ table_time(const SimBandwidthPoint *t, guint n, guint64 bytes)
 }
 
 double
-sim_link_copy_time(const SimLink *l, SimDir dir, guint64 bytes, gboolean pageable)
+sim_link_copy_time(const SimLink *l, SimDir dir, guint64 bytes, SimHostMemory host)
 {
   double bw = dir == SIM_DIR_D2H ? l->d2h_bandwidth : l->h2d_bandwidth;
   double t = l->table_points[dir] ? MAX(l->latency, table_time(l->table[dir], l->table_points[dir], bytes))
                                   : l->latency + (double)bytes / bw;
-  return pageable ? l->latency + (t - l->latency) / l->pageable_factor : t;
+  return host == SIM_HOST_PAGEABLE ? l->latency + (t - l->latency) / l->pageable_factor : t;
 }

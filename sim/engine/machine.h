@@ -152,11 +152,11 @@ typedef struct {
 } SimMachine;
 
 /* Seconds one copy of `bytes` takes alone on the link in direction `dir`,
- * pageable or pinned.  Without a table: latency +
+ * from or to `host` memory (pinned or pageable).  Without a table: latency +
  * bytes / bandwidth.  With one: the measured time, interpolated linearly in
  * bytes between the two nearest sizes (beyond the ends, at the end point's
  * bandwidth), and never less than `latency` (the latency floor).  Pageable
  * copies take the part above the latency 1 / pageable_factor times longer. */
-double sim_link_copy_time(const SimLink *link, SimDir dir, guint64 bytes, gboolean pageable);
+double sim_link_copy_time(const SimLink *link, SimDir dir, guint64 bytes, SimHostMemory host);
 
 G_END_DECLS

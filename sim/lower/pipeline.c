@@ -123,6 +123,14 @@ stage_params(const SimWorkload *w, const SimParallel *par, const guint *bounds, 
   }
 }
 
+/* What [parallel]'s CPU offload moves, as sim_sharding_offloaded's mask. */
+static guint
+offloads(const SimParallel *par)
+{
+  return (par->offload_optimizer ? SIM_SHARDING_OFFLOAD_OPTIMIZER : 0) |
+         (par->offload_params ? SIM_SHARDING_OFFLOAD_WEIGHTS : 0);
+}
+
 /* The device static bytes of a GPU of stage `stage`, chunks cut at
  * `bounds`.  A workload that counts its parameters claims all its static
  * bytes by them: the stage's parameters, sharded over the replicas as
@@ -136,8 +144,7 @@ stage_static(const SimWorkload *w, const SimParallel *par, const guint *bounds, 
     guint tensors;
     stage_params(w, par, bounds, stage, &params, &tensors);
     return sim_sharding_static(&w->param_bytes, params, par->sharding, par->dp) -
-           sim_sharding_offloaded(&w->param_bytes, params, par->sharding, par->dp, par->offload_optimizer,
-                                  par->offload_params);
+           sim_sharding_offloaded(&w->param_bytes, params, par->sharding, par->dp, offloads(par));
   }
   guint64 claimed = 0, mine = 0;
   for (guint c = 0; c < chunks; c++) {
@@ -181,7 +188,7 @@ stage_host(const SimWorkload *w, const SimParallel *par, guint64 params)
     return 0;
   const SimParamBytes *b = &w->param_bytes;
   gboolean grads_there = par->offload_params && b->grad > 0;
-  return sim_sharding_offloaded(b, params, par->sharding, par->dp, TRUE, par->offload_params) +
+  return sim_sharding_offloaded(b, params, par->sharding, par->dp, offloads(par)) +
          (grads_there ? 0 : sim_sharding_shard(params, par->dp) * b->weight);
 }
 

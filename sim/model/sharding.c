@@ -43,12 +43,11 @@ sim_sharding_static(const SimParamBytes *b, guint64 params, SimSharding sharding
 }
 
 guint64
-sim_sharding_offloaded(const SimParamBytes *b, guint64 params, SimSharding sharding, guint dp, gboolean optimizer,
-                       gboolean weights)
+sim_sharding_offloaded(const SimParamBytes *b, guint64 params, SimSharding sharding, guint dp, guint what)
 {
   g_return_val_if_fail(b != NULL && dp >= 1 && sharding < SIM_SHARDING_COUNT, 0);
-  guint64 moved = optimizer ? held(params, sharding, SIM_SHARDING_OPTIMIZER, dp) * b->state : 0;
-  if (weights && sharding == SIM_SHARDING_FULL)
+  guint64 moved = what & SIM_SHARDING_OFFLOAD_OPTIMIZER ? held(params, sharding, SIM_SHARDING_OPTIMIZER, dp) * b->state : 0;
+  if ((what & SIM_SHARDING_OFFLOAD_WEIGHTS) && sharding == SIM_SHARDING_FULL)
     moved += sim_sharding_shard(params, dp) * (b->weight + b->grad);
   return moved;
 }

@@ -96,14 +96,18 @@ guint64 sim_sharding_grad_kept(guint64 grad_bytes, SimSharding sharding, guint d
  * where the weights are static. */
 guint64 sim_sharding_gathered(const SimParamBytes *bytes, guint64 params, SimSharding sharding, guint dp);
 
+/* What CPU offload moves, a mask of sim_sharding_offloaded's `what`. */
+#define SIM_SHARDING_OFFLOAD_OPTIMIZER (1u << 0) /* [parallel] offload_optimizer */
+#define SIM_SHARDING_OFFLOAD_WEIGHTS (1u << 1)   /* [parallel] offload_params */
+
 /* CPU offload ([parallel] offload_optimizer, offload_params): of the
  * static bytes sim_sharding_static gives for `params` parameters, those
- * that live in host memory instead.  `optimizer`: the optimizer state
- * this GPU updates (DeepSpeed's offload_optimizer: the step runs on the
- * CPU); `weights` (full sharding only): its shard of the weights and of
- * the static gradients too (FSDP2's CPUOffloadPolicy, DeepSpeed's
- * offload_param). */
+ * that live in host memory instead.  SIM_SHARDING_OFFLOAD_OPTIMIZER: the
+ * optimizer state this GPU updates (DeepSpeed's offload_optimizer: the
+ * step runs on the CPU); SIM_SHARDING_OFFLOAD_WEIGHTS (full sharding
+ * only): its shard of the weights and of the static gradients too
+ * (FSDP2's CPUOffloadPolicy, DeepSpeed's offload_param). */
 guint64 sim_sharding_offloaded(const SimParamBytes *bytes, guint64 params, SimSharding sharding, guint dp,
-                               gboolean optimizer, gboolean weights);
+                               guint what);
 
 G_END_DECLS

@@ -2,6 +2,7 @@
 
 #include "pipeline.h"
 
+#include "allocator.h"
 #include "invariants.h"
 #include "lower.h"
 
@@ -84,10 +85,10 @@ sim_evaluate(SimEvaluator *ev, const SimScenario *s, const SimPolicy *policy, co
   SimRun *run = lower_and_run(use->engine, program, s, policy, &engine_options, error);
   if (run == NULL)
     return NULL;
-  gboolean expandable = s->machine.device.expandable_segments;
+  guint allocator = s->machine.device.expandable_segments ? SIM_ALLOCATOR_EXPANDABLE : SIM_ALLOCATOR_NONE;
   SimResult *r;
   r = sim_result_new_parallel(s->name, policy->name, s->workload, &s->parallel, program, run, capacity);
-  sim_result_reserve(r, run, program, expandable);
+  sim_result_reserve(r, run, program, allocator);
   if (detail)
     sim_result_attach(r, g_steal_pointer(&kept), run);
   else

@@ -131,14 +131,15 @@ first_stream(const SimProgram *p, guint g)
 }
 
 void
-sim_reserved_replay(const SimRun *run, const SimProgram *p, guint64 capacity, gboolean expandable, SimReserved *out)
+sim_reserved_replay(const SimRun *run, const SimProgram *p, guint64 capacity, guint allocator_flags,
+                    SimReserved *out)
 {
   *out = (SimReserved){ 0 };
   guint n_gpus = MAX(p->n_gpus, 1u);
   g_autofree Gpu *gpus = g_new0(Gpu, n_gpus);
   g_autofree guint32 *op_of = action_ops(p);
   for (guint g = 0; g < n_gpus; g++) {
-    gpus[g].allocator = sim_allocator_new(capacity, expandable);
+    gpus[g].allocator = sim_allocator_new(capacity, allocator_flags);
     gpus[g].held = g_array_new(FALSE, FALSE, sizeof(Held));
     gpus[g].spare = g_array_new(FALSE, FALSE, sizeof(guint32));
     sim_u64map_init(&gpus[g].top);

@@ -23,6 +23,7 @@
  */
 #pragma once
 
+#include "allocator.h"
 #include "engine.h"
 #include "program.h"
 
@@ -47,8 +48,9 @@ typedef struct {
 } SimReserved;
 
 /* Replays `run` (made by `program`) under a device of `capacity` bytes per
- * GPU (0: unlimited), expandable segments or not, into *out. */
-void sim_reserved_replay(const SimRun *run, const SimProgram *program, guint64 capacity, gboolean expandable,
+ * GPU (0: unlimited), each GPU's allocator made with `allocator_flags`
+ * (SIM_ALLOCATOR_*, sim/engine/allocator.h), into *out. */
+void sim_reserved_replay(const SimRun *run, const SimProgram *program, guint64 capacity, guint allocator_flags,
                          SimReserved *out);
 
 G_END_DECLS

@@ -265,10 +265,10 @@ sim_result_attach(SimResult *r, SimProgram *program, SimRun *run)
 }
 
 void
-sim_result_reserve(SimResult *r, const SimRun *run, const SimProgram *program, gboolean expandable)
+sim_result_reserve(SimResult *r, const SimRun *run, const SimProgram *program, guint allocator_flags)
 {
   SimReserved reserved;
-  sim_reserved_replay(run, program, r->capacity_bytes, expandable, &reserved);
+  sim_reserved_replay(run, program, r->capacity_bytes, allocator_flags, &reserved);
   r->peak_reserved_bytes = reserved.peak_reserved;
   r->fragmentation_bytes = reserved.peak_reserved - MIN(reserved.peak_reserved, reserved.peak_allocated);
   r->fits = !reserved.out_of_memory;

@@ -109,9 +109,9 @@ void sim_result_attach(SimResult *result, SimProgram *program, SimRun *run);
 void sim_result_free(SimResult *result);
 
 /* Replays the device allocations of `run` (made by `program`) through the
- * caching allocator (expandable segments or not) and sets
- * peak_reserved_bytes, fragmentation_bytes and fits from it. */
-void sim_result_reserve(SimResult *result, const SimRun *run, const SimProgram *program, gboolean expandable);
+ * caching allocator, made with `allocator_flags` (SIM_ALLOCATOR_*), and
+ * sets peak_reserved_bytes, fragmentation_bytes and fits from it. */
+void sim_result_reserve(SimResult *result, const SimRun *run, const SimProgram *program, guint allocator_flags);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(SimResult, sim_result_free)
 
 /* "static 7.36 GiB + saved L0-L23 1.19 GiB + workspace L23 20.0 MiB":

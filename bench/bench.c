@@ -1,12 +1,12 @@
-#include "bench.h"
+#include "bench/bench.h"
 
-#include "config.h"
-#include "engine.h"
-#include "error.h"
-#include "grid.h"
-#include "evaluate.h"
-#include "plan.h"
-#include "scenario.h"
+#include "base/error.h"
+#include "engine/engine.h"
+#include "input/config.h"
+#include "input/scenario.h"
+#include "planner/plan.h"
+#include "result/evaluate.h"
+#include "sweep/grid.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -25,7 +25,7 @@
  */
 #pragma once
 
-#include "program.h"
+#include "engine/program.h"
 
 G_BEGIN_DECLS
 

@@ -7,9 +7,9 @@
  *   offsim-instructions step     ten 96x32 async steps, lowered and run
  *   offsim-instructions pp N     one step of the gpus figure's pp-N pipeline
  */
-#include "bench.h"
-#include "engine.h"
-#include "evaluate.h"
+#include "bench/bench.h"
+#include "engine/engine.h"
+#include "result/evaluate.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,9 +1,9 @@
 /* cli/api.c — cli_api_main: a command run in-process, its stdout, stdin and
  * failure line given to the caller (cli/api.h). */
-#include "api.h"
+#include "cli/api.h"
 
-#include "cli.h"
-#include "output.h"
+#include "base/output.h"
+#include "cli/cli.h"
 
 #include <errno.h>
 

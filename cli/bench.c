@@ -1,9 +1,9 @@
 /* cli/bench.c — `offsim bench`: the performance figures, with the machine. */
-#include "cli.h"
+#include "cli/cli.h"
 
-#include "bench.h"
-#include "error.h"
-#include "report.h"
+#include "bench/bench.h"
+#include "base/error.h"
+#include "cli/report.h"
 
 #include <stdio.h>
 

@@ -4,12 +4,12 @@
  * Options are checked before the file is read, and the command line refuses
  * every negative threshold outright; only ledger_recommend keeps the
  * chapter's quirk of not looking at thresholds when nothing is offloaded. */
-#include "cli.h"
+#include "cli/cli.h"
 
-#include "ledger.h"
-#include "error.h"
-#include "report.h"
-#include "units.h"
+#include "base/error.h"
+#include "base/units.h"
+#include "cli/report.h"
+#include "ledger/ledger.h"
 
 #include <math.h>
 #include <stdio.h>

@@ -14,15 +14,15 @@
  * rate for large pinned copies, a layer's times against the workload
  * layer's nominal ones, the peaks against the run's.  --write-profile
  * writes the device profile the trace gives (sim/input/kineto_profile.h). */
-#include "cli.h"
+#include "cli/cli.h"
 
-#include "error.h"
-#include "evaluate.h"
-#include "kineto.h"
-#include "kineto_profile.h"
-#include "output.h"
-#include "report.h"
-#include "snapshot.h"
+#include "base/error.h"
+#include "base/output.h"
+#include "cli/report.h"
+#include "input/kineto.h"
+#include "input/kineto_profile.h"
+#include "input/snapshot.h"
+#include "result/evaluate.h"
 
 #include <math.h>
 #include <string.h>

@@ -15,9 +15,9 @@
 #include <glib.h>
 #include <json-glib/json-glib.h>
 
-#include "gnuplot.h"
-#include "plan.h"
-#include "shapes.h"
+#include "planner/plan.h"
+#include "planner/shapes.h"
+#include "plots/gnuplot.h"
 
 G_BEGIN_DECLS
 

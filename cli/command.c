@@ -2,9 +2,9 @@
  * failure is reported.  The executable (cli/main.c) and the library
  * (cli/api.c, which the Python package calls) both enter here, so that a
  * command runs one code path whoever called it. */
-#include "cli.h"
+#include "cli/cli.h"
 
-#include "error.h"
+#include "base/error.h"
 
 #include <stdio.h>
 #include <string.h>

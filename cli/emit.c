@@ -27,9 +27,9 @@
  *
  * Comments (where the format has them) say what offsim planned; what the
  * configuration leaves to the user's code goes to stderr (cli_emit_note). */
-#include "cli.h"
+#include "cli/cli.h"
 
-#include "framework.h"
+#include "model/framework.h"
 
 static const char *const sources[PLANNER_TARGET_COUNT] = {
   [PLANNER_TARGET_MEGATRON] = "NVIDIA/Megatron-LM@d98e8a64ddf3 megatron/core/transformer/transformer_config.py",

@@ -1,5 +1,5 @@
 /* offsim — activation-offload scheduling simulator: the command-line entry. */
-#include "cli.h"
+#include "cli/cli.h"
 
 #include <locale.h>
 

@@ -9,15 +9,15 @@
  * its path relative to the scenario's directory; one printed to stdout, by
  * the path as given (relative to the current directory). */
 #define _XOPEN_SOURCE 700 /* realpath */
-#include "cli.h"
+#include "cli/cli.h"
 
-#include "error.h"
-#include "hf_config.h"
-#include "output.h"
-#include "scenario.h"
-#include "schema.h"
-#include "transformer.h"
-#include "units.h"
+#include "base/error.h"
+#include "base/output.h"
+#include "base/units.h"
+#include "input/hf_config.h"
+#include "input/scenario.h"
+#include "input/schema.h"
+#include "input/transformer.h"
 
 #include <errno.h>
 #include <glib/gstdio.h>

@@ -5,12 +5,12 @@
  * paths made before anything runs, the option names that plots/ is given
  * for its messages (the library knows none), and the end of every --help
  * (units and exit statuses). */
-#include "cli.h"
+#include "cli/cli.h"
 
-#include "error.h"
-#include "output.h"
-#include "scenario.h"
-#include "units.h"
+#include "base/error.h"
+#include "base/output.h"
+#include "base/units.h"
+#include "input/scenario.h"
 
 #include <errno.h>
 #include <stdio.h>

@@ -1,12 +1,12 @@
 /* cli/plan.c — `offsim plan`: the hybrid planner's answer for a budget. */
-#include "cli.h"
+#include "cli/cli.h"
 
-#include "schema.h"
+#include "input/schema.h"
 
-#include "error.h"
-#include "plan.h"
-#include "report.h"
-#include "units.h"
+#include "base/error.h"
+#include "base/units.h"
+#include "cli/report.h"
+#include "planner/plan.h"
 
 #include <math.h>
 #include <stdio.h>

@@ -1,9 +1,9 @@
-#include "report.h"
+#include "cli/report.h"
 
-#include "error.h"
-#include "output.h"
-#include "pipeline.h"
-#include "units.h"
+#include "base/error.h"
+#include "base/output.h"
+#include "base/units.h"
+#include "lower/pipeline.h"
 
 #include <math.h>
 #include <stddef.h>

@@ -14,8 +14,8 @@
  */
 #pragma once
 
-#include "result.h"
-#include "scenario.h"
+#include "input/scenario.h"
+#include "result/result.h"
 
 #include <json-glib/json-glib.h>
 

@@ -3,16 +3,16 @@
  * two differ only in which policies they take, in the JSON shape and in the
  * exports of one run (--trace, --timeline, --memory), so they share one body.
  * What goes to files is announced on stderr, so stdout stays the report. */
-#include "cli.h"
+#include "cli/cli.h"
 
-#include "chrome_trace.h"
-#include "error.h"
-#include "evaluate.h"
-#include "figures.h"
-#include "memory_csv.h"
-#include "report.h"
-#include "timeline_csv.h"
-#include "units.h"
+#include "base/error.h"
+#include "base/units.h"
+#include "cli/report.h"
+#include "export/chrome_trace.h"
+#include "export/memory_csv.h"
+#include "export/timeline_csv.h"
+#include "plots/figures.h"
+#include "result/evaluate.h"
 
 #include <stdio.h>
 

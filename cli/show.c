@@ -12,14 +12,14 @@
  * values in a text that parses back to the same number, and paths made
  * absolute so that the output may be saved anywhere.
  */
-#include "cli.h"
+#include "cli/cli.h"
 
-#include "error.h"
-#include "hf_config.h"
-#include "scenario.h"
-#include "schema.h"
-#include "transformer.h"
-#include "units.h"
+#include "base/error.h"
+#include "base/units.h"
+#include "input/hf_config.h"
+#include "input/scenario.h"
+#include "input/schema.h"
+#include "input/transformer.h"
 
 #include <stdio.h>
 #include <string.h>

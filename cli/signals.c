@@ -12,9 +12,9 @@
  */
 #define _POSIX_C_SOURCE 200809L
 
-#include "cli.h"
+#include "cli/cli.h"
 
-#include "output.h"
+#include "base/output.h"
 
 #include <signal.h>
 

@@ -1,12 +1,12 @@
 /* cli/sweep.c — `offsim sweep`: a scenario over every combination of the
  * values given with --set, on a thread pool, as CSV (and a chart). */
-#include "cli.h"
+#include "cli/cli.h"
 
-#include "error.h"
-#include "grid.h"
-#include "output.h"
-#include "report.h"
-#include "sweep.h"
+#include "base/error.h"
+#include "base/output.h"
+#include "cli/report.h"
+#include "plots/sweep.h"
+#include "sweep/grid.h"
 
 #include <stdio.h>
 #include <string.h>

@@ -1,8 +1,8 @@
-#include "chrome_trace.h"
+#include "export/chrome_trace.h"
 
-#include "error.h"
-#include "output.h"
-#include "spans.h"
+#include "base/error.h"
+#include "base/output.h"
+#include "export/spans.h"
 
 enum { DEVICE_PID = 1, HOST_PID = 2 };
 

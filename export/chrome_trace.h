@@ -29,7 +29,7 @@
 
 #include <json-glib/json-glib.h>
 
-#include "result.h"
+#include "result/result.h"
 
 G_BEGIN_DECLS
 

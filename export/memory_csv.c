@@ -1,7 +1,7 @@
-#include "memory_csv.h"
+#include "export/memory_csv.h"
 
-#include "error.h"
-#include "output.h"
+#include "base/error.h"
+#include "base/output.h"
 
 gboolean
 export_memory_csv_has_curve(const SimResult *r, GError **error)

@@ -11,7 +11,7 @@
  */
 #pragma once
 
-#include "result.h"
+#include "result/result.h"
 
 G_BEGIN_DECLS
 

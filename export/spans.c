@@ -1,6 +1,6 @@
-#include "spans.h"
+#include "export/spans.h"
 
-#include "error.h"
+#include "base/error.h"
 
 #include <string.h>
 

@@ -1,7 +1,7 @@
-#include "timeline_csv.h"
+#include "export/timeline_csv.h"
 
-#include "output.h"
-#include "spans.h"
+#include "base/output.h"
+#include "export/spans.h"
 
 gboolean
 export_timeline_csv_write(const SimResult *r, const char *option, const char *path, GError **error)

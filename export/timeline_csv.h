@@ -9,7 +9,7 @@
  */
 #pragma once
 
-#include "result.h"
+#include "result/result.h"
 
 G_BEGIN_DECLS
 

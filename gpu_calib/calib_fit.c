@@ -1,6 +1,6 @@
-#include "calib_fit.h"
+#include "gpu_calib/calib_fit.h"
 
-#include "error.h"
+#include "base/error.h"
 
 #include <math.h>
 #include <stdlib.h>

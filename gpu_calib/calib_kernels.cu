@@ -1,4 +1,4 @@
-#include "calib_kernels.h"
+#include "gpu_calib/calib_kernels.h"
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>

@@ -25,13 +25,13 @@
  * library's message on stderr) or a profile that would not load; 2 bad
  * options; 3 no usable CUDA device.
  */
-#include "calib_measure.h"
-#include "calib_probe.h"
-#include "calib_profile.h"
-#include "calib_report.h"
-#include "calib_results.h"
-#include "calib_shapes.h"
-#include "calib_timing.h"
+#include "gpu_calib/calib_measure.h"
+#include "gpu_calib/calib_probe.h"
+#include "gpu_calib/calib_profile.h"
+#include "gpu_calib/calib_report.h"
+#include "gpu_calib/calib_results.h"
+#include "gpu_calib/calib_shapes.h"
+#include "gpu_calib/calib_timing.h"
 
 #include <glib.h>
 #include <stdio.h>

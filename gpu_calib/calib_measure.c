@@ -1,7 +1,7 @@
-#include "calib_measure.h"
+#include "gpu_calib/calib_measure.h"
 
-#include "calib_probe.h"
-#include "calib_report.h"
+#include "gpu_calib/calib_probe.h"
+#include "gpu_calib/calib_report.h"
 
 #include <math.h>
 #include <string.h>

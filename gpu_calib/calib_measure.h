@@ -17,8 +17,8 @@
  */
 #pragma once
 
-#include "calib_fit.h"
-#include "calib_timing.h"
+#include "gpu_calib/calib_fit.h"
+#include "gpu_calib/calib_timing.h"
 
 #include <glib.h>
 

@@ -28,7 +28,7 @@
  */
 #define _POSIX_C_SOURCE 200809L /* clock_gettime */
 
-#include "calib_kernels.h"
+#include "gpu_calib/calib_kernels.h"
 
 #include <cublas_v2.h>
 #include <cuda_runtime.h>

@@ -1,8 +1,8 @@
 #define _GNU_SOURCE
 
-#include "calib_probe.h"
+#include "gpu_calib/calib_probe.h"
 
-#include "calib_report.h"
+#include "gpu_calib/calib_report.h"
 
 #include <math.h>
 #include <sched.h>

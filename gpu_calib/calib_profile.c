@@ -1,8 +1,8 @@
-#include "calib_profile.h"
+#include "gpu_calib/calib_profile.h"
 
-#include "error.h"
-#include "scenario.h"
-#include "schema.h"
+#include "base/error.h"
+#include "input/scenario.h"
+#include "input/schema.h"
 
 #include <glib/gstdio.h>
 

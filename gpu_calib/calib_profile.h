@@ -39,7 +39,7 @@
  */
 #pragma once
 
-#include "machine.h"
+#include "engine/machine.h"
 
 #include <glib.h>
 

@@ -1,6 +1,6 @@
-#include "calib_report.h"
+#include "gpu_calib/calib_report.h"
 
-#include "units.h"
+#include "base/units.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -18,7 +18,7 @@
  */
 #pragma once
 
-#include "calib_fit.h"
+#include "gpu_calib/calib_fit.h"
 
 #include <cublas_v2.h>
 #include <cuda_runtime.h>

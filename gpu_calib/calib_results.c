@@ -1,6 +1,6 @@
-#include "calib_results.h"
+#include "gpu_calib/calib_results.h"
 
-#include "calib_report.h"
+#include "gpu_calib/calib_report.h"
 
 /* ---- the raw numbers, as text ------------------------------------------- */
 

@@ -21,11 +21,11 @@
  */
 #pragma once
 
-#include "calib_fit.h"
-#include "calib_measure.h"
-#include "calib_probe.h"
-#include "calib_profile.h"
-#include "calib_timing.h"
+#include "gpu_calib/calib_fit.h"
+#include "gpu_calib/calib_measure.h"
+#include "gpu_calib/calib_probe.h"
+#include "gpu_calib/calib_profile.h"
+#include "gpu_calib/calib_timing.h"
 
 #include <glib.h>
 

@@ -1,6 +1,6 @@
-#include "calib_shapes.h"
+#include "gpu_calib/calib_shapes.h"
 
-#include "error.h"
+#include "base/error.h"
 
 #include <string.h>
 

@@ -1,7 +1,7 @@
-#include "calib_timing.h"
+#include "gpu_calib/calib_timing.h"
 
-#include "calib_fit.h"
-#include "calib_report.h"
+#include "gpu_calib/calib_fit.h"
+#include "gpu_calib/calib_report.h"
 
 #include <math.h>
 #include <string.h>

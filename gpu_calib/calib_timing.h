@@ -29,8 +29,8 @@
  */
 #pragma once
 
-#include "calib_kernels.h"
-#include "calib_shapes.h"
+#include "gpu_calib/calib_kernels.h"
+#include "gpu_calib/calib_shapes.h"
 
 #include <cublas_v2.h>
 #include <cuda_runtime.h>

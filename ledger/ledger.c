@@ -1,8 +1,8 @@
-#include "ledger.h"
+#include "ledger/ledger.h"
 
-#include "config.h"
-#include "error.h"
-#include "units.h"
+#include "base/error.h"
+#include "base/units.h"
+#include "input/config.h"
 
 #include <math.h>
 #include <string.h>

@@ -1,7 +1,7 @@
-#include "exact.h"
+#include "planner/exact.h"
 
-#include "lower.h"
-#include "machine.h"
+#include "engine/machine.h"
+#include "lower/lower.h"
 
 #include <math.h>
 #include <string.h>

@@ -52,7 +52,7 @@
  */
 #pragma once
 
-#include "plan.h"
+#include "planner/plan.h"
 
 G_BEGIN_DECLS
 

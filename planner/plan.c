@@ -1,15 +1,15 @@
-#include "plan.h"
+#include "planner/plan.h"
 
-#include "ledger.h"
-#include "plan_private.h"
-#include "stages.h"
-#include "error.h"
-#include "exact.h"
-#include "evaluate.h"
-#include "units.h"
+#include "base/error.h"
+#include "base/units.h"
+#include "ledger/ledger.h"
+#include "planner/exact.h"
+#include "planner/internal/plan_private.h"
+#include "planner/stages.h"
+#include "result/evaluate.h"
 
-#include "framework.h"
-#include "lower.h"
+#include "lower/lower.h"
+#include "model/framework.h"
 
 #include <math.h>
 #include <string.h>

@@ -1,9 +1,9 @@
 /* planner/shapes.c — a framework's expressible plans and the best of them
  * (planner/shapes.h). */
-#include "shapes.h"
+#include "planner/shapes.h"
 
-#include "error.h"
-#include "plan_private.h"
+#include "base/error.h"
+#include "planner/internal/plan_private.h"
 
 #include <math.h>
 #include <string.h>

@@ -34,7 +34,7 @@
  */
 #pragma once
 
-#include "plan.h"
+#include "planner/plan.h"
 
 G_BEGIN_DECLS
 

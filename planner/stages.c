@@ -1,8 +1,8 @@
-#include "stages.h"
+#include "planner/stages.h"
 
-#include "evaluate.h"
-#include "pipeline.h"
-#include "plan_private.h"
+#include "lower/pipeline.h"
+#include "planner/internal/plan_private.h"
+#include "result/evaluate.h"
 
 #include <math.h>
 #include <string.h>

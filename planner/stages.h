@@ -63,7 +63,7 @@
  */
 #pragma once
 
-#include "plan.h"
+#include "planner/plan.h"
 
 G_BEGIN_DECLS
 

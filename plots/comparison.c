@@ -1,8 +1,8 @@
-#include "comparison.h"
+#include "plots/comparison.h"
 
-#include "spans.h"
-#include "timeline.h"
-#include "units.h"
+#include "base/units.h"
+#include "export/spans.h"
+#include "plots/timeline.h"
 
 #include <string.h>
 

@@ -1,10 +1,10 @@
-#include "figures.h"
+#include "plots/figures.h"
 
-#include "comparison.h"
-#include "error.h"
-#include "memory.h"
-#include "output.h"
-#include "timeline.h"
+#include "base/error.h"
+#include "base/output.h"
+#include "plots/comparison.h"
+#include "plots/memory.h"
+#include "plots/timeline.h"
 
 #include <string.h>
 

@@ -21,8 +21,8 @@
  */
 #pragma once
 
-#include "gnuplot.h"
-#include "result.h"
+#include "plots/gnuplot.h"
+#include "result/result.h"
 
 G_BEGIN_DECLS
 

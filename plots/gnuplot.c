@@ -1,7 +1,7 @@
-#include "gnuplot.h"
+#include "plots/gnuplot.h"
 
-#include "error.h"
-#include "output.h"
+#include "base/error.h"
+#include "base/output.h"
 
 #include <errno.h>
 #include <math.h>

@@ -1,9 +1,9 @@
-#include "memory.h"
+#include "plots/memory.h"
 
-#include "error.h"
-#include "memory_csv.h"
-#include "spans.h"
-#include "units.h"
+#include "base/error.h"
+#include "base/units.h"
+#include "export/memory_csv.h"
+#include "export/spans.h"
 
 #define GIB (1024.0 * 1024.0 * 1024.0)
 

@@ -1,7 +1,7 @@
-#include "sweep.h"
+#include "plots/sweep.h"
 
-#include "error.h"
-#include "schema.h"
+#include "base/error.h"
+#include "input/schema.h"
 
 #include <math.h>
 #include <string.h>

@@ -28,8 +28,8 @@
  */
 #pragma once
 
-#include "gnuplot.h"
-#include "grid.h"
+#include "plots/gnuplot.h"
+#include "sweep/grid.h"
 
 G_BEGIN_DECLS
 

@@ -1,6 +1,6 @@
-#include "timeline.h"
+#include "plots/timeline.h"
 
-#include "spans.h"
+#include "export/spans.h"
 
 /* Half the height of a box, in rows: a gap between rows keeps lanes apart. */
 #define BOX_HALF 0.38

@@ -1,7 +1,7 @@
-#include "grid.h"
+#include "sweep/grid.h"
 
-#include "error.h"
-#include "evaluate.h"
+#include "base/error.h"
+#include "result/evaluate.h"
 
 #include <string.h>
 

@@ -32,8 +32,8 @@
  */
 #pragma once
 
-#include "result.h"
-#include "scenario.h"
+#include "input/scenario.h"
+#include "result/result.h"
 
 G_BEGIN_DECLS
 

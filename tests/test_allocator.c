@@ -6,7 +6,7 @@
  * cached segments before an out-of-memory, expandable segments. */
 #include "testutil.h"
 
-#include "allocator.h"
+#include "engine/allocator.h"
 
 #define KIB(n) ((guint64)(n) * 1024)
 #define MIB(n) ((guint64)(n) * 1024 * 1024)

@@ -3,8 +3,8 @@
  * CSV reader's strictness, and the command line's exit codes and JSON. */
 #include "testutil.h"
 
-#include "ledger.h"
-#include "error.h"
+#include "base/error.h"
+#include "ledger/ledger.h"
 
 #include <json-glib/json-glib.h>
 #include <math.h>

@@ -11,12 +11,12 @@
  * under test. */
 #include "testutil.h"
 
-#include "calib_fit.h"
-#include "calib_profile.h"
-#include "calib_shapes.h"
-#include "error.h"
-#include "schema.h"
-#include "units.h"
+#include "base/error.h"
+#include "base/units.h"
+#include "gpu_calib/calib_fit.h"
+#include "gpu_calib/calib_profile.h"
+#include "gpu_calib/calib_shapes.h"
+#include "input/schema.h"
 
 #include <glib/gstdio.h>
 #include <math.h>

@@ -6,8 +6,8 @@
  * a rank sits (sim_parallel_global_rank, Megatron-LM's tp-dp-pp order). */
 #include "testutil.h"
 
-#include "collective.h"
-#include "parallel.h"
+#include "engine/collective.h"
+#include "model/parallel.h"
 
 #include <math.h>
 #include <string.h>

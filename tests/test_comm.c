@@ -4,12 +4,12 @@
  * from the ring formula and the program's own op times. */
 #include "testutil.h"
 
-#include "collective.h"
-#include "error.h"
-#include "lower.h"
-#include "pipeline.h"
-#include "optimizer.h"
-#include "sharding.h"
+#include "base/error.h"
+#include "engine/collective.h"
+#include "engine/optimizer.h"
+#include "lower/lower.h"
+#include "lower/pipeline.h"
+#include "model/sharding.h"
 
 #include <math.h>
 #include <string.h>

@@ -1,12 +1,12 @@
 /* Engine semantics against hand computations (docs/engine.md). */
 #include "testutil.h"
 
-#include "engine_private.h" /* sim_run_live_at_peak, sim_engine_set_live_walk_gpus, test-only */
-#include "error.h"
-#include "invariants.h"
-#include "lower.h"
-#include "pipeline.h"
-#include "scenario.h"
+#include "engine/internal/engine_private.h" /* sim_run_live_at_peak, sim_engine_set_live_walk_gpus, test-only */
+#include "base/error.h"
+#include "engine/invariants.h"
+#include "input/scenario.h"
+#include "lower/lower.h"
+#include "lower/pipeline.h"
 
 #include <math.h>
 #include <string.h>

@@ -3,8 +3,8 @@
  * every plan of small models. */
 #include "testutil.h"
 
-#include "evaluate.h"
-#include "exact.h"
+#include "planner/exact.h"
+#include "result/evaluate.h"
 
 #include <math.h>
 #include <stdio.h>

@@ -6,9 +6,9 @@
  * against hand derivations. */
 #include "testutil.h"
 
-#include "collective.h"
-#include "error.h"
-#include "transformer.h"
+#include "base/error.h"
+#include "engine/collective.h"
+#include "input/transformer.h"
 
 #include <math.h>
 #include <string.h>

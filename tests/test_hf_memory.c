@@ -28,7 +28,7 @@
  * is below the real peak, within LAYER_PEAK_BELOW. */
 #include "testutil.h"
 
-#include "config.h"
+#include "input/config.h"
 
 #include <json-glib/json-glib.h>
 #include <math.h>

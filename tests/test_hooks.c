@@ -15,8 +15,8 @@
  * of B bytes takes B ns. */
 #include "testutil.h"
 
-#include "lower.h"
-#include "workload.h"
+#include "lower/lower.h"
+#include "model/workload.h"
 
 #include <math.h>
 #include <string.h>

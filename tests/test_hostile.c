@@ -10,14 +10,14 @@
  * that unwritable output paths are clear errors that leave nothing behind. */
 #include "testutil.h"
 
-#include "ledger.h"
-#include "config.h"
-#include "error.h"
+#include "base/error.h"
+#include "input/config.h"
+#include "ledger/ledger.h"
 #include "fuzz_common.h"
-#include "hf_config.h"
-#include "program_private.h" /* sim_program_n_mem, test-only */
-#include "trace.h"
-#include "units.h"
+#include "input/hf_config.h"
+#include "engine/internal/program_private.h" /* sim_program_n_mem, test-only */
+#include "base/units.h"
+#include "input/trace.h"
 
 #include <glib/gstdio.h>
 #include <json-glib/json-glib.h>

@@ -3,8 +3,8 @@
  * count, the measured table, every error path, and the bundled profiles. */
 #include "testutil.h"
 
-#include "error.h"
-#include "kernel.h"
+#include "base/error.h"
+#include "engine/kernel.h"
 
 #include <math.h>
 #include <string.h>

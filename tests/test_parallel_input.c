@@ -7,8 +7,8 @@
  * nothing here runs a pipeline. */
 #include "testutil.h"
 
-#include "error.h"
-#include "schema.h"
+#include "base/error.h"
+#include "input/schema.h"
 
 #include <math.h>
 #include <string.h>

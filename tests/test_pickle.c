@@ -9,9 +9,9 @@
  * a format test written by hand, not a measurement. */
 #include "testutil.h"
 
-#include "error.h"
-#include "gzip.h"
-#include "pickle.h"
+#include "base/error.h"
+#include "input/gzip.h"
+#include "input/pickle.h"
 
 #include <stdio.h>
 #include <string.h>

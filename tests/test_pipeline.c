@@ -17,10 +17,10 @@
  */
 #include "testutil.h"
 
-#include "evaluate.h"
-#include "invariants.h"
-#include "pipeline.h"
-#include "program_private.h"
+#include "engine/internal/program_private.h"
+#include "engine/invariants.h"
+#include "lower/pipeline.h"
+#include "result/evaluate.h"
 
 #include <math.h>
 

@@ -2,10 +2,10 @@
  * never worse than a fixed policy that fits, honest when nothing fits. */
 #include "testutil.h"
 
-#include "error.h"
-#include "lower.h"
-#include "plan.h"
-#include "plan_private.h"
+#include "base/error.h"
+#include "lower/lower.h"
+#include "planner/internal/plan_private.h"
+#include "planner/plan.h"
 
 #include <json-glib/json-glib.h>
 

@@ -3,9 +3,9 @@
  * the fixed policies, brute force on small pipelines and the CLI. */
 #include "testutil.h"
 
-#include "evaluate.h"
-#include "plan.h"
-#include "stages.h"
+#include "planner/plan.h"
+#include "planner/stages.h"
+#include "result/evaluate.h"
 
 #include <json-glib/json-glib.h>
 

@@ -4,19 +4,19 @@
  * Tests that need gnuplot say so and pass when it is missing; CI installs it. */
 #include "testutil.h"
 
-#include "chrome_trace.h"
-#include "comparison.h"
-#include "error.h"
-#include "evaluate.h"
-#include "figures.h"
-#include "gnuplot.h"
-#include "memory.h"
-#include "memory_csv.h"
-#include "output.h"
-#include "spans.h"
-#include "sweep.h"
-#include "timeline.h"
-#include "units.h"
+#include "base/error.h"
+#include "base/output.h"
+#include "base/units.h"
+#include "export/chrome_trace.h"
+#include "export/memory_csv.h"
+#include "export/spans.h"
+#include "plots/comparison.h"
+#include "plots/figures.h"
+#include "plots/gnuplot.h"
+#include "plots/memory.h"
+#include "plots/sweep.h"
+#include "plots/timeline.h"
+#include "result/evaluate.h"
 
 #include <glib/gstdio.h>
 #include <json-glib/json-glib.h>

@@ -5,7 +5,7 @@
  * slowdown.  c = alpha + B/beta is the time of one layer's copy. */
 #include "testutil.h"
 
-#include "lower.h"
+#include "lower/lower.h"
 
 #include <math.h>
 #include <string.h>

@@ -4,10 +4,10 @@
  * reserved is never below allocated. */
 #include "testutil.h"
 
-#include "evaluate.h"
-#include "plan.h"
-#include "reserved.h"
-#include "scenario.h"
+#include "input/scenario.h"
+#include "planner/plan.h"
+#include "result/evaluate.h"
+#include "result/reserved.h"
 
 #include <string.h>
 

@@ -3,9 +3,9 @@
  * one-line message (file, [group], key, what was expected). */
 #include "testutil.h"
 
-#include "config.h"
-#include "error.h"
-#include "units.h"
+#include "base/error.h"
+#include "base/units.h"
+#include "input/config.h"
 
 #include <glib/gstdio.h>
 #include <math.h>

@@ -11,8 +11,8 @@
  * copy (2 MB) takes 2 ms and an input's 1 ms. */
 #include "testutil.h"
 
-#include "framework.h"
-#include "lower.h"
+#include "lower/lower.h"
+#include "model/framework.h"
 
 #include <math.h>
 #include <string.h>

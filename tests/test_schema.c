@@ -3,8 +3,8 @@
  * and the README's key tables and the fuzz dictionary say what it says. */
 #include "testutil.h"
 
-#include "schema.h"
-#include "transformer.h"
+#include "input/schema.h"
+#include "input/transformer.h"
 
 #include <string.h>
 

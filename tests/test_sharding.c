@@ -7,9 +7,9 @@
  * with sharding. */
 #include "testutil.h"
 
-#include "optimizer.h"
-#include "pipeline.h"
-#include "sharding.h"
+#include "engine/optimizer.h"
+#include "lower/pipeline.h"
+#include "model/sharding.h"
 
 /* Mixed-precision Adam as the paper counts it: 2 + 2 + K with K = 12. */
 static SimParamBytes

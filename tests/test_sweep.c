@@ -5,10 +5,10 @@
  * --out is written whole or not at all. */
 #include "testutil.h"
 
-#include "error.h"
-#include "grid.h"
-#include "output.h"
-#include "report.h"
+#include "base/error.h"
+#include "base/output.h"
+#include "cli/report.h"
+#include "sweep/grid.h"
 
 #include <glib/gstdio.h>
 #include <json-glib/json-glib.h>

@@ -9,10 +9,10 @@
  * before, parameters and earlier layers' storages dropped. */
 #include "testutil.h"
 
-#include "error.h"
-#include "hf_config.h"
-#include "trace.h"
-#include "transformer.h"
+#include "base/error.h"
+#include "input/hf_config.h"
+#include "input/trace.h"
+#include "input/transformer.h"
 
 #include <math.h>
 #include <string.h>

@@ -2,10 +2,10 @@
  * byte, and the behaviour of selective checkpointing and reference packing. */
 #include "testutil.h"
 
-#include "error.h"
-#include "hf_config.h"
-#include "lower.h"
-#include "trace.h"
+#include "base/error.h"
+#include "input/hf_config.h"
+#include "input/trace.h"
+#include "lower/lower.h"
 
 #include <math.h>
 #include <string.h>

@@ -5,12 +5,12 @@
  * qwen2 by hand; and what ops = hf refuses rather than approximates. */
 #include "testutil.h"
 
-#include "error.h"
-#include "config.h"
-#include "hf_config.h"
-#include "transformer.h"
-#include "trace.h"
-#include "trace_private.h" /* the allocation rows' names */
+#include "base/error.h"
+#include "input/config.h"
+#include "input/hf_config.h"
+#include "input/trace.h"
+#include "input/transformer.h"
+#include "input/internal/trace_private.h" /* the allocation rows' names */
 
 #include <string.h>
 

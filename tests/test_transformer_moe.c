@@ -6,9 +6,9 @@
  * (recordings of gpu_calib/record/moe_models.py). */
 #include "testutil.h"
 
-#include "error.h"
-#include "hf_config.h"
-#include "transformer.h"
+#include "base/error.h"
+#include "input/hf_config.h"
+#include "input/transformer.h"
 
 #include <glib/gstdio.h>
 #include <math.h>

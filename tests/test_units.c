@@ -4,8 +4,8 @@
  * (KiB = 1024 B, KB = 1000 B, ...), never by calling the code under test. */
 #include "testutil.h"
 
-#include "error.h"
-#include "units.h"
+#include "base/error.h"
+#include "base/units.h"
 
 #include <math.h>
 #include <string.h>

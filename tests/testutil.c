@@ -1,8 +1,8 @@
 #include "testutil.h"
 
-#include "error.h"
-#include "evaluate.h"
-#include "invariants.h"
+#include "base/error.h"
+#include "engine/invariants.h"
+#include "result/evaluate.h"
 
 #include <stdarg.h>
 #include <glib/gstdio.h>

@@ -4,9 +4,9 @@
 #include <check.h>
 #include <glib.h>
 
-#include "engine.h"
-#include "result.h"
-#include "scenario.h"
+#include "engine/engine.h"
+#include "input/scenario.h"
+#include "result/result.h"
 
 /* Runs a suite and returns the process exit status. */
 int test_run_suite(Suite *suite);

@@ -8,8 +8,8 @@
  */
 #pragma once
 
-#include "evaluate.h"
-#include "plan.h"
+#include "planner/plan.h"
+#include "result/evaluate.h"
 
 G_BEGIN_DECLS
 

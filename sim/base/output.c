@@ -1,9 +1,9 @@
 /* kill, waitpid, pthread_sigmask, O_CLOEXEC: POSIX, which -std=c11 hides. */
 #define _POSIX_C_SOURCE 200809L
 
-#include "output.h"
+#include "base/output.h"
 
-#include "error.h"
+#include "base/error.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -1,4 +1,4 @@
-#include "u64map.h"
+#include "base/u64map.h"
 
 #include <string.h>
 

@@ -1,6 +1,6 @@
-#include "units.h"
+#include "base/units.h"
 
-#include "error.h"
+#include "base/error.h"
 
 #include <math.h>
 #include <string.h>

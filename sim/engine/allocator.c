@@ -1,6 +1,6 @@
-#include "allocator.h"
+#include "engine/allocator.h"
 
-#include "u64map.h"
+#include "base/u64map.h"
 
 /* Blocks live in one array, indexed by handle (0 is never one).  A
  * segment is a chain of blocks by prev/next, addresses contiguous.  The

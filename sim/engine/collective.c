@@ -1,4 +1,4 @@
-#include "collective.h"
+#include "engine/collective.h"
 
 const char *const sim_collective_names[] = { "all-reduce", "all-gather", "reduce-scatter", "all-to-all", NULL };
 

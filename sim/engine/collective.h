@@ -47,7 +47,7 @@
  */
 #pragma once
 
-#include "machine.h"
+#include "engine/machine.h"
 
 G_BEGIN_DECLS
 

@@ -1,9 +1,9 @@
-#include "engine_private.h"
+#include "engine/internal/engine_private.h"
 
-#include "error.h"
-#include "gpu_set_inl.h"
-#include "heap_inl.h"
-#include "invariants.h"
+#include "base/error.h"
+#include "engine/heap_inl.h"
+#include "engine/internal/gpu_set_inl.h"
+#include "engine/invariants.h"
 
 #include <math.h>
 #include <stdlib.h>

@@ -59,8 +59,8 @@
  */
 #pragma once
 
-#include "machine.h"
-#include "program.h"
+#include "engine/machine.h"
+#include "engine/program.h"
 
 G_BEGIN_DECLS
 

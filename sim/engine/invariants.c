@@ -1,6 +1,6 @@
-#include "invariants.h"
+#include "engine/invariants.h"
 
-#include "error.h"
+#include "base/error.h"
 
 #include <math.h>
 

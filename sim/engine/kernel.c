@@ -1,6 +1,6 @@
-#include "kernel.h"
+#include "engine/kernel.h"
 
-#include "error.h"
+#include "base/error.h"
 
 #include <math.h>
 

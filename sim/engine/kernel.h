@@ -35,7 +35,7 @@
  */
 #pragma once
 
-#include "machine.h"
+#include "engine/machine.h"
 
 #include <glib.h>
 

@@ -1,4 +1,4 @@
-#include "machine.h"
+#include "engine/machine.h"
 
 static double
 table_time(const SimBandwidthPoint *t, guint n, guint64 bytes)

@@ -1,4 +1,4 @@
-#include "optimizer.h"
+#include "engine/optimizer.h"
 
 const char *const sim_optimizer_kernels_names[] = { "foreach", "fused", NULL };
 G_STATIC_ASSERT(G_N_ELEMENTS(sim_optimizer_kernels_names) == SIM_OPTIMIZER_KERNELS_COUNT + 1);

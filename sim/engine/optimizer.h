@@ -61,7 +61,7 @@
  */
 #pragma once
 
-#include "kernel.h"
+#include "engine/kernel.h"
 
 #include <glib.h>
 

@@ -1,6 +1,6 @@
-#include "program_private.h"
+#include "engine/internal/program_private.h"
 
-#include "error.h"
+#include "base/error.h"
 
 #include <string.h>
 

@@ -82,8 +82,8 @@
  */
 #pragma once
 
-#include "kernel.h"
-#include "machine.h"
+#include "engine/kernel.h"
+#include "engine/machine.h"
 
 #include <glib.h>
 

@@ -1,6 +1,6 @@
-#include "config.h"
+#include "input/config.h"
 
-#include "error.h"
+#include "base/error.h"
 
 #include <errno.h>
 #include <fcntl.h>

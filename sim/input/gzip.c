@@ -1,8 +1,8 @@
 /* sim/input/gzip.c — a data file read whole, gunzipped when it is gzip (sim/input/gzip.h). */
-#include "gzip.h"
+#include "input/gzip.h"
 
-#include "config.h"
-#include "error.h"
+#include "base/error.h"
+#include "input/config.h"
 
 #include <gio/gio.h>
 

@@ -1,8 +1,8 @@
-#include "hf_config.h"
+#include "input/hf_config.h"
 
-#include "config.h"
-#include "error.h"
-#include "schema.h"
+#include "base/error.h"
+#include "input/config.h"
+#include "input/schema.h"
 
 #include <glib/gstdio.h>
 #include <json-glib/json-glib.h>

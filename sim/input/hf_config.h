@@ -29,8 +29,8 @@
  */
 #pragma once
 
-#include "schema.h"
-#include "transformer.h"
+#include "input/schema.h"
+#include "input/transformer.h"
 
 G_BEGIN_DECLS
 

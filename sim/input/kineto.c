@@ -1,9 +1,9 @@
 /* sim/input/kineto.c — a Kineto trace's measured figures (sim/input/kineto.h). */
-#include "kineto.h"
+#include "input/kineto.h"
 
-#include "error.h"
-#include "gzip.h"
-#include "kineto_private.h"
+#include "base/error.h"
+#include "input/gzip.h"
+#include "input/internal/kineto_private.h"
 
 #include <json-glib/json-glib.h>
 #include <stdlib.h>

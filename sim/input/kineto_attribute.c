@@ -1,6 +1,6 @@
 /* sim/input/kineto_attribute.c — a Kineto trace's kernels attributed to GEMM ops
  * and to layers (sim/input/internal/kineto_private.h). */
-#include "kineto_private.h"
+#include "input/internal/kineto_private.h"
 
 #include <string.h>
 

@@ -1,7 +1,7 @@
 /* sim/input/kineto_profile.c — a device profile from a Kineto trace (sim/input/kineto_profile.h). */
-#include "kineto_profile.h"
+#include "input/kineto_profile.h"
 
-#include "machine.h"
+#include "engine/machine.h"
 
 #include <math.h>
 

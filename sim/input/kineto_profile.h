@@ -25,7 +25,7 @@
  */
 #pragma once
 
-#include "kineto.h"
+#include "input/kineto.h"
 
 G_BEGIN_DECLS
 

@@ -1,7 +1,7 @@
 /* sim/input/pickle.c — a strict reader of plain-data pickles (sim/input/pickle.h). */
-#include "pickle.h"
+#include "input/pickle.h"
 
-#include "error.h"
+#include "base/error.h"
 
 #include <string.h>
 

@@ -1,13 +1,13 @@
-#include "scenario.h"
+#include "input/scenario.h"
 
-#include "config.h"
-#include "error.h"
-#include "framework.h"
-#include "hf_config.h"
-#include "schema.h"
-#include "trace.h"
-#include "transformer.h"
-#include "units.h"
+#include "base/error.h"
+#include "base/units.h"
+#include "input/config.h"
+#include "input/hf_config.h"
+#include "input/schema.h"
+#include "input/trace.h"
+#include "input/transformer.h"
+#include "model/framework.h"
 
 #include <math.h>
 #include <string.h>

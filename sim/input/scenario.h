@@ -16,12 +16,12 @@
  */
 #pragma once
 
-#include "config.h"
-#include "machine.h"
-#include "parallel.h"
-#include "policy.h"
-#include "transformer.h"
-#include "workload.h"
+#include "engine/machine.h"
+#include "input/config.h"
+#include "input/transformer.h"
+#include "model/parallel.h"
+#include "model/policy.h"
+#include "model/workload.h"
 
 G_BEGIN_DECLS
 

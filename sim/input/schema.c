@@ -1,13 +1,13 @@
-#include "schema.h"
+#include "input/schema.h"
 
-#include "error.h"
-#include "machine.h"
-#include "optimizer.h"
-#include "parallel.h"
-#include "policy.h"
-#include "scenario.h"
-#include "transformer.h"
-#include "units.h"
+#include "base/error.h"
+#include "base/units.h"
+#include "engine/machine.h"
+#include "engine/optimizer.h"
+#include "input/scenario.h"
+#include "input/transformer.h"
+#include "model/parallel.h"
+#include "model/policy.h"
 
 #include <math.h>
 #include <string.h>

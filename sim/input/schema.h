@@ -35,7 +35,7 @@
  */
 #pragma once
 
-#include "config.h"
+#include "input/config.h"
 
 #include <stddef.h>
 

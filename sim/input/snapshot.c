@@ -1,9 +1,9 @@
 /* sim/input/snapshot.c — a PyTorch memory snapshot's measured figures (sim/input/snapshot.h). */
-#include "snapshot.h"
+#include "input/snapshot.h"
 
-#include "error.h"
-#include "gzip.h"
-#include "pickle.h"
+#include "base/error.h"
+#include "input/gzip.h"
+#include "input/pickle.h"
 
 #include <string.h>
 

@@ -1,10 +1,10 @@
-#include "trace.h"
+#include "input/trace.h"
 
-#include "config.h"
-#include "trace_private.h"
-#include "error.h"
-#include "kernel.h"
-#include "units.h"
+#include "base/error.h"
+#include "base/units.h"
+#include "engine/kernel.h"
+#include "input/config.h"
+#include "input/internal/trace_private.h"
 
 #include <string.h>
 

@@ -39,8 +39,8 @@
  */
 #pragma once
 
-#include "machine.h"
-#include "workload.h"
+#include "engine/machine.h"
+#include "model/workload.h"
 
 G_BEGIN_DECLS
 

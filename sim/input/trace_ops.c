@@ -33,10 +33,10 @@
  * Without allocation rows a stage's ops carry only what they save (the
  * scenario's `workspace` spans each phase, trace.h).
  */
-#include "trace_private.h"
+#include "input/internal/trace_private.h"
 
-#include "error.h"
-#include "kernel.h"
+#include "base/error.h"
+#include "engine/kernel.h"
 
 #include <string.h>
 

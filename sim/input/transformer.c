@@ -1,11 +1,11 @@
-#include "transformer.h"
-#include "transformer_ops.h"
-#include "transformer_private.h"
+#include "input/transformer.h"
+#include "input/internal/transformer_private.h"
+#include "input/transformer_ops.h"
 
-#include "error.h"
-#include "schema.h"
-#include "sharding.h"
-#include "units.h"
+#include "base/error.h"
+#include "base/units.h"
+#include "input/schema.h"
+#include "model/sharding.h"
 
 #include <math.h>
 

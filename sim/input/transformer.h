@@ -97,10 +97,10 @@
  */
 #pragma once
 
-#include "kernel.h"
-#include "optimizer.h"
-#include "machine.h"
-#include "workload.h"
+#include "engine/kernel.h"
+#include "engine/machine.h"
+#include "engine/optimizer.h"
+#include "model/workload.h"
 
 G_BEGIN_DECLS
 

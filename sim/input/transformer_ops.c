@@ -1,9 +1,9 @@
-#include "transformer_ops.h"
-#include "transformer_private.h"
+#include "input/transformer_ops.h"
+#include "input/internal/transformer_private.h"
 
-#include "collective.h"
-#include "error.h"
-#include "kernel.h"
+#include "base/error.h"
+#include "engine/collective.h"
+#include "engine/kernel.h"
 
 #include <string.h>
 

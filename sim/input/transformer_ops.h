@@ -36,7 +36,7 @@
  */
 #pragma once
 
-#include "transformer.h"
+#include "input/transformer.h"
 
 G_BEGIN_DECLS
 

@@ -1,8 +1,8 @@
-#include "lower_private.h"
-#include "collective.h"
-#include "optimizer.h"
-#include "program_private.h" /* the inline builders: a program per candidate */
-#include "sharding.h"
+#include "engine/collective.h"
+#include "engine/optimizer.h"
+#include "lower/internal/lower_private.h"
+#include "engine/internal/program_private.h" /* the inline builders: a program per candidate */
+#include "model/sharding.h"
 
 
 /* Groups: what a policy acts on.  Layers are groups 0..n-1, the embedding

@@ -111,11 +111,11 @@
  */
 #pragma once
 
-#include "machine.h"
-#include "parallel.h"
-#include "policy.h"
-#include "program.h"
-#include "workload.h"
+#include "engine/machine.h"
+#include "engine/program.h"
+#include "model/parallel.h"
+#include "model/policy.h"
+#include "model/workload.h"
 
 G_BEGIN_DECLS
 

@@ -1,8 +1,8 @@
-#include "pipeline.h"
+#include "lower/pipeline.h"
 
-#include "lower_private.h"
-#include "collective.h"
-#include "program_private.h"
+#include "engine/collective.h"
+#include "engine/internal/program_private.h"
+#include "lower/internal/lower_private.h"
 
 /* One slot of a stage's order: the forward or the backward of a chunk for
  * a micro-batch. */

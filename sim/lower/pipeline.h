@@ -44,8 +44,8 @@
  */
 #pragma once
 
-#include "lower.h"
-#include "parallel.h"
+#include "lower/lower.h"
+#include "model/parallel.h"
 
 G_BEGIN_DECLS
 

@@ -1,5 +1,5 @@
-#include "framework.h"
-#include "workload.h"
+#include "model/framework.h"
+#include "model/workload.h"
 
 /* Element and byte thresholds of the frameworks' size filters. */
 #define TE_MIN_ELEMENTS (1u << 18)       /* cpu_offload.py: tensors under 2^18 elements stay */

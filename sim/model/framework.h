@@ -15,7 +15,7 @@
  */
 #pragma once
 
-#include "policy.h"
+#include "model/policy.h"
 
 G_BEGIN_DECLS
 

@@ -1,4 +1,4 @@
-#include "parallel.h"
+#include "model/parallel.h"
 
 const char *const sim_pipe_schedule_names[] = { "gpipe", "1f1b", "interleaved", NULL };
 

@@ -64,7 +64,7 @@
  */
 #pragma once
 
-#include "sharding.h"
+#include "model/sharding.h"
 
 #include <glib.h>
 

@@ -1,4 +1,4 @@
-#include "policy.h"
+#include "model/policy.h"
 
 /* Async offload, verl's: prefetch 1, two groups in flight, the last layer
  * kept, each storage copied once; every other option as PyTorch's hooks

@@ -1,4 +1,4 @@
-#include "sharding.h"
+#include "model/sharding.h"
 
 const char *const sim_sharding_names[] = { "none", "optimizer", "gradients", "full", NULL };
 G_STATIC_ASSERT(G_N_ELEMENTS(sim_sharding_names) == SIM_SHARDING_COUNT + 1);

@@ -41,7 +41,7 @@
  */
 #pragma once
 
-#include "workload.h"
+#include "model/workload.h"
 
 #include <glib.h>
 

@@ -1,6 +1,6 @@
-#include "workload.h"
+#include "model/workload.h"
 
-#include "units.h"
+#include "base/units.h"
 
 #include <string.h>
 

@@ -1,10 +1,10 @@
-#include "evaluate.h"
+#include "result/evaluate.h"
 
-#include "pipeline.h"
+#include "lower/pipeline.h"
 
-#include "allocator.h"
-#include "invariants.h"
-#include "lower.h"
+#include "engine/allocator.h"
+#include "engine/invariants.h"
+#include "lower/lower.h"
 
 struct SimEvaluator {
   SimEngine *engine;

@@ -24,9 +24,9 @@
  */
 #pragma once
 
-#include "engine.h"
-#include "result.h"
-#include "scenario.h"
+#include "engine/engine.h"
+#include "input/scenario.h"
+#include "result/result.h"
 
 G_BEGIN_DECLS
 

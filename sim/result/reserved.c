@@ -1,7 +1,7 @@
-#include "reserved.h"
+#include "result/reserved.h"
 
-#include "allocator.h"
-#include "u64map.h"
+#include "base/u64map.h"
+#include "engine/allocator.h"
 
 #define NONE G_MAXUINT32
 

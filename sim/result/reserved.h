@@ -23,9 +23,9 @@
  */
 #pragma once
 
-#include "allocator.h"
-#include "engine.h"
-#include "program.h"
+#include "engine/allocator.h"
+#include "engine/engine.h"
+#include "engine/program.h"
 
 G_BEGIN_DECLS
 

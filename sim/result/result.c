@@ -1,7 +1,7 @@
-#include "result.h"
-#include "reserved.h"
+#include "result/result.h"
+#include "result/reserved.h"
 
-#include "units.h"
+#include "base/units.h"
 
 #include <math.h>
 #include <stdlib.h>

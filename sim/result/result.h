@@ -37,9 +37,9 @@
  */
 #pragma once
 
-#include "engine.h"
-#include "parallel.h"
-#include "workload.h"
+#include "engine/engine.h"
+#include "model/parallel.h"
+#include "model/workload.h"
 
 G_BEGIN_DECLS
 

@@ -1,6 +1,6 @@
 /* Fuzz target: the budget ledger's chunk CSV (ledger/ledger.c), then the
  * ledger itself on what parsed, at a tight and a loose budget. */
-#include "ledger.h"
+#include "ledger/ledger.h"
 
 #include "fuzz_common.h"
 

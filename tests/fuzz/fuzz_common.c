@@ -1,8 +1,8 @@
 #define _GNU_SOURCE /* RTLD_NEXT */
 #include "fuzz_common.h"
 
-#include "error.h"
-#include "evaluate.h"
+#include "base/error.h"
+#include "result/evaluate.h"
 
 #include <glib/gstdio.h>
 #include <stdio.h>

@@ -9,7 +9,7 @@
  */
 #pragma once
 
-#include "scenario.h"
+#include "input/scenario.h"
 
 /* A private temporary directory, made on first use and removed at exit
  * (empty: the targets remove their files after each input). */

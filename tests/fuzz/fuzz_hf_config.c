@@ -1,7 +1,7 @@
 /* Fuzz target: a HuggingFace config.json (sim/input/hf_config.c), the transformer
  * it describes (sim/input/transformer.c), the [transformer] group `offsim model`
  * prints for it, which must load back, and every policy on the result. */
-#include "hf_config.h"
+#include "input/hf_config.h"
 
 #include "fuzz_common.h"
 

@@ -1,6 +1,6 @@
 /* Fuzz target: a PyTorch memory snapshot's pickle (sim/input/pickle.c), then
  * what offsim check reads of it (sim/input/snapshot.c). */
-#include "snapshot.h"
+#include "input/snapshot.h"
 
 #include "fuzz_common.h"
 

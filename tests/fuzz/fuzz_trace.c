@@ -1,6 +1,6 @@
 /* Fuzz target: a recording of saved tensors (sim/input/trace.c), then every policy
  * on the workload it describes. */
-#include "trace.h"
+#include "input/trace.h"
 
 #include "fuzz_common.h"
 

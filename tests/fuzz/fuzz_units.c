@@ -1,7 +1,7 @@
 /* Fuzz target: sizes, rates and times as people write them (sim/base/units.c).
  * Beyond not crashing, every accepted value must be inside the documented
  * range, and formatting any value must work. */
-#include "units.h"
+#include "base/units.h"
 
 #include <math.h>
 #include <stdio.h>

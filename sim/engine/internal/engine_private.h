@@ -7,7 +7,7 @@
  */
 #pragma once
 
-#include "engine.h"
+#include "engine/engine.h"
 
 G_BEGIN_DECLS
 

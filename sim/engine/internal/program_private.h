@@ -8,9 +8,10 @@
  *    tries: it builds through the inline forms below, so that an op or a
  *    memory action costs no call;
  *  - tests, for the functions marked test-only.
- * Anything else builds through program.h: the build puts this header on
- * the include path of offsim_engine, of offsim_lower and of the tests
- * only (offsim_engine_internal, sim/CMakeLists.txt).
+ * Anything else builds through engine/program.h: the build puts this
+ * header ("engine/internal/program_private.h") on the include path of
+ * offsim_engine, of offsim_lower and of the tests only
+ * (offsim_engine_internal, sim/CMakeLists.txt).
  *
  * The inline builders keep every invariant of program.h: they are the
  * bodies of program.h's sim_program_compute, sim_program_copy and
@@ -22,7 +23,7 @@
  */
 #pragma once
 
-#include "program.h"
+#include "engine/program.h"
 
 #include <string.h>
 

@@ -9,7 +9,7 @@
  */
 #pragma once
 
-#include "transformer.h"
+#include "input/transformer.h"
 
 G_BEGIN_DECLS
 

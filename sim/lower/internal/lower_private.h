@@ -12,7 +12,7 @@
  */
 #pragma once
 
-#include "lower.h"
+#include "lower/lower.h"
 
 G_BEGIN_DECLS
 

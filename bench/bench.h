@@ -14,8 +14,9 @@
  *   plan_12_ms            the same model at 12 layers (a small model, op by op);
  *   sweep_points_per_sec  sweep points (all four default policies each) per
  *                         second, on every core;
- *   scale                 the 96x32 step's model at 100 and 10,000 layers: time
- *                         and bytes per op, which must stay flat;
+ *   scale                 the 96x32 step's model at 100, 10^4, 10^5 and 10^6
+ *                         layers (100 and 1,000 with quick): time and bytes
+ *                         per op, which must stay flat;
  *   gpus                  a pipeline of 4 stages (4 layers x 32 tensors each,
  *                         8 micro-batches, async offload on a node whose
  *                         switches and sockets are shared) at dp = 1 .. 16:
@@ -46,8 +47,10 @@ typedef enum {
 } BenchFigure;
 
 /* Each median's runs are counted beside it (`*_runs`): they differ by
- * figure, since a step is short (ten times the repeats), a plan or a sweep
- * long (half) and the large scale rows longer still (fewer as they grow). */
+ * figure, since a step is short (ten times the repeats; the 64-GPU step
+ * once per repeat), the 96-layer plan and the sweep long (half), the
+ * 12-layer plan short (twice) and the large scale rows longer still (fewer
+ * as they grow). */
 typedef struct {
   guint ran; /* BenchFigure bits: what ran (--only); the other fields are 0 */
   double events_per_sec;
@@ -119,8 +122,8 @@ char *bench_scenario_text(guint layers);
 
 /* The same work split over pp stages (the gpus figure's pp rows): the step
  * model's layers at BENCH_PP_LAYERS layers, BENCH_PP_MICROBATCHES
- * micro-batches, pp from 2 to BENCH_PP_LAYERS, no shared node links, so
- * that only the GPU count changes. */
+ * micro-batches, pp from 2 to 64 (BENCH_PP_ROWS rows, doubling; 2 and 4
+ * with quick), no shared node links, so that only the GPU count changes. */
 #define BENCH_PP_LAYERS 128
 #define BENCH_PP_MICROBATCHES 8
 char *bench_pp_text(guint pp);

@@ -38,11 +38,13 @@ typedef enum {
   EXPORT_SPAN_ALLOC,   /* pinned host allocation */
   EXPORT_SPAN_WAIT,
   EXPORT_SPAN_RECORD,
-  /* Kinds only a multi-GPU program has.  After the others, so that the
-   * kinds of one GPU keep their numbers (the scripts' data carries them). */
+  /* Kinds added after the first eight, so that those keep their numbers
+   * (the scripts' data carries them): SEND and PEER_WAIT only a multi-GPU
+   * program has; COMM any program with collectives; OPTIMIZER every
+   * lowered step. */
   EXPORT_SPAN_SEND,      /* a stage-to-stage transfer on a p2p stream */
   EXPORT_SPAN_PEER_WAIT, /* a wait for an event recorded on another GPU */
-  EXPORT_SPAN_COMM,      /* a collective (all-reduce, all-gather, reduce-scatter) on a comm stream */
+  EXPORT_SPAN_COMM,      /* a collective (all-reduce, all-gather, reduce-scatter, all-to-all) on a comm stream */
   EXPORT_SPAN_OPTIMIZER, /* the optimizer step */
   EXPORT_SPAN_COUNT,
 } ExportSpanKind;
@@ -81,7 +83,8 @@ void export_spans_free(ExportSpans *spans);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(ExportSpans, export_spans_free)
 
 /* "forward", "backward", "recompute", "D2H copy", "H2D copy", "host alloc",
- * "wait", "record", "p2p send", "wait on a stage". */
+ * "wait", "record", "p2p send", "wait on a stage", "collective",
+ * "optimizer". */
 const char *export_spans_kind_name(ExportSpanKind kind);
 
 /* What the op is, without its layer: "forward", "offload gate",

@@ -39,7 +39,7 @@ typedef struct {
 } PlotsSweepSeries;
 
 typedef struct {
-  char *title;     /* the scenario's name */
+  char *title;     /* the chart's title: "sweep of FILE" from plots_sweep_from_grid */
   char *parameter; /* "link.h2d_bandwidth" */
   char *x_unit;    /* "GB/s", or "" */
   char *metric;    /* "step time" */

@@ -1,7 +1,8 @@
 /* sim/engine/heap_inl.h — a binary min-heap of (key, seq, value) triples.
  *
  * Internal to the engine: only engine.c includes it, for its ready streams,
- * running computes and host_allocs, and the copy queues, so every function
+ * running computes, running host_alloc, send and collective ops, the host
+ * model's issue times, and the copy queues, so every function
  * is static (as libuv's heap-inl.h): nothing here has external linkage.  Order is by key,
  * then by seq, so equal keys come out in a fixed order (the engine passes
  * the op's issue index as seq): that is what makes runs byte-identical.

@@ -30,8 +30,8 @@
  * the caller counts from SimKernel lists by their length.
  *
  * Sizes are element counts and bytes as 64-bit integers; the caller
- * (sim/input/transformer.c) checked every product against 4 EiB.  Nothing
- * here allocates.
+ * (sim/input/transformer_ops.c) passes sizes that sim/input/transformer.c
+ * checked against 4 EiB.  Nothing here allocates.
  */
 #pragma once
 

@@ -19,11 +19,11 @@
  *               bytes / p2p_bandwidth): like host_alloc it holds its stream
  *               and uses no resource the engine shares.
  *   collective  `work` seconds of a collective (all-reduce, all-gather,
- *               reduce-scatter: sim/engine/collective.h prices it) on its
- *               stream; while one runs its GPU's compute is slowed by
- *               [node] collective_slowdown (NCCL's kernels take SMs).  The
- *               members of a collective that the program simulates (data-
- *               parallel replicas) meet at a barrier first
+ *               reduce-scatter, all-to-all: sim/engine/collective.h prices
+ *               it) on its stream; while one runs its GPU's compute is
+ *               slowed by [node] collective_slowdown (NCCL's kernels take
+ *               SMs).  The members of a collective that the program
+ *               simulates (data-parallel replicas) meet at a barrier first
  *               (sim_program_add_barrier); members it does not simulate
  *               (tensor-parallel ranks, symmetric) need none.
  *
@@ -174,7 +174,7 @@ typedef enum {
  * different kinds share one union. */
 typedef struct {
   union {
-    double work;    /* seconds: compute, host_alloc */
+    double work;    /* seconds: compute, host_alloc, send, collective */
     guint64 bytes;  /* copy */
     guint32 event;  /* record and wait */
   };
@@ -289,7 +289,7 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(SimProgram, sim_program_free)
 /* Drops every op, action, stream, event, baseline and sum but keeps the op,
  * action and event storage and the interned labels, so a planner that
  * lowers thousands of candidates does not allocate per op.  (Streams are
- * freed: a lowering adds three.) */
+ * freed: each lowering adds its own again, three to five per GPU.) */
 void sim_program_reset(SimProgram *program);
 
 /* The id of `label`, interning a copy the first time.  Lowerings intern the

@@ -25,8 +25,9 @@
 
 G_BEGIN_DECLS
 
-/* The same for what [model] multiplies: layers x tensors x refs, each a copy
- * an offload may make.  A million-layer generated transformer saves about
+/* A sanity bound, like SIM_WORKLOAD_MAX_LAYERS (model/workload.h), on what
+ * [model] multiplies: layers x tensors x refs, each a copy an offload may
+ * make.  A million-layer generated transformer saves about
  * 27 million; `layers = 1000000` with `tensors = a:1KiB:refs=1000` would be
  * a billion copy ops and an out-of-memory, and is an error instead. */
 #define SIM_SCENARIO_MAX_REFERENCES (1u << 25)

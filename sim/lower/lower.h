@@ -4,8 +4,9 @@
  * one SimAction per layer (resident: keep everywhere; offload: offload the
  * selected layers except the last keep_last; checkpoint: recompute or
  * selective every `every`-th selected layer; plan: its actions), and one
- * mechanism emits all five actions, so a hybrid plan is not a special case.
- * The program has three streams, in this order: compute, d2h, h2d.
+ * mechanism emits all six actions, so a hybrid plan is not a special case.
+ * The program has three streams, in this order: compute, d2h, h2d, and a
+ * fourth, comm, when tp or ep is above 1.
  *
  *   keep               forward allocates the layer's saved tensors and
  *                      backward frees them.
@@ -123,7 +124,7 @@ enum {
   SIM_LOWER_STREAM_COMPUTE = 0,
   SIM_LOWER_STREAM_D2H = 1,
   SIM_LOWER_STREAM_H2D = 2,
-  SIM_LOWER_STREAM_COMM = 3, /* only when the workload's ops have collectives (SimWorkload.tp > 1) */
+  SIM_LOWER_STREAM_COMM = 3, /* only when the workload's ops have collectives (SimWorkload.tp or ep > 1) */
 };
 
 /* One GPU's optimizer step (sim/engine/optimizer.h) over `params`

@@ -33,8 +33,10 @@
  * stage's layers under [parallel] sharding over the dp replicas
  * (sim_sharding_static: ZeRO's stages, sim/model/sharding.h);
  * gradients that are not static appear with the first micro-batch's
- * backward and, like held outputs, go with the stage's last op (a zero-time
- * "optimizer" op at the end of its compute stream).
+ * backward and, like held outputs, go with the stage's last op, its
+ * optimizer step at the end of its compute stream (timed from its kernels,
+ * 0 seconds when the workload does not model the step; under
+ * offload_optimizer a zero-time op after the host's step).
  *
  * Replicas (dp) run the same program on their own GPUs, gpu = stage × dp +
  * replica; they differ from one replica only through the links they share.
@@ -50,7 +52,7 @@
 G_BEGIN_DECLS
 
 /* Streams per GPU, in this order from SIM_PIPELINE_STREAMS × gpu, and a
- * fifth, `comm`, when the step communicates (tp > 1 or dp > 1): then from
+ * fifth, `comm`, when the step communicates (tp, ep or dp above 1): then from
  * (SIM_PIPELINE_STREAMS + 1) × gpu. */
 enum {
   SIM_PIPELINE_STREAM_COMPUTE = 0,

@@ -99,7 +99,8 @@ typedef struct {
 /* The schedule names scenarios write, indexed by the enum, NULL-terminated. */
 extern const char *const sim_pipe_schedule_names[];
 
-/* Whether the step runs on more than one GPU (pp, dp or microbatches > 1). */
+/* Whether the step takes the pipeline lowering: pp, dp or microbatches > 1
+ * (microbatches alone is still one GPU: sim_parallel_gpus is then 1). */
 gboolean sim_parallel_active(const SimParallel *parallel);
 
 static inline guint

@@ -24,9 +24,11 @@ G_BEGIN_DECLS
 #define SIM_WORKLOAD_MAX_LAYERS 1000000
 
 /* A saved tensor: one storage and the references autograd saved to it in
- * this layer.  The last four flags are FALSE for every workload but `ops =
- * hf` (sim/input/transformer.c), which lists every reference autograd
- * packs: `parameter` and `shared` entries are references to a storage that
+ * this layer.  The last four flags are set by `ops = hf`
+ * (sim/input/transformer.c) and [trace] recordings (sim/input/trace.c),
+ * which list every reference autograd packs; the fused generator sets only
+ * `leaf`, on its token ids and labels; other workloads leave them FALSE.
+ * `parameter` and `shared` entries are references to a storage that
  * is held anyway (a weight, or a tensor an earlier layer saved: the RoPE
  * tables) and `host` entries live in host memory, so none of the three
  * takes device memory, is copied by a policy or counts in saved bytes

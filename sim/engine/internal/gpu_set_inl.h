@@ -9,8 +9,9 @@
  * the order shows in the results (copies started at one instant apply their
  * memory actions in GPU order; the shared-link filling sums its flows in GPU
  * order), and bits walked word by word with a count of trailing zeros give
- * that order with no sort.  Cost: add and remove are one or and one and; a
- * walk is O(words + members), at most SIM_NODE_MAX_GPUS / 64 = 4 words.
+ * that order with no sort.  Cost: add and remove are one or and one and; the
+ * walk (engine.c's, over `bits` directly) is O(words + members), at most
+ * SIM_NODE_MAX_GPUS / 64 = 4 words.
  */
 #pragma once
 

@@ -4,9 +4,9 @@
  * Who may include it, and why:
  *  - sim/engine/program.c, which owns the private fields of SimProgram and
  *    SimStream (capacities, interning caches, the record bookkeeping);
- *  - sim/lower/lower.c, which writes a program per candidate a planner
- *    tries: it builds through the inline forms below, so that an op or a
- *    memory action costs no call;
+ *  - sim/lower/lower.c and sim/lower/pipeline.c, which write a program per
+ *    candidate a planner tries: they build through the inline forms
+ *    below, so that an op or a memory action costs no call;
  *  - tests, for the functions marked test-only.
  * Anything else builds through engine/program.h: the build puts this
  * header ("engine/internal/program_private.h") on the include path of

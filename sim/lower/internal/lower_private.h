@@ -7,8 +7,9 @@
  * its actions, fates and schedule, lower_slice_forward emits its forward
  * (and the copies out), lower_slice_backward its backward (the reloads and
  * the frees), lower_slice_end frees what begin allocated.  sim_lower_into
- * is one slice, the whole step, on three streams; the pipeline lowering
- * makes one per chunk and micro-batch, each on its stage's streams.
+ * is one slice, the whole step, on three streams (four with comm); the
+ * pipeline lowering makes one per chunk and micro-batch, each on its
+ * stage's streams.
  */
 #pragma once
 

@@ -27,8 +27,8 @@
 #define N_FRACTIONS 6
 static const double fractions[N_FRACTIONS] = { 0.05, 0.15, 0.30, 0.45, 0.60, 0.80 };
 
-static const char *equal_model = "[model]\nlayers = %u\nforward = 1ms\nbackward = 2ms\ntensors = a:100MB\ninput = 10MB\n"
-                                 "static = 100MB\n";
+static const char *equal_model = "[model]\nlayers = %u\nforward = 1ms\nbackward = 2ms\ntensors = a:100MB\n"
+                                 "input = 10MB\nstatic = 100MB\n";
 /* A slow layer, a cheap-to-recompute one, a big input: which layers act matters. */
 static const char *unequal_model = "[model]\nlayers = %u\nforward = 1ms\ninput = 4MB\n"
                                    "tensors = attn:40MB, mlp:60MB, mask:2MB:keep\nstatic = 200MB\nworkspace = 5MB\n"

@@ -122,15 +122,19 @@ notes_of(SimEvaluator *evaluator, const SimScenario *s, SimPolicy *scratch, cons
   guint n = sim_workload_n_layers(s->workload);
   g_autoptr(GArray) notes = g_array_sized_new(FALSE, TRUE, sizeof(PlannerLayerNote), n);
   g_autofree SimAction *trial = g_memdup2(actions, sizeof(SimAction) * n);
+  guint64 slices = (guint64)n * n * s->parallel.microbatches; /* what the notes run, in slices */
   for (guint i = 0; i < n; i++) {
     PlannerLayerNote note = { .action = actions[i], .recompute_ms = cost[i].redo[SIM_ACTION_RECOMPUTE] * 1e3 };
     /* A checkpointed input can outweigh the tensors it replaces: never below 0. */
     guint64 kept = cost[i].keep[actions[i]], all = cost[i].keep[SIM_ACTION_KEEP];
     note.bytes_saved = all > kept ? all - kept : 0;
     note.exposed_if_offloaded_ms = NAN;
-    /* Two evaluations per layer: past PLANNER_LOCAL_LAYERS that is the
-     * quadratic step, and the note is left unknown (NAN, printed "-"). */
-    if (cost[i].useful[SIM_ACTION_OFFLOAD] && o->async && n <= PLANNER_LOCAL_LAYERS) {
+    /* Two evaluations per layer, each of layers × micro-batches slices:
+     * past PLANNER_LOCAL_LAYERS² slices in all (PLANNER_LOCAL_LAYERS layers
+     * on one GPU) that is the quadratic step, and the note is left unknown
+     * (NAN, printed "-"). */
+    if (cost[i].useful[SIM_ACTION_OFFLOAD] && o->async &&
+        slices <= (guint64)PLANNER_LOCAL_LAYERS * PLANNER_LOCAL_LAYERS) {
       double step[2];
       for (guint k = 0; k < 2; k++) {
         trial[i] = k == 0 ? SIM_ACTION_OFFLOAD : SIM_ACTION_KEEP;

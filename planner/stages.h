@@ -109,7 +109,7 @@ G_BEGIN_DECLS
 #define PLANNER_STAGES_PAIR_LAYERS 8
 /* Pipelines of more slices (layers × micro-batches) than this are searched
  * in lockstep: each run sizes every stage at once. */
-#define PLANNER_STAGES_LOCKSTEP_SLICES 1024
+#define PLANNER_STAGES_LOCKSTEP_SLICES 256
 /* Rounds of sizing again the stages a lockstep plan leaves over the budget
  * in the scenario's own run. */
 #define PLANNER_STAGES_REPAIR_ROUNDS 4

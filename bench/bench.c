@@ -198,19 +198,12 @@ plan_text(guint layers)
     layers, layers);
 }
 
-/* The plan of that model at `layers` layers under half its activations
- * above static memory, `repeats` times: the median into *ms, the last
- * plan's figures into the rest. */
+/* planner_plan of `s` under `budget`, `repeats` times: the median into
+ * *ms, the last plan's figures into the rest (optimal may be NULL). */
 static gboolean
-time_plan(guint layers, guint repeats, double *ms, guint64 *evaluations, double *gap, gboolean *optimal,
-          GError **error)
+time_planner(const SimScenario *s, guint64 budget, guint repeats, double *ms, guint64 *evaluations, double *gap,
+             gboolean *optimal, GError **error)
 {
-  g_autofree char *text = plan_text(layers);
-  g_autoptr(SimScenario) s = sim_scenario_load_data(text, "bench plan", error);
-  if (s == NULL)
-    return FALSE;
-  guint64 saved = sim_workload_saved_bytes(s->workload);
-  guint64 budget = s->workload->static_bytes + s->workload->head->workspace_bytes + saved / 2;
   g_autofree double *runs = g_new(double, repeats);
   for (guint r = 0; r < repeats; r++) {
     double t0 = now_s();
@@ -228,15 +221,57 @@ time_plan(guint layers, guint repeats, double *ms, guint64 *evaluations, double 
   return TRUE;
 }
 
+/* The plan of that model at `layers` layers under half its activations
+ * above static memory, `repeats` times: the median into *ms, the last
+ * plan's figures into the rest. */
+static gboolean
+time_plan(guint layers, guint repeats, double *ms, guint64 *evaluations, double *gap, gboolean *optimal,
+          GError **error)
+{
+  g_autofree char *text = plan_text(layers);
+  g_autoptr(SimScenario) s = sim_scenario_load_data(text, "bench plan", error);
+  if (s == NULL)
+    return FALSE;
+  guint64 saved = sim_workload_saved_bytes(s->workload);
+  guint64 budget = s->workload->static_bytes + s->workload->head->workspace_bytes + saved / 2;
+  return time_planner(s, budget, repeats, ms, evaluations, gap, optimal, error);
+}
+
+/* The plan of the pipeline figure (bench.h), `f->plan_pipeline_runs`
+ * times: the median and the last plan's figures into f. */
+static gboolean
+time_plan_pipeline(BenchFigures *f, GError **error)
+{
+  g_autofree char *base = bench_scenario_text(f->plan_pipeline_layers);
+  g_autofree char *text = g_strdup_printf("%s[parallel]\npp = %u\nmicrobatches = %u\nschedule = 1f1b\n", base,
+                                          f->plan_pipeline_pp, f->plan_pipeline_microbatches);
+  g_autoptr(SimScenario) s = sim_scenario_load_data(text, "bench plan pipeline", error);
+  if (s == NULL)
+    return FALSE;
+  g_autoptr(SimEvaluator) evaluator = sim_evaluate_new();
+  g_autoptr(SimPolicy) resident = sim_policy_new("resident", SIM_POLICY_RESIDENT);
+  g_autoptr(SimRun) run = sim_evaluate_run(evaluator, s, resident, error);
+  if (run == NULL)
+    return FALSE;
+  guint64 budget = (guint64)run->peak[SIM_POOL_DEVICE].bytes / 2;
+  return time_planner(s, budget, f->plan_pipeline_runs, &f->plan_pipeline_ms, &f->plan_pipeline_evaluations,
+                      &f->plan_pipeline_gap, NULL, error);
+}
+
 static gboolean
 bench_plan(const BenchOptions *o, BenchFigures *f, GError **error)
 {
   /* A plan of 96 layers is long: half the repeats; one of 12 is short. */
   f->plan_96_runs = MAX(1u, o->repeats / 2);
   f->plan_12_runs = 2 * o->repeats;
+  f->plan_pipeline_runs = MAX(1u, o->repeats / 2);
+  f->plan_pipeline_layers = o->quick ? 64 : 126;
+  f->plan_pipeline_pp = o->quick ? 4 : 16;
+  f->plan_pipeline_microbatches = o->quick ? 32 : 64;
   return time_plan(96, f->plan_96_runs, &f->plan_96_ms, &f->plan_96_evaluations, &f->plan_96_gap,
                    &f->plan_96_optimal, error) &&
-         time_plan(12, f->plan_12_runs, &f->plan_12_ms, &f->plan_12_evaluations, &f->plan_12_gap, NULL, error);
+         time_plan(12, f->plan_12_runs, &f->plan_12_ms, &f->plan_12_evaluations, &f->plan_12_gap, NULL, error) &&
+         time_plan_pipeline(f, error);
 }
 
 static gboolean

@@ -12,6 +12,12 @@
  *                         saved tensors per layer under async offload;
  *   plan_96_ms            plan a 96-layer generated transformer under a budget;
  *   plan_12_ms            the same model at 12 layers (a small model, op by op);
+ *   plan_pipeline_ms      plan a pipeline: the step figure's layers (32 saved
+ *                         tensors each), 126 of them on 16 stages, 64
+ *                         micro-batches under 1F1B, under half the worst
+ *                         GPU's resident peak (the lockstep search,
+ *                         planner/stages.h); quick: 64 layers on 4 stages,
+ *                         32 micro-batches;
  *   sweep_points_per_sec  sweep points (all four default policies each) per
  *                         second, on every core;
  *   scale                 the 96x32 step's model at 100, 10^4, 10^5 and 10^6
@@ -74,6 +80,11 @@ typedef struct {
   guint plan_12_runs;
   guint64 plan_12_evaluations;
   double plan_12_gap;
+  double plan_pipeline_ms;
+  guint plan_pipeline_runs;
+  guint plan_pipeline_layers, plan_pipeline_pp, plan_pipeline_microbatches;
+  guint64 plan_pipeline_evaluations;
+  double plan_pipeline_gap; /* over resident's step, the pipeline planner's bound */
   double sweep_points_per_sec;
   guint sweep_runs;
   guint sweep_points;

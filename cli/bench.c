@@ -54,6 +54,13 @@ bench_json(const BenchFigures *f, const char *cpu, guint cores)
     json_object_set_int_member(o, "plan_12_runs", f->plan_12_runs);
     json_object_set_int_member(o, "plan_12_evaluations", (gint64)f->plan_12_evaluations);
     json_object_set_double_member(o, "plan_12_gap", f->plan_12_gap);
+    json_object_set_double_member(o, "plan_pipeline_ms", f->plan_pipeline_ms);
+    json_object_set_int_member(o, "plan_pipeline_runs", f->plan_pipeline_runs);
+    json_object_set_int_member(o, "plan_pipeline_layers", f->plan_pipeline_layers);
+    json_object_set_int_member(o, "plan_pipeline_pp", f->plan_pipeline_pp);
+    json_object_set_int_member(o, "plan_pipeline_microbatches", f->plan_pipeline_microbatches);
+    json_object_set_int_member(o, "plan_pipeline_evaluations", (gint64)f->plan_pipeline_evaluations);
+    json_object_set_double_member(o, "plan_pipeline_gap", f->plan_pipeline_gap);
   }
   if (f->ran & BENCH_SWEEP) {
     json_object_set_double_member(o, "sweep_points_per_sec", f->sweep_points_per_sec);
@@ -137,6 +144,12 @@ bench_format(const BenchFigures *f, CliFormat format)
     g_autofree char *small = runs_words(f->plan_12_runs);
     g_string_append_printf(out, "plan_12_ms            %14.1f   (%s; %" G_GUINT64_FORMAT " simulations, gap %.3f %%)\n",
                            f->plan_12_ms, small, f->plan_12_evaluations, f->plan_12_gap * 100);
+    g_autofree char *pipe = runs_words(f->plan_pipeline_runs);
+    g_string_append_printf(out,
+                           "plan_pipeline_ms      %14.1f   (%s; %u layers, pp %u, %u micro-batches; %" G_GUINT64_FORMAT
+                           " simulations, %.3f %% over resident)\n",
+                           f->plan_pipeline_ms, pipe, f->plan_pipeline_layers, f->plan_pipeline_pp,
+                           f->plan_pipeline_microbatches, f->plan_pipeline_evaluations, f->plan_pipeline_gap * 100);
   }
   if (f->ran & BENCH_SWEEP) {
     g_autofree char *runs = runs_words(f->sweep_runs);

@@ -45,6 +45,10 @@ typedef struct {
 
 typedef struct {
   const SimScenario *s;
+  /* What the runs simulate: s, or in lockstep its proxy of fewer
+   * micro-batches (lockstep_proxy) while the search sizes and descends. */
+  const SimScenario *run_on;
+  gboolean lockstep; /* lockstep_search */
   SimEvaluator *evaluator;
   SimPolicy *policy; /* scratch: kind = plan, actions rewritten per evaluation */
   guint n, pp, dp;
@@ -151,8 +155,14 @@ plan_take(const Ctx *c, Plan *p, const SimAction *actions, guint option, const E
 static gboolean
 evaluate_actions(Ctx *c, const SimAction *actions, guint option, const Eval **out, GError **error)
 {
+  /* With every layer kept there is no copy: the schedules run the same
+   * (shared in lockstep only, so that the thorough search's count of runs
+   * stays as printed). */
+  gboolean all_keep = c->lockstep;
+  for (guint i = 0; i < c->n && all_keep; i++)
+    all_keep = actions[i] == SIM_ACTION_KEEP;
   char *key = g_malloc(c->n + 2);
-  key[0] = (char)('A' + option);
+  key[0] = (char)((c->run_on == c->s ? 'A' : 'a') + (all_keep ? 0 : option));
   for (guint i = 0; i < c->n; i++)
     key[i + 1] = (char)('a' + actions[i]);
   key[c->n + 1] = '\0';
@@ -163,7 +173,7 @@ evaluate_actions(Ctx *c, const SimAction *actions, guint option, const Eval **ou
     return TRUE;
   }
   g_autoptr(SimRun) run =
-    planner_plan_run(c->evaluator, c->s, c->policy, actions, &c->opts[option], &c->evaluations, error);
+    planner_plan_run(c->evaluator, c->run_on, c->policy, actions, &c->opts[option], &c->evaluations, error);
   if (run == NULL) {
     g_free(key);
     return FALSE;
@@ -181,8 +191,9 @@ evaluate_actions(Ctx *c, const SimAction *actions, guint option, const Eval **ou
     fresh->worst = MAX(fresh->worst, peak);
   }
   g_hash_table_insert(c->cache, key, fresh);
-  if (c->least.eval == NULL || fresh->worst < c->least.eval->worst ||
-      (fresh->worst == c->least.eval->worst && fresh->step < c->least.eval->step))
+  /* The least peak met is the scenario's own, never the proxy's. */
+  if (c->run_on == c->s && (c->least.eval == NULL || fresh->worst < c->least.eval->worst ||
+      (fresh->worst == c->least.eval->worst && fresh->step < c->least.eval->step)))
     plan_take(c, &c->least, actions, option, fresh);
   *out = fresh;
   return TRUE;
@@ -332,40 +343,16 @@ improve_stage(Ctx *c, guint st, gboolean mix, Best *cur, Best *best, GError **er
     guint most = ranked(c, st, t);
     if (most == 0)
       continue;
-    if (c->n <= PLANNER_LOCAL_LAYERS) {
-      /* From the whole stage down, until the stage no longer fits: every
-       * prefix at least as long as the fewest that does. */
-      for (guint m = most; m >= 1; m--) {
-        trial_with(c, cur->moves, st, (Move){ t, SIM_ACTION_KEEP, m, 0 });
-        if (!evaluate(c, c->trial, option, &e, error))
-          return FALSE;
-        if (!stage_fits(c, e, st))
-          break;
-        alone[t] = m;
-        offer(c, best, e);
-      }
-      continue;
-    }
-    /* Past PLANNER_LOCAL_LAYERS that is layers × layers: the fewest that
-     * fits by bisection, then longer prefixes while the step falls (more
-     * layers only add work once the copies stop hiding). */
-    Move *m = trial_with(c, cur->moves, st, (Move){ t, SIM_ACTION_KEEP, most, 0 });
-    const Eval *all;
-    if (!evaluate(c, c->trial, option, &all, error))
-      return FALSE;
-    if (!stage_fits(c, all, st))
-      continue;
-    if (!fewest(c, st, option, 1, most, all, m, &e, error))
-      return FALSE;
-    alone[t] = m->ka;
-    offer(c, best, all);
-    for (const Eval *last = e; m->ka < most; last = e) {
-      offer(c, best, last);
-      m->ka++;
+    /* From the whole stage down, until the stage no longer fits: every
+     * prefix at least as long as the fewest that does. */
+    for (guint m = most; m >= 1; m--) {
+      trial_with(c, cur->moves, st, (Move){ t, SIM_ACTION_KEEP, m, 0 });
       if (!evaluate(c, c->trial, option, &e, error))
         return FALSE;
-      if (!FASTER(e->step, last->step))
+      if (!stage_fits(c, e, st))
         break;
+      alone[t] = m;
+      offer(c, best, e);
     }
   }
   /* Two types: `a` on its first j layers, then as few `b` as fit. */
@@ -422,7 +409,7 @@ descend(Ctx *c, Best *cur, gboolean mix, GError **error)
  * (as step 2), the best change per stage taken when it fits and lowers the
  * step, until a round changes nothing: what prefixes cannot say, such as a
  * layer kept among recomputed ones because its tensors are small.  Each
- * round is layers × types runs, so only up to PLANNER_LOCAL_LAYERS. */
+ * round is layers × types runs: the thorough search only. */
 /* Whether stage st does something or must: polish leaves the others alone. */
 static gboolean
 stage_acts(const Ctx *c, const Plan *cur, guint st)
@@ -486,7 +473,7 @@ polish_stage(Ctx *c, guint st, gboolean pairs, Plan *cur, SimAction *trial, SimA
  * PLANNER_STAGES_PAIR_LAYERS layers (a swap: one layer gives up its action
  * as another takes one, which no single change that fits can do), then one
  * at a time again.  A round is layers × types runs, pairs layers² ×
- * types² per stage, so only up to PLANNER_LOCAL_LAYERS layers. */
+ * types² per stage: the thorough search only (stages.h). */
 static gboolean
 polish(Ctx *c, Plan *cur, GError **error)
 {
@@ -508,6 +495,347 @@ polish(Ctx *c, Plan *cur, GError **error)
       break;
   }
   return TRUE;
+}
+
+/* Whether the search runs stages in lockstep (stages.h): past
+ * PLANNER_STAGES_LOCKSTEP_SLICES slices, where each of the thorough
+ * search's thousands of runs costs that many slices. */
+static gboolean
+lockstep_search(const Ctx *c)
+{
+  return (guint64)c->n * c->s->parallel.microbatches > PLANNER_STAGES_LOCKSTEP_SLICES;
+}
+
+/* Lockstep sizing of type k (c->types[k]) under schedule `option`, from
+ * `base` (every stage's move; the stages marked in `acting` are sized):
+ * every acting stage's fewest layers of the type that bring it within the
+ * budget into fewest[st × SIM_ACTION_COUNT + k] (G_MAXUINT: none does),
+ * all stages searched in the same runs, each reading its own peak (a
+ * stage's peak hardly depends on the others' actions: stages.h).  Each
+ * stage starts from `guess` (the same layout; NULL or out of range: the
+ * whole stage), then tries the count next to it, then bisects: two runs
+ * when the guess is right (another schedule's size), 1 + log2(layers per
+ * stage) without one. */
+static gboolean
+lockstep_fewest(Ctx *c, guint option, const Move *base, const gboolean *acting, guint k, const guint *guess,
+                guint *fewest, GError **error)
+{
+  SimAction t = c->types[k];
+  /* Per stage: the fewest lies in [lo, hi]; hi fits when `ok`; `phase` 0
+   * probes the guess, 1 its neighbour, 2 bisects. */
+  g_autofree guint *lo = g_new0(guint, c->pp), *hi = g_new0(guint, c->pp), *phase = g_new0(guint, c->pp);
+  g_autofree gboolean *ok = g_new0(gboolean, c->pp);
+  memcpy(c->trial, base, sizeof(Move) * c->pp);
+  for (guint st = 0; st < c->pp; st++) {
+    guint most = ranked(c, st, t), at = st * SIM_ACTION_COUNT + k;
+    fewest[at] = G_MAXUINT;
+    if (!acting[st] || most == 0)
+      continue;
+    lo[st] = 1;
+    hi[st] = most;
+    guint g = guess && guess[at] >= 1 && guess[at] <= most ? guess[at] : most;
+    c->trial[st] = (Move){ t, SIM_ACTION_KEEP, g, 0 };
+  }
+  for (;;) {
+    gboolean open = FALSE;
+    for (guint st = 0; st < c->pp; st++)
+      open |= hi[st] > 0 && (lo[st] < hi[st] || !ok[st]);
+    if (!open)
+      break;
+    const Eval *e;
+    if (!evaluate(c, c->trial, option, &e, error))
+      return FALSE;
+    for (guint st = 0; st < c->pp; st++) {
+      if (hi[st] == 0 || (lo[st] == hi[st] && ok[st]))
+        continue;
+      guint p = c->trial[st].ka;
+      gboolean fit = stage_fits(c, e, st);
+      if (fit) {
+        hi[st] = p;
+        ok[st] = TRUE;
+      } else {
+        lo[st] = p + 1;
+      }
+      if (lo[st] > hi[st] || (!fit && p == ranked(c, st, t))) {
+        lo[st] = hi[st] = 0; /* the whole stage of this type does not fit */
+        continue;
+      }
+      guint next;
+      if (lo[st] == hi[st])
+        next = hi[st]; /* done, or the whole stage still to try */
+      else if (phase[st] == 0)
+        next = fit ? p - (p > lo[st]) : MIN(p + 1, hi[st]);
+      else
+        next = lo[st] + (hi[st] - lo[st]) / 2;
+      phase[st] = MIN(phase[st] + 1, 2);
+      c->trial[st].ka = next;
+    }
+  }
+  for (guint st = 0; st < c->pp; st++)
+    if (hi[st] > 0)
+      fewest[st * SIM_ACTION_COUNT + k] = hi[st];
+  return TRUE;
+}
+
+/* Stage st's move of type k at its fewest (none: FALSE). */
+static gboolean
+lockstep_move(const Ctx *c, const guint *fewest, guint st, guint k, Move *m)
+{
+  guint f = fewest[st * SIM_ACTION_COUNT + k];
+  if (f == G_MAXUINT)
+    return FALSE;
+  *m = (Move){ c->types[k], SIM_ACTION_KEEP, f, 0 };
+  return TRUE;
+}
+
+/* Each acting stage's fewest layers of each type by the layers' costs
+ * (PlannerLayerCost): the stage's run `e` peaks at its static bytes plus
+ * what its micro-batches in flight keep, so a layer the type takes lowers
+ * the peak by its bytes freed times the stage's peak over static, per byte
+ * its layers keep.  A first guess for lockstep_fewest, which checks it. */
+static void
+lockstep_guess(const Ctx *c, const Eval *e, const gboolean *acting, guint *guess)
+{
+  for (guint st = 0; st < c->pp; st++) {
+    guint64 kept = 0;
+    for (guint i = c->start[st]; i < c->start[st + 1]; i++)
+      kept += c->cost[c->order[i]].keep[SIM_ACTION_KEEP];
+    guint64 base = sim_lower_pipeline_stage_static(c->s->workload, &c->s->parallel, st);
+    guint64 peak = (guint64)e->peak[st];
+    double per_byte = kept > 0 && peak > base ? (double)(peak - base) / (double)kept : 0;
+    for (guint k = 0; k < c->n_types; k++) {
+      SimAction t = c->types[k];
+      guint at = st * SIM_ACTION_COUNT + k, n = 0;
+      double over = (double)e->peak[st] - (double)c->budget;
+      guess[at] = G_MAXUINT;
+      if (!acting[st] || per_byte <= 0)
+        continue;
+      for (const guint *r = c->rank[t] + c->start[st]; n < ranked(c, st, t) && over > 0; n++, r++) {
+        const PlannerLayerCost *lc = &c->cost[*r];
+        over -= per_byte * (double)(lc->keep[SIM_ACTION_KEEP] - MIN(lc->keep[t], lc->keep[SIM_ACTION_KEEP]));
+      }
+      guess[at] = MAX(n, 1u);
+    }
+  }
+}
+
+/* The lockstep search under schedule `option` (stages.h): from all keep,
+ * the stages over the budget sized per type in lockstep, then one plan per
+ * type, each acting stage taking that type at its fewest (or, where it
+ * cannot fit, the type that fits there in the order of the plans' steps);
+ * the fastest that fits into `cur`, the sizes into `fewest`, each from
+ * `guess` (lockstep_fewest; NULL: none).  Rounds while a stage is still
+ * over the budget with the others' moves applied. */
+static gboolean
+lockstep_plan(Ctx *c, guint option, guint types, Best *cur, const guint *guess, guint *fewest, gboolean *feasible,
+              GError **error)
+{
+  memset(cur->moves, 0, sizeof(Move) * c->pp);
+  cur->option = option;
+  if (!evaluate(c, cur->moves, option, &cur->eval, error))
+    return FALSE;
+  c->floor = MIN(c->floor, cur->eval->step);
+  g_autofree gboolean *acting = g_new0(gboolean, c->pp);
+  g_autofree Move *plan = g_new0(Move, c->pp);
+  g_autofree guint *last = g_new(guint, (gsize)c->pp * SIM_ACTION_COUNT);
+  for (guint st = 0; st < c->pp; st++)
+    acting[st] = !stage_fits(c, cur->eval, st);
+  if (guess == NULL) {
+    lockstep_guess(c, cur->eval, acting, last);
+    guess = last;
+  }
+  for (guint round = 0; round < 4 && !fits(c, cur->eval); round++) {
+    for (guint k = 0; k < c->n_types; k++) {
+      if (types & (1u << k)) {
+        if (!lockstep_fewest(c, option, cur->moves, acting, k, guess, fewest, error))
+          return FALSE;
+      } else {
+        for (guint st = 0; st < c->pp; st++)
+          fewest[st * SIM_ACTION_COUNT + k] = G_MAXUINT; /* not sized: not taken */
+      }
+    }
+    /* The next round (a stage pushed over by its neighbours) starts from these. */
+    memcpy(last, fewest, sizeof(guint) * c->pp * SIM_ACTION_COUNT);
+    guess = last;
+    /* One plan per type; its step orders the types for the stages where it cannot fit. */
+    double step[SIM_ACTION_COUNT];
+    guint by_step[SIM_ACTION_COUNT];
+    for (guint k = 0; k < c->n_types; k++) {
+      step[k] = INFINITY;
+      by_step[k] = k;
+      if (!(types & (1u << k)))
+        continue;
+      memcpy(plan, cur->moves, sizeof(Move) * c->pp);
+      for (guint st = 0; st < c->pp; st++)
+        if (acting[st])
+          lockstep_move(c, fewest, st, k, &plan[st]);
+      const Eval *e;
+      if (!evaluate(c, plan, option, &e, error))
+        return FALSE;
+      step[k] = fits(c, e) ? e->step : INFINITY;
+      for (guint j = k; j > 0 && step[by_step[j]] < step[by_step[j - 1]]; j--) {
+        guint x = by_step[j];
+        by_step[j] = by_step[j - 1];
+        by_step[j - 1] = x;
+      }
+    }
+    memcpy(plan, cur->moves, sizeof(Move) * c->pp);
+    for (guint st = 0; st < c->pp; st++)
+      for (guint j = 0; acting[st] && j < c->n_types; j++)
+        if (lockstep_move(c, fewest, st, by_step[j], &plan[st]))
+          break;
+    memcpy(cur->moves, plan, sizeof(Move) * c->pp);
+    if (!evaluate(c, cur->moves, option, &cur->eval, error))
+      return FALSE;
+    /* A stage pushed over the budget by its neighbours' copies is sized again. */
+    gboolean again = FALSE;
+    for (guint st = 0; st < c->pp; st++) {
+      acting[st] = !stage_fits(c, cur->eval, st);
+      again |= acting[st];
+    }
+    if (!again)
+      break;
+  }
+  *feasible = fits(c, cur->eval);
+  return TRUE;
+}
+
+/* The lockstep search's descent: each stage in turn takes every other
+ * type at its fewest (from lockstep_plan's sizes), each a run of the
+ * pipeline, the faster that fits taken; until a round changes nothing.
+ * (More layers than the fewest only add work to a stage once its copies
+ * hide, and the plan's sizes are each type's fewest.) */
+static gboolean
+lockstep_descend(Ctx *c, Best *cur, const guint *fewest, GError **error)
+{
+  for (guint round = 0; round < 8 && FASTER(c->floor, cur->eval->step); round++) {
+    double before = cur->eval->step;
+    for (guint st = 0; st < c->pp; st++) {
+      SimAction now = cur->moves[st].a;
+      if (cur->moves[st].ka == 0)
+        continue;
+      for (guint k = 0; k < c->n_types; k++) {
+        Move m;
+        if (c->types[k] == now || !lockstep_move(c, fewest, st, k, &m))
+          continue;
+        trial_with(c, cur->moves, st, m);
+        const Eval *e;
+        if (!evaluate(c, c->trial, cur->option, &e, error))
+          return FALSE;
+        if (fits(c, e) && FASTER(e->step, cur->eval->step))
+          best_take(c, cur, c->trial, cur->option, e);
+      }
+    }
+    if (!FASTER(cur->eval->step, before))
+      break;
+  }
+  return TRUE;
+}
+
+/* The proxy of `s` the lockstep search runs on: the same pipeline with
+ * fewer micro-batches, as many as its schedule keeps in flight on the
+ * first stage and one more (1F1B: pp + 1; interleaved: the least multiple
+ * of pp above its warm-up, (virtual + 1) × pp), so that every stage holds
+ * what it holds in the step, at a fraction of the run.  GPipe holds every
+ * micro-batch: no proxy.  FALSE when the proxy would not be smaller. */
+static gboolean
+lockstep_proxy(const SimScenario *s, SimScenario *proxy)
+{
+  const SimParallel *par = &s->parallel;
+  guint m = par->schedule == SIM_PIPE_1F1B          ? par->pp + 1
+            : par->schedule == SIM_PIPE_INTERLEAVED ? (par->virtual_chunks + 1) * par->pp
+                                                    : par->microbatches;
+  if (m >= par->microbatches)
+    return FALSE;
+  *proxy = *s;
+  proxy->parallel.microbatches = m;
+  return TRUE;
+}
+
+/* The stages of `b`'s plan over the budget in the scenario's own run
+ * (the proxy's sizes can fall short when copies lag over a longer step),
+ * sized again in lockstep with their own type (keep: the first type),
+ * until every stage fits or PLANNER_STAGES_REPAIR_ROUNDS rounds pass. */
+static gboolean
+lockstep_repair(Ctx *c, Best *b, GError **error)
+{
+  g_autofree gboolean *acting = g_new0(gboolean, c->pp);
+  g_autofree guint *fewest = g_new(guint, (gsize)c->pp * SIM_ACTION_COUNT);
+  for (guint round = 0; round < PLANNER_STAGES_REPAIR_ROUNDS && !fits(c, b->eval); round++) {
+    for (guint k = 0; k < c->n_types; k++) {
+      gboolean any = FALSE;
+      for (guint st = 0; st < c->pp; st++) {
+        const Move *m = &b->moves[st];
+        acting[st] = !stage_fits(c, b->eval, st) && (m->ka == 0 ? k == 0 : m->a == c->types[k]);
+        any |= acting[st];
+      }
+      if (!any)
+        continue;
+      if (!lockstep_fewest(c, b->option, b->moves, acting, k, NULL, fewest, error))
+        return FALSE;
+      for (guint st = 0; st < c->pp; st++)
+        if (acting[st])
+          lockstep_move(c, fewest, st, k, &b->moves[st]);
+    }
+    if (!evaluate(c, b->moves, b->option, &b->eval, error))
+      return FALSE;
+  }
+  return TRUE;
+}
+
+/* The lockstep search under every schedule (on c->run_on) into `best`,
+ * the sizes of each schedule into fewest[option × pp × SIM_ACTION_COUNT
+ * ...]; then the descent from the fastest. */
+static gboolean
+lockstep_all(Ctx *c, Best *cur, Best *best, guint *fewest, GError **error)
+{
+  best->eval = NULL;
+  for (guint o = 0; o < c->n_opts && (best->eval == NULL || FASTER(c->floor, best->eval->step)); o++) {
+    gboolean feasible;
+    /* Each schedule's sizes start from the previous one's (they seldom
+     * differ by more than a layer), and past the first only the types the
+     * plan so far takes are sized. */
+    const guint *guess = o > 0 ? fewest + (gsize)(o - 1) * c->pp * SIM_ACTION_COUNT : NULL;
+    guint types = G_MAXUINT;
+    if (best->eval != NULL) {
+      types = 0;
+      for (guint st = 0; st < c->pp; st++)
+        for (guint k = 0; k < c->n_types; k++)
+          if (best->moves[st].ka > 0 && best->moves[st].a == c->types[k])
+            types |= 1u << k;
+    }
+    if (!lockstep_plan(c, o, types, cur, guess, fewest + (gsize)o * c->pp * SIM_ACTION_COUNT, &feasible, error))
+      return FALSE;
+    if (feasible && (best->eval == NULL || FASTER(cur->eval->step, best->eval->step)))
+      best_take(c, best, cur->moves, o, cur->eval);
+  }
+  return best->eval == NULL ||
+         lockstep_descend(c, best, fewest + (gsize)best->option * c->pp * SIM_ACTION_COUNT, error);
+}
+
+/* The lockstep search (stages.h): on the proxy when there is one, then
+ * the plan found run on the scenario itself and repaired where a stage
+ * does not fit there; when that fails, the search again on the scenario
+ * itself. */
+static gboolean
+lockstep(Ctx *c, Best *cur, Best *best, guint *fewest, GError **error)
+{
+  SimScenario proxy;
+  if (lockstep_proxy(c->s, &proxy)) {
+    c->run_on = &proxy;
+    gboolean ok = lockstep_all(c, cur, best, fewest, error);
+    c->run_on = c->s;
+    if (!ok)
+      return FALSE;
+    if (best->eval != NULL) {
+      if (!evaluate(c, best->moves, best->option, &best->eval, error) || !lockstep_repair(c, best, error))
+        return FALSE;
+      if (fits(c, best->eval))
+        return TRUE;
+    }
+  }
+  c->floor = INFINITY;
+  return lockstep_all(c, cur, best, fewest, error);
 }
 
 static void
@@ -580,7 +908,7 @@ planner_plan_stages(const SimScenario *s, guint64 budget, SimFramework framework
     return NULL;
   guint n = sim_workload_n_layers(s->workload), pp = s->parallel.pp, chunks = sim_parallel_chunks(&s->parallel);
   PlannerOption own = { scratch->async, scratch->prefetch, scratch->inflight };
-  Ctx c = { .s = s, .evaluator = evaluator, .policy = scratch, .n = n, .pp = pp, .dp = s->parallel.dp,
+  Ctx c = { .s = s, .run_on = s, .evaluator = evaluator, .policy = scratch, .n = n, .pp = pp, .dp = s->parallel.dp,
             .budget = budget };
   if (framework != SIM_FRAMEWORK_NONE) {
     c.opts = &own;
@@ -640,8 +968,14 @@ planner_plan_stages(const SimScenario *s, guint64 budget, SimFramework framework
   Best cur = { cur_moves, 0, NULL }, best = { best_moves, 0, NULL };
 
   c.floor = INFINITY;
+  gboolean search_lockstep = c.lockstep = lockstep_search(&c);
+  g_autofree guint *fewest = g_new(guint, (gsize)c.n_opts * pp * SIM_ACTION_COUNT);
+  for (gsize i = 0; i < (gsize)c.n_opts * pp * SIM_ACTION_COUNT; i++)
+    fewest[i] = G_MAXUINT; /* no size known */
+  if (search_lockstep && !lockstep(&c, &cur, &best, fewest, error))
+    return NULL;
   /* A schedule whose plan reaches all keep's step leaves nothing to find. */
-  for (guint o = 0; o < c.n_opts && (best.eval == NULL || FASTER(c.floor, best.eval->step)); o++) {
+  for (guint o = 0; !search_lockstep && o < c.n_opts && (best.eval == NULL || FASTER(c.floor, best.eval->step)); o++) {
     gboolean feasible;
     if (!greedy(&c, o, &cur, &feasible, error))
       return NULL;
@@ -653,7 +987,7 @@ planner_plan_stages(const SimScenario *s, guint64 budget, SimFramework framework
       best_take(&c, &best, cur.moves, o, cur.eval);
   }
   /* Two types per stage cost the most: from the best schedule's plan only. */
-  if (best.eval != NULL && !descend(&c, &best, TRUE, error))
+  if (!search_lockstep && best.eval != NULL && !descend(&c, &best, TRUE, error))
     return NULL;
 
   g_autoptr(PlannerPlan) p = g_new0(PlannerPlan, 1);
@@ -663,7 +997,7 @@ planner_plan_stages(const SimScenario *s, guint64 budget, SimFramework framework
     build(&c, best.moves, chosen);
     option = best.option;
     Plan polished = { chosen, option, best.eval };
-    if (n <= PLANNER_LOCAL_LAYERS && !polish(&c, &polished, error))
+    if (!search_lockstep && !polish(&c, &polished, error))
       return NULL;
   } else {
     /* Nothing fits: the plan of the least worst-stage peak met. */

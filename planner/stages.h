@@ -18,7 +18,13 @@
  * have longer to hide), the most bytes freed per second of recompute first
  * for the others, model order among equals (so that on equal layers every
  * type takes a prefix in model order, the first chunk's layers first).
- * For each copy schedule (planner_plan_options, or a framework's own):
+ * Which search runs is chosen by the pipeline's slices, layers ×
+ * micro-batches (a run costs about that many): up to
+ * PLANNER_STAGES_LOCKSTEP_SLICES the thorough search, past it the lockstep
+ * search.
+ *
+ * The thorough search.  For each copy schedule (planner_plan_options, or a
+ * framework's own):
  *
  *   1. from all keep, while some stage is over the budget: for each such
  *      stage and each action type (offload, recompute, recompute+offload,
@@ -31,26 +37,53 @@
  *      round repeats until every stage fits or none changes (nothing
  *      fits);
  *   2. coordinate descent, stage by stage: every type on every count of
- *      layers at least the fewest that fits (past PLANNER_LOCAL_LAYERS
- *      layers the fewest, then more while the step falls); the best
- *      candidate taken when every stage fits and the step falls; until a
- *      round changes nothing.
+ *      layers at least the fewest that fits; the best candidate taken when
+ *      every stage fits and the step falls; until a round changes nothing.
  *
  * Then, from the best schedule's plan: step 2 again with two types on
  * stages of at most PLANNER_STAGES_MIX_LAYERS layers (`a` on its first j
- * layers, the fewest of `b` after them that fit), and up to
- * PLANNER_LOCAL_LAYERS layers one layer's action at a time (what a prefix
- * cannot say: a small layer kept among recomputed ones) and, when that is
- * stuck, two layers' at once on stages of at most PLANNER_STAGES_PAIR_LAYERS
- * (a swap), each round until nothing improves.  A stage that keeps everything and fits is left alone
- * (anything else there only adds work to it), and a plan whose step is all
- * keep's ends the search (none is faster).
+ * layers, the fewest of `b` after them that fit), and one layer's action
+ * at a time (what a prefix cannot say: a small layer kept among recomputed
+ * ones) and, when that is stuck, two layers' at once on stages of at most
+ * PLANNER_STAGES_PAIR_LAYERS (a swap), each round until nothing improves.
+ * A stage that keeps everything and fits is left alone (anything else
+ * there only adds work to it), and a plan whose step is all keep's ends
+ * the search (none is faster).
  *
  * Cost, in runs of the pipeline: a round of step 1 is stages × types ×
- * log2(layers per stage); a round of step 2 types × (layers + stages),
- * types × stages × log past PLANNER_LOCAL_LAYERS; the mixes types² ×
- * layers per stage × log per stage; a round of one-layer moves layers ×
- * types, of two-layer moves layers per stage² × types² per stage.
+ * log2(layers per stage); a round of step 2 types × (layers + stages); the
+ * mixes types² × layers per stage × log per stage; a round of one-layer
+ * moves layers × types, of two-layer moves layers per stage² × types² per
+ * stage.  Each run costs the slices: quadratic in the layers, hence the
+ * bound on the slices.
+ *
+ * The lockstep search.  A stage's peak hardly depends on the other stages'
+ * actions (they reach it only through the sends' times), so one run sizes
+ * every stage at once: each stage probes its own count and reads its own
+ * peak.  The runs go to a proxy, the same pipeline with as many
+ * micro-batches as its schedule keeps in flight on the first stage and one
+ * more (1F1B: pp + 1; interleaved: (virtual + 1) × pp; GPipe, which holds
+ * every micro-batch, has none), where every stage holds what it holds in
+ * the step.  For each schedule: from all keep, for each type, every stage
+ * over the budget finds its fewest layers of that type that fit, from a
+ * guess (the layers' bytes against the stage's peak over static; past the
+ * first schedule, the previous schedule's sizes and only the types the
+ * plan so far takes), its neighbour, then bisection, all stages in the
+ * same runs; one plan per type, each stage at that type's fewest (where
+ * the type cannot fit, the next type in the order of those plans' steps);
+ * the fastest that fits.  Then, from the best schedule's plan, coordinate
+ * descent: each stage in turn takes each other type at its fewest, the
+ * faster taken, until a round changes nothing.  The plan found then runs on
+ * the scenario itself; stages over the budget there (copies that lag over
+ * the longer step) are sized again in lockstep on the scenario, up to
+ * PLANNER_STAGES_REPAIR_ROUNDS rounds, and if some stage still does not fit
+ * the whole lockstep search runs again on the scenario itself.  No
+ * one-layer moves, no two types on a stage: plans are prefixes.  Cost:
+ * about 1 + 3 × types + types runs of the proxy for the first schedule,
+ * 4 per further one, types × stages per round of descent, a few runs of
+ * the step: 62 runs (two searches: the reserved-bytes round of plan.h)
+ * for 126 layers, pp 16, 64 micro-batches, against the thorough search's
+ * thousands.  The plan's figures are always a full run's.
  *
  * Bound: resident's step.  A plan's program is resident's with ops and
  * waits added (copies, host allocations, recomputes), every op's work as in
@@ -58,8 +91,9 @@
  * rate, and sends use no shared resource), so no op ends earlier under any
  * plan and no plan is faster.  It is not proven tight: `proven` and
  * `optimal` are FALSE, `resident_bound` TRUE.  What is not searched: more
- * than two types on a stage but through one-layer moves, and the exact
- * search's model (planner/exact.h), which is one GPU's step.
+ * than two types on a stage but through one-layer moves (none in
+ * lockstep), and the exact search's model (planner/exact.h), which is one
+ * GPU's step.
  */
 #pragma once
 
@@ -73,6 +107,12 @@ G_BEGIN_DECLS
 /* ... and, when one-layer moves are stuck, changes of two layers at once
  * (quadratic in the stage's layers, times types²). */
 #define PLANNER_STAGES_PAIR_LAYERS 8
+/* Pipelines of more slices (layers × micro-batches) than this are searched
+ * in lockstep: each run sizes every stage at once. */
+#define PLANNER_STAGES_LOCKSTEP_SLICES 256
+/* Rounds of sizing again the stages a lockstep plan leaves over the budget
+ * in the scenario's own run. */
+#define PLANNER_STAGES_REPAIR_ROUNDS 4
 
 /* Plans the pipeline `scenario` (sim_parallel_active) under `budget` bytes
  * on every GPU, with `framework`'s schedule for offloaded layers

@@ -42,6 +42,25 @@ non_keep(const PlannerPlan *p, guint stage)
   return n;
 }
 
+/* Asserts that plan `p` is no slower than each of the fixed policies
+ * offload-all and checkpoint-all that fits `budget` (at `fraction` of the
+ * way, for the message); returns how many fit. */
+static guint
+beats_fixed_policies(const SimScenario *s, const PlannerPlan *p, guint64 budget, double fraction)
+{
+  guint fitting = 0;
+  const char *fixed[] = { "offload-all", "checkpoint-all" };
+  for (guint k = 0; k < G_N_ELEMENTS(fixed); k++) {
+    g_autoptr(SimResult) r = test_evaluate(s, fixed[k]);
+    if ((guint64)r->peak_device.bytes > budget)
+      continue;
+    fitting++;
+    ck_assert_msg(p->result->step_ms <= r->step_ms, "budget %.2f: plan %.3f ms loses to %s %.3f ms", fraction,
+                  p->result->step_ms, fixed[k], r->step_ms);
+  }
+  return fitting;
+}
+
 START_TEST(pipeline_plan_fits_every_stage_and_beats_the_fixed_policies)
 {
   g_autoptr(SimScenario) s = test_scenario_from_text(pipeline_text);
@@ -95,17 +114,7 @@ START_TEST(pipeline_plan_fits_every_stage_and_beats_the_fixed_policies)
     ck_assert_close(p->gap, p->result->step_ms / resident->step_ms - 1, 1e-12);
 
     /* Never slower than a fixed policy that fits, and one does. */
-    guint fitting = 0;
-    const char *fixed[] = { "offload-all", "checkpoint-all" };
-    for (guint k = 0; k < G_N_ELEMENTS(fixed); k++) {
-      g_autoptr(SimResult) r = test_evaluate(s, fixed[k]);
-      if ((guint64)r->peak_device.bytes > budget)
-        continue;
-      fitting++;
-      ck_assert_msg(p->result->step_ms <= r->step_ms, "budget %.2f: plan %.3f ms loses to %s %.3f ms", fractions[f],
-                    p->result->step_ms, fixed[k], r->step_ms);
-    }
-    ck_assert_uint_gt(fitting, 0);
+    ck_assert_uint_gt(beats_fixed_policies(s, p, budget, fractions[f]), 0);
     /* Every layer has its note, and the plan is a plan of the whole model. */
     ck_assert_uint_eq(p->notes->len, 16);
     ck_assert_uint_eq(p->policy->actions->len, 16);
@@ -222,6 +231,42 @@ START_TEST(pipeline_plan_against_every_plan_on_small_pipelines)
 }
 END_TEST
 
+/* Past PLANNER_STAGES_LOCKSTEP_SLICES slices (here 48 layers x 32
+ * micro-batches) the stages are sized in lockstep on a proxy of pp + 1
+ * micro-batches: the plan still fits every stage in a fresh run of the
+ * whole step, its figures are that run's, it beats the fixed policies that
+ * fit, and it costs tens of runs, not the thorough search's thousands. */
+START_TEST(pipeline_plan_in_lockstep_past_the_slices)
+{
+  g_autoptr(GString) text = g_string_new(pipeline_text);
+  g_string_replace(text, "layers = 16", "layers = 48", 1);
+  g_string_replace(text, "microbatches = 8", "microbatches = 32", 1);
+  g_autoptr(SimScenario) s = test_scenario_from_text(text->str);
+  ck_assert_uint_gt(48 * 32, PLANNER_STAGES_LOCKSTEP_SLICES);
+  g_autoptr(SimResult) resident = test_evaluate(s, "resident");
+  gint64 first = g_array_index(resident->stages, SimResultStage, 0).peak_device_bytes;
+  gint64 last = g_array_index(resident->stages, SimResultStage, 3).peak_device_bytes;
+  const double fractions[] = { 0.3, 0.6 };
+  for (guint f = 0; f < G_N_ELEMENTS(fractions); f++) {
+    guint64 budget = (guint64)last + (guint64)(fractions[f] * (double)(first - last));
+    g_autoptr(GError) error = NULL;
+    g_autoptr(PlannerPlan) p = planner_plan_allocated(s, budget, SIM_FRAMEWORK_NONE, &error);
+    ck_assert_msg(p != NULL && p->feasible, "%s", error ? error->message : "infeasible");
+    g_autoptr(SimResult) again = evaluate_policy(s, p->policy, budget);
+    for (guint st = 0; st < 4; st++) {
+      const SimResultStage *rs = &g_array_index(again->stages, SimResultStage, st);
+      ck_assert_msg((guint64)rs->peak_device_bytes <= budget, "budget %.2f: stage %u peaks at %" G_GINT64_FORMAT,
+                    fractions[f], st, rs->peak_device_bytes);
+      ck_assert_int_eq(g_array_index(p->stages, PlannerStage, st).peak_device_bytes, rs->peak_device_bytes);
+    }
+    ck_assert(again->step_ms == p->result->step_ms);
+    ck_assert_uint_gt(non_keep(p, 0), non_keep(p, 3));
+    ck_assert_uint_gt(beats_fixed_policies(s, p, budget, fractions[f]), 0);
+    ck_assert_uint_lt(p->evaluations, 100);
+  }
+}
+END_TEST
+
 /* A framework's schedule is the one tried; a single-GPU plan has no stages. */
 START_TEST(pipeline_plan_with_a_framework_and_single_gpu_unchanged)
 {
@@ -324,6 +369,7 @@ plan_stages_suite(void)
   tcase_add_test(tc, pipeline_plan_fits_every_stage_and_beats_the_fixed_policies);
   tcase_add_test(tc, pipeline_plan_below_one_layer_is_infeasible);
   tcase_add_test(tc, pipeline_plan_against_every_plan_on_small_pipelines);
+  tcase_add_test(tc, pipeline_plan_in_lockstep_past_the_slices);
   tcase_add_test(tc, pipeline_plan_with_a_framework_and_single_gpu_unchanged);
   tcase_add_test(tc, pipeline_plan_cli_text_and_json);
   suite_add_tcase(s, tc);

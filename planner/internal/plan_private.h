@@ -1,10 +1,12 @@
 /* planner/internal/plan_private.h — what the single-GPU planner (plan.c) and the
  * pipeline planner (stages.c) share, so that a plan means the same in both:
- * a layer's costs and useful actions, the scratch policy every candidate is
- * written into, the policy a plan prints, its verdict and its per-layer
- * notes.
+ * the schedules tried (planner_plan_options, plan.h), a layer's costs and
+ * useful actions, the scratch policy every candidate is written into, the
+ * policy a plan prints, its verdict and its per-layer notes.
  *
- * Who may include it: plan.c, which defines them, and stages.c.
+ * Defined in plan_private.c beside it, so that plan.c and stages.c each
+ * include this header and neither the other's definitions.  Who may include
+ * it: the planner's sources, and tests that link offsim_planner_internal.
  */
 #pragma once
 

@@ -3,6 +3,7 @@
  * and the README's key tables and the fuzz dictionary say what it says. */
 #include "testutil.h"
 
+#include "error.h"
 #include "schema.h"
 #include "transformer.h"
 
@@ -15,7 +16,7 @@ START_TEST(test_every_row_is_whole)
 {
   for (guint id = 0; id < SIM_KEY_COUNT; id++) {
     const SimSchemaKey *k = sim_schema_key((SimKeyId)id);
-    ck_assert_msg(k->key != NULL && k->expect != NULL, "row %u is empty", id);
+    ck_assert_msg(k->key != NULL && (k->expect != NULL || k->type == SIM_VALUE_CHOICE), "row %u is empty", id);
     ck_assert_msg(k->need != SIM_NEED_SOMETIMES || k->doc_need != NULL, "%s: says when it is needed", k->key);
     ck_assert_msg(k->type != SIM_VALUE_CHOICE || k->names != NULL, "%s: a choice names its choices", k->key);
     ck_assert_msg(k->group != SIM_GROUP_POLICY || k->kinds != 0, "%s: names the kinds that take it", k->key);
@@ -27,6 +28,24 @@ START_TEST(test_every_row_is_whole)
     SimKeyId found = sim_schema_find(k->group, k->key, k->group == SIM_GROUP_POLICY ? (guint)g_bit_nth_lsf(k->kinds, -1) : 0);
     ck_assert_msg(found == id, "%s: found as row %u, not %u", k->key, found, id);
   }
+}
+END_TEST
+
+/* A choice's words are its names, said once: where `expect` would only
+ * repeat them it is left out and made from the names. */
+START_TEST(test_choice_names_are_not_written_twice)
+{
+  for (guint id = 0; id < SIM_KEY_COUNT; id++) {
+    const SimSchemaKey *k = sim_schema_key((SimKeyId)id);
+    if (k->type != SIM_VALUE_CHOICE)
+      continue;
+    g_autofree char *names = sim_error_choices(k->names);
+    ck_assert_msg(k->expect == NULL || strcmp(k->expect, names) != 0, "%s: expect repeats its names", k->key);
+    ck_assert_str_eq(sim_schema_expect((SimKeyId)id), k->expect ? k->expect : names);
+  }
+  ck_assert_str_eq(sim_schema_expect(SIM_KEY_POLICY_KIND), "resident, offload, checkpoint or plan");
+  ck_assert_str_eq(sim_schema_expect(SIM_KEY_POLICY_FRAMEWORK),
+                   "none, save_on_cpu, verl, te, megatron, torchtune or deepspeed");
 }
 END_TEST
 
@@ -141,8 +160,7 @@ static guint
 kinds_of(const char *cell)
 {
   if (strcmp(cell, "all") == 0)
-    return (1u << SIM_POLICY_RESIDENT) | (1u << SIM_POLICY_OFFLOAD) | (1u << SIM_POLICY_CHECKPOINT) |
-           (1u << SIM_POLICY_PLAN);
+    return SIM_POLICY_KINDS_ALL;
   guint mask = 0;
   g_auto(GStrv) names = g_strsplit(cell, ",", -1);
   for (char **n = names; *n; n++)
@@ -173,7 +191,7 @@ check_row(SimSchemaGroup group, char **cells, gboolean *covered)
     SimSchemaGroup look = group;
     SimKeyId id = SIM_KEY_COUNT;
     if (group == SIM_GROUP_POLICY) {
-      for (guint k = 0; k < 4 && id == SIM_KEY_COUNT; k++)
+      for (guint k = 0; k < SIM_POLICY_KIND_COUNT && id == SIM_KEY_COUNT; k++)
         if (kinds & (1u << k))
           id = sim_schema_find(group, key, k);
     } else {
@@ -257,6 +275,7 @@ schema_suite(void)
   Suite *s = suite_create("schema");
   TCase *rows = tcase_create("rows");
   tcase_add_test(rows, test_every_row_is_whole);
+  tcase_add_test(rows, test_choice_names_are_not_written_twice);
   tcase_add_test(rows, test_every_default_parses);
   tcase_add_test(rows, test_defaults_are_the_loaded_values);
   tcase_add_test(rows, test_format_reads_back);

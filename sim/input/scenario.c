@@ -90,7 +90,7 @@ require(const char *top, const char *group_name, const SimConfigGroup *g, SimKey
     return TRUE;
   g_autofree char *group = sim_error_quote(group_name);
   g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "%s: [%s] %s: missing required key (expected %s)",
-              g ? g->file : top, group, k->key, k->expect);
+              g ? g->file : top, group, k->key, sim_schema_expect(id));
   return FALSE;
 }
 

@@ -11,6 +11,9 @@
 #include <math.h>
 #include <stdio.h>
 
+/* The formats `offsim plan` prints. */
+#define PLAN_FORMATS (CLI_FORMATS_TABLE | CLI_FORMATS_JSON)
+
 /* Exit status when no plan fits the budget. */
 #define EXIT_INFEASIBLE 4
 
@@ -382,7 +385,7 @@ plan_run(const char *path, const PlanOptions *o, GError **error)
   }
   if (!cli_parse_budget(o->budget, NULL, &budget, error))
     return -1;
-  if (!cli_report_parse_format(o->format, CLI_FORMATS_TABLE | CLI_FORMATS_JSON, &format, error))
+  if (!cli_report_parse_format(o->format, PLAN_FORMATS, &format, error))
     return -1;
   PlanRequest req;
   if (!parse_framework(o, &req, error))
@@ -452,10 +455,11 @@ cli_plan_main(int argc, char **argv)
     "with %s", targets, hooks);
   g_autofree char *emit_help =
     g_strdup_printf("Print the plan as this framework's configuration (the names above but %s)", hook_list);
+  g_autofree char *format_help = cli_report_format_help(PLAN_FORMATS);
   const GOptionEntry entries[] = {
     { "budget", 'b', 0, G_OPTION_ARG_STRING, &o.budget, "Device memory budget, a size such as 45GiB (required)",
       "SIZE" },
-    { "format", 'f', 0, G_OPTION_ARG_STRING, &o.format, "Output: table (default) or json", "FORMAT" },
+    { "format", 'f', 0, G_OPTION_ARG_STRING, &o.format, format_help, "FORMAT" },
     { "framework", 0, 0, G_OPTION_ARG_STRING, &o.framework, framework_help, "NAME" },
     { "emit", 0, 0, G_OPTION_ARG_STRING, &o.emit, emit_help, "NAME" },
     G_OPTION_ENTRY_NULL,

@@ -1,10 +1,14 @@
 /* tests/test_schema.c — the schema is the one description of scenario keys:
  * every row is whole, every default parses and is what the loader applies,
- * and the README's key tables and the fuzz dictionary say what it says. */
+ * and the README's key tables and the fuzz dictionary say what it says; and
+ * the README's lists of the catalogs (policy kinds, actions, framework
+ * presets, plan targets, model families) are the catalogs' rows. */
 #include "testutil.h"
 
 #include "error.h"
+#include "hf_config.h"
 #include "schema.h"
+#include "shapes.h"
 #include "transformer.h"
 
 #include <string.h>
@@ -252,6 +256,84 @@ START_TEST(test_readme_tables_match_the_schema)
 }
 END_TEST
 
+/* ---- the README's catalogs ------------------------------------------------ */
+
+/* The backticked words of `text`, joined by ", ". */
+static char *
+backticked(const char *text)
+{
+  GString *out = g_string_new(NULL);
+  for (const char *at = strchr(text, '`'); at; at = strchr(at, '`')) {
+    const char *end = strchr(at + 1, '`');
+    ck_assert_msg(end != NULL, "README: unpaired ` in %s", text);
+    g_string_append_printf(out, "%s%.*s", out->len ? ", " : "", (int)(end - at - 1), at + 1);
+    at = end + 1;
+  }
+  return g_string_free(out, FALSE);
+}
+
+/* The README's row starting `prefix`, its cell `cell` (1 = the first). */
+static char *
+readme_cell(const char *prefix, guint cell)
+{
+  g_auto(GStrv) lines = NULL;
+  guint at = test_readme_table(prefix, &lines);
+  g_auto(GStrv) cells = g_strsplit(lines[at], "|", -1);
+  ck_assert_msg(g_strv_length(cells) > cell, "README: row %s has no cell %u", prefix, cell);
+  return g_strdup(g_strstrip(cells[cell]));
+}
+
+/* The first cells of the table whose header row starts `header`, joined by ", ". */
+static char *
+readme_first_cells(const char *header)
+{
+  g_auto(GStrv) lines = NULL;
+  guint at = test_readme_table(header, &lines) + 2; /* past the header and |---| */
+  GString *out = g_string_new(NULL);
+  for (; lines[at] && g_str_has_prefix(lines[at], "| `"); at++) {
+    g_auto(GStrv) cells = g_strsplit(lines[at], "|", -1);
+    g_autofree char *names = backticked(cells[1]);
+    g_string_append_printf(out, "%s%s", out->len ? ", " : "", names);
+  }
+  return g_string_free(out, FALSE);
+}
+
+/* The names of a NULL-terminated array from `first` on, joined by ", ". */
+static char *
+joined(const char *const *names, guint first)
+{
+  return g_strjoinv(", ", (char **)names + first);
+}
+
+START_TEST(test_readme_lists_the_catalogs)
+{
+  g_autofree char *kinds = joined(sim_policy_kind_names, 0), *actions = joined(sim_action_names, 0);
+  g_autofree char *presets = joined(sim_framework_names, 1), *targets = joined(planner_target_names, 0);
+  /* [policy.NAME]'s kind and actions rows, one backticked name per row of the maps. */
+  g_autofree char *kind_cell = readme_cell("| `kind` |", 4), *kind_names = backticked(kind_cell);
+  ck_assert_str_eq(kind_names, kinds);
+  g_autofree char *action_cell = readme_cell("| `actions` |", 4), *action_names = backticked(action_cell);
+  ck_assert_str_eq(action_names, actions);
+  /* framework's row names every preset (before its link), the presets table has a row each. */
+  g_autofree char *framework_cell = readme_cell("| `framework` | offload, plan |", 4);
+  *strstr(framework_cell, " ([Framework presets]") = '\0';
+  g_autofree char *framework_names = backticked(framework_cell);
+  ck_assert_str_eq(framework_names, presets);
+  g_autofree char *preset_rows = readme_first_cells("| `framework` | from | what it sets |");
+  ck_assert_str_eq(preset_rows, presets);
+  /* offsim plan's --emit table: a row per target, in the map's order. */
+  g_autofree char *target_rows = readme_first_cells("| NAME | what its configuration expresses |");
+  ck_assert_str_eq(target_rows, targets);
+  /* [transformer] hf_config's row: hf_config.c's families, dense, gpt2, then the mixtures. */
+  g_autofree char *dense = sim_hf_config_family_names(SIM_HF_FAMILIES_LLAMA_DENSE, FALSE);
+  g_autofree char *gpt2 = sim_hf_config_family_names(SIM_HF_FAMILIES_GPT2, FALSE);
+  g_autofree char *extra = sim_hf_config_family_names(SIM_HF_FAMILIES_LLAMA_EXTRA, FALSE);
+  g_autofree char *families = g_strdup_printf("(%s, %s, and the mixtures of experts %s)", dense, gpt2, extra);
+  g_autofree char *hf_cell = readme_cell("| `hf_config` |", 4);
+  ck_assert_msg(strstr(hf_cell, families) != NULL, "README: [transformer] hf_config does not list %s", families);
+}
+END_TEST
+
 /* The fuzz dictionary knows every key and every choice, so the fuzzer can reach them. */
 START_TEST(test_fuzz_dictionary_names_every_key)
 {
@@ -283,6 +365,7 @@ schema_suite(void)
   TCase *docs = tcase_create("docs");
   tcase_add_test(docs, test_readme_tables_match_the_schema);
   tcase_add_test(docs, test_fuzz_dictionary_names_every_key);
+  tcase_add_test(docs, test_readme_lists_the_catalogs);
   suite_add_tcase(s, docs);
   return s;
 }

@@ -275,7 +275,7 @@ hook_names(gboolean with_targets, const char *suffix)
       g_ptr_array_add(names, g_strconcat(sim_framework_names[f], suffix, NULL));
   GString *out = g_string_new(NULL);
   for (guint i = 0; i < names->len; i++)
-    sim_error_append_choice(out, g_ptr_array_index(names, i), i, names->len);
+    sim_error_append_choice(out, g_ptr_array_index(names, i), i, names->len, "or");
   g_ptr_array_unref(names);
   return g_string_free(out, FALSE);
 }

@@ -23,7 +23,7 @@ format_list(CliFormats allowed, const char *dflt)
   for (guint i = 0; i < CLI_FORMAT_COUNT; i++)
     if (allowed & (1u << i)) {
       g_autofree char *name = g_strconcat(format_names[i], k == 0 ? dflt : "", NULL);
-      sim_error_append_choice(names, name, k++, n);
+      sim_error_append_choice(names, name, k++, n, "or");
     }
   return g_string_free(names, FALSE);
 }

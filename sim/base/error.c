@@ -105,9 +105,13 @@ sim_error_quote_in(const char *message, const char *value)
 }
 
 void
-sim_error_append_choice(GString *out, const char *name, guint i, guint n)
+sim_error_append_choice(GString *out, const char *name, guint i, guint n, const char *conjunction)
 {
-  g_string_append_printf(out, "%s%s", i == 0 ? "" : i + 1 < n ? ", " : " or ", name);
+  if (i > 0 && i + 1 < n)
+    g_string_append(out, ", ");
+  else if (i > 0)
+    g_string_append_printf(out, " %s ", conjunction);
+  g_string_append(out, name);
 }
 
 char *
@@ -116,6 +120,6 @@ sim_error_choices(const char *const *names)
   GString *out = g_string_new(NULL);
   guint n = g_strv_length((char **)names);
   for (guint i = 0; i < n; i++)
-    sim_error_append_choice(out, names[i], i, n);
+    sim_error_append_choice(out, names[i], i, n, "or");
   return g_string_free(out, FALSE);
 }

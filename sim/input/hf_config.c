@@ -238,7 +238,7 @@ sim_hf_config_family_names(SimHfFamilies which, gboolean or_last)
     if (!family_in(&families[i], which))
       continue;
     if (or_last)
-      sim_error_append_choice(out, families[i].model_type, k, n);
+      sim_error_append_choice(out, families[i].model_type, k, n, "or");
     else
       g_string_append_printf(out, "%s%s", k ? ", " : "", families[i].model_type);
     k++;

@@ -7,6 +7,9 @@
 
 #include <stdio.h>
 
+/* The formats `offsim bench` prints. */
+#define BENCH_FORMATS (CLI_FORMATS_TABLE | CLI_FORMATS_JSON)
+
 #ifndef OFFSIM_BUILD_TYPE
 #define OFFSIM_BUILD_TYPE "unknown"
 #endif
@@ -187,8 +190,9 @@ cli_bench_main(int argc, char **argv)
   int repeats = 7, jobs = 0;
   gboolean quick = FALSE;
   GError *error = NULL;
+  g_autofree char *format_help = cli_report_format_help(BENCH_FORMATS);
   const GOptionEntry entries[] = {
-    { "format", 'f', 0, G_OPTION_ARG_STRING, &format_text, "Output: table (default) or json", "FORMAT" },
+    { "format", 'f', 0, G_OPTION_ARG_STRING, &format_text, format_help, "FORMAT" },
     { "repeats", 'r', 0, G_OPTION_ARG_INT, &repeats, "Runs per figure; the median is reported (default 7)", "N" },
     { "jobs", 'j', 0, G_OPTION_ARG_INT, &jobs, "Sweep threads (default: every core)", "N" },
     { "quick", 0, 0, G_OPTION_ARG_NONE, &quick, "Small workloads (for a smoke test)", NULL },
@@ -202,7 +206,7 @@ cli_bench_main(int argc, char **argv)
   int status;
   if (!cli_parse_options(ctx, "bench", entries, &argc, &argv, &status))
     return status;
-  if (!cli_report_parse_format(format_text, CLI_FORMATS_TABLE | CLI_FORMATS_JSON, &format, &error))
+  if (!cli_report_parse_format(format_text, BENCH_FORMATS, &format, &error))
     return cli_fail(error);
   if (repeats < 1 || repeats > 1000 || jobs < 0 || jobs > 1024) {
     g_set_error(&error, SIM_ERROR, SIM_ERROR_INPUT, "bench: --repeats from 1 to 1000, --jobs from 0 to 1024");

@@ -15,6 +15,9 @@
 #include <stdio.h>
 #include <string.h>
 
+/* The formats `offsim budget` prints. */
+#define BUDGET_FORMATS (CLI_FORMATS_TABLE | CLI_FORMATS_JSON)
+
 typedef struct {
   char *budget, *bandwidth, *format, *min_saved_ratio, *max_transfer, *checkpoint_saved, *checkpoint_extra;
 } BudgetOptions;
@@ -75,7 +78,7 @@ static gboolean
 parse_request(const BudgetOptions *o, BudgetRequest *r, GError **error)
 {
   CliFormat format;
-  if (!cli_report_parse_format(o->format, CLI_FORMATS_TABLE | CLI_FORMATS_JSON, &format, error))
+  if (!cli_report_parse_format(o->format, BUDGET_FORMATS, &format, error))
     return FALSE;
   r->json = format == CLI_FORMAT_JSON;
   if (o->budget == NULL || o->bandwidth == NULL) {
@@ -306,12 +309,13 @@ cli_budget_main(int argc, char **argv)
 {
   BudgetOptions o = { 0 };
   GError *error = NULL;
+  g_autofree char *format_help = cli_report_format_help(BUDGET_FORMATS);
   const GOptionEntry entries[] = {
     { "budget", 'b', 0, G_OPTION_ARG_STRING, &o.budget, "Device memory for activations, a size such as 384MiB "
       "(required)", "SIZE" },
     { "bandwidth", 'w', 0, G_OPTION_ARG_STRING, &o.bandwidth, "Link bandwidth, a rate (required); the chapter's 8.0 "
       "is 8GiB/s", "RATE" },
-    { "format", 'f', 0, G_OPTION_ARG_STRING, &o.format, "Output: table (default) or json", "FORMAT" },
+    { "format", 'f', 0, G_OPTION_ARG_STRING, &o.format, format_help, "FORMAT" },
     { "min-saved-ratio", 0, 0, G_OPTION_ARG_STRING, &o.min_saved_ratio, "Accept from this saved ratio (0.25); "
       "tune from half of it", "RATIO" },
     { "max-transfer", 0, 0, G_OPTION_ARG_STRING, &o.max_transfer, "Accept up to this one-way time (60ms); tune up "

@@ -27,6 +27,9 @@
 #include <math.h>
 #include <string.h>
 
+/* The formats `offsim check` prints. */
+#define CHECK_FORMATS (CLI_FORMATS_TABLE | CLI_FORMATS_CSV)
+
 typedef struct {
   char *trace, *snapshot, *write_profile, *policy, *format;
 } CheckOptions;
@@ -198,7 +201,7 @@ check_run(const char *path, const CheckOptions *o, GError **error)
                 "torch.cuda.memory snapshot)");
     return FALSE;
   }
-  if (!cli_report_parse_format(o->format, CLI_FORMATS_TABLE | CLI_FORMATS_CSV, &format, error))
+  if (!cli_report_parse_format(o->format, CHECK_FORMATS, &format, error))
     return FALSE;
   if (o->write_profile && o->trace == NULL) {
     g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "--write-profile: give the --trace to derive the profile from");
@@ -250,6 +253,7 @@ cli_check_main(int argc, char **argv)
 {
   CheckOptions o = { 0 };
   GError *error = NULL;
+  g_autofree char *format_help = cli_report_format_help(CHECK_FORMATS);
   const GOptionEntry entries[] = {
     { "trace", 't', 0, G_OPTION_ARG_FILENAME, &o.trace, "A torch.profiler (Kineto) trace, .json or .json.gz",
       "FILE" },
@@ -259,7 +263,7 @@ cli_check_main(int argc, char **argv)
       "Write the device profile the trace's kernels and copies give (INI, only the keys it measures)", "FILE" },
     { "policy", 'p', 0, G_OPTION_ARG_STRING, &o.policy, "The policy the trace ran (default: the scenario's first)",
       "NAME" },
-    { "format", 'f', 0, G_OPTION_ARG_STRING, &o.format, "Output: table (default) or csv", "FORMAT" },
+    { "format", 'f', 0, G_OPTION_ARG_STRING, &o.format, format_help, "FORMAT" },
     G_OPTION_ENTRY_NULL,
   };
   g_set_prgname("offsim check");

@@ -357,9 +357,10 @@ cli_model_main(int argc, char **argv)
 {
   ModelOptions o = { 0 };
   GError *error = NULL;
+  g_autofree char *families = sim_hf_config_family_names(SIM_HF_FAMILIES_ALL, FALSE);
+  g_autofree char *hf_help = g_strdup_printf("HuggingFace config.json (%s)", families);
   const GOptionEntry entries[] = {
-    { "hf-config", 0, 0, G_OPTION_ARG_FILENAME, &o.hf_config, "HuggingFace config.json (llama, qwen2, mistral, gpt2, mixtral, qwen2_moe, qwen3_moe, deepseek_v3)",
-      "FILE" },
+    { "hf-config", 0, 0, G_OPTION_ARG_FILENAME, &o.hf_config, hf_help, "FILE" },
     { "batch", 0, 0, G_OPTION_ARG_INT, &o.batch, "Micro-batch size", "B" },
     { "seq", 0, 0, G_OPTION_ARG_INT, &o.seq, "Sequence length", "S" },
     { "dtype", 0, 0, G_OPTION_ARG_STRING, &o.dtype, "fp32, bf16 (default) or fp16", "DTYPE" },

@@ -11,6 +11,9 @@
 #include <math.h>
 #include <stdio.h>
 
+/* The formats `offsim plan` prints. */
+#define PLAN_FORMATS (CLI_FORMATS_TABLE | CLI_FORMATS_JSON)
+
 /* Exit status when no plan fits the budget. */
 #define EXIT_INFEASIBLE 4
 
@@ -257,13 +260,31 @@ typedef struct {
   SimFramework schedule; /* the per-layer plan's copy schedule */
 } PlanRequest;
 
+/* The presets --framework takes that are no target (hooks in the user's
+ * code, which take any layer: save_on_cpu), "a or b", with `suffix` after
+ * each name; `with_targets`: the targets' names before them, "t, u or a". */
+static char *
+hook_names(gboolean with_targets, const char *suffix)
+{
+  GPtrArray *names = g_ptr_array_new_with_free_func(g_free);
+  PlannerTarget t;
+  for (guint i = 0; with_targets && i < PLANNER_TARGET_COUNT; i++)
+    g_ptr_array_add(names, g_strconcat(planner_target_names[i], suffix, NULL));
+  for (guint f = SIM_FRAMEWORK_NONE + 1; f < SIM_FRAMEWORK_COUNT; f++)
+    if (!planner_target_lookup(sim_framework_names[f], &t))
+      g_ptr_array_add(names, g_strconcat(sim_framework_names[f], suffix, NULL));
+  GString *out = g_string_new(NULL);
+  for (guint i = 0; i < names->len; i++)
+    sim_error_append_choice(out, g_ptr_array_index(names, i), i, names->len, "or");
+  g_ptr_array_unref(names);
+  return g_string_free(out, FALSE);
+}
+
 static gboolean
 parse_framework(const PlanOptions *o, PlanRequest *r, GError **error)
 {
   *r = (PlanRequest){ .schedule = SIM_FRAMEWORK_NONE };
-  g_autoptr(GString) targets = g_string_new(NULL);
-  for (guint t = 0; t < PLANNER_TARGET_COUNT; t++)
-    g_string_append_printf(targets, "%s%s", t ? ", " : "", planner_target_names[t]);
+  g_autofree char *targets = g_strjoinv(", ", (char **)planner_target_names);
   if (o->framework && planner_target_lookup(o->framework, &r->target)) {
     r->restricted = TRUE;
     r->schedule = planner_target_framework(r->target);
@@ -271,9 +292,8 @@ parse_framework(const PlanOptions *o, PlanRequest *r, GError **error)
     /* A hook in the user's code (save_on_cpu) takes any layer: every per-layer plan. */
     SimPolicy probe = { 0 };
     if (!sim_schema_parse(SIM_KEY_POLICY_FRAMEWORK, o->framework, &probe, NULL) || probe.framework == SIM_FRAMEWORK_NONE) {
-      g_autofree char *quoted = sim_error_quote(o->framework);
-      g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "--framework: expected one of %s or save_on_cpu, got '%s'",
-                  targets->str, quoted);
+      g_autofree char *quoted = sim_error_quote(o->framework), *names = hook_names(TRUE, "");
+      g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "--framework: expected one of %s, got '%s'", names, quoted);
       return FALSE;
     }
     r->schedule = probe.framework;
@@ -283,7 +303,7 @@ parse_framework(const PlanOptions *o, PlanRequest *r, GError **error)
   PlannerTarget emit;
   g_autofree char *quoted = sim_error_quote(o->emit);
   if (!planner_target_lookup(o->emit, &emit)) {
-    g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "--emit: expected one of %s, got '%s'", targets->str, quoted);
+    g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "--emit: expected one of %s, got '%s'", targets, quoted);
     return FALSE;
   }
   if (o->framework && (!r->restricted || emit != r->target)) {
@@ -365,7 +385,7 @@ plan_run(const char *path, const PlanOptions *o, GError **error)
   }
   if (!cli_parse_budget(o->budget, NULL, &budget, error))
     return -1;
-  if (!cli_report_parse_format(o->format, CLI_FORMATS_TABLE | CLI_FORMATS_JSON, &format, error))
+  if (!cli_report_parse_format(o->format, PLAN_FORMATS, &format, error))
     return -1;
   PlanRequest req;
   if (!parse_framework(o, &req, error))
@@ -427,15 +447,21 @@ cli_plan_main(int argc, char **argv)
 {
   PlanOptions o = { 0 };
   GError *error = NULL;
+  /* The names come from the catalogs (planner/shapes.h, sim/model/policy.h). */
+  g_autofree char *targets = g_strjoinv(", ", (char **)planner_target_names);
+  g_autofree char *hooks = hook_names(FALSE, "'s"), *hook_list = hook_names(FALSE, "");
+  g_autofree char *framework_help = g_strdup_printf(
+    "Plan only what this framework's configuration expresses, with its copy schedule (%s), or any per-layer plan "
+    "with %s", targets, hooks);
+  g_autofree char *emit_help =
+    g_strdup_printf("Print the plan as this framework's configuration (the names above but %s)", hook_list);
+  g_autofree char *format_help = cli_report_format_help(PLAN_FORMATS);
   const GOptionEntry entries[] = {
     { "budget", 'b', 0, G_OPTION_ARG_STRING, &o.budget, "Device memory budget, a size such as 45GiB (required)",
       "SIZE" },
-    { "format", 'f', 0, G_OPTION_ARG_STRING, &o.format, "Output: table (default) or json", "FORMAT" },
-    { "framework", 0, 0, G_OPTION_ARG_STRING, &o.framework,
-      "Plan only what this framework's configuration expresses, with its copy schedule (megatron, torchtune, "
-      "verl, te, deepspeed, torchtitan), or any per-layer plan with save_on_cpu's", "NAME" },
-    { "emit", 0, 0, G_OPTION_ARG_STRING, &o.emit,
-      "Print the plan as this framework's configuration (the names above but save_on_cpu)", "NAME" },
+    { "format", 'f', 0, G_OPTION_ARG_STRING, &o.format, format_help, "FORMAT" },
+    { "framework", 0, 0, G_OPTION_ARG_STRING, &o.framework, framework_help, "NAME" },
+    { "emit", 0, 0, G_OPTION_ARG_STRING, &o.emit, emit_help, "NAME" },
     G_OPTION_ENTRY_NULL,
   };
   g_set_prgname("offsim plan");

@@ -9,8 +9,24 @@
 #include <stddef.h>
 #include <string.h>
 
-static const char *const format_names[] = { "table", "csv", "json" };
-G_STATIC_ASSERT(G_N_ELEMENTS(format_names) == CLI_FORMAT_COUNT);
+#define FORMAT_NAME_(e, name) #name,
+static const char *const format_names[] = { CLI_FORMAT_MAP(FORMAT_NAME_) };
+#undef FORMAT_NAME_
+
+/* The names of `allowed`, "table or json", "table, csv or json"; `dflt`
+ * after the first (table, the default). */
+static char *
+format_list(CliFormats allowed, const char *dflt)
+{
+  GString *names = g_string_new(NULL);
+  guint n = (guint)__builtin_popcount((guint)allowed), k = 0;
+  for (guint i = 0; i < CLI_FORMAT_COUNT; i++)
+    if (allowed & (1u << i)) {
+      g_autofree char *name = g_strconcat(format_names[i], k == 0 ? dflt : "", NULL);
+      sim_error_append_choice(names, name, k++, n, "or");
+    }
+  return g_string_free(names, FALSE);
+}
 
 gboolean
 cli_report_parse_format(const char *text, CliFormats allowed, CliFormat *format, GError **error)
@@ -25,15 +41,16 @@ cli_report_parse_format(const char *text, CliFormats allowed, CliFormat *format,
       return TRUE;
     }
   }
-  /* "table or json", "table, csv or json" */
-  g_autoptr(GString) names = g_string_new(NULL);
-  guint n = (guint)__builtin_popcount((guint)allowed), k = 0;
-  for (guint i = 0; i < CLI_FORMAT_COUNT; i++)
-    if (allowed & (1u << i))
-      g_string_append_printf(names, "%s%s", k++ == 0 ? "" : k == n ? " or " : ", ", format_names[i]);
-  g_autofree char *quoted = sim_error_quote(text);
-  g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "--format: expected %s, got '%s'", names->str, quoted);
+  g_autofree char *names = format_list(allowed, ""), *quoted = sim_error_quote(text);
+  g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "--format: expected %s, got '%s'", names, quoted);
   return FALSE;
+}
+
+char *
+cli_report_format_help(CliFormats allowed)
+{
+  g_autofree char *names = format_list(allowed, " (default)");
+  return g_strconcat("Output: ", names, NULL);
 }
 
 /* ---- JSON --------------------------------------------------------------- */

@@ -21,26 +21,38 @@
 
 G_BEGIN_DECLS
 
+/* The output formats, one row each: X(ENUM suffix, name --format takes).
+ * The enum, the masks, the names, the parser's message and --format's
+ * --help line (cli_report_format_help) are made from it. */
+#define CLI_FORMAT_MAP(X) \
+  X(TABLE, table)         \
+  X(CSV, csv)             \
+  X(JSON, json)
+
+#define CLI_FORMAT_ENUM_(e, name) CLI_FORMAT_##e,
 typedef enum {
-  CLI_FORMAT_TABLE,
-  CLI_FORMAT_CSV,
-  CLI_FORMAT_JSON,
+  CLI_FORMAT_MAP(CLI_FORMAT_ENUM_)
   CLI_FORMAT_COUNT,
 } CliFormat;
+#undef CLI_FORMAT_ENUM_
 
 /* Which formats a command prints, as a mask of 1 << CliFormat. */
+#define CLI_FORMAT_MASK_(e, name) CLI_FORMATS_##e = 1 << CLI_FORMAT_##e,
 typedef enum {
-  CLI_FORMATS_TABLE = 1 << CLI_FORMAT_TABLE,
-  CLI_FORMATS_CSV = 1 << CLI_FORMAT_CSV,
-  CLI_FORMATS_JSON = 1 << CLI_FORMAT_JSON,
-  CLI_FORMATS_ALL = CLI_FORMATS_TABLE | CLI_FORMATS_CSV | CLI_FORMATS_JSON,
+  CLI_FORMAT_MAP(CLI_FORMAT_MASK_)
+  CLI_FORMATS_ALL = (1 << CLI_FORMAT_COUNT) - 1,
 } CliFormats;
+#undef CLI_FORMAT_MASK_
 
 /* --format's value: one of the names of `allowed` ("table", "csv",
  * "json"), NULL meaning table (every command prints one).  Anything else
  * is an input error listing the allowed names: every command parses
  * --format here, so the messages agree. */
 gboolean cli_report_parse_format(const char *text, CliFormats allowed, CliFormat *format, GError **error);
+
+/* --format's --help line for a command printing `allowed`: "Output: table
+ * (default), csv or json".  A new string. */
+char *cli_report_format_help(CliFormats allowed);
 
 /* `results` holds SimResult*.  `single` prints `run`'s shape: one JSON object
  * instead of {"scenario", "results"}. */

@@ -16,6 +16,9 @@
 
 #include <stdio.h>
 
+/* The formats `offsim run` prints. */
+#define RUN_FORMATS (CLI_FORMATS_ALL)
+
 typedef struct {
   char *policy;
   char *format;
@@ -93,7 +96,7 @@ static gboolean
 parse_request(const RunOptions *o, RunRequest *r, GError **error)
 {
   *r = (RunRequest){ .format = CLI_FORMAT_TABLE, .formats = PLOTS_FORMAT_ALL };
-  if (!cli_report_parse_format(o->format, CLI_FORMATS_ALL, &r->format, error))
+  if (!cli_report_parse_format(o->format, RUN_FORMATS, &r->format, error))
     return FALSE;
   if (o->plot_format && !plots_gnuplot_parse_formats(o->plot_format, &r->formats, error)) {
     g_prefix_error(error, "--plot-format: ");
@@ -251,12 +254,13 @@ run_common(int argc, char **argv, gboolean compare)
   /* run's own options, then those compare shares (compare takes the
    * common ones only, from RUN_ONLY_OPTIONS on). */
   enum { RUN_ONLY_OPTIONS = 4 };
+  g_autofree char *format_help = cli_report_format_help(RUN_FORMATS);
   const GOptionEntry entries[] = {
     { "policy", 'p', 0, G_OPTION_ARG_STRING, &o.policy, "Policy to run (default: the scenario's first)", "NAME" },
     { "trace", 0, 0, G_OPTION_ARG_FILENAME, &o.trace, "Write a Chrome/Perfetto trace of the step to FILE.json", "FILE" },
     { "timeline", 0, 0, G_OPTION_ARG_FILENAME, &o.timeline, "Write every op's start and end to FILE.csv", "FILE" },
     { "memory", 0, 0, G_OPTION_ARG_FILENAME, &o.memory, "Write the device and host memory curve to FILE.csv", "FILE" },
-    { "format", 'f', 0, G_OPTION_ARG_STRING, &o.format, "Output: table (default), csv or json", "FORMAT" },
+    { "format", 'f', 0, G_OPTION_ARG_STRING, &o.format, format_help, "FORMAT" },
     { "budget", 'b', 0, G_OPTION_ARG_STRING, &o.budget, "Memory budget for `fits`, a size such as 45GiB (default: the "
       "device's memory); compare also plans for it", "SIZE" },
     { "plot", 0, 0, G_OPTION_ARG_FILENAME, &o.plot, "Draw timeline, memory (and comparison) charts into DIR", "DIR" },

@@ -8,11 +8,9 @@
 #include <math.h>
 #include <string.h>
 
-const char *const planner_target_names[PLANNER_TARGET_COUNT] = {
-  [PLANNER_TARGET_MEGATRON] = "megatron", [PLANNER_TARGET_TORCHTUNE] = "torchtune",
-  [PLANNER_TARGET_VERL] = "verl",         [PLANNER_TARGET_TE] = "te",
-  [PLANNER_TARGET_DEEPSPEED] = "deepspeed", [PLANNER_TARGET_TORCHTITAN] = "torchtitan",
-};
+#define TARGET_NAME_(e, name, framework) #name,
+const char *const planner_target_names[] = { PLANNER_TARGET_MAP(TARGET_NAME_) NULL };
+#undef TARGET_NAME_
 
 gboolean
 planner_target_lookup(const char *name, PlannerTarget *target)
@@ -28,11 +26,10 @@ planner_target_lookup(const char *name, PlannerTarget *target)
 SimFramework
 planner_target_framework(PlannerTarget target)
 {
-  static const SimFramework frameworks[PLANNER_TARGET_COUNT] = {
-    [PLANNER_TARGET_MEGATRON] = SIM_FRAMEWORK_MEGATRON, [PLANNER_TARGET_TORCHTUNE] = SIM_FRAMEWORK_TORCHTUNE,
-    [PLANNER_TARGET_VERL] = SIM_FRAMEWORK_VERL,         [PLANNER_TARGET_TE] = SIM_FRAMEWORK_TE,
-    [PLANNER_TARGET_DEEPSPEED] = SIM_FRAMEWORK_DEEPSPEED, [PLANNER_TARGET_TORCHTITAN] = SIM_FRAMEWORK_NONE,
-  };
+#define TARGET_FRAMEWORK_(e, name, framework) [PLANNER_TARGET_##e] = SIM_FRAMEWORK_##framework,
+  static const SimFramework frameworks[] = { PLANNER_TARGET_MAP(TARGET_FRAMEWORK_) };
+#undef TARGET_FRAMEWORK_
+  g_assert(target < PLANNER_TARGET_COUNT);
   return frameworks[target];
 }
 

@@ -38,18 +38,28 @@
 
 G_BEGIN_DECLS
 
+/* The targets, one row each: X(ENUM suffix, name, the SIM_FRAMEWORK_ preset
+ * whose copy schedule its offloads run: NONE, it offloads nothing).  The
+ * order is the one --help and messages list them in.  A target's shapes
+ * are its case in planner_shapes_list (planner/shapes.c); how it is
+ * written, its emitter in cli/emit.c (NAME_emitter, which must exist). */
+#define PLANNER_TARGET_MAP(X)          \
+  X(MEGATRON, megatron, MEGATRON)      \
+  X(TORCHTUNE, torchtune, TORCHTUNE)   \
+  X(VERL, verl, VERL)                  \
+  X(TE, te, TE)                        \
+  X(DEEPSPEED, deepspeed, DEEPSPEED)   \
+  X(TORCHTITAN, torchtitan, NONE)
+
+#define PLANNER_TARGET_ENUM_(e, name, framework) PLANNER_TARGET_##e,
 typedef enum {
-  PLANNER_TARGET_MEGATRON,
-  PLANNER_TARGET_TORCHTUNE,
-  PLANNER_TARGET_VERL,
-  PLANNER_TARGET_TE,
-  PLANNER_TARGET_DEEPSPEED,
-  PLANNER_TARGET_TORCHTITAN,
+  PLANNER_TARGET_MAP(PLANNER_TARGET_ENUM_)
   PLANNER_TARGET_COUNT,
 } PlannerTarget;
+#undef PLANNER_TARGET_ENUM_
 
-/* "megatron", "torchtune", "verl", "te", "deepspeed", "torchtitan". */
-extern const char *const planner_target_names[PLANNER_TARGET_COUNT];
+/* The targets' names, indexed by PlannerTarget, NULL-terminated. */
+extern const char *const planner_target_names[];
 
 /* The name's target; FALSE if it is none. */
 gboolean planner_target_lookup(const char *name, PlannerTarget *target);

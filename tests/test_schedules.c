@@ -777,7 +777,7 @@ END_TEST
 START_TEST(impossible_combinations_are_named)
 {
   static const Refusal cases[] = {
-    { "kind = offload\nframework = te\ncheckpoint = true\n", "checkpoint: te does not offload checkpoint inputs" },
+    { "kind = offload\nframework = te\ncheckpoint = true\n", "checkpoint: te does not offload checkpoint inputs (verl, torchtune and deepspeed do)" },
     { "kind = offload\nframework = deepspeed\ncheckpoint = false\n", "checkpoint: deepspeed moves only" },
     { "kind = offload\nframework = verl\npin_memory = true\n", "pin_memory: is save_on_cpu's argument" },
     { "kind = offload\ninflight_unit = tensors\n", "inflight_unit: tensors counts saves" },

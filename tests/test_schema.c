@@ -1,10 +1,15 @@
 /* tests/test_schema.c — the schema is the one description of scenario keys:
  * every row is whole, every default parses and is what the loader applies,
- * and the README's key tables and the fuzz dictionary say what it says. */
+ * and the README's key tables and the fuzz dictionary say what it says; and
+ * the README's lists of the catalogs (policy kinds, actions, framework
+ * presets, plan targets, model families) are the catalogs' rows. */
 #include "testutil.h"
 
+#include "base/error.h"
+#include "input/hf_config.h"
 #include "input/schema.h"
 #include "input/transformer.h"
+#include "planner/shapes.h"
 
 #include <string.h>
 
@@ -15,7 +20,7 @@ START_TEST(test_every_row_is_whole)
 {
   for (guint id = 0; id < SIM_KEY_COUNT; id++) {
     const SimSchemaKey *k = sim_schema_key((SimKeyId)id);
-    ck_assert_msg(k->key != NULL && k->expect != NULL, "row %u is empty", id);
+    ck_assert_msg(k->key != NULL && (k->expect != NULL || k->type == SIM_VALUE_CHOICE), "row %u is empty", id);
     ck_assert_msg(k->need != SIM_NEED_SOMETIMES || k->doc_need != NULL, "%s: says when it is needed", k->key);
     ck_assert_msg(k->type != SIM_VALUE_CHOICE || k->names != NULL, "%s: a choice names its choices", k->key);
     ck_assert_msg(k->group != SIM_GROUP_POLICY || k->kinds != 0, "%s: names the kinds that take it", k->key);
@@ -27,6 +32,24 @@ START_TEST(test_every_row_is_whole)
     SimKeyId found = sim_schema_find(k->group, k->key, k->group == SIM_GROUP_POLICY ? (guint)g_bit_nth_lsf(k->kinds, -1) : 0);
     ck_assert_msg(found == id, "%s: found as row %u, not %u", k->key, found, id);
   }
+}
+END_TEST
+
+/* A choice's words are its names, said once: where `expect` would only
+ * repeat them it is left out and made from the names. */
+START_TEST(test_choice_names_are_not_written_twice)
+{
+  for (guint id = 0; id < SIM_KEY_COUNT; id++) {
+    const SimSchemaKey *k = sim_schema_key((SimKeyId)id);
+    if (k->type != SIM_VALUE_CHOICE)
+      continue;
+    g_autofree char *names = sim_error_choices(k->names);
+    ck_assert_msg(k->expect == NULL || strcmp(k->expect, names) != 0, "%s: expect repeats its names", k->key);
+    ck_assert_str_eq(sim_schema_expect((SimKeyId)id), k->expect ? k->expect : names);
+  }
+  ck_assert_str_eq(sim_schema_expect(SIM_KEY_POLICY_KIND), "resident, offload, checkpoint or plan");
+  ck_assert_str_eq(sim_schema_expect(SIM_KEY_POLICY_FRAMEWORK),
+                   "none, save_on_cpu, verl, te, megatron, torchtune or deepspeed");
 }
 END_TEST
 
@@ -180,8 +203,7 @@ static guint
 kinds_of(const char *cell)
 {
   if (strcmp(cell, "all") == 0)
-    return (1u << SIM_POLICY_RESIDENT) | (1u << SIM_POLICY_OFFLOAD) | (1u << SIM_POLICY_CHECKPOINT) |
-           (1u << SIM_POLICY_PLAN);
+    return SIM_POLICY_KINDS_ALL;
   guint mask = 0;
   g_auto(GStrv) names = g_strsplit(cell, ",", -1);
   for (char **n = names; *n; n++)
@@ -212,7 +234,7 @@ check_row(SimSchemaGroup group, char **cells, gboolean *covered)
     SimSchemaGroup look = group;
     SimKeyId id = SIM_KEY_COUNT;
     if (group == SIM_GROUP_POLICY) {
-      for (guint k = 0; k < 4 && id == SIM_KEY_COUNT; k++)
+      for (guint k = 0; k < SIM_POLICY_KIND_COUNT && id == SIM_KEY_COUNT; k++)
         if (kinds & (1u << k))
           id = sim_schema_find(group, key, k);
     } else {
@@ -273,6 +295,84 @@ START_TEST(test_readme_tables_match_the_schema)
 }
 END_TEST
 
+/* ---- the README's catalogs ------------------------------------------------ */
+
+/* The backticked words of `text`, joined by ", ". */
+static char *
+backticked(const char *text)
+{
+  GString *out = g_string_new(NULL);
+  for (const char *at = strchr(text, '`'); at; at = strchr(at, '`')) {
+    const char *end = strchr(at + 1, '`');
+    ck_assert_msg(end != NULL, "README: unpaired ` in %s", text);
+    g_string_append_printf(out, "%s%.*s", out->len ? ", " : "", (int)(end - at - 1), at + 1);
+    at = end + 1;
+  }
+  return g_string_free(out, FALSE);
+}
+
+/* The README's row starting `prefix`, its cell `cell` (1 = the first). */
+static char *
+readme_cell(const char *prefix, guint cell)
+{
+  g_auto(GStrv) lines = NULL;
+  guint at = test_readme_table(prefix, &lines);
+  g_auto(GStrv) cells = g_strsplit(lines[at], "|", -1);
+  ck_assert_msg(g_strv_length(cells) > cell, "README: row %s has no cell %u", prefix, cell);
+  return g_strdup(g_strstrip(cells[cell]));
+}
+
+/* The first cells of the table whose header row starts `header`, joined by ", ". */
+static char *
+readme_first_cells(const char *header)
+{
+  g_auto(GStrv) lines = NULL;
+  guint at = test_readme_table(header, &lines) + 2; /* past the header and |---| */
+  GString *out = g_string_new(NULL);
+  for (; lines[at] && g_str_has_prefix(lines[at], "| `"); at++) {
+    g_auto(GStrv) cells = g_strsplit(lines[at], "|", -1);
+    g_autofree char *names = backticked(cells[1]);
+    g_string_append_printf(out, "%s%s", out->len ? ", " : "", names);
+  }
+  return g_string_free(out, FALSE);
+}
+
+/* The names of a NULL-terminated array from `first` on, joined by ", ". */
+static char *
+joined(const char *const *names, guint first)
+{
+  return g_strjoinv(", ", (char **)names + first);
+}
+
+START_TEST(test_readme_lists_the_catalogs)
+{
+  g_autofree char *kinds = joined(sim_policy_kind_names, 0), *actions = joined(sim_action_names, 0);
+  g_autofree char *presets = joined(sim_framework_names, 1), *targets = joined(planner_target_names, 0);
+  /* [policy.NAME]'s kind and actions rows, one backticked name per row of the maps. */
+  g_autofree char *kind_cell = readme_cell("| `kind` |", 4), *kind_names = backticked(kind_cell);
+  ck_assert_str_eq(kind_names, kinds);
+  g_autofree char *action_cell = readme_cell("| `actions` |", 4), *action_names = backticked(action_cell);
+  ck_assert_str_eq(action_names, actions);
+  /* framework's row names every preset (before its link), the presets table has a row each. */
+  g_autofree char *framework_cell = readme_cell("| `framework` | offload, plan |", 4);
+  *strstr(framework_cell, " ([Framework presets]") = '\0';
+  g_autofree char *framework_names = backticked(framework_cell);
+  ck_assert_str_eq(framework_names, presets);
+  g_autofree char *preset_rows = readme_first_cells("| `framework` | from | what it sets |");
+  ck_assert_str_eq(preset_rows, presets);
+  /* offsim plan's --emit table: a row per target, in the map's order. */
+  g_autofree char *target_rows = readme_first_cells("| NAME | what its configuration expresses |");
+  ck_assert_str_eq(target_rows, targets);
+  /* [transformer] hf_config's row: hf_config.c's families, dense, gpt2, then the mixtures. */
+  g_autofree char *dense = sim_hf_config_family_names(SIM_HF_FAMILIES_LLAMA_DENSE, FALSE);
+  g_autofree char *gpt2 = sim_hf_config_family_names(SIM_HF_FAMILIES_GPT2, FALSE);
+  g_autofree char *extra = sim_hf_config_family_names(SIM_HF_FAMILIES_LLAMA_EXTRA, FALSE);
+  g_autofree char *families = g_strdup_printf("(%s, %s, and the mixtures of experts %s)", dense, gpt2, extra);
+  g_autofree char *hf_cell = readme_cell("| `hf_config` |", 4);
+  ck_assert_msg(strstr(hf_cell, families) != NULL, "README: [transformer] hf_config does not list %s", families);
+}
+END_TEST
+
 /* The fuzz dictionary knows every key and every choice, so the fuzzer can reach them. */
 START_TEST(test_fuzz_dictionary_names_every_key)
 {
@@ -296,6 +396,7 @@ schema_suite(void)
   Suite *s = suite_create("schema");
   TCase *rows = tcase_create("rows");
   tcase_add_test(rows, test_every_row_is_whole);
+  tcase_add_test(rows, test_choice_names_are_not_written_twice);
   tcase_add_test(rows, test_every_default_parses);
   tcase_add_test(rows, test_defaults_are_the_loaded_values);
   tcase_add_test(rows, test_policy_defaults_are_the_models);
@@ -304,6 +405,7 @@ schema_suite(void)
   TCase *docs = tcase_create("docs");
   tcase_add_test(docs, test_readme_tables_match_the_schema);
   tcase_add_test(docs, test_fuzz_dictionary_names_every_key);
+  tcase_add_test(docs, test_readme_lists_the_catalogs);
   suite_add_tcase(s, docs);
   return s;
 }

@@ -500,6 +500,10 @@ START_TEST(hf_bad_input_is_named)
     { "ops = hf\nnorm = layernorm\n", "norm, mlp and positions: ops = hf follows the modeling code of a supported "
                                       "model_type, which has norm = rmsnorm, mlp = swiglu and positions = 0 (llama, "
                                       "qwen2, mistral) or norm = layernorm, mlp = gelu and positions above 0 (gpt2)" },
+    /* The families are hf_config.c's table's: every MoE family of the llama layout, deepseek_v3 too. */
+    { "ops = hf\nmlp = gelu\npositions = 64\nnorm = layernorm\nlinear_bias = true\nqk_norm = true\n",
+      "experts: ops = hf has experts and qk_norm in the llama layout only (mixtral, qwen2_moe, qwen3_moe, "
+      "deepseek_v3: norm = rmsnorm, mlp = swiglu)" },
     { "ops = hf\nmlp = gelu\npositions = 64\nnorm = layernorm\nkv_heads = 2\n", "kv_heads and head_dim: gpt2" },
     { "ops = hf\nmlp = gelu\npositions = 8\nnorm = layernorm\n", "seq: gpt2 takes at most `positions` tokens" },
     { "ops = hf\ntp = 2\n", "tp and sp: ops = hf follows HuggingFace's modeling code on one GPU" },

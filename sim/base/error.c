@@ -103,3 +103,23 @@ sim_error_quote_in(const char *message, const char *value)
   g_string_replace(out, value, quoted, 0);
   return g_string_free(g_steal_pointer(&out), FALSE);
 }
+
+void
+sim_error_append_choice(GString *out, const char *name, guint i, guint n, const char *conjunction)
+{
+  if (i > 0 && i + 1 < n)
+    g_string_append(out, ", ");
+  else if (i > 0)
+    g_string_append_printf(out, " %s ", conjunction);
+  g_string_append(out, name);
+}
+
+char *
+sim_error_choices(const char *const *names)
+{
+  GString *out = g_string_new(NULL);
+  guint n = g_strv_length((char **)names);
+  for (guint i = 0; i < n; i++)
+    sim_error_append_choice(out, names[i], i, n, "or");
+  return g_string_free(out, FALSE);
+}

@@ -51,4 +51,11 @@ char *sim_error_printable(const char *message);
  * ("got '...'") and knows the user's value the parser echoed. */
 char *sim_error_quote_in(const char *message, const char *value);
 
+/* Catalogs say their names in messages and --help as "a, b or c": name `i`
+ * of `n` appended to `out` after the separator its place takes ("", ", ",
+ * or `conjunction` between spaces: "or", "and"); sim_error_choices the
+ * whole list of a NULL-terminated array, with "or" (a new string, g_free). */
+void sim_error_append_choice(GString *out, const char *name, guint i, guint n, const char *conjunction);
+char *sim_error_choices(const char *const *names);
+
 G_END_DECLS

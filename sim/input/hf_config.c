@@ -128,11 +128,21 @@ read_head_dim(Reader *r, guint64 hidden, guint64 heads, guint64 *out)
  * layout of its modeling code (which reader takes its fields, which field
  * names its messages use, which op lists sim/input/transformer_ops.c
  * builds: llama-like or gpt2), and what sets its QKV bias and its sliding
- * window.  Adding a family of an existing layout is one row here. */
-typedef enum {
-  LAYOUT_LLAMA, /* RMSNorm, SwiGLU, RoPE, GQA */
-  LAYOUT_GPT2,  /* LayerNorm, GeLU, learned positions, Conv1D with biases */
-} Layout;
+ * window.  Adding a family of an existing layout is one row here: the
+ * messages, `offsim model --help` and the README check
+ * (tests/test_schema.c) list the families from it. */
+#define LAYOUT_LLAMA SIM_HF_LAYOUT_LLAMA
+#define LAYOUT_GPT2 SIM_HF_LAYOUT_GPT2
+typedef SimHfLayout Layout;
+
+/* What each layout's modeling code is in [transformer] keys: a group
+ * written by hand with ops = hf must be one of these. */
+static const struct {
+  gboolean layernorm, gelu, learned_positions;
+} layouts[SIM_HF_LAYOUT_COUNT] = {
+  [LAYOUT_LLAMA] = { FALSE, FALSE, FALSE },
+  [LAYOUT_GPT2] = { TRUE, TRUE, TRUE },
+};
 
 typedef enum {
   BIAS_FIELD,  /* attention_bias, default false */
@@ -188,14 +198,51 @@ family_of(const char *model_type)
   return NULL;
 }
 
-/* "llama, qwen2, mistral or gpt2", for messages. */
-static char *
-family_list(void)
+gboolean
+sim_hf_config_layout_of(const SimTransformer *c, SimHfLayout *layout)
 {
-  GString *out = g_string_new(NULL);
+  for (guint i = 0; i < SIM_HF_LAYOUT_COUNT; i++)
+    if (layouts[i].layernorm == c->layernorm && layouts[i].gelu == c->gelu &&
+        layouts[i].learned_positions == (c->max_positions > 0)) {
+      *layout = (SimHfLayout)i;
+      return TRUE;
+    }
+  return FALSE;
+}
+
+static gboolean
+family_in(const Family *f, SimHfFamilies which)
+{
+  gboolean extra = f->moe != MOE_NONE || f->qk_norm || f->mla;
+  switch (which) {
+  case SIM_HF_FAMILIES_ALL:
+    return TRUE;
+  case SIM_HF_FAMILIES_LLAMA_DENSE:
+    return f->layout == LAYOUT_LLAMA && !extra;
+  case SIM_HF_FAMILIES_LLAMA_EXTRA:
+    return f->layout == LAYOUT_LLAMA && extra;
+  case SIM_HF_FAMILIES_GPT2:
+    return f->layout == LAYOUT_GPT2;
+  }
+  g_assert_not_reached();
+}
+
+char *
+sim_hf_config_family_names(SimHfFamilies which, gboolean or_last)
+{
+  guint n = 0, k = 0;
   for (guint i = 0; i < G_N_ELEMENTS(families); i++)
-    g_string_append_printf(out, "%s%s", i == 0 ? "" : i + 1 < G_N_ELEMENTS(families) ? ", " : " or ",
-                           families[i].model_type);
+    n += family_in(&families[i], which);
+  GString *out = g_string_new(NULL);
+  for (guint i = 0; i < G_N_ELEMENTS(families); i++) {
+    if (!family_in(&families[i], which))
+      continue;
+    if (or_last)
+      sim_error_append_choice(out, families[i].model_type, k, n, "or");
+    else
+      g_string_append_printf(out, "%s%s", k ? ", " : "", families[i].model_type);
+    k++;
+  }
   return g_string_free(out, FALSE);
 }
 
@@ -540,7 +587,7 @@ sim_hf_config_load_data(const char *data, gssize length, const char *origin, Sim
   }
   const Family *family = family_of(type);
   if (family == NULL) {
-    g_autofree char *expected = family_list();
+    g_autofree char *expected = sim_hf_config_family_names(SIM_HF_FAMILIES_ALL, TRUE);
     g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "%s: field 'model_type': '%s' is not supported (expected %s)",
                 origin, type, expected);
     return FALSE;

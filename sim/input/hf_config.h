@@ -39,6 +39,30 @@ G_BEGIN_DECLS
 
 gboolean sim_hf_config_load(const char *path, SimTransformer *config, GError **error);
 
+/* The layouts of HF's modeling code offsim follows (ops = hf): llama's
+ * (RMSNorm, SwiGLU, RoPE, GQA) and gpt2's (LayerNorm, GeLU, learned
+ * positions, Conv1D with biases). */
+typedef enum {
+  SIM_HF_LAYOUT_LLAMA,
+  SIM_HF_LAYOUT_GPT2,
+  SIM_HF_LAYOUT_COUNT,
+} SimHfLayout;
+
+/* The layout whose norm, MLP and positions `config` has; FALSE if none. */
+gboolean sim_hf_config_layout_of(const SimTransformer *config, SimHfLayout *layout);
+
+/* Which families a list names. */
+typedef enum {
+  SIM_HF_FAMILIES_ALL,
+  SIM_HF_FAMILIES_LLAMA_DENSE, /* the llama layout's without experts, q/k norms or latent attention */
+  SIM_HF_FAMILIES_LLAMA_EXTRA, /* the llama layout's with one of them */
+  SIM_HF_FAMILIES_GPT2,
+} SimHfFamilies;
+
+/* The model_types of `which`, in the table's order, for messages and
+ * --help: "a, b, c", or with `or_last` "a, b or c".  A new string. */
+char *sim_hf_config_family_names(SimHfFamilies which, gboolean or_last);
+
 /* How messages name the keys a config.json of the gpt2 layout (`gpt2`) or
  * of the llama one sets in the same field whatever the file holds
  * ("field 'num_hidden_layers'"); NULL for the others (those derived when a

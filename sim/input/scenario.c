@@ -90,7 +90,7 @@ require(const char *top, const char *group_name, const SimConfigGroup *g, SimKey
     return TRUE;
   g_autofree char *group = sim_error_quote(group_name);
   g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "%s: [%s] %s: missing required key (expected %s)",
-              g ? g->file : top, group, k->key, k->expect);
+              g ? g->file : top, group, k->key, sim_schema_expect(id));
   return FALSE;
 }
 
@@ -1017,9 +1017,19 @@ check_schedule(const SimConfigGroup *g, const SimPolicy *p, const SimWorkload *w
       p->framework != SIM_FRAMEWORK_DEEPSPEED)
     return fail(error, g, e, "chooses the code framework = deepspeed follows (release or master); framework = %s "
                 "has no versions", fw);
-  if (p->checkpoint && !sim_framework_offloads_checkpoints(p->framework))
-    return fail(error, g, entry_of(g, SIM_KEY_POLICY_CHECKPOINT),
-                "%s does not offload checkpoint inputs (verl, deepspeed and torchtune do)", fw);
+  if (p->checkpoint && !sim_framework_offloads_checkpoints(p->framework)) {
+    /* The presets that do, from SIM_FRAMEWORK_MAP's column. */
+    const char *those[SIM_FRAMEWORK_COUNT];
+    guint n = 0;
+    for (guint f = SIM_FRAMEWORK_NONE + 1; f < SIM_FRAMEWORK_COUNT; f++)
+      if (sim_framework_offloads_checkpoints((SimFramework)f))
+        those[n++] = sim_framework_names[f];
+    g_autoptr(GString) names = g_string_new(NULL);
+    for (guint i = 0; i < n; i++)
+      sim_error_append_choice(names, those[i], i, n, "and");
+    return fail(error, g, entry_of(g, SIM_KEY_POLICY_CHECKPOINT), "%s does not offload checkpoint inputs (%s do)", fw,
+                names->str);
+  }
   if (!p->checkpoint && p->framework == SIM_FRAMEWORK_DEEPSPEED)
     return fail(error, g, entry_of(g, SIM_KEY_POLICY_CHECKPOINT),
                 "deepspeed moves only the inputs of checkpointed layers (checkpoint = true)");

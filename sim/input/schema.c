@@ -56,8 +56,7 @@ static const char *const ops_names[] = { "fused", "hf", NULL };
 static const char *const optimizer_names[] = { "none", "adamw", NULL };
 
 #define OFFLOAD_PLAN ((1u << SIM_POLICY_OFFLOAD) | (1u << SIM_POLICY_PLAN))
-#define ALL_KINDS ((1u << SIM_POLICY_RESIDENT) | (1u << SIM_POLICY_OFFLOAD) | (1u << SIM_POLICY_CHECKPOINT) | \
-                   (1u << SIM_POLICY_PLAN))
+#define ALL_KINDS SIM_POLICY_KINDS_ALL
 #define BIT(kind) (1u << (kind))
 
 #define M(field) ((gssize)offsetof(SimMachine, field))
@@ -217,22 +216,18 @@ static const SimSchemaKey keys[SIM_KEY_COUNT] = {
   [SIM_KEY_TRANSFORMER_SEQ] = { SIM_GROUP_TRANSFORMER, "seq", SIM_VALUE_COUNT, SIM_NEED_REQUIRED, .offset = T(seq),
                                 .min = 1, .max = 1 << 24, .expect = "a whole number such as 512" },
   [SIM_KEY_TRANSFORMER_DTYPE] = { SIM_GROUP_TRANSFORMER, "dtype", SIM_VALUE_CHOICE, .offset = T(dtype),
-                                  .names = sim_dtype_names, .fallback = "bf16",
-                                  .expect = "fp32, bf16 or fp16" },
+                                  .names = sim_dtype_names, .fallback = "bf16" },
   [SIM_KEY_TRANSFORMER_NORM] = { SIM_GROUP_TRANSFORMER, "norm", SIM_VALUE_CHOICE, .offset = T(layernorm),
-                                 .names = norm_names, .fallback = "rmsnorm",
-                                 .expect = "rmsnorm or layernorm" },
+                                 .names = norm_names, .fallback = "rmsnorm" },
   [SIM_KEY_TRANSFORMER_MLP] = { SIM_GROUP_TRANSFORMER, "mlp", SIM_VALUE_CHOICE, .offset = T(gelu), .names = mlp_names,
-                                .fallback = "swiglu", .expect = "swiglu or gelu" },
+                                .fallback = "swiglu" },
   [SIM_KEY_TRANSFORMER_HIDDEN_ACT] = { SIM_GROUP_TRANSFORMER, "hidden_act", SIM_VALUE_CHOICE, .offset = T(hidden_act),
-                                       .names = sim_activation_names, .fallback = "silu",
-                                       .expect = "silu, gelu_new, gelu_pytorch_tanh or gelu" },
+                                       .names = sim_activation_names, .fallback = "silu" },
   [SIM_KEY_TRANSFORMER_ATTENTION] = { SIM_GROUP_TRANSFORMER, "attention", SIM_VALUE_CHOICE, .offset = T(attention),
                                       .names = sim_attention_names,
-                                      .doc_default = "`sdpa` for `ops = hf`, `flash` for `ops = fused`",
-                                      .expect = "eager, sdpa or flash" },
+                                      .doc_default = "`sdpa` for `ops = hf`, `flash` for `ops = fused`" },
   [SIM_KEY_TRANSFORMER_OPS] = { SIM_GROUP_TRANSFORMER, "ops", SIM_VALUE_CHOICE, .offset = T(hf_ops), .names = ops_names,
-                                .fallback = "fused", .expect = "fused or hf" },
+                                .fallback = "fused" },
   [SIM_KEY_TRANSFORMER_DROPOUT] = { SIM_GROUP_TRANSFORMER, "dropout", SIM_VALUE_NUMBER, .offset = T(dropout), .lo = 0,
                                     .hi = 1, .open = SIM_OPEN_HI, .fallback = "0",
                                     .expect = "a probability in [0, 1)" },
@@ -261,15 +256,13 @@ static const SimSchemaKey keys[SIM_KEY_COUNT] = {
    * FusedAdam, megatron/core/optimizer/__init__.py) under fused kernels. */
   [SIM_KEY_TRANSFORMER_OPTIMIZER_KERNELS] = { SIM_GROUP_TRANSFORMER, "optimizer_kernels", SIM_VALUE_CHOICE,
                                               .offset = T(optimizer_kernels), .names = sim_optimizer_kernels_names,
-                                              .doc_default = "`foreach` for `ops = hf`, `fused` for `ops = fused`",
-                                              .expect = "foreach or fused" },
+                                              .doc_default = "`foreach` for `ops = hf`, `fused` for `ops = fused`" },
   /* Follows ops: PyTorch's zero_grad(set_to_none=True) under HF's code,
    * Megatron's contiguous gradient buffer under fused kernels. */
   [SIM_KEY_TRANSFORMER_GRADS] = { SIM_GROUP_TRANSFORMER, "grads", SIM_VALUE_CHOICE, .offset = T(grads_kept),
-                                  .names = grads_names, .doc_default = "`set-to-none` for `ops = hf`, `kept` for `ops = fused`",
-                                  .expect = "set-to-none or kept" },
+                                  .names = grads_names, .doc_default = "`set-to-none` for `ops = hf`, `kept` for `ops = fused`" },
   [SIM_KEY_TRANSFORMER_OUTPUTS] = { SIM_GROUP_TRANSFORMER, "outputs", SIM_VALUE_CHOICE, .offset = T(outputs_held),
-                                    .names = outputs_names, .fallback = "dropped", .expect = "dropped or held" },
+                                    .names = outputs_names, .fallback = "dropped" },
   /* Mixture of experts (sim/input/transformer.h); 0 experts: dense. */
   [SIM_KEY_TRANSFORMER_EXPERTS] = { SIM_GROUP_TRANSFORMER, "experts", SIM_VALUE_COUNT, .offset = T(experts), .min = 0,
                                     .max = 1 << 16, .fallback = "0", .expect = "a whole number such as 128 (0: dense)" },
@@ -327,8 +320,7 @@ static const SimSchemaKey keys[SIM_KEY_COUNT] = {
                                       .min = 1, .max = 1 << 16, .fallback = "1",
                                       .expect = "a micro-batch count such as 8" },
   [SIM_KEY_PARALLEL_SCHEDULE] = { SIM_GROUP_PARALLEL, "schedule", SIM_VALUE_CHOICE, .offset = PAR(schedule),
-                                  .names = sim_pipe_schedule_names, .fallback = "1f1b",
-                                  .expect = "gpipe, 1f1b or interleaved" },
+                                  .names = sim_pipe_schedule_names, .fallback = "1f1b" },
   /* Megatron's --num-layers-per-virtual-pipeline-stage, as a chunk count. */
   [SIM_KEY_PARALLEL_VIRTUAL] = { SIM_GROUP_PARALLEL, "virtual", SIM_VALUE_COUNT, .offset = PAR(virtual_chunks),
                                  .min = 1, .max = LAYERS_MAX, .fallback = "1",
@@ -342,8 +334,7 @@ static const SimSchemaKey keys[SIM_KEY_COUNT] = {
                             .expect = "an expert-parallel degree such as 8 (dividing dp and experts)" },
   /* ZeRO's stages over the dp replicas (sim/model/sharding.h). */
   [SIM_KEY_PARALLEL_SHARDING] = { SIM_GROUP_PARALLEL, "sharding", SIM_VALUE_CHOICE, .offset = PAR(sharding),
-                                  .names = sim_sharding_names, .fallback = "none",
-                                  .expect = "none, optimizer, gradients or full" },
+                                  .names = sim_sharding_names, .fallback = "none" },
   [SIM_KEY_PARALLEL_SPLIT] = { SIM_GROUP_PARALLEL, "split", SIM_VALUE_LIST, .offset = HAND, .doc_default = "even",
                                .expect = "one layer count per chunk, pp × virtual of them in model order, such as 7, 9, 9, 7" },
   /* NVLink 4 (H100 SXM): 900 GB/s per GPU, both directions together. */
@@ -425,8 +416,7 @@ static const SimSchemaKey keys[SIM_KEY_COUNT] = {
                                 .fallback = "123us", .expect = "a time such as 123us" },
 
   [SIM_KEY_POLICY_KIND] = { SIM_GROUP_POLICY, "kind", SIM_VALUE_CHOICE, SIM_NEED_REQUIRED, .offset = P(kind),
-                            .names = sim_policy_kind_names, .kinds = ALL_KINDS,
-                            .expect = "resident, offload, checkpoint or plan" },
+                            .names = sim_policy_kind_names, .kinds = ALL_KINDS },
   [SIM_KEY_POLICY_MODE] = { SIM_GROUP_POLICY, "mode", SIM_VALUE_CHOICE, .offset = P(async), .names = offload_modes,
                             .kinds = OFFLOAD_PLAN,
                             .expect = "sync or async (offload, plan); full or selective (checkpoint)" },
@@ -454,8 +444,7 @@ static const SimSchemaKey keys[SIM_KEY_COUNT] = {
                                   .expect = "a size such as 1MiB" },
   /* A preset of the keys below, as the framework's code sets them (scenario.c, framework_presets). */
   [SIM_KEY_POLICY_FRAMEWORK] = { SIM_GROUP_POLICY, "framework", SIM_VALUE_CHOICE, .offset = P(framework),
-                                 .names = sim_framework_names, .kinds = OFFLOAD_PLAN,
-                                 .expect = "none, save_on_cpu, verl, te, megatron, torchtune or deepspeed" },
+                                 .names = sim_framework_names, .kinds = OFFLOAD_PLAN },
   [SIM_KEY_POLICY_PIN_MEMORY] = { SIM_GROUP_POLICY, "pin_memory", SIM_VALUE_BOOL, .offset = HAND, .fallback = "false",
                                   .kinds = OFFLOAD_PLAN, .expect = "true or false (with framework = save_on_cpu)" },
   /* Read by hand before the preset is applied: which code the preset follows. */
@@ -469,27 +458,23 @@ static const SimSchemaKey keys[SIM_KEY_COUNT] = {
                                        .expect = "Megatron's module names, comma-separated: attn_norm, qkv_linear, "
                                                  "core_attn, attn_proj, mlp_norm, expert_fc1, moe_act (with framework = megatron)" },
   [SIM_KEY_POLICY_PINNED] = { SIM_GROUP_POLICY, "pinned", SIM_VALUE_CHOICE, .offset = P(pinned),
-                              .names = pinned_names, .kinds = OFFLOAD_PLAN, .expect = "pooled, per-tensor, pageable or caching" },
+                              .names = pinned_names, .kinds = OFFLOAD_PLAN },
   [SIM_KEY_POLICY_SCOPE] = { SIM_GROUP_POLICY, "scope", SIM_VALUE_CHOICE, .offset = P(scope_all), .names = scope_names,
-                             .kinds = BIT(SIM_POLICY_OFFLOAD), .expect = "layers or all" },
+                             .kinds = BIT(SIM_POLICY_OFFLOAD) },
   [SIM_KEY_POLICY_PARAMS] = { SIM_GROUP_POLICY, "params", SIM_VALUE_CHOICE, .offset = P(params),
-                              .names = params_names, .kinds = OFFLOAD_PLAN,
-                              .expect = "skip, copy or views" },
+                              .names = params_names, .kinds = OFFLOAD_PLAN },
   [SIM_KEY_POLICY_LEAVES] = { SIM_GROUP_POLICY, "leaves", SIM_VALUE_CHOICE, .offset = P(copy_leaves),
-                              .names = leaves_names, .kinds = OFFLOAD_PLAN,
-                              .expect = "keep or copy" },
+                              .names = leaves_names, .kinds = OFFLOAD_PLAN },
   [SIM_KEY_POLICY_START] = { SIM_GROUP_POLICY, "start", SIM_VALUE_CHOICE, .offset = P(start_tensor), .names = start_names,
-                             .kinds = OFFLOAD_PLAN, .expect = "group or tensor" },
+                             .kinds = OFFLOAD_PLAN },
   [SIM_KEY_POLICY_STREAMS] = { SIM_GROUP_POLICY, "streams", SIM_VALUE_CHOICE, .offset = P(shared_stream),
-                               .names = streams_names, .kinds = OFFLOAD_PLAN,
-                               .expect = "separate or shared" },
+                               .names = streams_names, .kinds = OFFLOAD_PLAN },
   [SIM_KEY_POLICY_INFLIGHT_UNIT] = { SIM_GROUP_POLICY, "inflight_unit", SIM_VALUE_CHOICE, .offset = P(inflight_unit),
-                                     .names = inflight_unit_names, .kinds = OFFLOAD_PLAN,
-                                     .expect = "groups, tensors or window" },
+                                     .names = inflight_unit_names, .kinds = OFFLOAD_PLAN },
   [SIM_KEY_POLICY_FREE] = { SIM_GROUP_POLICY, "free", SIM_VALUE_CHOICE, .offset = P(free), .names = free_names,
                             .kinds = OFFLOAD_PLAN, .expect = "copy-end or next-commit" },
   [SIM_KEY_POLICY_RELOAD] = { SIM_GROUP_POLICY, "reload", SIM_VALUE_CHOICE, .offset = P(reload), .names = reload_names,
-                              .kinds = OFFLOAD_PLAN, .expect = "prefetch, on-demand or on-unpack" },
+                              .kinds = OFFLOAD_PLAN },
   [SIM_KEY_POLICY_HEAD_WAIT] = { SIM_GROUP_POLICY, "head_wait", SIM_VALUE_BOOL, .offset = P(head_wait),
                                  .kinds = OFFLOAD_PLAN, .expect = "true or false" },
   [SIM_KEY_POLICY_MIN_ELEMENTS] = { SIM_GROUP_POLICY, "min_elements", SIM_VALUE_COUNT64, .offset = P(min_elements),
@@ -553,6 +538,21 @@ sim_schema_key(SimKeyId id)
     g_once_init_leave(&once, 1);
   }
   return &resolved[id];
+}
+
+const char *
+sim_schema_expect(SimKeyId id)
+{
+  /* Made once, kept for the process: the names of a catalog's choices. */
+  static const char *made[SIM_KEY_COUNT];
+  static gsize once;
+  if (g_once_init_enter(&once)) {
+    for (guint i = 0; i < SIM_KEY_COUNT; i++)
+      made[i] = keys[i].expect ? keys[i].expect : sim_error_choices(keys[i].names);
+    g_once_init_leave(&once, 1);
+  }
+  g_assert(id < SIM_KEY_COUNT);
+  return made[id];
 }
 
 const char *

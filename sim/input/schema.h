@@ -251,11 +251,17 @@ typedef struct {
   const char *fallback;        /* the default as scenario text; NULL: required or derived */
   const char *doc_default;     /* a derived default as the README says it ("the sum"); NULL with a fallback or none */
   guint kinds;                 /* SIM_GROUP_POLICY: the kinds that take it, 1 << SimPolicyKind */
-  const char *expect;          /* what a value looks like, for messages: "a size such as 80GiB" */
+  const char *expect;          /* what a value looks like, for messages: "a size such as 80GiB"; NULL for a
+                                * choice that is a catalog's names (sim_schema_expect says them) */
 } SimSchemaKey;
 
 /* Key `id`'s row.  Never NULL for id < SIM_KEY_COUNT. */
 const SimSchemaKey *sim_schema_key(SimKeyId id);
+
+/* What key `id`'s value looks like, for messages: its `expect`, or a
+ * choice's names as "a, b or c" (made from the catalog, so a new preset or
+ * kind is said without a second list). */
+const char *sim_schema_expect(SimKeyId id);
 
 /* The group's name as written in a file: "device", "layer.N", "policy.NAME". */
 const char *sim_schema_group_name(SimSchemaGroup group);

@@ -4,6 +4,7 @@
 
 #include "base/error.h"
 #include "base/units.h"
+#include "input/hf_config.h"
 #include "input/schema.h"
 #include "model/sharding.h"
 
@@ -67,16 +68,22 @@ static gboolean
 hf_validate(const SimTransformer *c, const char *const *names, GError **error)
 {
 #define N(id) name_of(names, SIM_KEY_TRANSFORMER_##id)
-  gboolean llama = !c->layernorm && !c->gelu && c->max_positions == 0;
-  gboolean gpt2 = c->layernorm && c->gelu && c->max_positions > 0;
-  if (!llama && !gpt2)
+  SimHfLayout layout;
+  gboolean known = sim_hf_config_layout_of(c, &layout);
+  gboolean llama = known && layout == SIM_HF_LAYOUT_LLAMA, gpt2 = known && layout == SIM_HF_LAYOUT_GPT2;
+  /* The families each layout stands for come from hf_config.c's table. */
+  if (!known) {
+    g_autofree char *dense = sim_hf_config_family_names(SIM_HF_FAMILIES_LLAMA_DENSE, FALSE);
+    g_autofree char *gpt2s = sim_hf_config_family_names(SIM_HF_FAMILIES_GPT2, FALSE);
     g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT,
                 "%s, %s and %s: ops = hf follows the modeling code of a supported model_type, which has norm = "
-                "rmsnorm, mlp = swiglu and positions = 0 (llama, qwen2, mistral) or norm = layernorm, mlp = gelu and "
-                "positions above 0 (gpt2)", N(NORM), N(MLP), N(POSITIONS));
-  else if (!llama && (c->experts || c->qk_norm))
+                "rmsnorm, mlp = swiglu and positions = 0 (%s) or norm = layernorm, mlp = gelu and "
+                "positions above 0 (%s)", N(NORM), N(MLP), N(POSITIONS), dense, gpt2s);
+  } else if (!llama && (c->experts || c->qk_norm)) {
+    g_autofree char *extra = sim_hf_config_family_names(SIM_HF_FAMILIES_LLAMA_EXTRA, FALSE);
     g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "%s: ops = hf has experts and qk_norm in the llama layout only "
-                "(mixtral, qwen2_moe, qwen3_moe: norm = rmsnorm, mlp = swiglu)", N(EXPERTS));
+                "(%s: norm = rmsnorm, mlp = swiglu)", N(EXPERTS), extra);
+  }
   else if (c->tp != 1 || c->sp)
     g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "%s and %s: ops = hf follows HuggingFace's modeling code on one "
                 "GPU: tp = 1 and sp = false", N(TP), N(SP));

@@ -13,7 +13,7 @@
  * stream, to pageable memory unless pin_memory; the unpack hook copies it
  * back when backward reads it. */
 static void
-save_on_cpu(SimPolicy *p)
+preset_save_on_cpu(SimPolicy *p)
 {
   p->async = FALSE;
   p->start_tensor = TRUE;
@@ -34,7 +34,7 @@ save_on_cpu(SimPolicy *p)
  * once per group, parameters skipped, the last layer kept; host buffers
  * from torch.empty(pin_memory=True), PyTorch's caching host allocator. */
 static void
-verl(SimPolicy *p)
+preset_verl(SimPolicy *p)
 {
   p->async = TRUE;
   p->start_tensor = FALSE;
@@ -67,7 +67,7 @@ verl(SimPolicy *p)
  * allocator, which serves a step's requests from the blocks the step
  * before freed. */
 static void
-te(SimPolicy *p)
+preset_te(SimPolicy *p)
 {
   p->async = TRUE;
   p->start_tensor = TRUE;
@@ -132,7 +132,7 @@ sim_framework_megatron_hooked(guint names)
  * keyed by shape, reset and reused every iteration (l. 150-259, 480,
  * 551-558): the caching host allocator's blocks. */
 static void
-megatron(SimPolicy *p)
+preset_megatron(SimPolicy *p)
 {
   p->async = TRUE;
   p->start_tensor = FALSE;
@@ -171,7 +171,7 @@ megatron(SimPolicy *p)
  * _NoopSaveInputs), which the hook offloads: only the checkpoint inputs
  * move. */
 static void
-torchtune(SimPolicy *p)
+preset_torchtune(SimPolicy *p)
 {
   p->async = TRUE;
   p->start_tensor = TRUE;
@@ -215,7 +215,7 @@ torchtune(SimPolicy *p)
  * pool of tensor.pin_memory() blocks (l. 168-181): the caching host
  * allocator's, reused. */
 static void
-deepspeed(SimPolicy *p)
+preset_deepspeed(SimPolicy *p)
 {
   p->checkpoint = TRUE;
   p->reload = SIM_RELOAD_ON_DEMAND;
@@ -236,22 +236,30 @@ deepspeed(SimPolicy *p)
   p->pinned = SIM_PINNED_CACHING;
 }
 
+/* SIM_FRAMEWORK_NONE: the options stay as given. */
+static void
+preset_none(SimPolicy *p)
+{
+  (void)p;
+}
+
 void
 sim_framework_preset(SimPolicy *p, SimFramework f)
 {
-  static void (*const presets[SIM_FRAMEWORK_COUNT])(SimPolicy *) = {
-    [SIM_FRAMEWORK_SAVE_ON_CPU] = save_on_cpu, [SIM_FRAMEWORK_VERL] = verl,           [SIM_FRAMEWORK_TE] = te,
-    [SIM_FRAMEWORK_MEGATRON] = megatron,       [SIM_FRAMEWORK_TORCHTUNE] = torchtune, [SIM_FRAMEWORK_DEEPSPEED] = deepspeed,
-  };
+#define PRESET_(e, name, checkpoints) [SIM_FRAMEWORK_##e] = preset_##name,
+  static void (*const presets[])(SimPolicy *) = { SIM_FRAMEWORK_MAP(PRESET_) };
+#undef PRESET_
   g_assert(f < SIM_FRAMEWORK_COUNT);
   p->framework = f;
-  if (presets[f])
-    presets[f](p);
+  presets[f](p);
 }
 
 gboolean
 sim_framework_offloads_checkpoints(SimFramework f)
 {
-  return f == SIM_FRAMEWORK_NONE || f == SIM_FRAMEWORK_VERL || f == SIM_FRAMEWORK_DEEPSPEED ||
-         f == SIM_FRAMEWORK_TORCHTUNE;
+#define CHECKPOINTS_(e, name, checkpoints) [SIM_FRAMEWORK_##e] = checkpoints,
+  static const gboolean checkpoints[] = { SIM_FRAMEWORK_MAP(CHECKPOINTS_) };
+#undef CHECKPOINTS_
+  g_assert(f < SIM_FRAMEWORK_COUNT);
+  return checkpoints[f];
 }

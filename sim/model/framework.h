@@ -10,8 +10,10 @@
  * each framework's code (docs/reference.md and README, "Framework
  * presets", give the version, file and lines); a [policy.NAME] group with
  * `framework = NAME` starts from them and every key it gives beside
- * overrides one.  What a framework does that no option expresses is listed
- * in the README beside its preset.
+ * overrides one.  A preset is a row of SIM_FRAMEWORK_MAP (sim/model/
+ * policy.h) and its function preset_NAME in framework.c.  What a
+ * framework does that no option expresses is listed in the README beside
+ * its preset.
  */
 #pragma once
 
@@ -31,9 +33,8 @@ extern const char *const sim_framework_megatron_modules[];
 guint32 sim_framework_megatron_hooked(guint names);
 #define SIM_FRAMEWORK_MEGATRON_ALL 0x7fu
 
-/* Whether the framework offloads checkpoint inputs at all (verl with its
- * checkpointing, DeepSpeed's cpu_checkpointing, torchtune under a
- * non-reentrant checkpoint); the others refuse or have no such mode. */
+/* Whether the framework offloads checkpoint inputs at all: the third column
+ * of SIM_FRAMEWORK_MAP (sim/model/policy.h). */
 gboolean sim_framework_offloads_checkpoints(SimFramework framework);
 
 G_END_DECLS

@@ -55,14 +55,13 @@ sim_policy_free(SimPolicy *p)
   g_free(p);
 }
 
-const char *const sim_policy_kind_names[] = { "resident", "offload", "checkpoint", "plan", NULL };
-G_STATIC_ASSERT(G_N_ELEMENTS(sim_policy_kind_names) == SIM_POLICY_KIND_COUNT + 1);
-const char *const sim_action_names[] = { "keep", "offload", "recompute", "recompute+offload", "selective",
-                                         "selective+offload", NULL };
-G_STATIC_ASSERT(G_N_ELEMENTS(sim_action_names) == SIM_ACTION_COUNT + 1);
-const char *const sim_framework_names[] = { "none", "save_on_cpu", "verl", "te", "megatron", "torchtune", "deepspeed",
-                                            NULL };
-G_STATIC_ASSERT(G_N_ELEMENTS(sim_framework_names) == SIM_FRAMEWORK_COUNT + 1);
+#define NAME_(e, name) name,
+#define FRAMEWORK_NAME_(e, name, checkpoints) #name,
+const char *const sim_policy_kind_names[] = { SIM_POLICY_KIND_MAP(NAME_) NULL };
+const char *const sim_action_names[] = { SIM_ACTION_MAP(NAME_) NULL };
+const char *const sim_framework_names[] = { SIM_FRAMEWORK_MAP(FRAMEWORK_NAME_) NULL };
+#undef NAME_
+#undef FRAMEWORK_NAME_
 const char *const sim_version_names[] = { "release", "master", NULL };
 
 const char *

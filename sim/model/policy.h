@@ -28,23 +28,44 @@
 
 G_BEGIN_DECLS
 
+/* The catalogs below are one list each, X(ENUM, name, ...) a row (as
+ * libuv's UV_ERRNO_MAP): the enum, the name arrays (sim/model/policy.c),
+ * the schema's parsers and messages, --help and the tests of the README's
+ * tables are all made from them, so a new row is the only list to edit.
+ *
+ * The policy kinds: X(ENUM suffix, name scenarios write). */
+#define SIM_POLICY_KIND_MAP(X) \
+  X(RESIDENT, "resident")      \
+  X(OFFLOAD, "offload")        \
+  X(CHECKPOINT, "checkpoint")  \
+  X(PLAN, "plan")
+
+#define SIM_POLICY_KIND_ENUM_(e, name) SIM_POLICY_##e,
 typedef enum {
-  SIM_POLICY_RESIDENT,
-  SIM_POLICY_OFFLOAD,
-  SIM_POLICY_CHECKPOINT,
-  SIM_POLICY_PLAN,
+  SIM_POLICY_KIND_MAP(SIM_POLICY_KIND_ENUM_)
   SIM_POLICY_KIND_COUNT, /* the number of kinds: size of per-kind tables */
 } SimPolicyKind;
+#undef SIM_POLICY_KIND_ENUM_
 
+/* Every kind, as a mask of 1 << SimPolicyKind. */
+#define SIM_POLICY_KINDS_ALL ((1u << SIM_POLICY_KIND_COUNT) - 1)
+
+/* The actions a layer takes: X(ENUM suffix, name `actions` writes). */
+#define SIM_ACTION_MAP(X)                                                                            \
+  X(KEEP, "keep")                                                                                    \
+  X(OFFLOAD, "offload")                                                                              \
+  X(RECOMPUTE, "recompute")                 /* full: keep the input, recompute the forward */        \
+  X(RECOMPUTE_OFFLOAD, "recompute+offload") /* full recompute, its kept input offloaded (DeepSpeed    \
+                                             * cpu_checkpointing) */                                 \
+  X(SELECTIVE, "selective")                 /* drop the selective tensors, recompute them */         \
+  X(SELECTIVE_OFFLOAD, "selective+offload") /* selective recompute, offload the rest */
+
+#define SIM_ACTION_ENUM_(e, name) SIM_ACTION_##e,
 typedef enum {
-  SIM_ACTION_KEEP,
-  SIM_ACTION_OFFLOAD,
-  SIM_ACTION_RECOMPUTE,         /* full: keep the input, recompute the forward */
-  SIM_ACTION_RECOMPUTE_OFFLOAD, /* full recompute, its kept input offloaded (DeepSpeed cpu_checkpointing) */
-  SIM_ACTION_SELECTIVE,         /* drop the selective tensors, recompute them */
-  SIM_ACTION_SELECTIVE_OFFLOAD, /* selective recompute, offload the rest */
+  SIM_ACTION_MAP(SIM_ACTION_ENUM_)
   SIM_ACTION_COUNT,
 } SimAction;
+#undef SIM_ACTION_ENUM_
 
 /* The actions before SIM_ACTION_SELECTIVE (keep, offload, recompute,
  * recompute+offload) need nothing of the workload; the selective ones need
@@ -90,17 +111,28 @@ typedef enum {
   SIM_INFLIGHT_WINDOW,  /* TransformerEngine: with n of L layers offloaded, groups = L - n */
 } SimInflightUnit;
 
-/* The frameworks a preset reproduces (`framework`); NONE: no preset. */
+/* The frameworks a preset reproduces (`framework`); NONE: no preset.
+ * X(ENUM suffix, name, offloads checkpoint inputs): the name is scenario
+ * text and names the preset's function in sim/model/framework.c
+ * (preset_NAME, which must exist); the third column is what
+ * sim_framework_offloads_checkpoints says (verl with its checkpointing,
+ * DeepSpeed's cpu_checkpointing, torchtune under a non-reentrant
+ * checkpoint; the others refuse or have no such mode). */
+#define SIM_FRAMEWORK_MAP(X)            \
+  X(NONE, none, TRUE)                   \
+  X(SAVE_ON_CPU, save_on_cpu, FALSE)    \
+  X(VERL, verl, TRUE)                   \
+  X(TE, te, FALSE)                      \
+  X(MEGATRON, megatron, FALSE)          \
+  X(TORCHTUNE, torchtune, TRUE)         \
+  X(DEEPSPEED, deepspeed, TRUE)
+
+#define SIM_FRAMEWORK_ENUM_(e, name, checkpoints) SIM_FRAMEWORK_##e,
 typedef enum {
-  SIM_FRAMEWORK_NONE,
-  SIM_FRAMEWORK_SAVE_ON_CPU,
-  SIM_FRAMEWORK_VERL,
-  SIM_FRAMEWORK_TE,
-  SIM_FRAMEWORK_MEGATRON,
-  SIM_FRAMEWORK_TORCHTUNE,
-  SIM_FRAMEWORK_DEEPSPEED,
+  SIM_FRAMEWORK_MAP(SIM_FRAMEWORK_ENUM_)
   SIM_FRAMEWORK_COUNT,
 } SimFramework;
+#undef SIM_FRAMEWORK_ENUM_
 
 /* Which code of a framework a preset follows (`version`, DeepSpeed's only):
  * its latest release, or its main branch where that has moved on. */
@@ -197,8 +229,8 @@ SimPolicy *sim_policy_new(const char *name, SimPolicyKind kind);
 void sim_policy_free(SimPolicy *policy);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(SimPolicy, sim_policy_free)
 
-/* The names scenarios write, indexed by the enum, NULL-terminated: the one
- * table the loader, the reports and the plan block read. */
+/* The names scenarios write, indexed by the enum, NULL-terminated, made
+ * from the maps above: what the loader, the reports and the plan block read. */
 extern const char *const sim_policy_kind_names[];
 extern const char *const sim_action_names[];
 extern const char *const sim_framework_names[];

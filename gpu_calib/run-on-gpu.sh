@@ -116,8 +116,10 @@ offsim=$build/cli/offsim
 calib=$build/gpu_calib/offsim-calib
 [ -x "$offsim" ] || fail "no offsim in $build"
 
-# 2. The Python, compiled (byte code kept out of the source tree).
-PYTHONPYCACHEPREFIX=$out/pycache "$PYTHON" -m py_compile "$src"/gpu_calib/*.py || fail "the Python does not compile"
+# 2. The Python (python/offsim_torch, run as a package from the source tree), compiled; no
+# byte code in the source tree.
+export PYTHONPATH="$src/python${PYTHONPATH:+:$PYTHONPATH}" PYTHONDONTWRITEBYTECODE=1
+PYTHONPYCACHEPREFIX=$out/pycache "$PYTHON" -m py_compile "$src"/python/offsim_torch/*.py || fail "the Python does not compile"
 log "python: $PYTHON ($("$PYTHON" -c 'import torch; print("torch", torch.__version__)'))"
 
 # The GEMM list of the calibration: the two models the ground truths and the
@@ -165,7 +167,7 @@ fi
 pairs=()
 for preset in "${presets[@]}"; do
   log "ground_truth.py --preset $preset --device $device"
-  stage 200 "$out/truth-$preset.log" "$PYTHON" "$src/gpu_calib/ground_truth.py" --preset "$preset" \
+  stage 200 "$out/truth-$preset.log" "$PYTHON" -m offsim_torch.ground_truth --preset "$preset" \
     --device "$device" ${extra[@]+"${extra[@]}"} --out "$out/truth-$preset.json" \
     --write-scenario "$out/truth-$preset.ini" --profile "$profile"
   "$offsim" compare "$out/truth-$preset.ini" >"$out/predicted-$preset.txt"
@@ -182,7 +184,7 @@ else
   fw_args=(--device cuda --dtype bf16 --batch 66 --seq 256)
 fi
 log "frameworks.py ${fw_args[*]}"
-stage 240 "$out/frameworks.log" "$PYTHON" "$src/gpu_calib/frameworks.py" "${fw_args[@]}" \
+stage 240 "$out/frameworks.log" "$PYTHON" -m offsim_torch.frameworks "${fw_args[@]}" \
   --out "$out/frameworks.json" --write-scenario "$out/frameworks.ini" --profile "$profile"
 grep '^|\|^[a-z_]*: kept\|finding' "$out/frameworks.log" >"$out/frameworks.txt" || true
 # offsim reads `framework =` once the presets are in; until then it names the key.
@@ -198,4 +200,4 @@ cat "$out/kernel-model.txt"
 echo "frameworks.py ${fw_args[*]}$([ $dry_run = 1 ] && echo ' (dry run: CPU stand-in streams, counts only)'):"
 cat "$out/frameworks.txt"
 if [ -s "$out/frameworks-predicted.txt" ]; then cat "$out/frameworks-predicted.txt"; fi
-"$PYTHON" "$src/gpu_calib/compare_table.py" "${pairs[@]}" | tee "$out/table.txt"
+"$PYTHON" -m offsim_torch.compare_table "${pairs[@]}" | tee "$out/table.txt"

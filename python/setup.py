@@ -1,5 +1,6 @@
 """Packages python/offsim with the library CMake built (cli/api.h): the package runs the
 `offsim` command's own code, so it is installed from a build, never built apart from it.
+Beside it python/offsim_torch, pure Python over torch (the recorder and the GPU harnesses).
 
 The library is OFFSIM_LIBRARY, or build/python/offsim/liboffsim.so beside this folder (the
 README's `cmake --build build`)."""
@@ -33,7 +34,7 @@ setup(
     name="offsim",
     version="0.1.0",
     description="Activation-offload scheduling simulator: the offsim commands as pandas DataFrames",
-    packages=["offsim"],
+    packages=["offsim", "offsim_torch"],
     python_requires=">=3.9",
     cmdclass={"build_py": BuildPy},
     distclass=BinaryDistribution,

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""offsim's framework presets against gpu_calib/frameworks.py's handlers, on CPU.
+"""offsim's framework presets against python/offsim_torch/frameworks.py's handlers, on CPU.
 
 The harness runs each framework's handler (written after the framework's
 code, not after offsim) on a 4-layer qwen2 at batch 8 x 128 in fp32 and
@@ -50,7 +50,8 @@ def check(ok, what):
 
 with tempfile.TemporaryDirectory() as tmp:
     out, ini = os.path.join(tmp, "fw.json"), os.path.join(tmp, "fw.ini")
-    subprocess.run(["/usr/bin/python3", os.path.join(root, "gpu_calib", "frameworks.py"), "--device", "cpu",
+    # python/ on PYTHONPATH (tests/CMakeLists.txt), which the child inherits.
+    subprocess.run(["/usr/bin/python3", "-m", "offsim_torch.frameworks", "--device", "cpu",
                     "--config", os.path.join(root, "tests", "data", "hf", "configs", "qwen2-fw.json"),
                     "--batch", "8", "--seq", "128", "--dtype", "fp32", "--te-min", "16384",
                     "--megatron-min", "65536", "--out", out, "--write-scenario", ini,

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""gpu_calib/frameworks.py on CPU: every preset's handler runs one step of
+"""python/offsim_torch/frameworks.py on CPU: every preset's handler runs one step of
 tests/data/hf/configs/qwen2-fw.json (4 layers) and moves what its framework's
 code moves.  Run by ctest as `frameworks` (exit 77 without torch).
 
@@ -22,10 +22,7 @@ try:
 except ImportError:
     sys.exit(77)
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.dont_write_bytecode = True
-sys.path.insert(0, os.path.join(ROOT, "gpu_calib"))
-import frameworks as fw  # noqa: E402
+from offsim_torch import frameworks as fw  # noqa: E402  (python/ on PYTHONPATH: tests/CMakeLists.txt)
 
 TE_MIN, MEGATRON_MIN = 2 ** 14, 2 ** 13
 failures = []

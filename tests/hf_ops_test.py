@@ -2,7 +2,7 @@
 """offsim's per-op memory timeline against real autograd, layer by layer.
 
 For every recording of tests/data/hf (one training step of HF-style models,
-torch 1.13 on the CPU, gpu_calib/record/recorder.py), the most memory held
+torch 1.13 on the CPU, python/offsim_torch/recorder.py), the most memory held
 while each (phase, layer) runs, in the recording and in offsim's resident run
 of the same step (`offsim run --memory --timeline`, ops = hf), above the
 parameters.  From the recording, what only this torch or only the CPU holds
@@ -15,7 +15,7 @@ is taken out, each found in the curve itself:
     operand, a result buffer) and free them before the aten call returns;
     cuBLAS does not;
   - inside a stand-in for a CUDA kernel (gpt2's LayerNorm, fused dropout,
-    SDPA's kernels: gpu_calib/record/standins.py) the points are its CPU
+    SDPA's kernels: python/offsim_torch/standins.py) the points are its CPU
     decomposition's temporaries, not the kernel's: left out; what the
     stand-in leaves allocated shows at the points after it.
 
@@ -68,7 +68,7 @@ RECORDINGS = [
     ("llama-smallvocab-eager-fp32", "llama-smallvocab", "fp32", "eager"),
     ("gpt2-smallvocab-eager-bf16", "gpt2-smallvocab", "bf16", "eager"),
     ("gpt2-smallvocab-eager-fp32", "gpt2-smallvocab", "fp32", "eager"),
-    # Mixtures of experts (gpu_calib/record/moe_models.py) at seq 4, where their routing is even.  Their
+    # Mixtures of experts (python/offsim_torch/moe_models.py) at seq 4, where their routing is even.  Their
     # layers are checked; their loss head's backward is not: at batch 2 x seq 4 offsim's head holds
     # 16,440 bytes (two fp32 tokens x vocab buffers) less than the recording, and so does a dense
     # llama-tiny recorded at seq 4 (-17.4 %, recorder.py --hf-config llama-tiny.json --batch 2 --seq 4

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""gpu_calib/record/ on the CPU with Debian's python3-torch (exit 77 without torch).
+"""The recorder (python/offsim_torch/) on the CPU with Debian's python3-torch (exit 77 without torch).
 
 1. The CUDA stand-ins (standins.py) give the loss and gradients of the plain
    eager version: dropout to the bit, LayerNorm and the three attention
@@ -17,8 +17,13 @@
 4. Bad input: an unsupported model_type or activation is refused, naming
    the field and the supported values.
 5. --module: every bad factory, step and --layers is exit 2 naming what is
-   wrong; gpu_calib/record/examples/tiny_moe.py records on meta as on the CPU
+   wrong; python/offsim_torch/examples/tiny_moe.py records on meta as on the CPU
    (LayerNorm's statistics aside), convolution_backward answered on meta.
+6. The decoder of [transformer] (decoder.py) recorded by module name equals
+   tests/data/trace/'s minimal-column files row for row, but for the two
+   differences tests/data/trace/README.md names.
+
+The package is imported from PYTHONPATH (CTest sets it to python/).
 """
 import io
 import json
@@ -39,12 +44,8 @@ except ImportError:
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DATA = os.path.join(ROOT, "tests", "data", "hf")
-sys.path.insert(0, os.path.join(ROOT, "gpu_calib", "record"))
 
-import hf_models  # noqa: E402
-import lifetimes  # noqa: E402
-import recorder  # noqa: E402
-import standins  # noqa: E402
+from offsim_torch import hf_models, lifetimes, recorder, standins  # noqa: E402  (after the skip)
 
 FAILURES = []
 
@@ -213,8 +214,8 @@ def read_commands():
     for line in block.group(1).splitlines():
         if line.strip():
             words = shlex.split(line)
-            assert words[:2] == ["/usr/bin/python3", "gpu_calib/record/recorder.py"], line
-            commands.append(words[2:])
+            assert words[:4] == ["PYTHONPATH=python", "/usr/bin/python3", "-m", "offsim_torch.recorder"], line
+            commands.append(words[4:])
     return commands, text
 
 
@@ -328,7 +329,7 @@ def test_reproduce(commands, readme):
 
 # ------------------------------------------------------- 5. --module --
 
-EXAMPLE = os.path.join(ROOT, "gpu_calib", "record", "examples", "tiny_moe.py")
+EXAMPLE = os.path.join(ROOT, "python", "offsim_torch", "examples", "tiny_moe.py")
 
 BAD_MODULE = """
 import torch, torch.nn as nn
@@ -376,7 +377,8 @@ def test_module():
         base = ["--batch", "2", "--seq", "4", "--out", out]
         cases = [
             (["--module", os.path.join(tmp, "nope.py") + ":build"], "no file"),
-            (["--module", bad], "expected PATH.py:FACTORY"),
+            (["--module", bad], "expected PATH.py:FACTORY or MODULE:FACTORY"),
+            (["--module", "offsim_torch.nope:build"], "no module 'offsim_torch.nope'"),
             (["--module", bad + ":missing"], "has no 'missing'"),
             (["--module", bad + ":raises"], "the factory raised RuntimeError: out of ideas"),
             (["--module", bad + ":narrow"], "must take keyword arguments batch, seq, device and dtype"),
@@ -443,6 +445,39 @@ def test_bad_input():
               "recorder.py exits 2 on an unsupported model_type and writes nothing")
 
 
+# ------------------------------------------- 6. the minimal columns --
+
+MINIMAL = ("layer", "op", "name", "bytes", "dtype", "shape", "is_parameter", "storage", "storage_bytes", "saved")
+
+
+def test_minimal_columns():
+    """decoder.py's shapes recorded by the one recorder, cut to tests/data/trace/'s columns."""
+    import csv
+    for shape, seq in (("tiny", 128), ("small", 256)):
+        with open(os.path.join(ROOT, "tests", "data", "trace", f"qwen2-{shape}.csv"), newline="") as f:
+            reader = csv.DictReader(f)
+            check(tuple(reader.fieldnames) == MINIMAL, f"qwen2-{shape}.csv has the ten minimal columns only")
+            committed = list(reader)
+        with tempfile.TemporaryDirectory() as tmp:
+            out = os.path.join(tmp, "t.csv")
+            rc, err = run_recorder(["--module", f"offsim_torch.decoder:{shape}", "--batch", "2", "--seq", str(seq),
+                                    "--dtype", "fp32", "--no-lifetimes", "--out", out])
+            check(rc == 0, f"offsim_torch.decoder:{shape} records by module name: {err.strip()}")
+            tensors = [r for r in recorder.read_csv(out) if r["flops"] == ""]
+        wrapped = functional = 0
+        same = len(tensors) == len(committed)
+        for new, old in zip(tensors, committed):
+            cut = {c: new[c] for c in MINIMAL}
+            if new["adjust"] == "wrapped-number" and cut["saved"] == "0" and old["saved"] == "1":
+                cut["saved"], wrapped = "1", wrapped + 1
+            if cut["op"] == "root" and old["op"] == "functional":
+                cut["op"], functional = "functional", functional + 1
+            same = same and cut == old
+        check(same and wrapped > 0 and functional > 0,
+              f"qwen2-{shape}.csv = the recorder's {len(tensors)} tensor rows in ten columns, but {wrapped} "
+              f"wrapped-number rows (saved 0) and {functional} rows outside any module (op root)")
+
+
 def main():
     torch.set_num_threads(1)
     start = time.time()
@@ -458,6 +493,7 @@ def main():
     test_reproduce(commands, readme)
     test_bad_input()
     test_module()
+    test_minimal_columns()
     print(f"{len(FAILURES)} failed, {time.time() - start:.1f} s")
     return 1 if FAILURES else 0
 

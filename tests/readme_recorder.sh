@@ -16,14 +16,14 @@ commands=$(awk '/<!-- recorder-commands:begin -->/{m=1; next} /<!-- recorder-com
 [ "$(printf '%s\n' "$commands" | wc -l)" -eq 2 ] || fail "expected two commands between the recorder-commands markers"
 record=$(printf '%s\n' "$commands" | sed -n 1p)
 compare=$(printf '%s\n' "$commands" | sed -n 2p)
-case $record in "$python gpu_calib/record/recorder.py "*" --out "*.csv) ;; *) fail "the first command must run recorder.py and end with --out FILE.csv" ;; esac
+case $record in "PYTHONPATH=python $python -m offsim_torch.recorder "*" --out "*.csv) ;; *) fail "the first command must run PYTHONPATH=python $python -m offsim_torch.recorder and end with --out FILE.csv" ;; esac
 case $compare in "./build/cli/offsim compare "*) ;; *) fail "the second command must be ./build/cli/offsim compare" ;; esac
 
 scratch=$(mktemp -d)
 trap 'rm -rf "$scratch"' EXIT
 out=${record##* --out }
-# shellcheck disable=SC2086 # the command's words split on purpose
-(cd "$src" && ${record% --out *} --out "$scratch/t.csv") 2>"$scratch/err" || fail "'$record' failed: $(cat "$scratch/err")"
+# shellcheck disable=SC2086 # the command's words split on purpose; env, for its PYTHONPATH=
+(cd "$src" && env ${record% --out *} --out "$scratch/t.csv") 2>"$scratch/err" || fail "'$record' failed: $(cat "$scratch/err")"
 cmp -s "$scratch/t.csv" "$src/$out" || fail "$out is not what '$record' writes"
 cmp -s "$scratch/t.json" "$src/${out%.csv}.json" || fail "${out%.csv}.json is not what '$record' writes"
 

@@ -1,6 +1,6 @@
 /* tests/test_hf_memory.c — the memory timeline of `ops = hf` against the
  * allocated-memory curves of real PyTorch steps (the JSON files of
- * tests/data/hf, torch.profiler on the CPU, gpu_calib/record/recorder.py).
+ * tests/data/hf, torch.profiler on the CPU, python/offsim_torch/recorder.py).
  *
  * First the first node of backward, LogSoftmaxBackward0, in every
  * recording: every saved tensor alive, no gradient yet (set_to_none), two

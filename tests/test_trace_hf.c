@@ -1,6 +1,6 @@
 /* tests/test_trace_hf.c — the two routes to an HF model's workload check
  * each other: `[trace]` on a recording of the real PyTorch step
- * (the CSV files of tests/data/hf, gpu_calib/record/recorder.py) and `[transformer]
+ * (the CSV files of tests/data/hf, python/offsim_torch/recorder.py) and `[transformer]
  * ops = hf` on the same config.json (sim_hf_config_load, then
  * sim_transformer_build).  Per layer, for the embedding and for the head:
  * saved bytes, references, leaves, parameter, shared and host references;
@@ -43,7 +43,7 @@ static const Recording recordings[] = {
   { "gpt2-sdpa-bf16", "gpt2", SIM_DTYPE_BF16, SIM_ATTENTION_SDPA, 16 },
   { "gpt2-flash-bf16", "gpt2", SIM_DTYPE_BF16, SIM_ATTENTION_FLASH, 16 },
   { "gpt2-eager-fp32", "gpt2", SIM_DTYPE_FP32, SIM_ATTENTION_EAGER, 16 },
-  /* Mixtures of experts (gpu_calib/record/moe_models.py), recorded on
+  /* Mixtures of experts (python/offsim_torch/moe_models.py), recorded on
    * token ids whose routing is even in every layer (4 tokens per expert),
    * as the generator routes them by default. */
   { "mixtral-b2s4-eager-bf16", "mixtral", SIM_DTYPE_BF16, SIM_ATTENTION_EAGER, 4 },

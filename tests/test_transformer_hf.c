@@ -1,6 +1,6 @@
 /* tests/test_transformer_hf.c — `[transformer] ops = hf` against the
  * recordings of real PyTorch autograd in tests/data/hf (HF-style qwen2, llama
- * and gpt2 written op by op, recorded by gpu_calib/record/recorder.py), per
+ * and gpt2 written op by op, recorded by python/offsim_torch/recorder.py), per
  * layer, for the embedding and for the loss head, to the byte; one layer of
  * qwen2 by hand; and what ops = hf refuses rather than approximates. */
 #include "testutil.h"

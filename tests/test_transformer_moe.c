@@ -3,7 +3,7 @@
  * routing (balanced, an imbalance, a capacity) by hand, an ops = fused MoE
  * layer's saved bytes by hand, which layers are MoE, and every bad MoE input
  * named.  The op-by-op match with real autograd is tests/test_trace_hf.c's
- * (recordings of gpu_calib/record/moe_models.py). */
+ * (recordings of python/offsim_torch/moe_models.py). */
 #include "testutil.h"
 
 #include "base/error.h"

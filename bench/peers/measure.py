@@ -27,8 +27,7 @@ import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, HERE)
-import scenario  # noqa: E402
+import scenario  # beside this script, where Python looks first
 
 PY = "/usr/bin/python3"
 TENSORS = 32

@@ -19,7 +19,7 @@ import sys
 import tempfile
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+# gen, mip_plan and scenario are modules beside this script, where Python looks first.
 import gen  # noqa: E402
 import mip_plan  # noqa: E402
 from scenario import load  # noqa: E402

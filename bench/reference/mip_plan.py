@@ -24,10 +24,10 @@ import sys
 import tempfile
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import pulp  # noqa: E402
+import pulp
 
-from scenario import ScenarioError, load, parse_size  # noqa: E402
+# scenario is a module beside this script, where Python looks first.
+from scenario import ScenarioError, load, parse_size
 
 ACTIONS = ("keep", "offload", "recompute", "recompute+offload")
 K_, O_, R_, RO_ = range(4)

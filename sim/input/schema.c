@@ -305,7 +305,7 @@ static const SimSchemaKey keys[SIM_KEY_COUNT] = {
                                        .expect = "a whole number such as 128" },
 
   [SIM_KEY_TRACE_FILE] = { SIM_GROUP_TRACE, "file", SIM_VALUE_PATH, SIM_NEED_REQUIRED, .offset = HAND,
-                           .expect = "the path of a CSV from gpu_calib/record_saved_tensors.py" },
+                           .expect = "the path of a CSV from python/offsim_torch/recorder.py" },
   [SIM_KEY_TRACE_FORWARD] = { SIM_GROUP_TRACE, "forward", SIM_VALUE_TIME, SIM_NEED_SOMETIMES,
                               "unless the file has op counts (`recorder.py`)", .offset = HAND,
                               .expect = "a time such as 2ms (per layer)" },

@@ -22,7 +22,7 @@ static const char *const column_names[N_COLS] = {
 /* What the header says about the file's kind. */
 typedef struct {
   int index[N_COLS];
-  /* A `leaf` column: gpu_calib/record/recorder.py's format, which lists
+  /* A `leaf` column: python/offsim_torch/recorder.py's format, which lists
    * every reference autograd packs, so parameter rows and references to
    * an earlier layer's storage become tensors of their own (held
    * elsewhere) instead of being dropped. */
@@ -455,7 +455,7 @@ apply_times(SimWorkload *w, const Counts *counts, gint64 top, const char *origin
   for (gint64 l = 0; l <= top; l++) {
     if (!counts[l + 1].counted) {
       g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "%s: layer %" G_GINT64_FORMAT " has no op counts (rows with "
-                  "flops and moved: recorded by gpu_calib/record/recorder.py)", origin, l);
+                  "flops and moved: recorded by python/offsim_torch/recorder.py)", origin, l);
       return FALSE;
     }
     time_stage(sim_workload_layer(w, (guint)l), &counts[l + 1], dev);
@@ -612,7 +612,7 @@ trace_load(const char *data, gsize length, const char *origin, const char *name,
   }
   if (device && !counted) {
     g_set_error(error, SIM_ERROR, SIM_ERROR_INPUT, "%s: no op counts (columns flops and moved, as "
-                "gpu_calib/record/recorder.py writes them): give [trace] forward (and backward) instead", origin);
+                "python/offsim_torch/recorder.py writes them): give [trace] forward (and backward) instead", origin);
     return NULL;
   }
   g_autoptr(SimWorkload) w = sim_workload_new(name, (guint)top + 1);

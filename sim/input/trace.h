@@ -1,8 +1,7 @@
 /* sim/input/trace.h — a workload from a recording of what autograd saved.
  *
- * gpu_calib/record/recorder.py (and the older gpu_calib/
- * record_saved_tensors.py) write one CSV row per saved reference (README,
- * `[trace]`, for the columns).  This module turns such a file into a
+ * python/offsim_torch/recorder.py writes one CSV row per saved reference
+ * (README, `[trace]`, for the columns).  This module turns such a file into a
  * SimWorkload: rows of layer N become layer N's tensors, "embed" and "head"
  * rows the embedding and loss-head stages.  References to one storage are
  * one tensor with `refs` references, sized by the storage (storage_bytes).
@@ -14,7 +13,8 @@
  * (trace_ops.c); other loads drop them.
  *
  * Two readings, chosen by the header:
- * - without a `leaf` column (record_saved_tensors.py): parameters are left
+ * - without a `leaf` column (a file in the first columns only, such as
+ *   tests/data/trace/'s or one written by hand): parameters are left
  *   out (static memory, not activations) and a storage already counted in
  *   an earlier layer (RoPE tables, masks shared by every layer) is dropped
  *   from the later ones;

@@ -1,6 +1,6 @@
 /* sim/input/trace_ops.c — a recording's stages as op lists.
  *
- * The recorder (gpu_calib/record/recorder.py) places every row: a forward
+ * The recorder (python/offsim_torch/recorder.py) places every row: a forward
  * row in the forward op that ran it or saved it (forward_op: one run of one
  * module, a new one at every module entry and exit), a backward row in the
  * autograd node that ran it or unpacks it (backward_op: the node's place in

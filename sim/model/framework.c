@@ -156,7 +156,7 @@ preset_megatron(SimPolicy *p)
  * (l. 177-194), each save waiting for the copies five save-ids back (l.
  * 165-174); no dedup; under 1 KiB, nn.Parameter objects and buffers stay
  * (l. 149-164), but views of parameters (nn.Linear saves weight.t()) are
- * copied (gpu_calib/frameworks.py found them).  Each host buffer is
+ * copied (python/offsim_torch/frameworks.py found them).  Each host buffer is
  * torch.empty_like(activation, pin_memory=True, device="cpu") (l.
  * 182-184): the caching host allocator.  Its context wraps the model's
  * forward but the output head, under a NoOpManager (l. 409-434), and the

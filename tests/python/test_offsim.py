@@ -3,7 +3,7 @@ the CLI's stdout byte for byte, its DataFrame is that text parsed, and its error
 stderr line and exit status.  Nothing here is a recorded output: each expectation is the
 binary's answer to the same question.
 
-Run by ctest (tests/CMakeLists.txt: python_package) with PYTHONPATH=build/python,
+Run by ctest (tests/CMakeLists.txt: python_package) with PYTHONPATH=build/python:tests,
 OFFSIM_BINARY and OFFSIM_SOURCE set.
 """
 
@@ -23,8 +23,7 @@ BINARY = os.environ["OFFSIM_BINARY"]
 SOURCE = os.environ["OFFSIM_SOURCE"]
 SCENARIOS = os.path.join(SOURCE, "scenarios")
 BUNDLED = sorted(glob.glob(os.path.join(SCENARIOS, "*.ini")))
-sys.path.insert(0, os.path.join(SOURCE, "tests"))
-from clitest import real_data  # noqa: E402  (where the real traces and snapshots are)
+from clitest import real_data  # noqa: E402  (tests/, on PYTHONPATH: where the real traces and snapshots are)
 
 
 def real_file(relative):
@@ -274,7 +273,7 @@ def test_a_refused_write_fails_as_a_closed_stdout():
 
 def test_pip_installs_from_the_checkout_without_network(tmp_path):
     """`pip install --no-build-isolation --no-index` of a copy of python/ packages this build's
-    library; the installed package runs."""
+    library; the installed package runs, and offsim_torch (the PyTorch tools) is installed beside it."""
     pytest.importorskip("pip")
     src = tmp_path / "src"
     shutil.copytree(os.path.join(SOURCE, "python"), src, ignore=shutil.ignore_patterns("build", "*.egg-info", "__pycache__"))
@@ -287,6 +286,10 @@ def test_pip_installs_from_the_checkout_without_network(tmp_path):
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True)
     assert p.stdout == cli_ok("run", "--format", "csv")
     assert p.stderr.startswith(str(tmp_path / "site"))
+    code = "import offsim_torch, sys; sys.stdout.write(offsim_torch.__file__)"
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True)
+    assert p.stdout == str(tmp_path / "site" / "offsim_torch" / "__init__.py")
+    assert (tmp_path / "site" / "offsim_torch" / "recorder.py").is_file()
 
 
 def readme_block(marker, fence):

@@ -21,7 +21,7 @@ G_BEGIN_DECLS
 /* A row's place column when empty. */
 #define SIM_TRACE_NO_PLACE (-1)
 
-/* What an allocation row is (its `name`; gpu_calib/record/lifetimes.py
+/* What an allocation row is (its `name`; python/offsim_torch/lifetimes.py
  * writes them): not a row of that kind (NONE); the most a place held at
  * once of what it allocated and freed itself (WORKSPACE); a block made in
  * one place and freed in another (TRANSIENT, with the freed_* columns); a

@@ -3,8 +3,7 @@
 
 Usage from a script (the model on the CPU or on the meta device):
 
-    sys.path.insert(0, "gpu_calib/record")
-    from recorder import Recorder
+    from offsim_torch.recorder import Recorder
     with Recorder(model) as rec:            # layers found, or Recorder(model, layers=[...])
         loss = model(ids, labels=ids).loss
         loss.backward()
@@ -35,18 +34,23 @@ them, so that offsim builds each layer's op list from the file.
 Memory profiling and the counter change each other's view, so record() runs
 the step twice on the CPU (memory, then counts); on meta once.
 
-Command line (the repository's op-by-op HF implementations, hf_models.py):
+Command line (python3 -m offsim_torch.recorder from python/, or anywhere with
+PYTHONPATH=python or the package installed; the repository's op-by-op HF
+implementations, hf_models.py):
 
-    recorder.py --hf-config CONFIG --batch B --seq S --dtype fp32|bf16
+    python3 -m offsim_torch.recorder --hf-config CONFIG --batch B --seq S --dtype fp32|bf16
                 --attention eager|sdpa|sdpa-gqa|flash --device cpu|meta
                 [--kernels cuda|cpu] --out trace.csv [--json trace.json]
-    recorder.py --summary trace.csv       # per-layer table (Markdown)
+    python3 -m offsim_torch.recorder --summary trace.csv       # per-layer table (Markdown)
 
 A model of your own:
 
-    recorder.py --module PATH.py:FACTORY --batch B --seq S --dtype fp32|bf16
+    python3 -m offsim_torch.recorder --module PATH.py:FACTORY --batch B --seq S --dtype fp32|bf16
                 --device cpu|meta [--layers ATTR.PATH] --out trace.csv
 
+PATH.py is a file, loaded on its own (what it imports must be importable:
+installed, or on PYTHONPATH); MODULE:FACTORY names an importable module
+instead (offsim_torch.moe_models:qwen3_moe_tiny, offsim_torch.decoder:tiny).
 FACTORY is called as FACTORY(batch=B, seq=S, device=torch.device(D),
 dtype=torch.DTYPE) (under a mode that puts tensors made without a device on
 D, so a model built from nn modules lands on meta without allocating) and
@@ -60,9 +64,9 @@ returns either
 The layers (offload groups) are the longest nn.ModuleList or nn.Sequential
 named layers, h, layer or blocks (model.layers, transformer.h,
 encoder.layer, blocks), or --layers ATTR.PATH.  Exit 2 naming what is wrong:
-no such file, no such factory, the factory or step raising, a bad return,
+no such file or module, no such factory, the factory or step raising, a bad return,
 no layers found, a bad --layers path, an op without a meta kernel on meta.
-gpu_calib/record/examples/tiny_moe.py is an example.
+python/offsim_torch/examples/tiny_moe.py is an example.
 
 Exit status: 0; 1 an unexpected error; 2 a bad option or config field.
 See tests/data/hf/README.md for the columns, the adjustments made for torch
@@ -78,11 +82,8 @@ import weakref
 import torch
 from torch.overrides import TorchFunctionMode
 
-_HERE = os.path.dirname(os.path.abspath(__file__))
-if _HERE not in sys.path:
-    sys.path.insert(0, _HERE)
-
-import lifetimes as _lifetimes  # noqa: E402  (after the path above)
+from offsim_torch import lifetimes as _lifetimes
+from offsim_torch.tensors import nbytes, storage_ptr
 
 
 COLUMNS = ("layer", "op", "name", "bytes", "dtype", "shape", "is_parameter", "storage", "storage_bytes", "saved",
@@ -312,24 +313,24 @@ class Recorder:
         The StorageImpl address identifies a storage while it lives; a freed
         address can be reused, so an address counts as the same storage only
         while some tensor recorded with it is still alive."""
-        key, nbytes = _storage_key(t)
+        key, storage_bytes = _storage_key(t)
         entries = self._storage_ids.setdefault(key, [])
         if entries:
             sid, refs = entries[-1]
             if any(r() is not None for r in refs):
                 refs.append(weakref.ref(t))
-                return sid, nbytes
+                return sid, storage_bytes
         sid = sum(len(v) for v in self._storage_ids.values())
         entries.append((sid, [weakref.ref(t)]))
-        return sid, nbytes
+        return sid, storage_bytes
 
     def _row(self, t, op, module, name, saved, packed):
-        sid, nbytes = self._storage_id(t)
+        sid, storage_bytes = self._storage_id(t)
         key = _storage_key(t)[0]
         return {
-            "layer": self._scope, "op": op, "name": name, "bytes": t.numel() * t.element_size(),
+            "layer": self._scope, "op": op, "name": name, "bytes": nbytes(t),
             "dtype": _dtype(t), "shape": _shape(t), "is_parameter": int(key in self._params),
-            "storage": sid, "storage_bytes": nbytes, "saved": saved, "leaf": int(t.grad_fn is None),
+            "storage": sid, "storage_bytes": storage_bytes, "saved": saved, "leaf": int(t.grad_fn is None),
             "node": "", "slot": "", "module": module, "phase": self._phase, "packed": packed, "host": 0,
             "unpack": "", "adjust": "", "flops": "", "moved": "", "calls": "",
             "forward_op": self._fop, "backward_op": "", "freed_layer": "", "freed_phase": "", "freed_op": "",
@@ -344,7 +345,7 @@ class Recorder:
             producer = _node_name(t.grad_fn) if t.grad_fn is not None else "leaf"
             row = self._row(t, self._op_name(module), module, producer, 1, 1)
             if self._log is not None:
-                row["_block"] = (_storage_ptr(t), self._log.count())
+                row["_block"] = (storage_ptr(t), self._log.count())
             self.rows.append(row)
             return _Packed(t, len(self.rows) - 1)
         finally:
@@ -531,8 +532,8 @@ class Recorder:
         model = self.model
         self._params = {_storage_key(p)[0] for p in model.parameters()}
         self.static = {
-            "parameter_bytes": sum(p.numel() * p.element_size() for p in {id(p): p for p in model.parameters()}.values()),
-            "buffer_bytes": sum(b.numel() * b.element_size() for b in model.buffers()),
+            "parameter_bytes": sum(nbytes(p) for p in {id(p): p for p in model.parameters()}.values()),
+            "buffer_bytes": sum(nbytes(b) for b in model.buffers()),
         }
         for module, path in self._names.items():
             if module is model:
@@ -562,7 +563,7 @@ class Recorder:
         self._hooks = torch.autograd.graph.saved_tensors_hooks(self._pack, self._unpack)
         self._hooks.__enter__()
         if self.flops_enabled:
-            import flops
+            from offsim_torch import flops
             self._counter = flops.FlopCounter(self._where, enabled=lambda: not self._busy)
             self._counter.__enter__()
         return self
@@ -576,7 +577,7 @@ class Recorder:
         if self._prof is not None:
             if self._log is not None:
                 self._log.stop()
-                self._grad_blocks = [(_storage_ptr(p.grad), self._log.count()) for p in self.model.parameters()
+                self._grad_blocks = [(storage_ptr(p.grad), self._log.count()) for p in self.model.parameters()
                                      if p.grad is not None]
             _marker("offsim::phase:end")
             self._profiling = False
@@ -686,13 +687,6 @@ def _node_name(node):
     """An autograd node's name; a stand-in's is the CUDA node it mirrors."""
     fwd = getattr(node, "_forward_cls", None)
     return getattr(fwd, "cuda_node", None) or type(node).__name__
-
-
-def _storage_ptr(t):
-    """The address of a tensor's storage: the block the CPU allocator gave it."""
-    if hasattr(t, "untyped_storage"):
-        return t.untyped_storage().data_ptr()
-    return t.storage().data_ptr()
 
 
 def _maybe_wrapped(t, model_device):
@@ -897,7 +891,7 @@ def summary_markdown(path, memory=None):
 # ------------------------------------------------------------------- main --
 
 def _parse(argv):
-    import hf_models
+    from offsim_torch import hf_models
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--hf-config", help="an HF config.json")
     p.add_argument("--module", metavar="PATH.py:FACTORY", help="a model of your own: see the module docstring")
@@ -925,10 +919,10 @@ def _parse(argv):
     return p.parse_args(argv)
 
 
-# Where CMake builds the allocation log (gpu_calib/CMakeLists.txt: offsim_alloclog), from the
+# Where CMake builds the allocation log (python/CMakeLists.txt: offsim_alloclog), from the
 # repository root, and the variable that names another.
 ALLOC_LOG_ENV = "OFFSIM_ALLOC_LOG"
-DEFAULT_ALLOC_LOG = os.path.join("build", "gpu_calib", "liboffsim_alloclog.so")
+DEFAULT_ALLOC_LOG = os.path.join("build", "python", "liboffsim_alloclog.so")
 
 
 def _preloaded(args, may_exec):
@@ -949,7 +943,9 @@ def _preloaded(args, may_exec):
     env["OFFSIM_ALLOC_LOG_EXEC"] = "1"
     if os.environ.get("OFFSIM_ALLOC_LOG_EXEC"):
         return f"the allocation log {path} was preloaded but did not load"
-    os.execve(sys.executable, [sys.executable] + sys.argv, env)
+    # Run as `python3 -m offsim_torch.recorder`, sys.argv[0] is this file, which cannot run
+    # alone (its imports are the package's): the module again, by name.
+    os.execve(sys.executable, [sys.executable, "-m", __spec__.name] + sys.argv[1:], env)
 
 
 def _rows_text(rec):
@@ -998,7 +994,7 @@ def record(build, step, layers=None, memory=None, flops=True, lifetimes=None):
 def record_hf(config, batch, seq, dtype="fp32", attention="eager", kernels="cuda", device="cpu", seed=0,
               rope="shared", hold_outputs=False, memory=None, flops=True, lifetimes=None):
     """One training step of hf_models' model for `config` under a Recorder; returns the Recorder."""
-    import hf_models
+    from offsim_torch import hf_models
     if isinstance(dtype, str):
         dtype = hf_models.DTYPES[dtype]
 
@@ -1031,25 +1027,32 @@ class ModuleError(Exception):
 
 
 def load_factory(spec):
-    """`path.py:factory` -> the factory function."""
+    """`path.py:factory` (a file) or `module.name:factory` (an importable module) -> the factory."""
+    import importlib
     import importlib.util
     path, sep, name = spec.rpartition(":")
     if not sep or not path or not name:
-        raise ModuleError(f"--module '{spec}': expected PATH.py:FACTORY")
-    if not os.path.isfile(path):
-        raise ModuleError(f"--module '{spec}': no file '{path}'")
-    mod_name = "offsim_user_" + "".join(ch if ch.isalnum() else "_" for ch in os.path.basename(path)[:-3])
-    module_spec = importlib.util.spec_from_file_location(mod_name, path)
-    if module_spec is None:
-        raise ModuleError(f"--module '{spec}': '{path}' is not a Python file")
-    module = importlib.util.module_from_spec(module_spec)
-    sys.path.insert(0, os.path.dirname(os.path.abspath(path)))
-    try:
-        module_spec.loader.exec_module(module)
-    except Exception as e:  # the user's file: any error in it is theirs to see
-        raise ModuleError(f"--module '{spec}': importing {path} raised {type(e).__name__}: {e}") from e
-    finally:
-        sys.path.pop(0)
+        raise ModuleError(f"--module '{spec}': expected PATH.py:FACTORY or MODULE:FACTORY")
+    if not path.endswith(".py"):
+        try:
+            module = importlib.import_module(path)
+        except ImportError as e:
+            raise ModuleError(f"--module '{spec}': no module '{path}' ({e}); a file is named PATH.py") from e
+        except Exception as e:  # the user's module: any error in it is theirs to see
+            raise ModuleError(f"--module '{spec}': importing {path} raised {type(e).__name__}: {e}") from e
+        mod_name = module.__name__
+    else:
+        if not os.path.isfile(path):
+            raise ModuleError(f"--module '{spec}': no file '{path}'")
+        mod_name = "offsim_user_" + "".join(ch if ch.isalnum() else "_" for ch in os.path.basename(path)[:-3])
+        module_spec = importlib.util.spec_from_file_location(mod_name, path)
+        if module_spec is None:
+            raise ModuleError(f"--module '{spec}': '{path}' is not a Python file")
+        module = importlib.util.module_from_spec(module_spec)
+        try:
+            module_spec.loader.exec_module(module)
+        except Exception as e:  # the user's file: any error in it is theirs to see
+            raise ModuleError(f"--module '{spec}': importing {path} raised {type(e).__name__}: {e}") from e
     factory = getattr(module, name, None)
     if factory is None:
         names = sorted(n for n, v in vars(module).items() if callable(v) and not n.startswith("_")
@@ -1080,7 +1083,7 @@ def _loss_of(out):
 
 def module_step(factory, spec, batch, seq, dtype, device, seed=0):
     """build() and step(model) for record() from a factory (the contract: recorder.py's docstring)."""
-    import hf_models
+    from offsim_torch import hf_models
     import inspect
     try:
         inspect.signature(factory).bind(batch=batch, seq=seq, device=device, dtype=dtype)
@@ -1137,7 +1140,7 @@ def main(argv=None):
                 memory = json.load(f)
         print(summary_markdown(args.summary, memory))
         return 0
-    import hf_models
+    from offsim_torch import hf_models
     why = _preloaded(args, argv is None)
     if why is not None:
         print(f"recorder.py: {why}", file=sys.stderr)
@@ -1199,7 +1202,7 @@ def _record_and_write(args, run, command):
 
 def _no_meta_kernel(e):
     """The message for a step that failed on meta for want of a kernel, naming the op."""
-    import flops
+    from offsim_torch import flops
     first = str(e).splitlines()[0] if str(e) else type(e).__name__
     if isinstance(e, flops.NoMetaKernel):
         return first
@@ -1208,7 +1211,7 @@ def _no_meta_kernel(e):
 
 def main_module(args):
     """--module PATH.py:FACTORY: the user's model, recorded like --hf-config's."""
-    import hf_models
+    from offsim_torch import hf_models
     if args.hf_config is not None:
         print("recorder.py: --module and --hf-config: give one", file=sys.stderr)
         return 2

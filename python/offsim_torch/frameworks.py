@@ -10,7 +10,7 @@ on CPU the streams are synchronous stand-ins and the run checks only what is
 counted: copies, bytes, host memory, filters, and that loss and gradients
 equal a resident run bit for bit.
 
-The model is gpu_calib/record/hf_models.py's op-by-op HuggingFace decoder
+The model is hf_models.py's op-by-op HuggingFace decoder
 (qwen2 / llama / mistral layouts) built from a config.json with random
 weights; on CPU it runs the CUDA kernels' stand-ins (kernels = "cuda": SDPA
 saves what PyTorch's CUDA kernels save), on a GPU torch's own kernels.  One
@@ -182,9 +182,9 @@ parallelism, no CUDA graphs, fp8 or quantized tensors; stream waits and
 events are the frameworks' own, but the harness cannot reproduce the host
 thread's timing (on CPU nothing overlaps).
 
-Usage:
-  /usr/bin/python3 gpu_calib/frameworks.py --device cpu --check --out fw.json --write-scenario fw.ini
-  python3 gpu_calib/frameworks.py --device cuda --dtype bf16 --out fw.json   # on a GPU
+Usage (from python/, or with PYTHONPATH=python or the package installed):
+  /usr/bin/python3 -m offsim_torch.frameworks --device cpu --check --out fw.json --write-scenario fw.ini
+  python3 -m offsim_torch.frameworks --device cuda --dtype bf16 --out fw.json   # on a GPU
 """
 import argparse
 import collections
@@ -198,29 +198,20 @@ import weakref
 
 import torch
 
-sys.dont_write_bytecode = True  # no __pycache__ in the source tree
+from offsim_torch import hf_models
+from offsim_torch.tensors import cuda_device, nbytes, storage_of, storage_ptr, timed
+
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "record"))
-import hf_models  # noqa: E402
 
 PRESETS = ("save_on_cpu", "verl", "te", "megatron", "torchtune", "torchtune-ckpt", "deepspeed", "deepspeed-master")
 DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
-DEFAULT_CONFIG = os.path.join(HERE, "..", "tests", "data", "hf", "configs", "qwen2-fw.json")
+DEFAULT_CONFIG = os.path.join(HERE, "..", "..", "tests", "data", "hf", "configs", "qwen2-fw.json")
 # Which presets reload every byte they offload (the others reuse device copies).
 RELOADS_EVERYTHING = ("save_on_cpu", "verl", "te", "megatron", "deepspeed")
 
 
 def next_pow2(n):
     return 1 if n <= 1 else 1 << (n - 1).bit_length()
-
-
-def nbytes(t):
-    return t.numel() * t.element_size()
-
-
-def storage_ptr(t):
-    s = t.untyped_storage() if hasattr(t, "untyped_storage") else t.storage()
-    return s.data_ptr()
 
 
 # ----------------------------------------------------------------- runtime --
@@ -999,13 +990,12 @@ class Megatron:
         rt = self.rt
         view_meta = None
         if not src.is_contiguous():
-            storage = src.untyped_storage() if hasattr(src, "untyped_storage") else src.storage()
+            storage = storage_of(src)
             nbytes_storage = storage.nbytes()
             element = src.element_size()
             if nbytes_storage % element == 0 and src.numel() * element >= self.BASE_OFFLOAD_MIN_COVERAGE * nbytes_storage:
                 view_meta = (src.size(), src.stride(), src.storage_offset())
-                src = torch.empty(0, dtype=src.dtype, device=src.device).set_(src.storage() if not hasattr(
-                    src, "untyped_storage") else src.untyped_storage())
+                src = torch.empty(0, dtype=src.dtype, device=src.device).set_(storage)
                 rt.traffic.skipped["view offloaded as its whole storage"][0] += 1
             else:
                 src = src.contiguous()
@@ -1604,16 +1594,7 @@ def run_preset(name, model, ids, labels, rt, args, reference):
             if cuda:
                 torch.cuda.synchronize(rt.device)
                 torch.cuda.reset_peak_memory_stats(rt.device)
-                start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-                start.record()
-            t0 = time.perf_counter()
-            loss = one_step(model, ids, labels, handler)
-            if cuda:
-                end.record()
-                torch.cuda.synchronize(rt.device)
-                ms = start.elapsed_time(end)
-            else:
-                ms = (time.perf_counter() - t0) * 1e3
+            loss, ms = timed(rt.device, lambda: one_step(model, ids, labels, handler))
             steps.append({"ms": ms, "traffic": rt.traffic.as_dict(),
                           "peak_allocated_bytes": torch.cuda.max_memory_allocated(rt.device) if cuda else None,
                           "host_peak_bytes": rt.host.peak_raw, "host_peak_rounded": rt.host.peak_rounded,
@@ -1662,7 +1643,7 @@ def scenario_text(args, out_path):
     base = os.path.dirname(os.path.abspath(out_path))
     rel_config = os.path.relpath(os.path.abspath(args.config), base)
     lines = [
-        "# Written by gpu_calib/frameworks.py: the workload its handlers ran, for offsim to predict.",
+        "# Written by offsim_torch.frameworks: the workload its handlers ran, for offsim to predict.",
         "# One policy per framework preset, under the preset's name.",
         "[scenario]",
         f"name = frameworks harness: {os.path.basename(args.config)}, batch {args.batch}x{args.seq} {args.dtype}, sdpa",
@@ -1800,14 +1781,10 @@ def main(argv=None):
             parser.error(f"--presets: unknown preset {p!r} (known: {', '.join(PRESETS)})")
     if args.steps < 1:
         parser.error("--steps must be at least 1")
-    device = torch.device(args.device)
+    device = cuda_device(args.device, "frameworks.py")
     cuda = device.type == "cuda"
-    if cuda and not torch.cuda.is_available():
-        raise SystemExit("frameworks.py: no CUDA device; use --device cpu")
     args.dtype = args.dtype or ("bf16" if cuda else "fp32")
     dtype = DTYPES[args.dtype]
-    if cuda:
-        torch.cuda.set_device(device)
     with open(args.config) as f:
         config = json.load(f)
     # CPU: the CUDA kernels' stand-ins, so that autograd saves what CUDA saves.

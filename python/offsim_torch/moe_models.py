@@ -33,7 +33,7 @@ tests/test_trace_hf.c compares with offsim's balanced-routing generator;
 the count of storages matches when every expert is hit (the configs here
 have 4 experts, 2 per token, 32 tokens).
 
-    /usr/bin/python3 gpu_calib/record/recorder.py --module gpu_calib/record/moe_models.py:qwen3_moe_tiny \
+    PYTHONPATH=python /usr/bin/python3 -m offsim_torch.recorder --module python/offsim_torch/moe_models.py:qwen3_moe_tiny \
         --batch 2 --seq 16 --dtype bf16 --out tests/data/hf/qwen3_moe-eager-bf16.csv
 
 deepseek_v3 (DeepseekV3ForCausalLM, written from our reading of transformers'
@@ -71,7 +71,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-import hf_models
+from offsim_torch import hf_models
 
 CONFIGS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tests", "data", "hf", "configs")
 
@@ -470,7 +470,7 @@ def qwen2_moe_tiny(batch, seq, device, dtype):
 if __name__ == "__main__":
     import sys
     if len(sys.argv) != 4:
-        print("usage: moe_models.py CONFIG_NAME BATCH SEQ  (prints the first balanced data seed)", file=sys.stderr)
+        print("usage: python3 -m offsim_torch.moe_models CONFIG_NAME BATCH SEQ  (prints the first balanced data seed)", file=sys.stderr)
         sys.exit(2)
     torch.set_num_threads(1)
     print(find_balanced(sys.argv[1], int(sys.argv[2]), int(sys.argv[3])))

@@ -3,9 +3,9 @@
 
 The seed chapter's GPU experiment (Step 5 of "Activation Offload"; see
 docs/reference.md, The seed chapter),
-generalised.  A fixed Qwen2-style decoder in plain torch (the one of
-record_saved_tensors.py, random weights from a fixed seed, nothing
-downloaded) runs forward and backward:
+generalised.  A fixed Qwen2-style decoder in plain torch (decoder.py, the
+model of offsim's [transformer] generator, random weights from a fixed seed,
+nothing downloaded) runs forward and backward:
 
   resident    everything stays on the device;
   sync        saved-tensor hooks copy each saved reference to (pageable) host
@@ -46,10 +46,10 @@ the same name:
 that the equality checks and byte counters can be tested without a GPU
 (Debian's python3-torch 1.13); its timings are not a measurement.
 
-Usage:
-  python3 gpu_calib/ground_truth.py --preset qwen0.5b --out gt.json \\
+Usage (from python/, or with PYTHONPATH=python or the package installed):
+  python3 -m offsim_torch.ground_truth --preset qwen0.5b --out gt.json \\
       --write-scenario gt.ini --profile profile.ini
-  /usr/bin/python3 gpu_calib/ground_truth.py --device cpu --tiny --check --out gt.json
+  /usr/bin/python3 -m offsim_torch.ground_truth --device cpu --tiny --check --out gt.json
 """
 import argparse
 import gc
@@ -62,9 +62,8 @@ import time
 import torch
 import torch.utils.checkpoint
 
-sys.dont_write_bytecode = True  # no __pycache__ in the source tree
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from record_saved_tensors import Decoder  # noqa: E402  (the same decoder)
+from offsim_torch.decoder import Decoder  # the [transformer] generator's model, as recorded
+from offsim_torch.tensors import cuda_device, nbytes, storage_ptr, timed, whole_storage
 
 PRESETS = {
     # Seconds on CPU: the smoke test of the code paths.
@@ -81,24 +80,6 @@ DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}
 # The chapter's correctness gate.
 MAX_LOSS_DIFF = 5e-3
 MAX_GRAD_NORM_REL_DIFF = 1e-3
-
-
-def storage_of(t):
-    return t.untyped_storage() if hasattr(t, "untyped_storage") else t.storage()
-
-
-def storage_ptr(t):
-    return storage_of(t).data_ptr()
-
-
-def whole_storage(t):
-    """A flat tensor over all of t's storage, in t's dtype."""
-    storage = storage_of(t)
-    return t.new_empty(0).set_(storage, 0, (storage.nbytes() // t.element_size(),), (1,))
-
-
-def nbytes(t):
-    return t.numel() * t.element_size()
 
 
 class Offloader:
@@ -379,16 +360,7 @@ def measure_way(way, model, ids, labels, device, args, reference):
         if cuda:
             torch.cuda.synchronize(device)
             torch.cuda.reset_peak_memory_stats(device)
-            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            start.record()
-            loss, handler = step(way, model, ids, labels, device)
-            end.record()
-            torch.cuda.synchronize(device)
-            ms = start.elapsed_time(end)
-        else:
-            t0 = time.perf_counter()
-            loss, handler = step(way, model, ids, labels, device)
-            ms = (time.perf_counter() - t0) * 1e3
+        (loss, handler), ms = timed(device, lambda: step(way, model, ids, labels, device))
         if i >= args.warmup:
             samples.append(ms)
             if cuda:
@@ -420,7 +392,7 @@ def measure_way(way, model, ids, labels, device, args, reference):
 def scenario_text(args, cfg, dtype, scenario_path):
     """The offsim scenario of the measured workload."""
     lines = [
-        "# Written by gpu_calib/ground_truth.py: the workload it measured, for offsim to predict.",
+        "# Written by offsim_torch.ground_truth: the workload it measured, for offsim to predict.",
         "# The policies are the four ways it ran, under the same names.",
         "[scenario]",
         f"name = ground truth {args.preset}, batch {cfg['batch']}x{cfg['seq']} {dtype}, {args.attention}",
@@ -527,17 +499,12 @@ def main():
         args.preset = "tiny"
     if args.warmup < 0 or args.repeats < 1:
         parser.error("--warmup must be >= 0 and --repeats >= 1")
-    device = torch.device(args.device)
+    device = cuda_device(args.device, "ground_truth.py")
     cuda = device.type == "cuda"
-    if cuda and not torch.cuda.is_available():
-        raise SystemExit("ground_truth.py: no CUDA device (torch.cuda.is_available() is False); "
-                         "use --device cpu for a smoke run")
     dtype_name = args.dtype or ("bf16" if cuda else "fp32")
     dtype = DTYPES[dtype_name]
     if args.attention == "flash" and not hasattr(torch.nn.functional, "scaled_dot_product_attention"):
         raise SystemExit(f"ground_truth.py: --attention flash needs torch >= 2.0 (this is {torch.__version__})")
-    if cuda:
-        torch.cuda.set_device(device)
 
     cfg = dict(PRESETS[args.preset], flash=args.attention == "flash")
     torch.manual_seed(args.seed)

@@ -1,4 +1,4 @@
-/* gpu_calib/record/alloc_log.c — which allocation each free of PyTorch's CPU allocator ends.
+/* python/offsim_torch/alloc_log.c — which allocation each free of PyTorch's CPU allocator ends.
  *
  * The recorder (recorder.py) needs every allocation's lifetime: which op
  * allocated it and which op freed it, so that a recording carries the
@@ -14,7 +14,7 @@
  * any event finds no partner.  (Keeping only calls made from libc10.so's
  * code is not enough: some of the profiler's blocks come from elsewhere.)
  *
- * Use: LD_PRELOAD=liboffsim_alloclog.so python3 recorder.py ...; the
+ * Use: LD_PRELOAD=liboffsim_alloclog.so python3 -m offsim_torch.recorder ...; the
  * recorder calls offsim_alloc_log_start() and _stop() around the step and
  * reads the entries through ctypes.  Nothing is logged outside that window.
  *

@@ -44,7 +44,7 @@ node that ends next: the one the GPU runs them before.
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
-import standins
+from offsim_torch import standins
 
 _MATMUL = {"mm", "addmm", "bmm", "baddbmm"}
 # Ops that move no data although their schema says no alias: allocations and

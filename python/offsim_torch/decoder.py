@@ -1,44 +1,32 @@
-#!/usr/bin/env python3
-"""Record every tensor autograd saves during one training step of a
-Qwen2-style decoder written in plain torch (no downloads), as CSV.
+"""The Qwen2-style decoder of offsim's [transformer] generator, in plain torch (no downloads).
 
-Each row is one pack of torch.autograd.graph.saved_tensors_hooks: autograd
-calls the pack hook once per saved *reference*, so a tensor read by three
-ops appears three times with the same storage.  Layer boundaries come from
-forward pre-hooks on the decoder layers: rows before the first layer belong
-to "embed", rows after the last to "head".  The input of each layer is
-written too, with saved = 0, so that offsim knows what full checkpointing
-keeps.
+The model mirrors what the generator assumes: RMSNorm as a fused
+autograd.Function that saves its input and the fp32 reciprocal RMS (as Apex,
+TransformerEngine and Liger kernels do), q/k/v projections with bias, RoPE,
+grouped-query attention without materialising repeated key/value heads,
+eager softmax attention in the activation dtype (or, with "flash" in the
+config, torch's fused scaled_dot_product_attention), SwiGLU, a tied or
+untied LM head and a cross-entropy loss.
 
-Columns: layer, op, name, bytes, dtype, shape, is_parameter, storage,
-storage_bytes, saved
-  op             the innermost module running when the tensor was saved
-  name           what produced the tensor (its grad_fn, or "leaf")
-  bytes          the saved view's own size (numel x element size)
-  storage        an id of the underlying storage, to count shared storage once
-  storage_bytes  the storage's size: the memory the reference keeps alive
+Two tools use it: ground_truth.py measures its training step four ways on a
+GPU, and the recorder records what autograd saves in it through the factories
+below (tests/data/trace/README.md):
 
-The model mirrors what offsim's [transformer] generator assumes: RMSNorm as a
-fused autograd.Function that saves its input and the fp32 reciprocal RMS (as
-Apex, TransformerEngine and Liger kernels do), q/k/v projections with bias,
-RoPE, grouped-query attention without materialising repeated key/value
-heads, eager softmax attention in the activation dtype (or, with "flash" in
-the config, torch's fused scaled_dot_product_attention: ground_truth.py),
-SwiGLU, a tied or untied LM head and a cross-entropy loss.
+  python3 -m offsim_torch.recorder --module offsim_torch.decoder:tiny \\
+      --batch 2 --seq 128 --dtype fp32 --out qwen2-tiny.csv
 
-Usage (Debian's python3-torch, CPU):
-  /usr/bin/python3 gpu_calib/record_saved_tensors.py --preset tiny --out tests/data/trace/qwen2-tiny.csv
+It is not hf_models.py's qwen2, which follows HuggingFace's modeling code op
+by op (RMSNorm unfused, key and value heads repeated) for `ops = hf`; this
+one is `ops = fused`.
 """
-import argparse
-import csv
 import math
-import sys
 
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-PRESETS = {
+# The shapes tests/data/trace/ recorded (batch 2 x seq 128 and 2 x 256).
+RECORDED = {
     # hidden, layers, heads, kv_heads, ffn, vocab, batch, seq
     "tiny": dict(hidden=256, layers=2, heads=4, kv_heads=2, ffn=704, vocab=1000, batch=2, seq=128),
     "small": dict(hidden=512, layers=4, heads=8, kv_heads=2, ffn=1408, vocab=4096, batch=2, seq=256),
@@ -180,81 +168,22 @@ class Decoder(nn.Module):
         return F.cross_entropy(logits.float().view(-1, logits.shape[-1]), labels.view(-1))
 
 
-def record(cfg, dtype, tied, seed):
-    torch.manual_seed(seed)
-    model = Decoder(cfg, tied).to(dtype)
-    params = {p.data_ptr() for p in model.parameters()}
-    ids = torch.randint(0, cfg["vocab"], (cfg["batch"], cfg["seq"]))
-    labels = torch.randint(0, cfg["vocab"], (cfg["batch"], cfg["seq"]))
+def _factory(preset):
+    """A recorder --module factory for one RECORDED shape at the batch and sequence asked."""
+    def build(batch, seq, device, dtype):
+        cfg = dict(RECORDED[preset], batch=batch, seq=seq)
+        model = Decoder(cfg, tied=False).to(dtype)
+        gen = torch.Generator().manual_seed(0)
+        ids = torch.randint(0, cfg["vocab"], (batch, seq), generator=gen).to(device)
+        labels = torch.randint(0, cfg["vocab"], (batch, seq), generator=gen).to(device)
 
-    state = {"layer": "embed", "modules": []}
-    rows = []
-
-    def push(name):
-        return lambda module, args: state["modules"].append(name)
-
-    def pop(module, args, out):
-        state["modules"].pop()
-
-    names = {m: n for n, m in model.named_modules()}
-    for module, name in names.items():
-        if name:
-            module.register_forward_pre_hook(push(name))
-            module.register_forward_hook(pop)
-    for index, layer in enumerate(model.layers):
-        def enter(module, args, index=index):
-            state["layer"] = str(index)
-            rows.append(row(args[0], "layer_input", "input", saved=0))
-        layer.register_forward_pre_hook(enter)
-    model.norm.register_forward_pre_hook(lambda module, args: state.__setitem__("layer", "head"))
-
-    def row(t, op, name, saved=1):
-        storage = t.storage()
-        return {
-            "layer": state["layer"],
-            "op": op,
-            "name": name,
-            "bytes": t.numel() * t.element_size(),
-            "dtype": str(t.dtype).replace("torch.", ""),
-            "shape": "x".join(str(n) for n in t.shape) or "scalar",
-            "is_parameter": int(storage.data_ptr() in params),
-            "storage": storage.data_ptr(),
-            "storage_bytes": storage.nbytes(),
-            "saved": saved,
-        }
-
-    def pack(t):
-        op = state["modules"][-1] if state["modules"] else "functional"
-        producer = type(t.grad_fn).__name__ if t.grad_fn is not None else "leaf"
-        rows.append(row(t, op, producer))
-        return t
-
-    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
-        loss = model(ids, labels)
-    loss.backward()
-    # Storage ids are addresses: replace them by small stable numbers.
-    ids_seen = {}
-    for r in rows:
-        r["storage"] = ids_seen.setdefault(r["storage"], len(ids_seen))
-    return rows
+        def step(m):
+            m(ids, labels).backward()
+        return model, step
+    build.__name__ = preset
+    build.__doc__ = f"The {preset} decoder (RECORDED['{preset}']), untied, for the recorder's --module."
+    return build
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--preset", choices=sorted(PRESETS), required=True)
-    parser.add_argument("--dtype", choices=["fp32", "bf16"], default="fp32")
-    parser.add_argument("--tied", action="store_true", help="tie the LM head to the embedding")
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--out", required=True)
-    args = parser.parse_args()
-    dtype = {"fp32": torch.float32, "bf16": torch.bfloat16}[args.dtype]
-    rows = record(PRESETS[args.preset], dtype, args.tied, args.seed)
-    with open(args.out, "w", newline="") as f:
-        writer = csv.DictWriter(f, fieldnames=list(rows[0].keys()), lineterminator="\n")
-        writer.writeheader()
-        writer.writerows(rows)
-    print(f"{args.out}: {len(rows)} rows", file=sys.stderr)
-
-
-if __name__ == "__main__":
-    main()
+tiny = _factory("tiny")
+small = _factory("small")

@@ -14,7 +14,7 @@ dtype)` returns the model, whose forward(ids, labels) returns the loss; the
 recorder feeds token ids of shape (batch, seq).  The layers it records as
 offload groups are `blocks`, found by name.
 
-    /usr/bin/python3 gpu_calib/record/recorder.py --module gpu_calib/record/examples/tiny_moe.py:build \
+    PYTHONPATH=python /usr/bin/python3 -m offsim_torch.recorder --module python/offsim_torch/examples/tiny_moe.py:build \
         --batch 4 --seq 128 --dtype bf16 --device meta --out tiny_moe.csv
 """
 import math

@@ -48,7 +48,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-import standins
+from offsim_torch import standins
 
 MODEL_TYPES = ("qwen2", "llama", "mistral", "gpt2")
 ACTIVATIONS = ("silu", "gelu_new", "gelu_pytorch_tanh", "gelu")

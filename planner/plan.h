@@ -176,9 +176,6 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(PlannerPlan, planner_plan_free)
  * a pipeline). */
 PlannerPlan *planner_plan(const SimScenario *scenario, guint64 budget, GError **error);
 
-/* The same with `framework`'s schedule (sim/model/framework.h) for every
- * offloaded layer, the one schedule tried (SIM_FRAMEWORK_NONE: the
- * options above); the plan's policy says `framework = NAME`. */
 /* The search alone: the plan whose allocated peak (what the engine's
  * programs count) fits `budget`, its result judged against `budget`.
  * planner_plan_framework searches again when the caching allocator's
@@ -186,6 +183,9 @@ PlannerPlan *planner_plan(const SimScenario *scenario, guint64 budget, GError **
 PlannerPlan *planner_plan_allocated(const SimScenario *scenario, guint64 budget, SimFramework framework,
                                     GError **error);
 
+/* The same with `framework`'s schedule (sim/model/framework.h) for every
+ * offloaded layer, the one schedule tried (SIM_FRAMEWORK_NONE: the
+ * options above); the plan's policy says `framework = NAME`. */
 PlannerPlan *planner_plan_framework(const SimScenario *scenario, guint64 budget, SimFramework framework,
                                     GError **error);
 

@@ -31,10 +31,10 @@ Per layer the expert tensors add up to the same bytes whatever the routing
 (every (token, expert) pair is gathered once), which is what
 tests/test_trace_hf.c compares with offsim's balanced-routing generator;
 the count of storages matches when every expert is hit (the configs here
-have 4 experts, 2 per token, 32 tokens).
+have 4 experts, 2 per token, 8 tokens: batch 2 x seq 4).
 
     PYTHONPATH=python /usr/bin/python3 -m offsim_torch.recorder --module python/offsim_torch/moe_models.py:qwen3_moe_tiny \
-        --batch 2 --seq 16 --dtype bf16 --out tests/data/hf/qwen3_moe-eager-bf16.csv
+        --batch 2 --seq 4 --dtype bf16 --out tests/data/hf/qwen3_moe-b2s4-eager-bf16.csv
 
 deepseek_v3 (DeepseekV3ForCausalLM, written from our reading of transformers'
 modeling_deepseek_v3.py of the 4.5x releases and of later code that copies

@@ -12,8 +12,8 @@
  *     empty group, so a default cannot be written down twice;
  *   - `offsim model`'s INI writer, which writes every [transformer] field
  *     this table maps;
- *   - the fuzz dictionaries and the README's key tables, which tests check
- *     against it (tests/test_scenario.c).
+ *   - the fuzz dictionary (tests/fuzz/scenario.dict) and the README's key
+ *     tables, which tests check against it (tests/test_schema.c).
  *
  * A key either maps to a field (`offset` into the group's struct, read and
  * written generically from `type`) or is read by hand (`offset` ==

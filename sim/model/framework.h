@@ -28,7 +28,7 @@ void sim_framework_preset(SimPolicy *policy, SimFramework framework);
 
 /* Megatron's offload_modules names (a dense layer's and an MoE layer's), NULL-terminated, and
  * the SimModule bits of those whose bits are set in `names` (bit i: name
- * i); sim_framework_megatron_all the bits of every name. */
+ * i); SIM_FRAMEWORK_MEGATRON_ALL the bits of every name. */
 extern const char *const sim_framework_megatron_modules[];
 guint32 sim_framework_megatron_hooked(guint names);
 #define SIM_FRAMEWORK_MEGATRON_ALL 0x7fu

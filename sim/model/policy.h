@@ -1,8 +1,8 @@
 /* sim/model/policy.h — what a [policy.NAME] group asks for.
  *
  * A policy is a spec, not a schedule: sim_lower() turns it and a workload
- * into a program.  Every kind reduces to one action per layer (keep, offload
- * or recompute) plus the options that say how offloaded layers are copied:
+ * into a program.  Every kind reduces to one SimAction per layer (keep,
+ * offload, recompute, selective, or their offloading forms) plus the options that say how offloaded layers are copied:
  *
  *   resident    every layer keeps its tensors.
  *   offload     layers selected by `layers`, except the last `keep_last`,

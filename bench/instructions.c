@@ -6,6 +6,9 @@
  *   offsim-instructions engine   one engine run of the synthetic program
  *   offsim-instructions step     ten 96x32 async steps, lowered and run
  *   offsim-instructions pp N     one step of the gpus figure's pp-N pipeline
+ *   offsim-instructions scenario FILE
+ *                                one step of FILE's first policy (with its ops
+ *                                and events: the 1T configuration of issue 30)
  */
 #include "bench/bench.h"
 #include "engine/engine.h"
@@ -75,6 +78,18 @@ main(int argc, char **argv)
            sim_program_n_ops(sim_evaluate_program(evaluator)));
     return 0;
   }
-  fprintf(stderr, "usage: offsim-instructions engine|step|pp STAGES\n");
+  if (argc == 3 && strcmp(argv[1], "scenario") == 0) {
+    g_autoptr(GError) error = NULL;
+    g_autoptr(SimScenario) s = sim_scenario_load_file(argv[2], &error);
+    if (s == NULL) {
+      fprintf(stderr, "offsim-instructions: %s\n", error->message);
+      return 2;
+    }
+    g_autoptr(SimEvaluator) evaluator = sim_evaluate_new();
+    guint64 events = measure_pp(evaluator, s); /* one call: the count is the run's */
+    printf("events %" G_GUINT64_FORMAT " ops %u\n", events, sim_program_n_ops(sim_evaluate_program(evaluator)));
+    return 0;
+  }
+  fprintf(stderr, "usage: offsim-instructions engine|step|pp STAGES|scenario FILE\n");
   return 2;
 }

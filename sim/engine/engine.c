@@ -69,6 +69,14 @@ typedef struct {
    * `active` and `in_latency` and is set wherever those change (checked in
    * debug builds), so the signature costs a shift and an or. */
   guint copy_state;
+  /* The lazy loop only (many GPUs, "The loop" in docs/engine.md): the
+   * clocks above are brought to `since`, and nothing of the GPU changes on
+   * its own before `deadline` (INFINITY: nothing runs), which the engine's
+   * `deadlines` heap holds under `stamp` (an entry with another stamp is
+   * stale). */
+  double since;
+  double deadline;
+  guint32 stamp;
 } Gpu;
 
 /* The host thread of one GPU (the host model, docs/engine.md "The host"):
@@ -89,6 +97,7 @@ struct SimEngine {
   GArray *events;  /* EventState */
   SimHeap ready;   /* streams whose head op may start, keyed on that op's index */
   SimHeap timers;  /* running host_alloc, send and collective ops, keyed on real finish */
+  SimHeap deadlines; /* the lazy loop: GPUs keyed on Gpu.deadline, seq the GPU, value its stamp */
   /* The host model only (sized when a program has a host: sim_program_has_host): */
   SimHeap issues;  /* streams whose head is issued in the future, keyed on that time, seq its op */
   Host *host;      /* per GPU, n_hosts_cap of them */
@@ -125,16 +134,20 @@ typedef struct {
   double now;
   Gpu *gpu;            /* e->gpu */
   guint n_gpus;
-  /* With at least LIVE_WALK_GPUS GPUs, a step walks (FOR_EACH_GPU) only
-   * the live ones: those with something running (a compute op, a copy, a
-   * collective), added to `live` as ops start, removed by start_copies
-   * once nothing runs there, which lists them in walk[0..n_walk) for the
-   * rest of the step (nothing else starts an op before the step's
-   * completions). */
-  gboolean walk_live;
+  /* With at least LAZY_GPUS GPUs (and no host model) the loop is lazy: a
+   * step touches only the GPUs whose deadline it is or that an op of the
+   * instant starts on, each brought from its own `since` to now when
+   * touched (`dirty`: touched at this instant, so at now).  `live`: the
+   * GPUs with something running, kept for shared links only, whose
+   * filling lists them in walk[0..n_walk).  `pending`: GPUs with a finite
+   * deadline. */
+  gboolean lazy;
+  SimGpuSet dirty;
   SimGpuSet live;
   guint walk[SIM_NODE_MAX_GPUS];
   guint n_walk;
+  guint pending;
+  guint words; /* of a SimGpuSet that the run's GPUs span */
   /* Copies of different GPUs share links ([node] limits): their rates are
    * set together (share_rates), and a latency phase is always a step of
    * its own. */
@@ -154,32 +167,42 @@ typedef struct {
   gboolean failed;
 } Run;
 
-/* From how many GPUs a run without the host model walks the live ones
- * only: below, keeping the list costs about what the GPUs it skips do, or
- * more (callgrind on `offsim-instructions pp N`, engine instructions per
- * event walking the live GPUs against walking all: pp 2 387 and 349, pp 4
- * 530 and 485, pp 8 707 and 708; from pp 16 on the walk wins, 820 against
- * 1,050 at pp 16). */
-#define LIVE_WALK_GPUS 16
+/* From how many GPUs a run without the host model takes the lazy loop
+ * (LAZY_GPUS_MEASURED in docs/engine.md, "The loop"). */
+#define LAZY_GPUS 2
 
-/* for (each GPU g a step walks, in ascending order).  `live` (a constant
- * where inlined): the live GPUs that start_copies listed, O(live GPUs);
- * otherwise every GPU, the plain loop it always was (gcc strength-reduces
- * it; through the list, each GPU's address takes a multiplication).  The
- * count is read once: the loop's stores might alias it. */
-#define FOR_EACH_GPU(r, n_gpus, live, g)                                                               \
-  for (guint g##_i = 0, g##_n = (live) ? (r)->n_walk : (n_gpus), g;                                    \
-       g##_i < g##_n && (g = (live) ? (r)->walk[g##_i] : g##_i, TRUE); g##_i++)
+/* for (each GPU g a step of the scan walks, in ascending order): every
+ * GPU, or with `listed` (a constant where inlined) the GPUs listed in
+ * walk[0..n_walk) (the lazy loop's shared-link filling).  The count is
+ * read once: the loop's stores might alias it. */
+#define FOR_EACH_GPU_LISTED(r, n_gpus, listed, g)                                                      \
+  for (guint g##_i = 0, g##_n = (listed) ? (r)->n_walk : (n_gpus), g;                                  \
+       g##_i < g##_n && (g = (listed) ? (r)->walk[g##_i] : g##_i, TRUE); g##_i++)
+#define FOR_EACH_GPU(r, n_gpus, g) FOR_EACH_GPU_LISTED(r, n_gpus, FALSE, g)
 
-/* Something starts on GPU g: it is live.  Kept only in runs that walk the
- * live GPUs: the test costs the others less than the or (bench/callgrind.sh,
- * one-GPU engine: 364 instructions per event with the or, 360 with the
- * test, 358 before the live walk). */
+/* for (each GPU g of the set `set` of a run's GPUs, in ascending order),
+ * over a copy of each word taken as the walk reaches it.  Only the words
+ * the run's GPUs span (Run.words): one up to 64 GPUs. */
+#define FOR_EACH_GPU_IN(r, set, g)                                                                     \
+  for (guint g##_w = 0; g##_w < (r)->words; g##_w++)                                                   \
+    for (guint64 g##_bits = (set).bits[g##_w], g; g##_bits != 0 &&                                     \
+         (g = g##_w * 64 + (guint)__builtin_ctzll(g##_bits), TRUE); g##_bits &= g##_bits - 1)
+
+static void gpu_sync(Run *r, Gpu *gpu);
+
+/* Something is about to change on GPU g at this instant: the lazy loop
+ * brings its clocks to now first (once an instant) and settles it after
+ * the instant.  The scan advances every GPU at every step and needs
+ * nothing: the test costs it less than a call (bench/callgrind.sh). */
 static inline void
 gpu_touch(Run *r, guint g)
 {
-  if (r->walk_live)
-    sim_gpu_set_add(&r->live, g);
+  if (r->lazy && !sim_gpu_set_has(&r->dirty, g)) {
+    gpu_sync(r, &r->gpu[g]);
+    sim_gpu_set_add(&r->dirty, g);
+    if (r->shared)
+      sim_gpu_set_add(&r->live, g);
+  }
 }
 
 /* Test-only (sim_engine_set_host_model): run the host model even when no
@@ -192,13 +215,13 @@ sim_engine_set_host_model(gboolean force)
   force_host = force;
 }
 
-/* Test-only (sim_engine_set_live_walk_gpus): LIVE_WALK_GPUS unless set. */
-static guint live_walk_gpus = LIVE_WALK_GPUS;
+/* Test-only (sim_engine_set_lazy_gpus): LAZY_GPUS unless set. */
+static guint lazy_gpus = LAZY_GPUS;
 
 void
-sim_engine_set_live_walk_gpus(guint gpus)
+sim_engine_set_lazy_gpus(guint gpus)
 {
-  live_walk_gpus = gpus ? gpus : LIVE_WALK_GPUS;
+  lazy_gpus = gpus ? gpus : LAZY_GPUS;
 }
 
 SimEngine *
@@ -209,6 +232,7 @@ sim_engine_new(void)
   e->events = g_array_new(FALSE, FALSE, sizeof(EventState));
   sim_heap_init(&e->ready);
   sim_heap_init(&e->timers);
+  sim_heap_init(&e->deadlines);
   sim_heap_init(&e->issues);
   return e;
 }
@@ -223,6 +247,7 @@ sim_engine_free(SimEngine *e)
   g_free(e->done);
   sim_heap_free(&e->ready);
   sim_heap_free(&e->timers);
+  sim_heap_free(&e->deadlines);
   sim_heap_free(&e->issues);
   g_free(e->host);
   g_free(e->issue);
@@ -449,9 +474,9 @@ start_copy(Run *r, Gpu *gpu, int d, guint32 op_index)
 {
   CopyEngine *c = &gpu->copy[d];
   const SimOp *op = &r->ops[op_index];
+  gpu_touch(r, op->gpu);
   c->active = op_index;
   c->in_latency = TRUE;
-  gpu_touch(r, op->gpu);
   gpu->copy_state |= COPY_BITS(d, COPY_ACTIVE | COPY_LATENCY);
   r->copies_changed = TRUE;
   c->latency_left = r->link->latency;
@@ -507,14 +532,14 @@ start_op(Run *r, SimEngine *e, guint32 s, guint32 op_index, gboolean host)
     return TRUE;
   case SIM_OP_COMPUTE: {
     Gpu *gpu = &r->gpu[op->gpu];
+    gpu_touch(r, op->gpu);
     mark_start(r, op_index);
     sim_heap_push(&gpu->compute, gpu->vclock + op->work, op_index, op_index);
-    gpu_touch(r, op->gpu);
     return FALSE;
   }
   case SIM_OP_COLLECTIVE:
-    r->gpu[op->gpu].collectives++;
     gpu_touch(r, op->gpu);
+    r->gpu[op->gpu].collectives++;
     /* otherwise a timed op like a send */
     G_GNUC_FALLTHROUGH;
   case SIM_OP_HOST_ALLOC:
@@ -617,7 +642,7 @@ share_bidir(Run *r, Gpu *gpu)
  * links)^2) in the worst case, per change of the set of moving copies: a
  * handful of copies and links in a node of 8 GPUs. */
 static void
-share_rates(Run *r, gboolean live)
+share_rates(Run *r, gboolean listed)
 {
   const SimNode *node = &r->link->node;
   guint n_switch = (r->n_gpus + node->gpus_per_switch - 1) / node->gpus_per_switch;
@@ -639,8 +664,9 @@ share_rates(Run *r, gboolean live)
                                                : INFINITY;
   }
   guint n = 0;
-  /* Only live GPUs have copies; in GPU order, as the sums need. */
-  FOR_EACH_GPU(r, r->n_gpus, live, g) {
+  /* Listed: the live GPUs, the only ones with copies; in GPU order, as the
+   * sums need. */
+  FOR_EACH_GPU_LISTED(r, r->n_gpus, listed, g) {
     for (int d = 0; d < SIM_DIR_COUNT; d++) {
       CopyEngine *c = &r->gpu[g].copy[d];
       c->rate = c->peak_rate;
@@ -708,16 +734,6 @@ gpu_rates(Run *r, Gpu *gpu)
     share_bidir(r, gpu);
 }
 
-/* GPU g has nothing running: it leaves the live set, with the rates a step
- * over every GPU would give it (the signature of nothing running), so
- * that the rates it has when it is live again are the ones it always had. */
-G_GNUC_NO_INLINE static void
-gpu_rest(Run *r, guint g)
-{
-  sim_gpu_set_remove(&r->live, g);
-  gpu_rates(r, &r->gpu[g]);
-}
-
 static inline __attribute__((always_inline)) void
 update_gpu_rates(Run *r, Gpu *gpu)
 {
@@ -736,14 +752,14 @@ update_gpu_rates(Run *r, Gpu *gpu)
  * busy; copy rates on which copies move bytes.  Each is recomputed only
  * when that changes (the GPU's signature; for shared links any GPU's). */
 static inline __attribute__((always_inline)) void
-update_rates(Run *r, guint n_gpus, gboolean live)
+update_rates(Run *r, guint n_gpus)
 {
   gboolean copies = r->copies_changed;
   r->copies_changed = FALSE;
-  FOR_EACH_GPU(r, n_gpus, live, g)
+  FOR_EACH_GPU(r, n_gpus, g)
     update_gpu_rates(r, &r->gpu[g]);
   if (r->shared && copies)
-    share_rates(r, live);
+    share_rates(r, FALSE);
 }
 
 /* GPU gpu's idle engines take their earliest-ready queued copy. */
@@ -757,50 +773,23 @@ start_gpu_copies(Run *r, Gpu *gpu)
   }
 }
 
-/* GPU g's idle engines take their queued copies; then, if nothing runs
- * on it, it rests (FALSE).  TRUE: it is still live. */
-static inline __attribute__((always_inline)) gboolean
-start_gpu_copies_or_rest(Run *r, guint g)
-{
-  Gpu *gpu = &r->gpu[g];
-  start_gpu_copies(r, gpu);
-  if (gpu->compute.len == 0 && gpu->copy_state == 0 && gpu->collectives == 0) {
-    gpu_rest(r, g);
-    return FALSE;
-  }
-  return TRUE;
-}
-
-/* Idle engines take the earliest-ready queued copy; walking the live GPUs,
- * a GPU found with nothing running leaves the live set here, the first
- * function of a step.  Every function of the loop takes the GPU count as
- * an argument and is inlined into run_loop, which sim_engine_run calls
- * with a constant 1 for one GPU: the loops over GPUs fold away (callgrind,
+/* Idle engines take the earliest-ready queued copy, the first function of
+ * a step.  Every function of the loop takes the GPU count as an argument
+ * and is inlined into run_loop, which sim_engine_run calls with a constant
+ * 1 for one GPU: the loops over GPUs fold away (callgrind,
  * bench/callgrind.sh: 390 instructions per event with the loops, 348
  * without; 328 before the engine had GPUs). */
 static inline __attribute__((always_inline)) void
-start_copies(Run *r, guint n_gpus, gboolean live)
+start_copies(Run *r, guint n_gpus)
 {
-  if (!live) {
-    FOR_EACH_GPU(r, n_gpus, live, g)
-      start_gpu_copies(r, &r->gpu[g]);
-    return;
-  }
-  /* Walks the live set's bits (O(words + live GPUs)) and lists the GPUs
-   * still live for the step's other walks. */
-  r->n_walk = 0;
-  for (guint w = 0; w * 64 < n_gpus; w++) {
-    for (guint64 bits = r->live.bits[w]; bits != 0; bits &= bits - 1) {
-      guint g = w * 64 + (guint)__builtin_ctzll(bits);
-      if (start_gpu_copies_or_rest(r, g))
-        r->walk[r->n_walk++] = g;
-    }
-  }
+  FOR_EACH_GPU(r, n_gpus, g)
+    start_gpu_copies(r, &r->gpu[g]);
 }
 
-/* Time when a copy engine next changes state (end of latency or of bytes). */
+/* Time when a copy engine next changes state (end of latency or of bytes),
+ * from its state at time t0. */
 static double
-copy_deadline(const Run *r, const CopyEngine *c, const CopyEngine *other)
+copy_deadline(const Run *r, double t0, const CopyEngine *c, const CopyEngine *other)
 {
   if (c->active == SIM_NO_OP)
     return INFINITY;
@@ -811,10 +800,10 @@ copy_deadline(const Run *r, const CopyEngine *c, const CopyEngine *other)
      * its end without a step of its own.  If the other direction starts a
      * copy first, that is a step anyway, and the phases are settled there. */
     if (other->active == SIM_NO_OP && !r->shared)
-      return r->now + c->latency_left + c->bytes_left / c->peak_rate;
-    return r->now + c->latency_left;
+      return t0 + c->latency_left + c->bytes_left / c->peak_rate;
+    return t0 + c->latency_left;
   }
-  return r->now + c->bytes_left / c->rate;
+  return t0 + c->bytes_left / c->rate;
 }
 
 static void
@@ -877,6 +866,7 @@ reset_engine(SimEngine *e, const SimProgram *p)
   }
   sim_heap_clear(&e->ready);
   sim_heap_clear(&e->timers);
+  sim_heap_clear(&e->deadlines);
   sim_heap_clear(&e->issues);
   for (guint g = 0; g < p->n_gpus; g++) {
     Gpu *gpu = &e->gpu[g];
@@ -893,13 +883,16 @@ reset_engine(SimEngine *e, const SimProgram *p)
     gpu->compute_rate = 0;
     gpu->copy_state = 0;
     gpu->signature = NO_SIGNATURE;
+    gpu->since = 0;
+    gpu->deadline = INFINITY;
+    gpu->stamp = 0;
   }
 }
 
 static guint64
 heap_ops(const SimEngine *e)
 {
-  guint64 ops = e->ready.ops + e->timers.ops + e->issues.ops;
+  guint64 ops = e->ready.ops + e->timers.ops + e->deadlines.ops + e->issues.ops;
   for (guint g = 0; g < e->n_gpus_cap; g++)
     ops += e->gpu[g].compute.ops + e->gpu[g].copy[SIM_DIR_D2H].queue.ops + e->gpu[g].copy[SIM_DIR_H2D].queue.ops;
   return ops;
@@ -982,7 +975,7 @@ host_begin(Run *r)
  * offered, and whatever can start at once started. */
 static void
 run_begin(Run *r, SimEngine *e, const SimProgram *p, const SimLink *link, SimRun *run, gboolean host,
-          gboolean walk_live, GError **error)
+          gboolean lazy, GError **error)
 {
   reset_engine(e, p);
   *r = (Run){ .e = e, .p = p, .ops = p->ops, .mem = p->mem, .streams = (SimStream *const *)p->streams->pdata,
@@ -992,7 +985,8 @@ run_begin(Run *r, SimEngine *e, const SimProgram *p, const SimLink *link, SimRun
               .op_end = run->op_end ? (double *)(void *)run->op_end->data : NULL, .curve = run->curve,
               .link = link, .run = run, .error = error, .gpu = e->gpu, .n_gpus = p->n_gpus,
               .shared = link->node.switch_bandwidth > 0 || link->node.host_memory_bandwidth > 0,
-              .level = e->level, .peak = e->peak, .peaks = e->peaks, .walk_live = walk_live };
+              .level = e->level, .peak = e->peak, .peaks = e->peaks, .lazy = lazy,
+              .words = (p->n_gpus + 63) / 64 };
   for (int d = 0; d < SIM_DIR_COUNT; d++) {
     double bw = d == SIM_DIR_D2H ? link->d2h_bandwidth : link->h2d_bandwidth;
     r->peak_rate[d][0] = bw;
@@ -1023,11 +1017,11 @@ run_begin(Run *r, SimEngine *e, const SimProgram *p, const SimLink *link, SimRun
 /* Nothing runs: no compute, no host_alloc or send, every copy engine idle,
  * and (the host model) no op waits for an issue time to come. */
 static inline __attribute__((always_inline)) gboolean
-run_idle(const Run *r, guint n_gpus, gboolean host, gboolean live)
+run_idle(const Run *r, guint n_gpus, gboolean host)
 {
   if (r->e->timers.len != 0 || (host && r->e->issues.len != 0))
     return FALSE;
-  FOR_EACH_GPU(r, n_gpus, live, g) {
+  FOR_EACH_GPU(r, n_gpus, g) {
     const Gpu *gpu = &r->gpu[g];
     if (gpu->compute.len != 0 || gpu->copy[SIM_DIR_D2H].active != SIM_NO_OP ||
         gpu->copy[SIM_DIR_H2D].active != SIM_NO_OP)
@@ -1043,28 +1037,43 @@ typedef struct {
   double hair;      /* what ends within this of next ends at next */
 } Instant;
 
-/* When GPU g's next compute op ends, or INFINITY. */
+/* When GPU g's next compute op ends, from its clock at time t0, or INFINITY. */
 static inline double
-compute_deadline(const Run *r, const Gpu *gpu)
+compute_deadline(const Gpu *gpu, double t0)
 {
-  return gpu->compute.len ? r->now + (sim_heap_peek(&gpu->compute)->key - gpu->vclock) / gpu->compute_rate
-                          : INFINITY;
+  return gpu->compute.len ? t0 + (sim_heap_peek(&gpu->compute)->key - gpu->vclock) / gpu->compute_rate : INFINITY;
+}
+
+/* Both copy engines' next change, from their state at t0. */
+static inline double
+copies_deadline(const Run *r, const Gpu *gpu, double t0)
+{
+  const CopyEngine *c = gpu->copy;
+  /* Each in a variable: MIN evaluates its arguments twice. */
+  double d2h = copy_deadline(r, t0, &c[SIM_DIR_D2H], &c[SIM_DIR_H2D]);
+  double h2d = copy_deadline(r, t0, &c[SIM_DIR_H2D], &c[SIM_DIR_D2H]);
+  return MIN(d2h, h2d);
+}
+
+/* When GPU gpu next changes on its own, from its state at t0. */
+static inline double
+gpu_deadline(const Run *r, const Gpu *gpu, double t0)
+{
+  double compute = compute_deadline(gpu, t0), copies = copies_deadline(r, gpu, t0);
+  return MIN(compute, copies);
 }
 
 static inline __attribute__((always_inline)) Instant
-next_instant(const Run *r, guint n_gpus, gboolean host, gboolean live)
+next_instant(const Run *r, guint n_gpus, gboolean host)
 {
   const SimEngine *e = r->e;
   Instant in;
   double next = e->timers.len ? sim_heap_peek(&e->timers)->key : INFINITY;
   if (host && e->issues.len)
     next = MIN(next, sim_heap_peek(&e->issues)->key);
-  FOR_EACH_GPU(r, n_gpus, live, g) {
-    const Gpu *gpu = &r->gpu[g];
-    const CopyEngine *c = gpu->copy;
-    double t_copy = MIN(copy_deadline(r, &c[SIM_DIR_D2H], &c[SIM_DIR_H2D]),
-                        copy_deadline(r, &c[SIM_DIR_H2D], &c[SIM_DIR_D2H]));
-    next = MIN(next, MIN(compute_deadline(r, gpu), t_copy));
+  FOR_EACH_GPU(r, n_gpus, g) {
+    double t = gpu_deadline(r, &r->gpu[g], r->now);
+    next = MIN(next, t);
   }
   in.next = next;
   g_assert(isfinite(in.next) && in.next >= r->now);
@@ -1076,36 +1085,69 @@ next_instant(const Run *r, guint n_gpus, gboolean host, gboolean live)
   return in;
 }
 
-/* Advances every GPU's compute clock and the timers to the instant and
- * collects the ops that end there into e->done (emptied first). */
+/* Advances GPU gpu's compute clock from t0 to the instant (in->dt after
+ * t0) and collects the ops that end there into e->done. */
 static inline __attribute__((always_inline)) void
-advance_compute(Run *r, const Instant *in, guint n_gpus, gboolean live)
+advance_gpu_compute(Run *r, Gpu *gpu, const Instant *in, double t0)
 {
   SimEngine *e = r->e;
-  e->n_done = 0;
-  FOR_EACH_GPU(r, n_gpus, live, g) {
-    Gpu *gpu = &r->gpu[g];
-    if (gpu->compute.len == 0) {
-      if (gpu->collectives)
-        gpu->comm_exposed += in->dt;
-      continue;
-    }
-    gpu->busy += in->dt;
-    if (compute_deadline(r, gpu) <= in->next + in->hair)
-      gpu->vclock = sim_heap_peek(&gpu->compute)->key;
-    else
-      gpu->vclock += gpu->compute_rate * in->dt;
-    while (gpu->compute.len && sim_heap_peek(&gpu->compute)->key <= gpu->vclock + in->hair)
-      e->done[e->n_done++] = sim_heap_pop(&gpu->compute).value;
+  if (gpu->compute.len == 0) {
+    if (gpu->collectives)
+      gpu->comm_exposed += in->dt;
+    return;
   }
+  gpu->busy += in->dt;
+  if (compute_deadline(gpu, t0) <= in->next + in->hair)
+    gpu->vclock = sim_heap_peek(&gpu->compute)->key;
+  else
+    gpu->vclock += gpu->compute_rate * in->dt;
+  while (gpu->compute.len && sim_heap_peek(&gpu->compute)->key <= gpu->vclock + in->hair)
+    e->done[e->n_done++] = sim_heap_pop(&gpu->compute).value;
+}
+
+/* The timers that end at the instant join e->done. */
+static inline __attribute__((always_inline)) void
+advance_timers(Run *r, const Instant *in)
+{
+  SimEngine *e = r->e;
   while (e->timers.len && sim_heap_peek(&e->timers)->key <= in->next + in->hair) {
     guint32 op = sim_heap_pop(&e->timers).value;
     /* A collective ends here (only timers run them), off the path of
      * every compute and copy. */
-    if (r->ops[op].kind == SIM_OP_COLLECTIVE)
+    if (r->ops[op].kind == SIM_OP_COLLECTIVE) {
+      gpu_touch(r, r->ops[op].gpu);
       r->gpu[r->ops[op].gpu].collectives--;
+    }
     e->done[e->n_done++] = op;
   }
+}
+
+/* Advances every GPU's compute clock and the timers to the instant and
+ * collects the ops that end there into e->done (emptied first). */
+static inline __attribute__((always_inline)) void
+advance_compute(Run *r, const Instant *in, guint n_gpus)
+{
+  r->e->n_done = 0;
+  r->run->gpu_advances += n_gpus;
+  FOR_EACH_GPU(r, n_gpus, g)
+    advance_gpu_compute(r, &r->gpu[g], in, r->now);
+  advance_timers(r, in);
+}
+
+/* The latency phase of direction d's copy ends. */
+static inline void
+copy_latency_end(Run *r, Gpu *gpu, int d)
+{
+  CopyEngine *c = &gpu->copy[d];
+  c->latency_left = 0.0;
+  c->in_latency = FALSE;
+  gpu->copy_state &= ~COPY_BITS(d, COPY_LATENCY);
+  r->copies_changed = TRUE;
+  /* Alone on the link (see copy_deadline).  No need to force a rate
+   * update: the phase is part of the signature, and where a new copy
+   * takes over the engine at once, its latency phase uses no rate. */
+  c->rate = c->peak_rate;
+  r->run->events++;
 }
 
 /* Advances the active copy of direction d by in->dt: through the end of its
@@ -1128,15 +1170,7 @@ advance_copy(Run *r, Gpu *gpu, int d, const Instant *in, gboolean at, gboolean m
     }
     /* The latency ended inside this step; the rest of it moved bytes. */
     moving_for = MAX(0.0, in->dt - c->latency_left);
-    c->latency_left = 0.0;
-    c->in_latency = FALSE;
-    gpu->copy_state &= ~COPY_BITS(d, COPY_LATENCY);
-    r->copies_changed = TRUE;
-    /* Alone on the link (see copy_deadline).  No need to force a rate
-     * update: the phase is part of the signature, and where a new copy
-     * takes over the engine at once, its latency phase uses no rate. */
-    c->rate = c->peak_rate;
-    r->run->events++;
+    copy_latency_end(r, gpu, d);
     /* A copy with no bytes ends with its latency, not a step later. */
     if (!merged && c->bytes_left > 0.0)
       return;
@@ -1150,24 +1184,36 @@ advance_copy(Run *r, Gpu *gpu, int d, const Instant *in, gboolean at, gboolean m
   }
 }
 
-static inline __attribute__((always_inline)) void
-advance_copies(Run *r, const Instant *in, guint n_gpus, gboolean live)
+/* Whether direction d's copy in its latency phase runs on through its
+ * bytes in one step (alone on the link: copy_deadline). */
+static inline gboolean
+copy_merged(const Run *r, const CopyEngine *c, int d)
 {
-  FOR_EACH_GPU(r, n_gpus, live, g) {
-    Gpu *gpu = &r->gpu[g];
-    const CopyEngine *c = gpu->copy;
-    if (gpu->copy_state == 0)
-      continue;
-    /* Decided on the state the deadlines were computed from, before either
-     * engine advances. */
-    double t[SIM_DIR_COUNT] = { copy_deadline(r, &c[SIM_DIR_D2H], &c[SIM_DIR_H2D]),
-                                copy_deadline(r, &c[SIM_DIR_H2D], &c[SIM_DIR_D2H]) };
-    gboolean merge[SIM_DIR_COUNT] = { !r->shared && c[SIM_DIR_D2H].in_latency && c[SIM_DIR_H2D].active == SIM_NO_OP,
-                                      !r->shared && c[SIM_DIR_H2D].in_latency && c[SIM_DIR_D2H].active == SIM_NO_OP };
-    for (int d = 0; d < SIM_DIR_COUNT; d++)
-      if (c[d].active != SIM_NO_OP)
-        advance_copy(r, gpu, d, in, t[d] <= in->next + in->hair, merge[d]);
-  }
+  return !r->shared && c[d].in_latency && c[1 - d].active == SIM_NO_OP;
+}
+
+/* Advances GPU gpu's copies from t0 to the instant (in->dt after t0). */
+static inline __attribute__((always_inline)) void
+advance_gpu_copies(Run *r, Gpu *gpu, const Instant *in, double t0)
+{
+  const CopyEngine *c = gpu->copy;
+  if (gpu->copy_state == 0)
+    return;
+  /* Decided on the state the deadlines were computed from, before either
+   * engine advances. */
+  double t[SIM_DIR_COUNT] = { copy_deadline(r, t0, &c[SIM_DIR_D2H], &c[SIM_DIR_H2D]),
+                              copy_deadline(r, t0, &c[SIM_DIR_H2D], &c[SIM_DIR_D2H]) };
+  gboolean merge[SIM_DIR_COUNT] = { copy_merged(r, c, SIM_DIR_D2H), copy_merged(r, c, SIM_DIR_H2D) };
+  for (int d = 0; d < SIM_DIR_COUNT; d++)
+    if (c[d].active != SIM_NO_OP)
+      advance_copy(r, gpu, d, in, t[d] <= in->next + in->hair, merge[d]);
+}
+
+static inline __attribute__((always_inline)) void
+advance_copies(Run *r, const Instant *in, guint n_gpus)
+{
+  FOR_EACH_GPU(r, n_gpus, g)
+    advance_gpu_copies(r, &r->gpu[g], in, r->now);
 }
 
 /* The host model's part of a step, before the instant's completions: each
@@ -1295,26 +1341,194 @@ run_end(Run *r, GError **error)
 /* The event loop, until every op completed (TRUE) or the run failed or is
  * stuck (FALSE, with the error set). */
 static inline __attribute__((always_inline)) gboolean
-run_loop(Run *r, guint n_gpus, gboolean host, gboolean live)
+run_loop(Run *r, guint n_gpus, gboolean host)
 {
   for (;;) {
-    start_copies(r, n_gpus, live);
+    start_copies(r, n_gpus);
     if (r->failed)
       return FALSE;
-    if (run_idle(r, n_gpus, host, live)) {
+    if (run_idle(r, n_gpus, host)) {
       if (r->completed == sim_program_n_ops(r->p))
         return TRUE;
       blocked_report(r);
       return FALSE;
     }
-    update_rates(r, n_gpus, live);
-    Instant in = next_instant(r, n_gpus, host, live);
+    update_rates(r, n_gpus);
+    Instant in = next_instant(r, n_gpus, host);
     if (host)
       advance_hosts(r, &in, n_gpus);
-    advance_compute(r, &in, n_gpus, live);
-    advance_copies(r, &in, n_gpus, live);
+    advance_compute(r, &in, n_gpus);
+    advance_copies(r, &in, n_gpus);
     r->now = in.next;
     finish_instant(r, host);
+  }
+}
+
+/* The lazy loop: direction d's copy of GPU gpu, dt seconds on, at an
+ * instant that is not its deadline: it moves on but does not end (a
+ * rounding that would end it leaves it at 0, to end a step later at the
+ * same time). */
+static void
+copy_sync(Run *r, Gpu *gpu, int d, double dt, gboolean merged)
+{
+  CopyEngine *c = &gpu->copy[d];
+  if (c->in_latency) {
+    if (c->latency_left > dt || !merged) {
+      c->latency_left = MAX(0.0, c->latency_left - dt);
+      return;
+    }
+    dt -= c->latency_left;
+    copy_latency_end(r, gpu, d);
+  }
+  c->bytes_left = MAX(0.0, c->bytes_left - c->rate * dt);
+}
+
+/* The lazy loop: GPU gpu's clocks from gpu->since to now, when something
+ * is about to change on it.  Nothing of it ends here: its deadline is
+ * past this instant (its hair included), or it would be due. */
+static void
+gpu_sync(Run *r, Gpu *gpu)
+{
+  double dt = r->now - gpu->since;
+  gpu->since = r->now;
+  if (dt <= 0.0)
+    return;
+  r->run->gpu_advances++;
+  if (gpu->compute.len) {
+    gpu->busy += dt;
+    gpu->vclock += gpu->compute_rate * dt;
+  } else if (gpu->collectives) {
+    gpu->comm_exposed += dt;
+  }
+  const CopyEngine *c = gpu->copy;
+  gboolean merge[SIM_DIR_COUNT] = { copy_merged(r, c, SIM_DIR_D2H), copy_merged(r, c, SIM_DIR_H2D) };
+  for (int d = 0; d < SIM_DIR_COUNT; d++)
+    if (c[d].active != SIM_NO_OP)
+      copy_sync(r, gpu, d, dt, merge[d]);
+}
+
+/* The lazy loop: GPU g's next deadline, from its state now, into the heap
+ * under a new stamp (its older entry, if any, goes stale). */
+static void
+gpu_schedule(Run *r, guint g)
+{
+  Gpu *gpu = &r->gpu[g];
+  double t = gpu_deadline(r, gpu, gpu->since);
+  r->pending -= isfinite(gpu->deadline) ? 1 : 0;
+  gpu->deadline = t;
+  gpu->stamp++;
+  if (isfinite(t)) {
+    r->pending++;
+    sim_heap_push(&r->e->deadlines, t, g, gpu->stamp);
+  }
+}
+
+/* The lazy loop's end of an instant, for the GPUs touched there, in GPU
+ * order like the scan: idle engines take their queued copies, then the
+ * rates and each GPU's next deadline.  With shared links a change of
+ * copies changes every moving copy's rate: each live GPU comes to now
+ * first, and the filling runs over them in GPU order. */
+static void
+lazy_settle(Run *r)
+{
+  if (!r->shared) {
+    /* Each GPU's rates are its own: one walk. */
+    FOR_EACH_GPU_IN(r, r->dirty, g) {
+      start_gpu_copies(r, &r->gpu[g]);
+      update_gpu_rates(r, &r->gpu[g]);
+      gpu_schedule(r, g);
+    }
+    r->copies_changed = FALSE;
+    r->dirty = (SimGpuSet){ { 0 } };
+    return;
+  }
+  FOR_EACH_GPU_IN(r, r->dirty, g)
+    start_gpu_copies(r, &r->gpu[g]);
+  gboolean copies = r->copies_changed;
+  r->copies_changed = FALSE;
+  if (copies) {
+    r->n_walk = 0;
+    FOR_EACH_GPU_IN(r, r->live, g) {
+      const Gpu *gpu = &r->gpu[g];
+      if (gpu->compute.len == 0 && gpu->copy_state == 0 && gpu->collectives == 0) {
+        sim_gpu_set_remove(&r->live, g);
+        continue;
+      }
+      gpu_touch(r, g);
+      r->walk[r->n_walk++] = g;
+    }
+  }
+  FOR_EACH_GPU_IN(r, r->dirty, g)
+    update_gpu_rates(r, &r->gpu[g]);
+  if (copies)
+    share_rates(r, TRUE);
+  FOR_EACH_GPU_IN(r, r->dirty, g)
+    gpu_schedule(r, g);
+  r->dirty = (SimGpuSet){ { 0 } };
+}
+
+/* The lazy loop's next instant: the earliest timer or GPU deadline (stale
+ * heap entries dropped first), or INFINITY when nothing runs. */
+static double
+lazy_next(Run *r)
+{
+  SimEngine *e = r->e;
+  while (e->deadlines.len && sim_heap_peek(&e->deadlines)->value != r->gpu[sim_heap_peek(&e->deadlines)->seq].stamp)
+    sim_heap_pop(&e->deadlines);
+  double next = e->timers.len ? sim_heap_peek(&e->timers)->key : INFINITY;
+  return e->deadlines.len ? MIN(next, sim_heap_peek(&e->deadlines)->key) : next;
+}
+
+/* The lazy loop's advance to the instant: the GPUs whose deadline it is
+ * (within its hair), each from its own `since`, then the timers. */
+static void
+lazy_advance(Run *r, const Instant *in)
+{
+  SimEngine *e = r->e;
+  SimGpuSet due = { { 0 } };
+  while (e->deadlines.len && sim_heap_peek(&e->deadlines)->key <= in->next + in->hair) {
+    SimHeapItem item = sim_heap_pop(&e->deadlines);
+    Gpu *gpu = &r->gpu[item.seq];
+    if (item.value != gpu->stamp)
+      continue;
+    gpu->deadline = INFINITY;
+    r->pending--;
+    sim_gpu_set_add(&due, item.seq);
+  }
+  e->n_done = 0;
+  FOR_EACH_GPU_IN(r, due, g) {
+    Gpu *gpu = &r->gpu[g];
+    Instant at = { .next = in->next, .dt = in->next - gpu->since, .hair = in->hair };
+    r->run->gpu_advances++;
+    advance_gpu_compute(r, gpu, &at, gpu->since);
+    advance_gpu_copies(r, gpu, &at, gpu->since);
+    gpu->since = in->next;
+    sim_gpu_set_add(&r->dirty, g);
+  }
+  r->now = in->next;
+  advance_timers(r, in);
+}
+
+/* The loop on several GPUs without the host model: a step costs
+ * O(touched GPUs · log GPUs), not O(GPUs) (docs/engine.md, "The loop"). */
+G_GNUC_NO_INLINE static gboolean
+run_loop_lazy(Run *r)
+{
+  for (;;) {
+    lazy_settle(r);
+    if (r->failed)
+      return FALSE;
+    double next = lazy_next(r);
+    if (next == INFINITY) {
+      if (r->completed == sim_program_n_ops(r->p))
+        return TRUE;
+      blocked_report(r);
+      return FALSE;
+    }
+    g_assert(next >= r->now);
+    Instant in = { .next = next, .dt = next - r->now, .hair = NEAR_TIE * MAX(1.0, next) };
+    lazy_advance(r, &in);
+    finish_instant(r, FALSE);
   }
 }
 
@@ -1325,14 +1539,7 @@ run_loop(Run *r, guint n_gpus, gboolean host, gboolean live)
 G_GNUC_NO_INLINE static gboolean
 run_loop_host(Run *r, guint n_gpus)
 {
-  return run_loop(r, n_gpus, TRUE, FALSE);
-}
-
-/* The loop walking the live GPUs only, out of line like run_loop_host. */
-G_GNUC_NO_INLINE static gboolean
-run_loop_live(Run *r, guint n_gpus)
-{
-  return run_loop(r, n_gpus, FALSE, TRUE);
+  return run_loop(r, n_gpus, TRUE);
 }
 
 SimRun *
@@ -1354,11 +1561,11 @@ sim_engine_run(SimEngine *e, const SimProgram *p, const SimLink *link, const Sim
    * every other program runs the loop it always ran, instruction for
    * instruction. */
   gboolean host = sim_program_has_host(p) || force_host;
-  run_begin(&r, e, p, link, run, host, p->n_gpus > 1 && p->n_gpus >= live_walk_gpus && !host, error);
+  run_begin(&r, e, p, link, run, host, p->n_gpus > 1 && p->n_gpus >= lazy_gpus && !host, error);
   gboolean completed = host              ? run_loop_host(&r, p->n_gpus)
-                       : p->n_gpus == 1 ? run_loop(&r, 1, FALSE, FALSE)
-                       : !r.walk_live  ? run_loop(&r, p->n_gpus, FALSE, FALSE)
-                                        : run_loop_live(&r, p->n_gpus);
+                       : p->n_gpus == 1 ? run_loop(&r, 1, FALSE)
+                       : !r.lazy       ? run_loop(&r, p->n_gpus, FALSE)
+                                        : run_loop_lazy(&r);
   if (!completed)
     return NULL;
   run->heap_ops = heap_ops(e) - heap_ops_before;

@@ -122,8 +122,9 @@ typedef struct {
   GArray *op_end;
   GArray *curve;         /* SimMemPoint, or NULL */
   GArray *applied;       /* guint32 memory-action indices in the order applied */
-  guint64 events;        /* work counters: loop steps, heap operations */
+  guint64 events;        /* work counters: loop steps, heap operations, */
   guint64 heap_ops;
+  guint64 gpu_advances;  /* and GPUs brought to an instant (the scan: every GPU at every step) */
 } SimRun;
 
 void sim_run_free(SimRun *run);

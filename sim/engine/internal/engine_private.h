@@ -27,10 +27,11 @@ void sim_engine_set_live_dense_cells(gsize cells);
  * loop without a host; FALSE (the default) goes back. */
 void sim_engine_set_host_model(gboolean force);
 
-/* Test-only.  From how many GPUs a run without the host model walks only
- * its live GPUs at each step (docs/engine.md, "The loop"); 0 goes back to
- * the default (16).  2 makes every multi-GPU run take that path, so that
- * tests can compare it with the scan over every GPU (G_MAXUINT). */
-void sim_engine_set_live_walk_gpus(guint gpus);
+/* Test-only.  From how many GPUs a run without the host model takes the
+ * lazy loop, which touches at a step only the GPUs something happens on
+ * (docs/engine.md, "The loop"); 0 goes back to the default (LAZY_GPUS, 2:
+ * every multi-GPU run).  G_MAXUINT makes every run scan every GPU at every
+ * step, so that tests can compare the two loops. */
+void sim_engine_set_lazy_gpus(guint gpus);
 
 G_END_DECLS

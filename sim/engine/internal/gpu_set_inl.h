@@ -33,6 +33,12 @@ sim_gpu_set_add(SimGpuSet *set, guint g)
   set->bits[g >> 6] |= (guint64)1 << (g & 63);
 }
 
+static inline gboolean
+sim_gpu_set_has(const SimGpuSet *set, guint g)
+{
+  return (set->bits[g >> 6] >> (g & 63)) & 1;
+}
+
 static inline void
 sim_gpu_set_remove(SimGpuSet *set, guint g)
 {

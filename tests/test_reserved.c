@@ -9,6 +9,8 @@
 #include "result/evaluate.h"
 #include "result/reserved.h"
 
+#include "base/u64map.h"
+
 #include <string.h>
 
 #define MIB(n) ((gint64)(n) * 1024 * 1024)
@@ -147,6 +149,52 @@ START_TEST(plans_fit_what_is_reserved)
 }
 END_TEST
 
+/* The replay's map of held keys takes keys out (sim_u64map_remove): a
+ * run of sets and removes, keys chosen to collide (few home slots in a
+ * small table, so runs wrap and shift), against a GHashTable; then the
+ * map holds only what is present, and every key removed reads missing. */
+START_TEST(u64map_removes_keys)
+{
+  SimU64Map m;
+  sim_u64map_init(&m);
+  g_autoptr(GHashTable) ref = g_hash_table_new_full(g_int64_hash, g_int64_equal, g_free, NULL);
+  guint32 seed = 12345;
+  for (guint step = 0; step < 200000; step++) {
+    seed = seed * 1103515245u + 12345u;
+    guint64 key = (guint64)((seed >> 8) % 300) << 32 | ((seed >> 20) % 7); /* tag << 32 | layer, as the replay */
+    if ((seed >> 4) % 3 == 0) {
+      sim_u64map_remove(&m, key);
+      g_hash_table_remove(ref, &key);
+    } else {
+      sim_u64map_set(&m, key, step);
+      g_hash_table_insert(ref, g_memdup2(&key, sizeof key), GUINT_TO_POINTER(step));
+    }
+    if (step % 997 == 0) {
+      ck_assert_uint_eq(m.len, g_hash_table_size(ref));
+      for (guint t = 0; t < 300; t++)
+        for (guint l = 0; l < 7; l++) {
+          guint64 k = (guint64)t << 32 | l;
+          gpointer v;
+          gboolean in = g_hash_table_lookup_extended(ref, &k, NULL, &v);
+          ck_assert_uint_eq(sim_u64map_get(&m, k, G_MAXUINT32), in ? GPOINTER_TO_UINT(v) : G_MAXUINT32);
+        }
+    }
+  }
+  guint present = 0;
+  for (guint i = 0; i < m.cap; i++)
+    present += m.keys[i] != SIM_U64MAP_EMPTY;
+  ck_assert_uint_eq(present, g_hash_table_size(ref));
+  /* Everything out: the map is empty, whatever order the keys went in. */
+  for (guint t = 0; t < 300; t++)
+    for (guint l = 0; l < 7; l++)
+      sim_u64map_remove(&m, (guint64)t << 32 | l);
+  ck_assert_uint_eq(m.len, 0);
+  for (guint i = 0; i < m.cap; i++)
+    ck_assert(m.keys[i] == SIM_U64MAP_EMPTY);
+  sim_u64map_clear(&m);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -158,6 +206,7 @@ main(void)
   tcase_add_test(tc, expandable_by_hand);
   tcase_add_test(tc, bundled_scenarios_replay_cleanly);
   tcase_add_test(tc, plans_fit_what_is_reserved);
+  tcase_add_test(tc, u64map_removes_keys);
   suite_add_tcase(s, tc);
   return test_run_suite(s);
 }

@@ -50,3 +50,26 @@ sim_u64map_set(SimU64Map *m, guint64 key, guint32 value)
   }
   m->values[i] = value;
 }
+
+void
+sim_u64map_remove(SimU64Map *m, guint64 key)
+{
+  guint i = sim_u64map_slot(m, key);
+  if (m->keys[i] != key)
+    return;
+  /* Backward-shift deletion: each key of the run after the hole that may
+   * sit in it (its home is not in the cyclic range (hole, its slot]) moves
+   * into it, and the hole moves on, so every key stays reachable from its
+   * home without a tombstone. */
+  guint mask = m->cap - 1;
+  for (guint j = (i + 1) & mask; m->keys[j] != SIM_U64MAP_EMPTY; j = (j + 1) & mask) {
+    guint home = sim_u64map_home(m, m->keys[j]);
+    if (((j - home) & mask) >= ((j - i) & mask)) {
+      m->keys[i] = m->keys[j];
+      m->values[i] = m->values[j];
+      i = j;
+    }
+  }
+  m->keys[i] = SIM_U64MAP_EMPTY;
+  m->len--;
+}

@@ -337,7 +337,8 @@ apply_memory(Run *r, guint32 op_index, guint32 first, guint32 last)
   guint n = r->n_applied;
   for (guint32 m = first; m < last; m++) {
     const SimMemAction *a = &mem[m];
-    guint pool = SIM_POOL_INDEX(a->gpu, a->pool);
+    guint gpu = r->ops[op_index].gpu; /* an op's actions are on its GPU (loaded only for an op with actions) */
+    guint pool = SIM_POOL_INDEX(gpu, a->pool);
     gint64 level = r->level[pool] + a->delta;
     r->level[pool] = level;
     applied[n++] = m;
@@ -352,7 +353,7 @@ apply_memory(Run *r, guint32 op_index, guint32 first, guint32 last)
       memory_negative(r, op_index, pool);
     }
     if (G_UNLIKELY(r->curve != NULL))
-      memory_curve(r, a->gpu);
+      memory_curve(r, gpu);
   }
   r->n_applied = n;
 }
@@ -1630,7 +1631,7 @@ live_dense(const SimProgram *p, const guint32 *applied, guint n, guint pool, gsi
   g_autofree gint64 *bytes = g_new0(gint64, cells);
   for (guint i = 0; i < n; i++) {
     const SimMemAction *a = &p->mem[applied[i]];
-    if (SIM_POOL_INDEX(a->gpu, a->pool) == pool)
+    if (SIM_POOL_INDEX(sim_program_mem_gpu(p, a), a->pool) == pool)
       bytes[(gsize)a->tag * columns + live_column(a->layer)] += a->delta;
   }
   for (gsize cell = 0; cell < cells; cell++) {
@@ -1655,7 +1656,7 @@ live_sorted(const SimProgram *p, const guint32 *applied, guint n, guint pool, gs
   guint m = 0;
   for (guint i = 0; i < n; i++) {
     const SimMemAction *a = &p->mem[applied[i]];
-    if (SIM_POOL_INDEX(a->gpu, a->pool) == pool) {
+    if (SIM_POOL_INDEX(sim_program_mem_gpu(p, a), a->pool) == pool) {
       start[live_column(a->layer) + 1]++;
       m++;
     }
@@ -1666,7 +1667,7 @@ live_sorted(const SimProgram *p, const guint32 *applied, guint n, guint pool, gs
   g_autofree guint *fill = g_memdup2(start, sizeof(guint) * (columns + 1));
   for (guint i = 0; i < n; i++) {
     const SimMemAction *a = &p->mem[applied[i]];
-    if (SIM_POOL_INDEX(a->gpu, a->pool) == pool)
+    if (SIM_POOL_INDEX(sim_program_mem_gpu(p, a), a->pool) == pool)
       order[fill[live_column(a->layer)]++] = applied[i];
   }
   g_autofree gint64 *row = g_new0(gint64, p->labels->len);

@@ -162,6 +162,7 @@ guint32
 sim_program_add_stream_on(SimProgram *p, const char *name, guint gpu)
 {
   g_assert(gpu < SIM_NODE_MAX_GPUS);
+  g_assert(p->streams->len < SIM_PROGRAM_MAX_STREAMS); /* a memory action's stream is 11 bits */
   SimStream *stream = g_new0(SimStream, 1);
   stream->name = g_strdup(name);
   stream->gpu = gpu;

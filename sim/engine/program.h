@@ -170,36 +170,51 @@ typedef enum {
  * the same reason as SIM_NO_OP. */
 #define SIM_NO_EVENT G_MAXUINT32
 
-/* 40 bytes (the engine reads one or two per event): the fields of
- * different kinds share one union. */
+/* The most streams a program holds: a memory action names its op's stream
+ * in 11 bits (SimMemAction).  A lowering adds three to five per GPU, so
+ * SIM_NODE_MAX_GPUS of them fit (sim_program_add_stream_on asserts it). */
+#define SIM_PROGRAM_MAX_STREAMS (1u << 11)
+
+/* 32 bytes (the engine reads one or two per event; a step of 10^6 layers
+ * holds 75 M of them): the fields of different kinds share one union, and
+ * the narrow ones are bit fields.  Layers stay below 2^20
+ * (SIM_WORKLOAD_MAX_LAYERS), streams below SIM_PROGRAM_MAX_STREAMS and
+ * GPUs below SIM_NODE_MAX_GPUS (256), so every value fits its width. */
 typedef struct {
   union {
     double work;    /* seconds: compute, host_alloc, send, collective */
     guint64 bytes;  /* copy */
     guint32 event;  /* record and wait */
   };
-  guint8 kind;     /* SimOpKind */
-  guint8 phase;    /* SimPhase */
-  guint8 dir;      /* SimDir, copies only */
-  guint8 pageable; /* copies only */
-  guint32 stream;
-  gint32 layer;    /* SIM_NO_LAYER when none */
-  guint32 label;   /* interned name */
+  /* What the engine reads per event, whole bytes: */
+  guint8 kind;          /* SimOpKind */
+  guint8 gpu;           /* its stream's GPU */
+  guint16 stream;
+  /* What it reads seldom (peaks, copies), bit fields: */
+  gint32 layer : 23;    /* SIM_NO_LAYER when none */
+  guint32 phase : 4;    /* SimPhase */
+  guint32 dir : 1;      /* SimDir, copies only */
+  guint32 pageable : 1; /* copies only */
+  guint32 label;        /* interned name */
   guint32 mem_first, mem_count; /* its memory actions: the starts first, then the ends */
   guint32 mem_starts;           /* how many of them apply at the start */
-  guint16 gpu;                  /* its stream's GPU (in what was padding) */
 } SimOp;
-G_STATIC_ASSERT(sizeof(SimOp) == 40);
+G_STATIC_ASSERT(sizeof(SimOp) == 32);
+G_STATIC_ASSERT(SIM_PHASE_COUNT <= 16 && SIM_DIR_COUNT <= 2 && SIM_NODE_MAX_GPUS <= 256 &&
+                SIM_PROGRAM_MAX_STREAMS <= 65536); /* phase, dir, gpu, stream */
 
 /* 16 bytes: the engine walks tens of thousands a step, and a step's program
  * is meant to stay in the core's cache.  Which op it belongs to and whether
- * it applies at the start or the end follow from its position (see SimOp). */
+ * it applies at the start or the end follow from its position (see SimOp).
+ * It names its op's stream (the caching allocator's replay keeps a pool
+ * per stream, result/reserved.c); its GPU is that stream's
+ * (sim_program_mem_gpu). */
 typedef struct {
-  gint64 delta;      /* bytes: > 0 allocates, < 0 frees */
-  guint32 tag : 31;  /* interned name */
-  guint32 pool : 1;  /* SimPool */
-  gint32 layer : 24; /* layers stay below 2^20 (SIM_WORKLOAD_MAX_LAYERS) */
-  guint32 gpu : 8;   /* its op's GPU: the pool is SIM_POOL_INDEX(gpu, pool) */
+  gint64 delta;        /* bytes: > 0 allocates, < 0 frees */
+  guint32 tag : 31;    /* interned name */
+  guint32 pool : 1;    /* SimPool */
+  gint32 layer : 21;   /* layers stay below 2^20 (SIM_WORKLOAD_MAX_LAYERS) */
+  guint32 stream : 11; /* its op's stream, < SIM_PROGRAM_MAX_STREAMS */
 } SimMemAction;
 G_STATIC_ASSERT(sizeof(SimMemAction) == 16);
 G_STATIC_ASSERT(SIM_POOL_COUNT <= 2); /* `pool` is one bit */
@@ -255,7 +270,7 @@ struct SimProgram {
   guint64 copy_bytes[SIM_DIR_COUNT];
   guint copies[SIM_DIR_COUNT];
   /* Host issue cost per op in seconds, kept apart from SimOp so that an op
-   * stays 40 bytes and a program without launches pays nothing: launch[i]
+   * stays 32 bytes and a program without launches pays nothing: launch[i]
    * for i < n_launch, 0 past it (read through sim_program_launch). */
   double *launch;
   guint n_launch;
@@ -267,7 +282,7 @@ struct SimProgram {
   /* The micro-batch of each op of a pipeline, as runs in issue order
    * (SimMicrobatchRun, marked by sim_program_mark_microbatch); empty
    * outside a pipeline.  Kept apart from SimOp, as `launch` is, so that an
-   * op stays 40 bytes.  Read through sim_program_op_microbatch. */
+   * op stays 32 bytes.  Read through sim_program_op_microbatch. */
   GArray *microbatch_runs;
 
   /* private: see program_private.h */
@@ -370,6 +385,13 @@ static inline const SimOp *
 sim_program_op(const SimProgram *program, guint32 index)
 {
   return &program->ops[index];
+}
+
+/* The GPU of memory action `a`: its stream's. */
+static inline guint
+sim_program_mem_gpu(const SimProgram *program, const SimMemAction *a)
+{
+  return ((const SimStream *)g_ptr_array_index(program->streams, a->stream))->gpu;
 }
 
 static inline const char *

@@ -15,7 +15,9 @@ typedef struct {
 
 /* A GPU's replay: its allocator, and what it holds per (tag, layer): a
  * stack per key, threaded through one array (no allocation per key); `top`
- * maps a key to the index of its latest Held (NONE: none held now). */
+ * maps a key to the index of its latest Held, and holds only the keys
+ * with something held (a key whose last allocation is freed is removed:
+ * a step of 10^6 layers makes 32 M keys, a few hundred held at once). */
 typedef struct {
   SimAllocator *allocator;
   GArray *held;       /* Held */
@@ -78,7 +80,10 @@ release_key(Gpu *g, guint64 key, guint64 *need, guint32 stream, gboolean *oom)
     g_array_append_val(g->spare, at);
     at = h->below;
   }
-  sim_u64map_set(&g->top, key, at);
+  if (at == NONE)
+    sim_u64map_remove(&g->top, key);
+  else
+    sim_u64map_set(&g->top, key, at);
 }
 
 static gint
@@ -109,17 +114,6 @@ release(Gpu *g, guint32 tag, gint32 layer, guint64 bytes, guint32 stream, gboole
   return need;
 }
 
-/* Each action's op: actions are grouped by op (SimOp.mem_first, mem_count). */
-static guint32 *
-action_ops(const SimProgram *p)
-{
-  guint32 *op_of = g_new(guint32, MAX(p->n_mem, 1u));
-  for (guint32 i = 0; i < p->n_ops; i++)
-    for (guint32 m = p->ops[i].mem_first; m < p->ops[i].mem_first + p->ops[i].mem_count; m++)
-      op_of[m] = i;
-  return op_of;
-}
-
 /* The first stream of GPU g: where the static memory was allocated. */
 static guint32
 first_stream(const SimProgram *p, guint g)
@@ -137,7 +131,6 @@ sim_reserved_replay(const SimRun *run, const SimProgram *p, guint64 capacity, gu
   *out = (SimReserved){ 0 };
   guint n_gpus = MAX(p->n_gpus, 1u);
   g_autofree Gpu *gpus = g_new0(Gpu, n_gpus);
-  g_autofree guint32 *op_of = action_ops(p);
   for (guint g = 0; g < n_gpus; g++) {
     gpus[g].allocator = sim_allocator_new(capacity, allocator_flags);
     gpus[g].held = g_array_new(FALSE, FALSE, sizeof(Held));
@@ -155,8 +148,8 @@ sim_reserved_replay(const SimRun *run, const SimProgram *p, guint64 capacity, gu
     const SimMemAction *a = &p->mem[m];
     if (a->pool != SIM_POOL_DEVICE || a->delta == 0)
       continue;
-    Gpu *g = &gpus[a->gpu];
-    guint32 stream = p->ops[op_of[m]].stream;
+    Gpu *g = &gpus[sim_program_mem_gpu(p, a)];
+    guint32 stream = a->stream;
     if (a->delta > 0)
       hold(g, held_key(a->tag, a->layer), malloc_anyway(g->allocator, (guint64)a->delta, stream, &out->out_of_memory),
            (guint64)a->delta);

@@ -76,13 +76,13 @@ sim_program_add_op(SimProgram *p, SimOpKind kind, SimPhase phase, guint32 stream
   op->phase = (guint8)phase;
   op->dir = 0;
   op->pageable = 0;
-  op->stream = stream;
+  op->stream = (guint16)stream;
   op->layer = layer;
   op->label = label;
   op->mem_first = p->n_mem;
   op->mem_count = 0;
   op->mem_starts = 0;
-  op->gpu = (guint16)s->gpu;
+  op->gpu = (guint8)s->gpu;
   s->ops[s->n_ops++] = index;
   return index;
 }
@@ -144,7 +144,7 @@ sim_program_mem_inline(SimProgram *p, guint32 op, SimWhen when, SimPool pool, gi
   a->tag = tag;
   a->pool = pool;
   a->layer = layer;
-  a->gpu = o->gpu;
+  a->stream = o->stream;
 }
 
 /* sim_program_set_launch, inline: an eager framework gives every op a

@@ -985,7 +985,7 @@ run_begin(Run *r, SimEngine *e, const SimProgram *p, const SimLink *link, SimRun
               .op_start = run->op_start ? (double *)(void *)run->op_start->data : NULL,
               .op_end = run->op_end ? (double *)(void *)run->op_end->data : NULL, .curve = run->curve,
               .link = link, .run = run, .error = error, .gpu = e->gpu, .n_gpus = p->n_gpus,
-              .shared = link->node.switch_bandwidth > 0 || link->node.host_memory_bandwidth > 0,
+              .shared = sim_link_node_shared(link),
               .level = e->level, .peak = e->peak, .peaks = e->peaks, .lazy = lazy,
               .words = (p->n_gpus + 63) / 64 };
   for (int d = 0; d < SIM_DIR_COUNT; d++) {
@@ -1307,25 +1307,39 @@ run_end(Run *r, GError **error)
       return FALSE;
     }
   }
+  /* A program whose GPUs stand for several of the step's (program.h,
+   * sim_program_set_copies) reports every step GPU: each copy's figures
+   * are its GPU's, its peaks name its own pool (the op and the actions
+   * applied stay its GPU's, in this program).  The copies of a GPU follow
+   * it, so the worst peak (ties to the lowest pool) is the first copy's. */
+  guint step_gpus = sim_program_step_gpus(p);
   for (int kind = 0; kind < SIM_POOL_COUNT; kind++) {
     run->peak[kind] = r->peaks[kind];
     for (guint g = 1; g < p->n_gpus; g++)
       if (peak_worse(&r->peaks[SIM_POOL_INDEX(g, kind)], &run->peak[kind]))
         run->peak[kind] = r->peaks[SIM_POOL_INDEX(g, kind)];
+    run->peak[kind].pool = SIM_POOL_INDEX(sim_program_step_gpu(p, run->peak[kind].pool / SIM_POOL_COUNT), kind);
   }
   for (guint g = 0; g < p->n_gpus; g++)
     run->comm_exposed = MAX(run->comm_exposed, r->gpu[g].comm_exposed);
-  if (p->n_gpus > 1) {
-    run->pools = g_array_sized_new(FALSE, FALSE, sizeof(SimPeak), 2 * p->n_gpus);
-    g_array_append_vals(run->pools, r->peaks, 2 * p->n_gpus);
-    run->busy = g_array_sized_new(FALSE, FALSE, sizeof(double), p->n_gpus);
-    for (guint g = 0; g < p->n_gpus; g++)
+  if (step_gpus > 1) {
+    run->pools = g_array_sized_new(FALSE, FALSE, sizeof(SimPeak), 2 * step_gpus);
+    run->busy = g_array_sized_new(FALSE, FALSE, sizeof(double), step_gpus);
+    for (guint sg = 0; sg < step_gpus; sg++) {
+      guint g = sim_program_gpu_of(p, sg);
+      for (int kind = 0; kind < SIM_POOL_COUNT; kind++) {
+        SimPeak peak = r->peaks[SIM_POOL_INDEX(g, kind)];
+        peak.pool = SIM_POOL_INDEX(sg, kind);
+        g_array_append_val(run->pools, peak);
+      }
       g_array_append_val(run->busy, r->gpu[g].busy);
+    }
   }
   if (r->host) {
-    run->host_busy = g_array_sized_new(FALSE, FALSE, sizeof(double), p->n_gpus);
-    run->host_wait = g_array_sized_new(FALSE, FALSE, sizeof(double), p->n_gpus);
-    for (guint g = 0; g < p->n_gpus; g++) {
+    run->host_busy = g_array_sized_new(FALSE, FALSE, sizeof(double), step_gpus);
+    run->host_wait = g_array_sized_new(FALSE, FALSE, sizeof(double), step_gpus);
+    for (guint sg = 0; sg < step_gpus; sg++) {
+      guint g = sim_program_gpu_of(p, sg);
       g_array_append_val(run->host_busy, r->host[g].busy);
       g_array_append_val(run->host_wait, r->host[g].wait);
     }
@@ -1562,11 +1576,14 @@ sim_engine_run(SimEngine *e, const SimProgram *p, const SimLink *link, const Sim
    * every other program runs the loop it always ran, instruction for
    * instruction. */
   gboolean host = sim_program_has_host(p) || force_host;
-  run_begin(&r, e, p, link, run, host, p->n_gpus > 1 && p->n_gpus >= lazy_gpus && !host, error);
+  /* A program whose GPUs stand for several of the step's (sim_program_set_copies) runs the loop the
+   * whole step's program would: a GPU's arithmetic in the lazy loop does not depend on the others. */
+  guint step_gpus = sim_program_step_gpus(p);
+  run_begin(&r, e, p, link, run, host, step_gpus > 1 && step_gpus >= lazy_gpus && !host, error);
   gboolean completed = host              ? run_loop_host(&r, p->n_gpus)
+                       : r.lazy         ? run_loop_lazy(&r)
                        : p->n_gpus == 1 ? run_loop(&r, 1, FALSE)
-                       : !r.lazy       ? run_loop(&r, p->n_gpus, FALSE)
-                                        : run_loop_lazy(&r);
+                                        : run_loop(&r, p->n_gpus, FALSE);
   if (!completed)
     return NULL;
   run->heap_ops = heap_ops(e) - heap_ops_before;
@@ -1700,7 +1717,8 @@ sim_run_live_visit_peak(const SimRun *run, const SimProgram *p, const SimPeak *p
                         gpointer data)
 {
   guint n = peak->applied;
-  guint pool = peak->pool;
+  /* A step GPU's pool, read from the program GPU that stands for it. */
+  guint pool = SIM_POOL_INDEX(sim_program_gpu_of(p, peak->pool / SIM_POOL_COUNT), peak->pool % SIM_POOL_COUNT);
   const guint32 *applied = (const guint32 *)(void *)run->applied->data;
 
   if (p->baseline[pool] > 0) {

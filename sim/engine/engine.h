@@ -26,7 +26,9 @@
  *    one before, and stops after a host_alloc or a pageable copy until it
  *    ends; an op starts only once it is issued.
  *  - Several GPUs: every stream is on a GPU, and each GPU has its own
- *    compute resource, copy engines and memory pools (program.h).  With
+ *    compute resource, copy engines and memory pools (program.h).  A
+ *    program's GPU may stand for identical copies (sim_program_set_copies):
+ *    it runs once and the run reports each copy as it.  With
  *    [node] limits (SimLink.node) the copies of every GPU share their
  *    switch uplinks and socket memory max-min fairly with the per-GPU caps
  *    (progressive filling; docs/engine.md).
@@ -105,7 +107,11 @@ typedef struct {
   guint64 copy_bytes[2]; /* per SimDir */
   guint copies[2];
   SimPeak peak[2];       /* per SimPool: the worst GPU's (the first to reach the most, then the lowest) */
-  GArray *pools;         /* SimPeak per SIM_POOL_INDEX when the program runs on several GPUs, else NULL */
+  /* Per-GPU arrays are per GPU of the step (sim_program_step_gpus): a
+   * program's GPU that stands for several (sim_program_set_copies) gives
+   * each of them its figures, and a peak's `pool` is the step's, its op
+   * and `applied` the program's (sim_run_live_visit_peak reads them so). */
+  GArray *pools;         /* SimPeak per SIM_POOL_INDEX when the step runs on several GPUs, else NULL */
   GArray *busy;          /* double seconds per GPU while a compute op of it ran (several GPUs), else NULL */
   /* The host model (some op has a launch, program.h), else NULL; double
    * seconds per GPU.  host_busy: the launches its host issued (the

@@ -142,7 +142,8 @@ check_memory(const SimRun *run, const SimProgram *p, GError **error)
     if (last[pool] != (gint64)p->baseline[pool])
       return violation(error, "%s memory of GPU %u ends at %" G_GINT64_FORMAT " B, not at the baseline",
                        sim_pool_name(pool % SIM_POOL_COUNT), pool / SIM_POOL_COUNT, last[pool]);
-    const SimPeak *peak = run->pools ? &g_array_index(run->pools, SimPeak, pool) : &run->peak[pool];
+    guint step_pool = SIM_POOL_INDEX(sim_program_step_gpu(p, pool / SIM_POOL_COUNT), pool % SIM_POOL_COUNT);
+    const SimPeak *peak = run->pools ? &g_array_index(run->pools, SimPeak, step_pool) : &run->peak[pool];
     if (peak->bytes != top[pool])
       return violation(error, "the reported %s peak of GPU %u, %" G_GINT64_FORMAT " B, is not the curve's maximum %"
                        G_GINT64_FORMAT " B", sim_pool_name(pool % SIM_POOL_COUNT), pool / SIM_POOL_COUNT,
@@ -155,7 +156,7 @@ check_memory(const SimRun *run, const SimProgram *p, GError **error)
 static double
 busiest_gpu_work(const SimRun *run, const SimProgram *p)
 {
-  if (p->n_gpus == 1)
+  if (p->n_gpus == 1 && !p->copied) /* a copied program's sums are its step's: several GPUs' */
     return run->compute_work + run->recompute_work + run->optimizer_work;
   g_autofree double *work = g_new0(double, p->n_gpus);
   double most = 0;

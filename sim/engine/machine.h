@@ -151,6 +151,15 @@ typedef struct {
   SimLink link;
 } SimMachine;
 
+/* Whether the copies of different GPUs share links ([node]
+ * switch_bandwidth or host_memory_bandwidth): the engine's progressive
+ * filling over them (docs/engine.md, "Shared node links"). */
+static inline gboolean
+sim_link_node_shared(const SimLink *link)
+{
+  return link->node.switch_bandwidth > 0 || link->node.host_memory_bandwidth > 0;
+}
+
 /* Seconds one copy of `bytes` takes alone on the link in direction `dir`,
  * from or to `host` memory (pinned or pageable).  Without a table: latency +
  * bytes / bandwidth.  With one: the measured time, interpolated linearly in

@@ -92,11 +92,45 @@ sim_program_reset(SimProgram *p)
   memset(p->kernel_work, 0, sizeof p->kernel_work);
   memset(p->copy_bytes, 0, sizeof p->copy_bytes);
   memset(p->copies, 0, sizeof p->copies);
+  p->copied = FALSE;
   /* Labels stay interned: a planner reuses the same names on every lowering.
    * The address cache is dropped when it grows: a sweep lowers workload after
    * workload into one program, and their freed names leave stale entries. */
   if (g_hash_table_size(p->label_cache) > LABEL_CACHE_MAX)
     g_hash_table_remove_all(p->label_cache);
+}
+
+void
+sim_program_set_copies(SimProgram *p, const guint *copies)
+{
+  guint at = 0;
+  for (guint g = 0; g < p->n_gpus; g++) {
+    g_assert(copies[g] >= 1);
+    p->step_gpu[g] = (guint16)at;
+    at += copies[g];
+    g_assert(at <= SIM_NODE_MAX_GPUS);
+  }
+  p->step_gpu[p->n_gpus] = (guint16)at;
+  p->copied = TRUE;
+}
+
+void
+sim_program_repeat_sums(SimProgram *p, guint32 first, guint32 end, guint times)
+{
+  g_assert(first <= end && end <= p->n_ops);
+  for (guint t = 0; t < times; t++)
+    for (guint32 i = first; i < end; i++) {
+      const SimOp *op = &p->ops[i];
+      /* What the builders add: a compute op's seconds, a host op's when it
+       * is work on the host (sim_program_host_work; a pinned allocation,
+       * phase alloc, is not), a copy's bytes. */
+      if (op->kind == SIM_OP_COMPUTE || (op->kind == SIM_OP_HOST_ALLOC && op->phase != SIM_PHASE_ALLOC))
+        p->compute_work[sim_phase_work(op->phase)] += op->work;
+      else if (op->kind == SIM_OP_COPY) {
+        p->copy_bytes[op->dir] += op->bytes;
+        p->copies[op->dir]++;
+      }
+    }
 }
 
 void

@@ -269,6 +269,14 @@ struct SimProgram {
   /* Copies and their bytes per SimDir, summed as they are added. */
   guint64 copy_bytes[SIM_DIR_COUNT];
   guint copies[SIM_DIR_COUNT];
+  /* The step's GPUs the program's stand for (sim_program_set_copies): GPU
+   * g of the program is GPUs step_gpu[g] .. step_gpu[g + 1] - 1 of the
+   * step, identical copies of it that the program does not hold (a
+   * pipeline's data-parallel replicas, sim/lower/pipeline.h).  Only when
+   * `copied`; otherwise every GPU is itself.  Read through
+   * sim_program_step_gpus, sim_program_step_gpu, sim_program_gpu_of. */
+  gboolean copied;
+  guint16 step_gpu[SIM_NODE_MAX_GPUS + 1];
   /* Host issue cost per op in seconds, kept apart from SimOp so that an op
    * stays 32 bytes and a program without launches pays nothing: launch[i]
    * for i < n_launch, 0 past it (read through sim_program_launch). */
@@ -324,6 +332,53 @@ guint32 sim_program_add_event(SimProgram *program, guint32 label, gint32 layer);
 guint32 sim_program_add_barrier(SimProgram *program, guint32 label, gint32 layer, guint32 count);
 /* The baseline of pool `pool`, a SIM_POOL_INDEX (a SimPool on GPU 0). */
 void sim_program_set_baseline(SimProgram *program, guint pool, guint64 bytes, const char *tag);
+
+/* Makes GPU g of the program stand for copies[g] GPUs of the step (each
+ * >= 1, n_gpus entries, adding up to at most SIM_NODE_MAX_GPUS), numbered
+ * in order: GPU 0's first, then GPU 1's.  The caller vouches that every
+ * copy would run exactly as its GPU does; the engine then runs the
+ * program's GPUs and reports every step GPU (engine.h), and the sums
+ * (compute_work, copy_bytes, copies) are the caller's to make the step's
+ * (sim_program_repeat_sums).  A reset drops the copies. */
+void sim_program_set_copies(SimProgram *program, const guint *copies);
+
+/* Adds the sums of ops [first, end) (compute_work, copy_bytes, copies)
+ * `times` more times, in issue order, as if those ops had been added again
+ * `times` times: the floating-point sums of a step whose copies the
+ * program leaves out, to the bit. */
+void sim_program_repeat_sums(SimProgram *program, guint32 first, guint32 end, guint times);
+
+/* The GPUs of the step: n_gpus, or what the copies add up to. */
+static inline guint
+sim_program_step_gpus(const SimProgram *program)
+{
+  return program->copied ? program->step_gpu[program->n_gpus] : program->n_gpus;
+}
+
+/* The first step GPU that program GPU `gpu` stands for. */
+static inline guint
+sim_program_step_gpu(const SimProgram *program, guint gpu)
+{
+  return program->copied ? program->step_gpu[gpu] : gpu;
+}
+
+/* The program GPU that stands for step GPU `step_gpu`
+ * (< sim_program_step_gpus). */
+static inline guint
+sim_program_gpu_of(const SimProgram *program, guint step_gpu)
+{
+  if (!program->copied)
+    return step_gpu;
+  guint lo = 0, hi = program->n_gpus; /* the last g with step_gpu[g] <= step_gpu */
+  while (hi - lo > 1) {
+    guint mid = lo + (hi - lo) / 2;
+    if (program->step_gpu[mid] <= step_gpu)
+      lo = mid;
+    else
+      hi = mid;
+  }
+  return lo;
+}
 
 /* The ops added from now on belong to micro-batch `microbatch` of a
  * pipeline (-1: to none, such as the optimizer step), until the next mark.

@@ -734,7 +734,7 @@ lower_dp_collective(SimProgram *p, const SimLink *link, LowerDp *dp, guint32 com
   if (after != SIM_NO_EVENT)
     sim_program_wait(p, comm, after);
   if (dp->next == dp->barriers->len) {
-    guint32 barrier = sim_program_add_barrier(p, dp->label_barrier, layer, dp->ranks);
+    guint32 barrier = sim_program_add_barrier(p, dp->label_barrier, layer, dp->members);
     g_array_append_val(dp->barriers, barrier);
   }
   guint32 barrier = g_array_index(dp->barriers, guint32, dp->next++);
@@ -1462,6 +1462,8 @@ emit_op(Lower *l, guint g, const SimLayerOp *o, SimPhase phase)
   if (l->w->launch > 0)
     sim_program_set_launch_inline(p, op, o->kernels * l->w->launch);
   p->kernel_work[o->kclass] += o->seconds;
+  if (G_UNLIKELY(l->kernel_log != NULL))
+    g_array_append_val(l->kernel_log, ((LowerKernelWork){ o->seconds, o->kclass }));
   if (o->collective || l->n_comm > 0) {
     l->comm_op = o;
     l->comm_group = g;

@@ -18,6 +18,7 @@ typedef struct {
   const SimParallel *par;
   const SimLink *link;
   guint chunks, M;
+  guint kept;           /* replicas lowered per stage: dp, or 1 or 2 standing for all (sim_lower_pipeline_replicas) */
   guint streams;        /* per GPU: SIM_PIPELINE_STREAMS, and the comm stream when the step communicates */
   guint *bounds;        /* chunk c is layers bounds[c] .. bounds[c + 1] - 1 */
   Lower *slices;        /* per (chunk, micro-batch) of the replica being lowered */
@@ -33,8 +34,42 @@ typedef struct {
   LowerDp dp;           /* the gradient reduction of the stage being lowered, when dp > 1 */
   LowerDp edp;          /* its expert gradients' reduction, when 1 < ep < dp */
   gboolean has_edp;
+  GArray *kernel_log;   /* LowerKernelWork of the replica being lowered, when the others are left out; or NULL */
   Lower labels;         /* the labels every slice shares, interned once */
 } Pipe;
+
+/* The step's replica that lowered replica j (< kept) is: every one when
+ * all are lowered; else the first, and then the last. */
+static inline guint
+step_replica(const SimParallel *par, guint kept, guint j)
+{
+  return kept == par->dp || j == 0 ? j : par->dp - 1;
+}
+
+/* The GPU a link places replica r of stage s on, without [node] one GPU a
+ * node, and the nodes its collective groups span: its tensor-parallel
+ * group, its expert-parallel group (the ep replicas of its block, tp ranks
+ * apart: Megatron's expert order tp-ep-dp-pp, ep divides dp), its
+ * expert-data-parallel group (the dp / ep replicas that hold the same
+ * experts, one from each expert-parallel group, tp × ep ranks apart:
+ * Megatron's get_expert_data_parallel_group in the order tp-ep-dp-pp). */
+typedef struct {
+  guint tp, ep, edp;
+} GroupNodes;
+
+static GroupNodes
+group_nodes(const SimWorkload *w, const SimLink *link, const SimParallel *par, guint s, guint r)
+{
+  guint node_gpus = MAX(link->node.gpus, 1);
+  guint ep = w->ep;
+  GroupNodes n = { 0, 0, 0 };
+  n.tp = sim_collective_nodes(sim_parallel_global_rank(par, w->tp, s, r, 0), 1, w->tp, node_gpus);
+  n.ep = sim_collective_nodes(sim_parallel_global_rank(par, w->tp, s, r - r % ep, 0), w->tp, ep, node_gpus);
+  if (ep > 1 && par->dp / ep > 1)
+    n.edp = sim_collective_nodes(sim_parallel_global_rank(par, w->tp, s, r % ep, 0), w->tp * ep, par->dp / ep,
+                                 node_gpus);
+  return n;
+}
 
 static inline guint
 cell(const Pipe *pp, guint chunk, guint mb)
@@ -237,6 +272,7 @@ slice_open(Pipe *pp, guint gpu, guint stage, guint chunk, guint mb)
   l->ep_nodes = pp->ep_nodes;
   l->dp = pp->par->dp > 1 ? &pp->dp : NULL;
   l->edp = pp->has_edp ? &pp->edp : NULL;
+  l->kernel_log = pp->kernel_log;
   const GArray *stages = pp->policy->stages;
   l->keeps_all = stages != NULL && (stage >= stages->len || !g_array_index(stages, gboolean, stage));
   l->grads_here = mb == 0;
@@ -323,38 +359,35 @@ emit_host_step(Pipe *pp, guint gpu, guint64 params)
   return sim_program_compute_inline(p, compute, 0, SIM_PHASE_OPTIMIZER, SIM_NO_LAYER, pp->label_optimizer);
 }
 
-/* Every stage of replica r. */
+/* Every stage of the j-th replica lowered (step_replica). */
 static void
-emit_replica(Pipe *pp, guint r, Item *items)
+emit_replica(Pipe *pp, guint j, Item *items)
 {
   SimProgram *p = pp->p;
   const SimParallel *par = pp->par;
+  guint r = step_replica(par, pp->kept, j);
   for (guint k = 0; k < pp->chunks * pp->M; k++) {
     pp->arrive_fwd[k] = sim_program_add_event(p, pp->label_act, (gint32)pp->bounds[k / pp->M]);
     pp->arrive_bwd[k] = sim_program_add_event(p, pp->label_grad, (gint32)pp->bounds[k / pp->M + 1] - 1);
   }
   for (guint s = 0; s < par->pp; s++) {
-    guint gpu = s * par->dp + r;
+    guint gpu = s * pp->kept + j;
     guint n = stage_order(par, s, items);
     Left left = { 0, 0 };
     guint32 compute = stream_of(pp, gpu, SIM_PIPELINE_STREAM_COMPUTE);
     pp->dp = (LowerDp){ .bucket = par->bucket, .ranks = par->dp, .sharding = par->sharding,
-                        .barriers = pp->barriers[s], .done = SIM_NO_EVENT, .label_reduce = pp->label_reduce,
+                        .members = pp->kept, .barriers = pp->barriers[s], .done = SIM_NO_EVENT,
+                        .label_reduce = pp->label_reduce,
                         .label_gather = pp->label_gather, .label_barrier = pp->label_barrier,
                         .label_release = pp->label_release, .label_shard = pp->label_shard,
                         .offload_params = par->offload_params };
     guint node_gpus = MAX(pp->link->node.gpus, 1); /* a link built without [node]: one GPU a node */
     pp->dp.nodes = sim_collective_nodes(sim_parallel_global_rank(par, pp->w->tp, s, 0, 0), pp->w->tp, par->dp, node_gpus);
-    pp->tp_nodes = sim_collective_nodes(sim_parallel_global_rank(par, pp->w->tp, s, r, 0), 1, pp->w->tp, node_gpus);
-    /* Replica r's expert-parallel group: the ep replicas of its block, tp
-     * ranks apart (Megatron's expert order tp-ep-dp-pp; ep divides dp). */
+    GroupNodes nodes = group_nodes(pp->w, pp->link, par, s, r);
+    pp->tp_nodes = nodes.tp;
+    pp->ep_nodes = nodes.ep;
     guint ep = pp->w->ep;
-    pp->ep_nodes = sim_collective_nodes(sim_parallel_global_rank(par, pp->w->tp, s, r - r % ep, 0), pp->w->tp, ep,
-                                        node_gpus);
-    /* Its expert-data-parallel group: the dp / ep replicas that hold the
-     * same experts, one from each expert-parallel group, tp × ep ranks
-     * apart (Megatron's get_expert_data_parallel_group in the order
-     * tp-ep-dp-pp).  Megatron's DDP reduces the experts' gradients there,
+    /* Its expert-data-parallel group (group_nodes).  Megatron's DDP reduces the experts' gradients there,
      * in buckets of their own (dense_params and expert_parallel_params,
      * megatron/core/distributed/distributed_data_parallel.py; an expert
      * weight is `allreduce` False when expert_model_parallel_size > 1,
@@ -365,8 +398,10 @@ emit_replica(Pipe *pp, guint r, Item *items)
     if (pp->has_edp) {
       pp->edp = pp->dp;
       pp->edp.ranks = par->dp / ep;
-      pp->edp.nodes = sim_collective_nodes(sim_parallel_global_rank(par, pp->w->tp, s, r % ep, 0), pp->w->tp * ep,
-                                           pp->edp.ranks, node_gpus);
+      pp->edp.nodes = nodes.edp;
+      pp->edp.members = 0; /* the replicas lowered that hold r's experts */
+      for (guint k = 0; k < pp->kept; k++)
+        pp->edp.members += step_replica(par, pp->kept, k) % ep == r % ep;
       pp->edp.barriers = pp->expert_barriers[s * ep + r % ep];
       pp->edp.label_reduce = pp->label_expert_reduce;
     }
@@ -412,13 +447,16 @@ emit_replica(Pipe *pp, guint r, Item *items)
   }
 }
 
-void
-sim_lower_pipeline_into(SimProgram *p, const SimWorkload *w, const SimPolicy *policy, const SimLink *link,
-                        const SimParallel *par)
+/* The step on pp->kept replicas of each stage (dp: every one; else the
+ * others are copies of the first, or with two kept of the first but the
+ * last, sim_lower_pipeline_replicas). */
+static void
+lower_pipeline(SimProgram *p, const SimWorkload *w, const SimPolicy *policy, const SimLink *link,
+               const SimParallel *par, guint kept)
 {
-  guint chunks = sim_parallel_chunks(par), M = par->microbatches, gpus = sim_parallel_gpus(par);
-  g_assert(gpus <= SIM_PARALLEL_MAX_GPUS && gpus <= SIM_NODE_MAX_GPUS);
-  Pipe pp = { .p = p, .w = w, .policy = policy, .par = par, .link = link, .chunks = chunks, .M = M };
+  guint chunks = sim_parallel_chunks(par), M = par->microbatches, gpus = par->pp * kept;
+  g_assert(sim_parallel_gpus(par) <= SIM_PARALLEL_MAX_GPUS && sim_parallel_gpus(par) <= SIM_NODE_MAX_GPUS);
+  Pipe pp = { .p = p, .w = w, .policy = policy, .par = par, .link = link, .chunks = chunks, .M = M, .kept = kept };
   pp.streams = SIM_PIPELINE_STREAMS + (w->tp > 1 || w->ep > 1 || par->dp > 1);
   pp.bounds = g_new(guint, chunks + 1);
   sim_parallel_chunk_bounds(par, sim_workload_n_layers(w), pp.bounds);
@@ -430,7 +468,7 @@ sim_lower_pipeline_into(SimProgram *p, const SimWorkload *w, const SimPolicy *po
   sim_program_reset(p);
   static const char *const kinds[SIM_PIPELINE_STREAMS + 1] = { "compute", "d2h", "h2d", "p2p", "comm" };
   for (guint g = 0; g < gpus; g++) {
-    guint stage = g / par->dp, replica = g % par->dp;
+    guint stage = g / kept, replica = step_replica(par, kept, g % kept);
     for (guint k = 0; k < pp.streams; k++) {
       g_autofree char *name = par->dp > 1 ? g_strdup_printf("stage %u.%u %s", stage, replica, kinds[k])
                                           : g_strdup_printf("stage %u %s", stage, kinds[k]);
@@ -468,8 +506,28 @@ sim_lower_pipeline_into(SimProgram *p, const SimWorkload *w, const SimPolicy *po
     pp.barriers[s] = g_array_new(FALSE, FALSE, sizeof(guint32));
   for (guint k = 0; k < groups; k++)
     pp.expert_barriers[k] = g_array_new(FALSE, FALSE, sizeof(guint32));
-  for (guint r = 0; r < par->dp; r++)
-    emit_replica(&pp, r, items);
+  /* The replicas left out add their sums as the first's, to the bit:
+   * its ops' (sim_program_repeat_sums) and its kernel classes'. */
+  g_autoptr(GArray) kernel_log = kept < par->dp ? g_array_new(FALSE, FALSE, sizeof(LowerKernelWork)) : NULL;
+  guint32 first_op = p->n_ops, first_end = p->n_ops;
+  for (guint j = 0; j < kept; j++) {
+    pp.kernel_log = j == 0 ? kernel_log : NULL;
+    emit_replica(&pp, j, items);
+    if (j == 0)
+      first_end = p->n_ops;
+  }
+  if (kept < par->dp) {
+    guint copies[SIM_NODE_MAX_GPUS];
+    for (guint g = 0; g < gpus; g++)
+      copies[g] = g % kept == 0 ? par->dp - (kept - 1) : 1;
+    sim_program_set_copies(p, copies);
+    sim_program_repeat_sums(p, first_op, first_end, par->dp - kept);
+    for (guint t = 0; t < par->dp - kept; t++)
+      for (guint k = 0; k < kernel_log->len; k++) {
+        const LowerKernelWork *kw = &g_array_index(kernel_log, LowerKernelWork, k);
+        p->kernel_work[kw->kclass] += kw->seconds;
+      }
+  }
   for (guint s = 0; s < par->pp; s++)
     g_array_unref(pp.barriers[s]);
   for (guint k = 0; k < groups; k++)
@@ -481,4 +539,55 @@ sim_lower_pipeline_into(SimProgram *p, const SimWorkload *w, const SimPolicy *po
   g_free(pp.slices);
   g_free(pp.arrive_fwd);
   g_free(pp.arrive_bwd);
+}
+
+void
+sim_lower_pipeline_into(SimProgram *p, const SimWorkload *w, const SimPolicy *policy, const SimLink *link,
+                        const SimParallel *par)
+{
+  lower_pipeline(p, w, policy, link, par, par->dp);
+}
+
+guint
+sim_lower_pipeline_replicas(const SimWorkload *w, const SimLink *link, const SimParallel *par)
+{
+  if (par->dp <= 1)
+    return par->dp;
+  /* A replica whose collectives span other nodes than the first's runs
+   * otherwise (tp not dividing a node, an expert group across one). */
+  for (guint s = 0; s < par->pp; s++) {
+    GroupNodes first = group_nodes(w, link, par, s, 0);
+    for (guint r = 1; r < par->dp; r++) {
+      GroupNodes n = group_nodes(w, link, par, s, r);
+      if (n.tp != first.tp || n.ep != first.ep || n.edp != first.edp)
+        return par->dp;
+    }
+  }
+  /* The replicas of a stage arrive at each barrier at one instant; the
+   * engine lets the last one through at once and the others once
+   * everything else due then has started (the last record is the last
+   * replica's, issued after theirs).  So the last replica starts the
+   * collective earlier within that instant than the others.  Only an op
+   * that starts with memory actions can tell: full sharding's gathers
+   * allocate their buffer at their start.  Then the first and the last
+   * replica are lowered, the first standing for all but the last. */
+  if (par->sharding == SIM_SHARDING_FULL)
+    return par->dp > 2 ? 2 : par->dp;
+  return 1;
+}
+
+guint
+sim_lower_pipeline_once_into(SimProgram *p, const SimWorkload *w, const SimPolicy *policy, const SimLink *link,
+                             const SimParallel *par)
+{
+  guint kept = sim_lower_pipeline_replicas(w, link, par);
+  lower_pipeline(p, w, policy, link, par, kept);
+  /* Behind [node] limits the replicas' copies share switch uplinks and
+   * socket memory: a replica alone would copy faster.  A step without a
+   * copy never uses them. */
+  if (kept < par->dp && sim_link_node_shared(link) && p->copies[SIM_DIR_D2H] + p->copies[SIM_DIR_H2D] > 0) {
+    kept = par->dp;
+    lower_pipeline(p, w, policy, link, par, kept);
+  }
+  return kept;
 }

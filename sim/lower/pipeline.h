@@ -40,6 +40,11 @@
  *
  * Replicas (dp) run the same program on their own GPUs, gpu = stage × dp +
  * replica; they differ from one replica only through the links they share.
+ * So a run needs every replica only where they run otherwise
+ * (sim_lower_pipeline_replicas): sim_lower_pipeline_once_into lowers the
+ * first replica of each stage (and under full sharding the last) and makes
+ * its GPU stand for the others (sim_program_set_copies), whose run the
+ * engine then reports to the bit (docs/engine.md, "Identical replicas").
  *
  * Cost: linear in replicas × stages × micro-batches × layers per chunk ×
  * tensors; what the single-GPU lowering costs, times micro-batches × dp.
@@ -68,6 +73,23 @@ enum {
  * split adds up, pp × dp <= SIM_PARALLEL_MAX_GPUS). */
 void sim_lower_pipeline_into(SimProgram *program, const SimWorkload *workload, const SimPolicy *policy,
                              const SimLink *link, const SimParallel *parallel);
+
+/* How many replicas of each stage a run of the step must hold: dp when
+ * they run otherwise (a collective group of one spans other nodes than the
+ * first's); else 1, the first standing for every replica, or under full
+ * sharding with dp > 2 two, the first for all but the last (its gathers
+ * allocate at their start, and the last replica to reach a barrier starts
+ * its collective earlier within the instant: docs/engine.md).  The copies
+ * behind shared [node] links are sim_lower_pipeline_once_into's to judge. */
+guint sim_lower_pipeline_replicas(const SimWorkload *workload, const SimLink *link, const SimParallel *parallel);
+
+/* Lowers the step as sim_lower_pipeline_into does, but with only the
+ * replicas sim_lower_pipeline_replicas names, the program's GPUs standing
+ * for the others (sim_program_set_copies; the sums are the whole step's),
+ * unless the step copies behind shared [node] links: then every replica.
+ * Returns the replicas of each stage lowered (dp: all of them). */
+guint sim_lower_pipeline_once_into(SimProgram *program, const SimWorkload *workload, const SimPolicy *policy,
+                                   const SimLink *link, const SimParallel *parallel);
 
 /* The device baseline of `stage` on each of its replicas: its static bytes
  * (see above), sharded as `parallel` says. */

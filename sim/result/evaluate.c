@@ -9,6 +9,7 @@
 struct SimEvaluator {
   SimEngine *engine;
   SimProgram *program; /* scratch: every run without detail lowers into it */
+  gboolean every_replica; /* lower every data-parallel replica, even where one stands for them */
 };
 
 SimEvaluator *
@@ -30,13 +31,16 @@ sim_evaluate_free(SimEvaluator *ev)
   g_free(ev);
 }
 
-/* Lowers into `program` (reset first) and runs it: the one place both paths meet. */
+/* Lowers into `program` (reset first) and runs it: the one place both paths meet.
+ * Identical replicas are lowered once unless `every_replica`. */
 static SimRun *
 lower_and_run(SimEngine *engine, SimProgram *program, const SimScenario *s, const SimPolicy *policy,
-              const SimEngineOptions *options, GError **error)
+              const SimEngineOptions *options, gboolean every_replica, GError **error)
 {
-  if (sim_parallel_active(&s->parallel))
+  if (sim_parallel_active(&s->parallel) && every_replica)
     sim_lower_pipeline_into(program, s->workload, policy, &s->machine.link, &s->parallel);
+  else if (sim_parallel_active(&s->parallel))
+    sim_lower_pipeline_once_into(program, s->workload, policy, &s->machine.link, &s->parallel);
   else
     sim_lower_into(program, s->workload, policy, &s->machine.link);
   g_autoptr(SimRun) run = sim_engine_run(engine, program, &s->machine.link, options, error);
@@ -59,7 +63,14 @@ sim_evaluate_run(SimEvaluator *ev, const SimScenario *s, const SimPolicy *policy
 {
   g_return_val_if_fail(ev != NULL, NULL);
   g_return_val_if_fail(error == NULL || *error == NULL, NULL);
-  return lower_and_run(ev->engine, ev->program, s, policy, NULL, error);
+  return lower_and_run(ev->engine, ev->program, s, policy, NULL, ev->every_replica, error);
+}
+
+void
+sim_evaluate_set_every_replica(SimEvaluator *ev, gboolean every)
+{
+  g_return_if_fail(ev != NULL);
+  ev->every_replica = every;
 }
 
 const SimProgram *
@@ -82,7 +93,8 @@ sim_evaluate(SimEvaluator *ev, const SimScenario *s, const SimPolicy *policy, co
   /* With detail the result keeps its program, so it gets one of its own. */
   g_autoptr(SimProgram) kept = detail ? sim_program_new() : NULL;
   SimProgram *program = detail ? kept : use->program;
-  SimRun *run = lower_and_run(use->engine, program, s, policy, &engine_options, error);
+  /* The exports of a detailed run walk every GPU's ops: all replicas. */
+  SimRun *run = lower_and_run(use->engine, program, s, policy, &engine_options, detail || use->every_replica, error);
   if (run == NULL)
     return NULL;
   guint allocator = s->machine.device.expandable_segments ? SIM_ALLOCATOR_EXPANDABLE : SIM_ALLOCATOR_NONE;

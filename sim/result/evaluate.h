@@ -13,7 +13,8 @@
  *   sim_evaluate       the same, turned into a SimResult (the figures every
  *                      output prints); with `detail` the result keeps its own
  *                      program, the op times and the memory curve for plots
- *                      and traces.
+ *                      and traces, of every data-parallel replica (without,
+ *                      identical replicas run once: sim_evaluate_set_every_replica).
  *
  * In builds without NDEBUG every run is checked by sim_invariants_check
  * (every byte sent out comes back, memory never negative, ...): a failure is
@@ -46,6 +47,14 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(SimEvaluator, sim_evaluate_free)
  * it was run from is the evaluator's and valid until the next call. */
 SimRun *sim_evaluate_run(SimEvaluator *evaluator, const SimScenario *scenario, const SimPolicy *policy,
                          GError **error);
+
+/* Identical data-parallel replicas (sim_lower_pipeline_replicas) are
+ * lowered and run once, their GPUs standing for the others: the same
+ * figures, the SimRun's per-GPU arrays over every GPU of the step, in a
+ * fraction of the time.  `every` TRUE lowers and runs every replica, as a
+ * detailed evaluation always does (its exports walk every GPU's ops): the
+ * tests compare both ways. */
+void sim_evaluate_set_every_replica(SimEvaluator *evaluator, gboolean every);
 
 /* The program of the evaluator's last sim_evaluate_run (empty before one). */
 const SimProgram *sim_evaluate_program(const SimEvaluator *evaluator);

@@ -159,7 +159,7 @@ sim_reserved_replay(const SimRun *run, const SimProgram *p, guint64 capacity, gu
   for (guint g = 0; g < n_gpus; g++) {
     guint64 peak = sim_allocator_peak_reserved(gpus[g].allocator);
     if (g == 0 || peak > out->peak_reserved) {
-      out->gpu = g;
+      out->gpu = sim_program_step_gpu(p, g); /* the first of the GPUs it stands for */
       out->peak_reserved = peak;
       out->peak_allocated = sim_allocator_peak_allocated(gpus[g].allocator);
     }

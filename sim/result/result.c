@@ -135,7 +135,7 @@ fill_peak(SimResultPeak *out, const SimRun *run, const SimProgram *program, SimP
                           : generic ? g_strdup_printf("L%d", peak->layer)
                                     : g_strdup_printf("L%d %s", peak->layer, label);
   /* Several GPUs: on which one, by the stream's name ("stage 0 compute"). */
-  if (program->n_gpus > 1) {
+  if (sim_program_step_gpus(program) > 1) {
     const SimStream *stream = peak->op != SIM_NO_OP ? g_ptr_array_index(program->streams, sim_program_op(program, peak->op)->stream) : NULL;
     const char *space = stream ? strrchr(stream->name, ' ') : NULL;
     g_autofree char *gpu = space ? g_strndup(stream->name, (gsize)(space - stream->name))
@@ -180,24 +180,27 @@ fill_stages(SimResult *r, const SimWorkload *workload, const SimParallel *par, c
   r->stages = g_array_new(FALSE, TRUE, sizeof(SimResultStage));
   g_array_set_size(r->stages, par->pp);
   double busiest = -1;
-  for (guint g = 0; g < program->n_gpus; g++) {
-    guint s = g / par->dp;
+  /* Every GPU of the step (the run's arrays are), its ops those of the
+   * program's GPU that stands for it (program.h, sim_program_set_copies). */
+  for (guint sg = 0; sg < sim_program_step_gpus(program); sg++) {
+    guint s = sg / par->dp;
+    const GpuSums *sum = &sums[sim_program_gpu_of(program, sg)];
     SimResultStage *st = &g_array_index(r->stages, SimResultStage, s);
     st->stage = s;
-    const SimPeak *dev = run->pools ? &g_array_index(run->pools, SimPeak, SIM_POOL_INDEX(g, SIM_POOL_DEVICE)) : &run->peak[SIM_POOL_DEVICE];
-    const SimPeak *host = run->pools ? &g_array_index(run->pools, SimPeak, SIM_POOL_INDEX(g, SIM_POOL_HOST)) : &run->peak[SIM_POOL_HOST];
+    const SimPeak *dev = run->pools ? &g_array_index(run->pools, SimPeak, SIM_POOL_INDEX(sg, SIM_POOL_DEVICE)) : &run->peak[SIM_POOL_DEVICE];
+    const SimPeak *host = run->pools ? &g_array_index(run->pools, SimPeak, SIM_POOL_INDEX(sg, SIM_POOL_HOST)) : &run->peak[SIM_POOL_HOST];
     st->peak_device_bytes = MAX(st->peak_device_bytes, dev->bytes);
     st->peak_host_bytes = MAX(st->peak_host_bytes, host->bytes);
-    st->d2h_bytes = MAX(st->d2h_bytes, sums[g].bytes[SIM_DIR_D2H]);
-    st->h2d_bytes = MAX(st->h2d_bytes, sums[g].bytes[SIM_DIR_H2D]);
-    double busy = run->busy ? g_array_index(run->busy, double, g) : run->step;
+    st->d2h_bytes = MAX(st->d2h_bytes, sum->bytes[SIM_DIR_D2H]);
+    st->h2d_bytes = MAX(st->h2d_bytes, sum->bytes[SIM_DIR_H2D]);
+    double busy = run->busy ? g_array_index(run->busy, double, sg) : run->step;
     st->busy_ms = MAX(st->busy_ms, busy * 1e3);
-    double work = sums[g].work[SIM_WORK_COMPUTE] + sums[g].work[SIM_WORK_RECOMPUTE] + sums[g].work[SIM_WORK_OPTIMIZER];
+    double work = sum->work[SIM_WORK_COMPUTE] + sum->work[SIM_WORK_RECOMPUTE] + sum->work[SIM_WORK_OPTIMIZER];
     if (work > busiest) {
       busiest = work;
-      r->compute_ms = sums[g].work[SIM_WORK_COMPUTE] * 1e3;
-      r->recompute_ms = sums[g].work[SIM_WORK_RECOMPUTE] * 1e3;
-      r->optimizer_ms = sums[g].work[SIM_WORK_OPTIMIZER] * 1e3;
+      r->compute_ms = sum->work[SIM_WORK_COMPUTE] * 1e3;
+      r->recompute_ms = sum->work[SIM_WORK_RECOMPUTE] * 1e3;
+      r->optimizer_ms = sum->work[SIM_WORK_OPTIMIZER] * 1e3;
     }
   }
   for (guint c = 0; c < chunks; c++)

@@ -34,6 +34,7 @@ typedef struct {
   guint64 pending_grads; /* of them, allocated (set-to-none) gradient bytes */
   guint64 freed_grads;   /* gradient bytes freed by reduce-scatters (ZeRO-2, -3) so far */
   guint ranks, nodes; /* the data-parallel group */
+  guint members;     /* of its ranks, those the program holds (a barrier's count): the others are copies */
   guint sharding;    /* SimSharding */
   gboolean offload_params; /* full sharding: each group's weight shard comes from the host before its gather */
   GArray *barriers;  /* guint32: the stage's k-th collective's barrier, shared by its replicas */
@@ -41,6 +42,12 @@ typedef struct {
   guint32 done;      /* the last reduction's done event, or SIM_NO_EVENT */
   guint32 label_reduce, label_gather, label_barrier, label_release, label_shard;
 } LowerDp;
+
+/* One addition to SimProgram.kernel_work (Lower.kernel_log). */
+typedef struct {
+  double seconds;
+  guint kclass;
+} LowerKernelWork;
 
 typedef struct {
   SimProgram *p;
@@ -109,6 +116,10 @@ typedef struct {
   guint32 *op_labels;
   guint32 *comm_labels; /* per op of label_ops: its collective's ("all-reduce attn_proj") */
   guint32 label_comm_ready, label_comm_done;
+  /* Where the kernel-class seconds emitted go, as they are added to the
+   * program's kernel_work (LowerKernelWork, in order), or NULL: the
+   * pipeline adds them again for the replicas it leaves out. */
+  GArray *kernel_log;
   /* Tensor-parallel collectives the compute stream has not waited for:
    * each's done event and the ops still to emit before the wait
    * (SimLayerOp.overlap). */

@@ -167,8 +167,9 @@ typedef struct {
   gboolean failed;
 } Run;
 
-/* From how many GPUs a run without the host model takes the lazy loop
- * (LAZY_GPUS_MEASURED in docs/engine.md, "The loop"). */
+/* From how many step GPUs a run without the host model takes the lazy loop
+ * (docs/engine.md, "The loop"): from 2, it costs no more than the scan
+ * (callgrind, pp 2: 348 instructions per event against 349). */
 #define LAZY_GPUS 2
 
 /* for (each GPU g a step of the scan walks, in ascending order): every

@@ -69,13 +69,11 @@ typedef struct {
    * `active` and `in_latency` and is set wherever those change (checked in
    * debug builds), so the signature costs a shift and an or. */
   guint copy_state;
-  /* The lazy loop only (many GPUs, "The loop" in docs/engine.md): the
-   * clocks above are brought to `since`, and nothing of the GPU changes on
-   * its own before `deadline` (INFINITY: nothing runs), which the engine's
-   * `deadlines` heap holds under `stamp` (an entry with another stamp is
-   * stale). */
+  /* The lazy loop only (several GPUs, "The loop" in docs/engine.md): the
+   * clocks above are brought to `since`; the engine's `deadlines` heap
+   * holds when the GPU next changes on its own under `stamp` (an entry
+   * with another stamp is stale; no entry: nothing runs). */
   double since;
-  double deadline;
   guint32 stamp;
 } Gpu;
 
@@ -97,7 +95,7 @@ struct SimEngine {
   GArray *events;  /* EventState */
   SimHeap ready;   /* streams whose head op may start, keyed on that op's index */
   SimHeap timers;  /* running host_alloc, send and collective ops, keyed on real finish */
-  SimHeap deadlines; /* the lazy loop: GPUs keyed on Gpu.deadline, seq the GPU, value its stamp */
+  SimHeap deadlines; /* the lazy loop: GPUs keyed on their next deadline, seq the GPU, value its stamp */
   /* The host model only (sized when a program has a host: sim_program_has_host): */
   SimHeap issues;  /* streams whose head is issued in the future, keyed on that time, seq its op */
   Host *host;      /* per GPU, n_hosts_cap of them */
@@ -139,14 +137,12 @@ typedef struct {
    * instant starts on, each brought from its own `since` to now when
    * touched (`dirty`: touched at this instant, so at now).  `live`: the
    * GPUs with something running, kept for shared links only, whose
-   * filling lists them in walk[0..n_walk).  `pending`: GPUs with a finite
-   * deadline. */
+   * filling lists them in walk[0..n_walk). */
   gboolean lazy;
   SimGpuSet dirty;
   SimGpuSet live;
   guint walk[SIM_NODE_MAX_GPUS];
   guint n_walk;
-  guint pending;
   guint words; /* of a SimGpuSet that the run's GPUs span */
   /* Copies of different GPUs share links ([node] limits): their rates are
    * set together (share_rates), and a latency phase is always a step of
@@ -886,7 +882,6 @@ reset_engine(SimEngine *e, const SimProgram *p)
     gpu->copy_state = 0;
     gpu->signature = NO_SIGNATURE;
     gpu->since = 0;
-    gpu->deadline = INFINITY;
     gpu->stamp = 0;
   }
 }
@@ -1424,19 +1419,23 @@ gpu_sync(Run *r, Gpu *gpu)
 }
 
 /* The lazy loop: GPU g's next deadline, from its state now, into the heap
- * under a new stamp (its older entry, if any, goes stale). */
+ * under a new stamp (its older entry, if any, goes stale; none when
+ * nothing runs on it). */
 static void
 gpu_schedule(Run *r, guint g)
 {
   Gpu *gpu = &r->gpu[g];
   double t = gpu_deadline(r, gpu, gpu->since);
-  r->pending -= isfinite(gpu->deadline) ? 1 : 0;
-  gpu->deadline = t;
   gpu->stamp++;
-  if (isfinite(t)) {
-    r->pending++;
+  if (isfinite(t))
     sim_heap_push(&r->e->deadlines, t, g, gpu->stamp);
-  }
+}
+
+/* Whether a deadline heap entry is an older one of its GPU's. */
+static inline gboolean
+deadline_stale(const Run *r, const SimHeapItem *item)
+{
+  return item->value != r->gpu[item->seq].stamp;
 }
 
 /* The lazy loop's end of an instant, for the GPUs touched there, in GPU
@@ -1484,12 +1483,13 @@ lazy_settle(Run *r)
 }
 
 /* The lazy loop's next instant: the earliest timer or GPU deadline (stale
- * heap entries dropped first), or INFINITY when nothing runs. */
+ * heap entries dropped first, so an entry left is a GPU's own), or
+ * INFINITY when nothing runs. */
 static double
 lazy_next(Run *r)
 {
   SimEngine *e = r->e;
-  while (e->deadlines.len && sim_heap_peek(&e->deadlines)->value != r->gpu[sim_heap_peek(&e->deadlines)->seq].stamp)
+  while (e->deadlines.len && deadline_stale(r, sim_heap_peek(&e->deadlines)))
     sim_heap_pop(&e->deadlines);
   double next = e->timers.len ? sim_heap_peek(&e->timers)->key : INFINITY;
   return e->deadlines.len ? MIN(next, sim_heap_peek(&e->deadlines)->key) : next;
@@ -1504,12 +1504,8 @@ lazy_advance(Run *r, const Instant *in)
   SimGpuSet due = { { 0 } };
   while (e->deadlines.len && sim_heap_peek(&e->deadlines)->key <= in->next + in->hair) {
     SimHeapItem item = sim_heap_pop(&e->deadlines);
-    Gpu *gpu = &r->gpu[item.seq];
-    if (item.value != gpu->stamp)
-      continue;
-    gpu->deadline = INFINITY;
-    r->pending--;
-    sim_gpu_set_add(&due, item.seq);
+    if (!deadline_stale(r, &item))
+      sim_gpu_set_add(&due, item.seq); /* rescheduled after the instant: it is touched */
   }
   e->n_done = 0;
   FOR_EACH_GPU_IN(r, due, g) {

@@ -55,7 +55,9 @@
  *
  * Cost: each step of the loop completes an op or ends a copy's latency
  * phase; the work per step is a few heap operations on heaps no larger than
- * the number of streams, so a run is O(ops · log streams), with no
+ * the number of streams (on several GPUs, the GPUs the step touches and
+ * their heap of deadlines, not every GPU: docs/engine.md, "The loop"), so a
+ * run is O(ops · log streams), with no
  * allocation per event once the engine's buffers have grown (reuse a
  * SimEngine): a run allocates only its SimRun's arrays, up front.
  */

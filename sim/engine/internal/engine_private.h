@@ -30,7 +30,7 @@ void sim_engine_set_host_model(gboolean force);
 /* Test-only.  From how many GPUs a run without the host model takes the
  * lazy loop, which touches at a step only the GPUs something happens on
  * (docs/engine.md, "The loop"); 0 goes back to the default (LAZY_GPUS, 2:
- * every multi-GPU run).  G_MAXUINT makes every run scan every GPU at every
+ * every run whose program stands for several GPUs of the step).  G_MAXUINT makes every run scan every GPU at every
  * step, so that tests can compare the two loops. */
 void sim_engine_set_lazy_gpus(guint gpus);
 
